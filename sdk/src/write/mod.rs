@@ -1,0 +1,522 @@
+//! Writing traces: the [`Trace`] handle, record handles, and the writer thread behind them.
+//!
+//! # Design
+//!
+//! Every emitting call builds a small message on the caller's stack and pushes it into one bounded
+//! lock-free queue (`crossbeam_queue::ArrayQueue`); a background thread pops messages in order,
+//! formats them with [`crate::format::json`] and writes large batches. The caller never formats,
+//! allocates (for static names and up to [`crate::format::Data::INLINE`] typed fields), locks or
+//! makes a syscall, unless the queue is full under [`Policy::Block`].
+//!
+//! Ordering holds by construction: a [`RecordHandle`] is handed out only after its `record` line
+//! is in the queue, and everything that refers to a record (children, events, annotations, its
+//! `record_end`) needs the handle. The queue is linearizable, so a child pushed on thread B from a
+//! handle created on thread A lands after its parent. `end` consumes the handle, so a record ends
+//! at most once, and [`Trace::close`] writes the footer after everything queued before it.
+
+mod record;
+mod sink;
+mod writer;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+use serde_json::{Map, Value as Json};
+
+use crate::clock::SimClock;
+use crate::error::Error;
+use crate::format::Header;
+pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
+use sink::Sink;
+use writer::Msg;
+
+/// What an emitting call does when the queue to the writer thread is full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Wait for room: lossless (the default).
+    #[default]
+    Block,
+    /// Drop the line and count it. A dropped record takes its whole subtree, events, annotations
+    /// and end with it, so a drop never breaks an ordering rule; the footer carries exact
+    /// `dropped_records`, `dropped_events`, `dropped_annotations` and `dropped_record_ends` counts.
+    Drop,
+}
+
+/// The header's `metadata` object, with setters for the fields the spec names.
+///
+/// ```
+/// let m = jets::Metadata::new()
+///     .hardware_model("Custom Processor v2")
+///     .clock_frequency_mhz(2520.0)
+///     .insert("num_cores", 4);
+/// assert_eq!(m.as_map()["num_cores"], 4);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Metadata(Map<String, Json>);
+
+impl Metadata {
+    /// Metadata naming this SDK as the `tool`.
+    pub fn new() -> Self {
+        Metadata(Map::new()).tool(concat!("jets-sdk ", env!("CARGO_PKG_VERSION")))
+    }
+    /// Sets `hardware_model`.
+    pub fn hardware_model(self, v: impl Into<String>) -> Self {
+        self.insert("hardware_model", v.into())
+    }
+    /// Sets `architecture`.
+    pub fn architecture(self, v: impl Into<String>) -> Self {
+        self.insert("architecture", v.into())
+    }
+    /// Sets `clock_frequency_mhz`, which converts cycles to seconds.
+    pub fn clock_frequency_mhz(self, mhz: f64) -> Self {
+        self.insert("clock_frequency_mhz", mhz)
+    }
+    /// Sets `tool`.
+    pub fn tool(self, v: impl Into<String>) -> Self {
+        self.insert("tool", v.into())
+    }
+    /// Sets `timestamp` (ISO 8601 text).
+    pub fn timestamp(self, v: impl Into<String>) -> Self {
+        self.insert("timestamp", v.into())
+    }
+    /// Sets any field.
+    pub fn insert(mut self, key: impl Into<String>, v: impl Into<Json>) -> Self {
+        self.0.insert(key.into(), v.into());
+        self
+    }
+    /// The fields.
+    pub fn as_map(&self) -> &Map<String, Json> {
+        &self.0
+    }
+}
+
+impl From<Map<String, Json>> for Metadata {
+    fn from(m: Map<String, Json>) -> Self {
+        Metadata(m)
+    }
+}
+
+/// What was written, returned by [`Trace::close`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// `record` lines written.
+    pub records: u64,
+    /// `record_end` lines written.
+    pub record_ends: u64,
+    /// `event` lines written.
+    pub events: u64,
+    /// `annotation` lines written.
+    pub annotations: u64,
+    /// Records begun but not ended at close.
+    pub open_records: u64,
+    /// The largest `clk` written (or given to [`Trace::close_at`]).
+    pub capture_end_clk: Option<u64>,
+    /// Lines dropped by [`Policy::Drop`]: records (with their subtrees), events, annotations, ends.
+    pub dropped: Dropped,
+    /// Bytes handed to the sink (before compression).
+    pub bytes: u64,
+}
+
+/// Exact counts of lines dropped under [`Policy::Drop`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// `record` lines (including children of dropped records).
+    pub records: u64,
+    /// `event` lines.
+    pub events: u64,
+    /// `annotation` lines.
+    pub annotations: u64,
+    /// `record_end` lines.
+    pub record_ends: u64,
+}
+
+/// State shared by producers and the writer thread.
+pub(crate) struct Shared {
+    queue: ArrayQueue<Msg>,
+    policy: Policy,
+    clock: SimClock,
+    next_id: AtomicU64,
+    closed: AtomicBool,
+    failed: AtomicBool,
+    error: Mutex<Option<Error>>,
+    dropped: [AtomicU64; 4],
+    writer: OnceLock<Thread>,
+    target: String,
+}
+
+const DROP_RECORD: usize = 0;
+const DROP_EVENT: usize = 1;
+const DROP_ANNOTATION: usize = 2;
+const DROP_END: usize = 3;
+
+impl Shared {
+    /// Pushes a message; `Ok(false)` when the drop policy dropped it.
+    #[inline]
+    fn push(&self, msg: Msg) -> Result<bool, Error> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Err(Error::Closed);
+        }
+        match self.queue.push(msg) {
+            Ok(()) => Ok(true),
+            Err(msg) => match self.policy {
+                Policy::Drop => Ok(false),
+                Policy::Block => {
+                    self.push_blocking(msg);
+                    Ok(true)
+                }
+            },
+        }
+    }
+
+    /// The slow path: the queue is full. Spin briefly, then wake the writer and sleep in short
+    /// steps until there is room.
+    #[cold]
+    fn push_blocking(&self, mut msg: Msg) {
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            match self.queue.push(msg) {
+                Ok(()) => return,
+                Err(back) => msg = back,
+            }
+            if backoff.is_completed() {
+                self.wake_writer();
+                thread::sleep(Duration::from_micros(20));
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    fn count_drop(&self, kind: usize) {
+        self.dropped[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn dropped(&self) -> Dropped {
+        let get = |i: usize| self.dropped[i].load(Ordering::Relaxed);
+        Dropped {
+            records: get(DROP_RECORD),
+            events: get(DROP_EVENT),
+            annotations: get(DROP_ANNOTATION),
+            record_ends: get(DROP_END),
+        }
+    }
+
+    fn wake_writer(&self) {
+        if let Some(t) = self.writer.get() {
+            t.unpark();
+        }
+    }
+
+    fn fail(&self, e: Error) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+
+    fn error(&self) -> Option<Error> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Ties the writer thread's lifetime to the last `Trace` clone or record handle.
+pub(crate) struct Inner {
+    shared: Arc<Shared>,
+    join: Mutex<Option<JoinHandle<Summary>>>,
+    result: Mutex<Option<Result<Summary, Error>>>,
+}
+
+impl Inner {
+    fn close(&self, end_clk: Option<u64>) -> Result<Summary, Error> {
+        let mut join = self.join.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(handle) = join.take() {
+            self.shared.closed.store(true, Ordering::SeqCst);
+            // Control messages bypass the drop policy: they must arrive.
+            self.shared.push_blocking(Msg::Close { end_clk });
+            self.shared.wake_writer();
+            let result = match handle.join() {
+                Ok(summary) => match self.shared.error() {
+                    Some(e) => Err(e),
+                    None => Ok(summary),
+                },
+                Err(_) => Err(Error::io(
+                    &self.shared.target,
+                    std::io::Error::other("the JETS writer thread panicked"),
+                )),
+            };
+            *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        }
+        drop(join);
+        self.result.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(Err(Error::Closed))
+    }
+
+    fn flush(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        if self.shared.closed.load(Ordering::Relaxed) {
+            return Err(Error::Closed);
+        }
+        let ack = Arc::new(Ack::default());
+        self.shared.push_blocking(Msg::Flush(Arc::clone(&ack)));
+        self.shared.wake_writer();
+        ack.wait(timeout);
+        match self.shared.error() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let pending = self.join.lock().map(|j| j.is_some()).unwrap_or(false);
+        if pending {
+            if let Err(e) = self.close(None) {
+                // No caller is left to return this to: say it rather than lose it silently.
+                eprintln!("jets: closing trace {} on drop failed: {e}", self.shared.target);
+            }
+        }
+    }
+}
+
+/// Completion signal for [`Trace::flush`].
+#[derive(Default)]
+pub(crate) struct Ack {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Ack {
+    fn set(&self) {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self, timeout: Option<Duration>) {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        while !*done {
+            match deadline {
+                None => done = self.cv.wait(done).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return;
+                    }
+                    done = self.cv.wait_timeout(done, d - now).unwrap_or_else(|p| p.into_inner()).0;
+                }
+            }
+        }
+    }
+}
+
+/// Options for opening a trace.
+///
+/// ```
+/// use jets::{Policy, SimClock, TraceBuilder, Metadata};
+/// let clock = SimClock::new();
+/// let trace = TraceBuilder::new()
+///     .policy(Policy::Drop)
+///     .capacity(1 << 12)
+///     .clock(clock.clone())
+///     .writer(std::io::sink(), Metadata::new())
+///     .unwrap();
+/// clock.advance(3);
+/// let r = trace.root("top", "Top").begin().unwrap(); // at the clock's cycle, 3
+/// assert_eq!(r.start_clk(), 3);
+/// ```
+#[derive(Clone, Debug)]
+pub struct TraceBuilder {
+    policy: Policy,
+    capacity: usize,
+    flush_interval: Duration,
+    clock: Option<SimClock>,
+    flush_on_panic: bool,
+}
+
+impl Default for TraceBuilder {
+    fn default() -> Self {
+        TraceBuilder {
+            policy: Policy::Block,
+            capacity: 1 << 16,
+            flush_interval: Duration::from_millis(100),
+            clock: None,
+            flush_on_panic: false,
+        }
+    }
+}
+
+impl TraceBuilder {
+    /// Default options: [`Policy::Block`], 65,536 queued lines, flush every 100 ms, a new clock.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// What to do when the queue is full.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+    /// How many lines the queue holds (at least 16).
+    pub fn capacity(mut self, lines: usize) -> Self {
+        self.capacity = lines.max(16);
+        self
+    }
+    /// The longest time a written line may wait in the writer before reaching the OS.
+    pub fn flush_interval(mut self, every: Duration) -> Self {
+        self.flush_interval = every;
+        self
+    }
+    /// The clock read by calls that give no `clk`.
+    pub fn clock(mut self, clock: SimClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Install a panic hook that flushes this trace before the panic unwinds (chained with the
+    /// existing hook). A panicking simulator then leaves everything it emitted on disk.
+    pub fn flush_on_panic(mut self, yes: bool) -> Self {
+        self.flush_on_panic = yes;
+        self
+    }
+
+    /// Creates (truncates) the file at `path` and writes the header. `.gz` and `.zst` compress.
+    pub fn create(self, path: impl AsRef<Path>, metadata: Metadata) -> Result<Trace, Error> {
+        let path = path.as_ref();
+        let target = path.display().to_string();
+        let sink = Sink::create(path).map_err(|e| Error::io(&target, e))?;
+        self.open(sink, target, metadata)
+    }
+
+    /// Writes to any `Write` (a socket, a pipe, a `Vec` behind a mutex...).
+    pub fn writer(
+        self,
+        w: impl std::io::Write + Send + 'static,
+        metadata: Metadata,
+    ) -> Result<Trace, Error> {
+        self.open(Sink::Writer(Box::new(w)), "writer".to_owned(), metadata)
+    }
+
+    fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
+        let mut header = Vec::with_capacity(256);
+        Header::new(metadata.0).write_json(&mut header);
+        sink.write_lines(&header).and_then(|()| sink.flush()).map_err(|e| Error::io(&target, e))?;
+        let shared = Arc::new(Shared {
+            queue: ArrayQueue::new(self.capacity),
+            policy: self.policy,
+            clock: self.clock.unwrap_or_default(),
+            next_id: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+            dropped: Default::default(),
+            writer: OnceLock::new(),
+            target: target.clone(),
+        });
+        let config = writer::Config {
+            flush_interval: self.flush_interval,
+            header_bytes: header.len() as u64,
+        };
+        let for_thread = Arc::clone(&shared);
+        let handle = thread::Builder::new()
+            .name("jets-writer".into())
+            .spawn(move || writer::run(for_thread, sink, config))
+            .map_err(|e| Error::io(&target, e))?;
+        let _ = shared.writer.set(handle.thread().clone());
+        let trace = Trace(Arc::new(Inner {
+            shared,
+            join: Mutex::new(Some(handle)),
+            result: Mutex::new(None),
+        }));
+        if self.flush_on_panic {
+            install_panic_flush(Arc::downgrade(&trace.0));
+        }
+        Ok(trace)
+    }
+}
+
+fn install_panic_flush(trace: Weak<Inner>) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Some(inner) = trace.upgrade() {
+            // Bounded: a panic must not hang on a stuck disk.
+            let _ = inner.flush(Some(Duration::from_secs(2)));
+        }
+        previous(info);
+    }));
+}
+
+/// An open trace: the root of everything a simulator emits.
+///
+/// `Send + Sync` and cheap to clone; every clone writes to the same file. The trace is closed
+/// (footer written, file completed) by [`Trace::close`], or when the last clone and the last
+/// record handle are dropped.
+#[derive(Clone)]
+pub struct Trace(Arc<Inner>);
+
+impl std::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace").field("target", &self.0.shared.target).finish_non_exhaustive()
+    }
+}
+
+impl Trace {
+    /// Creates `path` with default options and writes the header. See [`TraceBuilder`].
+    pub fn create(path: impl AsRef<Path>, metadata: Metadata) -> Result<Trace, Error> {
+        TraceBuilder::new().create(path, metadata)
+    }
+
+    /// Writes to any `Write` with default options.
+    pub fn to_writer(
+        w: impl std::io::Write + Send + 'static,
+        metadata: Metadata,
+    ) -> Result<Trace, Error> {
+        TraceBuilder::new().writer(w, metadata)
+    }
+
+    /// Starts describing a root record (`parent_id: null`); finish with
+    /// [`RecordBuilder::begin_at`] or [`RecordBuilder::begin`].
+    pub fn root(
+        &self,
+        name: impl Into<crate::format::Str>,
+        record_type: impl Into<crate::format::Str>,
+    ) -> RecordBuilder<'_> {
+        RecordBuilder::new(&self.0, None, name.into(), record_type.into())
+    }
+
+    /// The clock read by calls without an explicit `clk`.
+    pub fn clock(&self) -> &SimClock {
+        &self.0.shared.clock
+    }
+
+    /// Waits until everything emitted before this call is written and flushed to the OS.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.0.flush(None)
+    }
+
+    /// The first I/O error, if writing has failed. Once failed, nothing more is written; the file
+    /// holds a valid prefix.
+    pub fn error(&self) -> Option<Error> {
+        self.0.shared.error()
+    }
+
+    /// Lines dropped so far under [`Policy::Drop`].
+    pub fn dropped(&self) -> Dropped {
+        self.0.shared.dropped()
+    }
+
+    /// Writes the footer with exact totals and completes the file. Later calls return the same
+    /// result; emitting afterwards returns [`Error::Closed`].
+    pub fn close(&self) -> Result<Summary, Error> {
+        self.0.close(None)
+    }
+
+    /// Like [`Trace::close`], with `capture_end_clk` at least `clk` (the simulation's last cycle).
+    pub fn close_at(&self, clk: u64) -> Result<Summary, Error> {
+        self.0.close(Some(clk))
+    }
+}
