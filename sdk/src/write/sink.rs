@@ -44,18 +44,27 @@ impl Sink {
     /// Writes whole lines.
     pub(crate) fn write_lines(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Sink::File { file, good_len } => match file.write_all(bytes) {
-                Ok(()) => {
-                    *good_len += bytes.len() as u64;
-                    Ok(())
+            Sink::File { file, good_len } => {
+                let mut written = 0;
+                while written < bytes.len() {
+                    match file.write(&bytes[written..]) {
+                        Ok(0) => {
+                            return Err(cut_back(
+                                file,
+                                good_len,
+                                bytes,
+                                written,
+                                io::ErrorKind::WriteZero.into(),
+                            ))
+                        }
+                        Ok(n) => written += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(cut_back(file, good_len, bytes, written, e)),
+                    }
                 }
-                Err(e) => {
-                    // Best effort: cut a partly written batch back to the last complete line.
-                    // On a device file (e.g. /dev/full) this fails and there is nothing to cut.
-                    let _ = file.set_len(*good_len);
-                    Err(e)
-                }
-            },
+                *good_len += bytes.len() as u64;
+                Ok(())
+            }
             #[cfg(feature = "gzip")]
             Sink::Gzip(w) => w.write_all(bytes),
             #[cfg(feature = "zstd")]
@@ -90,4 +99,20 @@ impl Sink {
             Sink::Writer(mut w) => w.flush(),
         }
     }
+}
+
+/// After a failed write of `bytes` of which `written` reached the file: keep every complete line
+/// that made it and cut off the partial one, so the file stays a valid prefix. Best effort: on a
+/// device file (e.g. /dev/full) `set_len` fails and there is nothing to cut.
+fn cut_back(
+    file: &File,
+    good_len: &mut u64,
+    bytes: &[u8],
+    written: usize,
+    e: io::Error,
+) -> io::Error {
+    let complete = bytes[..written].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    *good_len += complete as u64;
+    let _ = file.set_len(*good_len);
+    e
 }
