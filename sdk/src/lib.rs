@@ -22,12 +22,14 @@
 //!
 //! Where things live:
 //! * [`format`]: the line types and the JSON encoder, shared by writer, reader and validator.
+//! * [`read`]: a streaming line reader over a memory-mapped file or any `Read` (gz, zst, br).
 //! * [`write`]: [`Trace`], record handles, the lock-free queue and the writer thread.
 //! * [`clock`]: [`SimClock`], the simulator's shared cycle counter.
 
 pub mod clock;
 mod error;
 pub mod format;
+pub mod read;
 pub mod write;
 
 pub use clock::SimClock;
