@@ -25,11 +25,17 @@
 //! * [`read`]: a streaming line reader over a memory-mapped file or any `Read` (gz, zst, br).
 //! * [`write`]: [`Trace`], record handles, the lock-free queue and the writer thread.
 //! * [`clock`]: [`SimClock`], the simulator's shared cycle counter.
+//! * [`sync`]: host-time sync points (`HostSync` events) and the cycle ↔ time map.
+//! * `host` (feature `host`, Linux): the host sampler thread, `/proc` and perf collectors, the
+//!   clock beacon and denet's data model.
 
 pub mod clock;
 mod error;
 pub mod format;
+#[cfg(all(feature = "host", target_os = "linux"))]
+pub mod host;
 pub mod read;
+pub mod sync;
 pub mod write;
 
 pub use clock::SimClock;

@@ -1,0 +1,251 @@
+//! denet's JSON Lines data model: what `jets run` writes and `jets stats` reads.
+//!
+//! Field names, order and optionality follow denet 0.10 so that files written here are read by
+//! denet's own tools and the other way round. Two additive extensions, both optional and ignored by
+//! denet: `sim_clk` (the simulated cycle published through the [clock beacon](super::beacon) when
+//! the sample was taken) and `perf_sw` (software perf counters, reported instead of zeros when the
+//! hardware counters denet's `perf` field needs are not available).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Memory pressure stall information: fractions (0..=1) of the last 10 s window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiMem {
+    /// Share of time at least one task stalled on memory.
+    pub some_avg10: f32,
+    /// Share of time every task stalled on memory.
+    pub full_avg10: f32,
+}
+
+/// Hardware perf counter deltas since the previous sample (denet's `perf`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerfCounters {
+    /// CPU cycles.
+    #[serde(default)]
+    pub cycles: u64,
+    /// Retired instructions.
+    #[serde(default)]
+    pub instructions: u64,
+    /// Last-level cache references.
+    #[serde(default)]
+    pub cache_refs: u64,
+    /// Last-level cache misses.
+    #[serde(default)]
+    pub cache_misses: u64,
+    /// Cycles stalled in the back end.
+    #[serde(default)]
+    pub stalled_backend: u64,
+}
+
+/// Software perf counter deltas since the previous sample (a JETS extension, `perf_sw`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerfSoftware {
+    /// Task clock: CPU time of the counted tasks, in nanoseconds.
+    pub task_clock_ns: u64,
+    /// Context switches.
+    pub context_switches: u64,
+    /// Page faults (minor and major).
+    pub page_faults: u64,
+}
+
+/// One process at one instant (denet's `Metrics`; the body of a `sample` line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Capture time, Unix milliseconds.
+    pub ts_ms: u64,
+    /// CPU use over the last interval, percent of one core.
+    pub cpu_usage: f32,
+    /// Resident set size, KiB.
+    pub mem_rss_kb: u64,
+    /// Virtual size, KiB.
+    pub mem_vms_kb: u64,
+    /// Bytes the process caused to be read from storage (`read_bytes`).
+    pub disk_read_bytes: u64,
+    /// Bytes the process caused to be written to storage (`write_bytes`).
+    pub disk_write_bytes: u64,
+    /// Bytes read through read()-family syscalls (`rchar`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_read_bytes: Option<u64>,
+    /// Bytes written through write()-family syscalls (`wchar`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_write_bytes: Option<u64>,
+    /// Minor page faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_faults_cached: Option<u64>,
+    /// Major page faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_faults_disk: Option<u64>,
+    /// System-wide bytes received (legacy name `net_rx_bytes`).
+    #[serde(alias = "net_rx_bytes")]
+    pub sys_net_rx_bytes: u64,
+    /// System-wide bytes sent (legacy name `net_tx_bytes`).
+    #[serde(alias = "net_tx_bytes")]
+    pub sys_net_tx_bytes: u64,
+    /// Threads.
+    pub thread_count: usize,
+    /// Seconds since the process started.
+    pub uptime_secs: u64,
+    /// The CPU the process last ran on.
+    #[serde(default)]
+    pub cpu_core: Option<u32>,
+    /// Memory pressure (the process's cgroup when readable, else system-wide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_mem: Option<PsiMem>,
+    /// Hardware counter deltas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<PerfCounters>,
+    /// Software counter deltas (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_sw: Option<PerfSoftware>,
+    /// The simulated cycle from the clock beacon (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_clk: Option<u64>,
+}
+
+/// Parent plus children, summed (denet's `AggregatedMetrics`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AggregatedMetrics {
+    /// Capture time, Unix milliseconds.
+    pub ts_ms: u64,
+    /// Summed CPU use, percent of one core.
+    pub cpu_usage: f32,
+    /// Summed RSS, KiB.
+    pub mem_rss_kb: u64,
+    /// Summed virtual size, KiB.
+    pub mem_vms_kb: u64,
+    /// Summed storage reads.
+    pub disk_read_bytes: u64,
+    /// Summed storage writes.
+    pub disk_write_bytes: u64,
+    /// Summed syscall reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_read_bytes: Option<u64>,
+    /// Summed syscall writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_write_bytes: Option<u64>,
+    /// Summed minor faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_faults_cached: Option<u64>,
+    /// Summed major faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_faults_disk: Option<u64>,
+    /// System-wide bytes received.
+    #[serde(alias = "net_rx_bytes")]
+    pub sys_net_rx_bytes: u64,
+    /// System-wide bytes sent.
+    #[serde(alias = "net_tx_bytes")]
+    pub sys_net_tx_bytes: u64,
+    /// Summed threads.
+    pub thread_count: usize,
+    /// Live processes in the tree.
+    pub process_count: usize,
+    /// The longest uptime in the tree.
+    pub uptime_secs: u64,
+    /// The parent's memory pressure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_mem: Option<PsiMem>,
+    /// Hardware counter deltas for the whole tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<PerfCounters>,
+    /// Software counter deltas for the whole tree (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_sw: Option<PerfSoftware>,
+}
+
+impl AggregatedMetrics {
+    /// Sums the processes of a tree the way denet does: counters and sizes add up, uptime is the
+    /// longest, PSI is the first process's (it is one measurement per tick, not per process).
+    pub fn from_metrics<'a>(ts_ms: u64, all: impl IntoIterator<Item = &'a Metrics>) -> Self {
+        fn add(acc: &mut Option<u64>, v: Option<u64>) {
+            if let Some(v) = v {
+                *acc = Some(acc.unwrap_or(0) + v);
+            }
+        }
+        let mut a = AggregatedMetrics { ts_ms, ..Default::default() };
+        for m in all {
+            a.cpu_usage += m.cpu_usage;
+            a.mem_rss_kb += m.mem_rss_kb;
+            a.mem_vms_kb += m.mem_vms_kb;
+            a.disk_read_bytes += m.disk_read_bytes;
+            a.disk_write_bytes += m.disk_write_bytes;
+            add(&mut a.syscall_read_bytes, m.syscall_read_bytes);
+            add(&mut a.syscall_write_bytes, m.syscall_write_bytes);
+            add(&mut a.page_faults_cached, m.page_faults_cached);
+            add(&mut a.page_faults_disk, m.page_faults_disk);
+            a.sys_net_rx_bytes = m.sys_net_rx_bytes;
+            a.sys_net_tx_bytes = m.sys_net_tx_bytes;
+            a.thread_count += m.thread_count;
+            a.process_count += 1;
+            a.uptime_secs = a.uptime_secs.max(m.uptime_secs);
+            a.psi_mem = a.psi_mem.or(m.psi_mem);
+        }
+        a
+    }
+}
+
+/// A child process in a `tree` line.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChildMetrics {
+    /// Process id.
+    pub pid: u32,
+    /// Process name (`comm`).
+    pub command: String,
+    /// Its metrics.
+    pub metrics: Metrics,
+}
+
+/// A `tree` line: the monitored process, its descendants and their sum.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeSample {
+    /// Capture time, Unix milliseconds.
+    pub ts_ms: u64,
+    /// The monitored process (`null` once it has exited).
+    pub parent: Option<Metrics>,
+    /// Its live descendants.
+    #[serde(default)]
+    pub children: Vec<ChildMetrics>,
+    /// Parent plus children.
+    pub aggregated: Option<AggregatedMetrics>,
+    /// The simulated cycle from the clock beacon (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_clk: Option<u64>,
+}
+
+/// The `metadata` line.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessMetadata {
+    /// Process id.
+    pub pid: u32,
+    /// Command line.
+    pub cmd: Vec<String>,
+    /// Executable path.
+    pub executable: String,
+    /// Process start, Unix milliseconds.
+    pub t0_ms: u64,
+    /// Which optional sources resolved, and why not when they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Map<String, Value>>,
+}
+
+/// A line of a denet file to write, tagged by `kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Line<'a> {
+    /// The optional reproducibility snapshot ([`super::env::snapshot`]).
+    Env(&'a Map<String, Value>),
+    /// The header.
+    Metadata(&'a ProcessMetadata),
+    /// A process-tree sample.
+    Tree(&'a TreeSample),
+    /// A single-process sample (`--exclude-children`).
+    Sample(&'a Metrics),
+}
+
+impl Line<'_> {
+    /// The line as compact JSON, without the newline.
+    pub fn to_json(&self) -> String {
+        // Serializing these plain structs cannot fail: every map key is a string.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}

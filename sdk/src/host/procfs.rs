@@ -1,0 +1,274 @@
+//! Reading `/proc` and `/sys`: the raw counters the samplers turn into metrics.
+//!
+//! Every reader returns `io::Result` because processes vanish between listing and reading; callers
+//! treat a vanished process as gone, never as zeros.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::denet::PsiMem;
+
+/// The fields of `/proc/<pid>/stat` the samplers use.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProcStat {
+    /// Process name (`comm`).
+    pub comm: String,
+    /// State letter (`R`, `S`, `Z`, ...).
+    pub state: char,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Minor faults.
+    pub minflt: u64,
+    /// Major faults.
+    pub majflt: u64,
+    /// User CPU time, clock ticks.
+    pub utime: u64,
+    /// System CPU time, clock ticks.
+    pub stime: u64,
+    /// Threads.
+    pub num_threads: u64,
+    /// Start time after boot, clock ticks.
+    pub starttime: u64,
+    /// Virtual size, bytes.
+    pub vsize: u64,
+    /// Resident pages.
+    pub rss_pages: u64,
+    /// CPU last run on.
+    pub processor: Option<u32>,
+}
+
+fn invalid(path: &Path, what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("{}: {what}", path.display()))
+}
+
+/// Parses `/proc/<pid>/stat`.
+pub fn read_stat(pid: u32) -> io::Result<ProcStat> {
+    let path = PathBuf::from(format!("/proc/{pid}/stat"));
+    let text = fs::read_to_string(&path)?;
+    parse_stat(&text).ok_or_else(|| invalid(&path, "unexpected layout"))
+}
+
+/// Parses the text of a `stat` file. `comm` may hold spaces and parentheses, so the fields are
+/// counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let f: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // f[0] is field 3 of proc(5).
+    let n = |field: usize| -> Option<u64> { f.get(field - 3)?.parse().ok() };
+    Some(ProcStat {
+        comm,
+        state: f.first()?.chars().next()?,
+        ppid: n(4)? as u32,
+        minflt: n(10)?,
+        majflt: n(12)?,
+        utime: n(14)?,
+        stime: n(15)?,
+        num_threads: n(20)?,
+        starttime: n(22)?,
+        vsize: n(23)?,
+        rss_pages: f.get(24 - 3)?.parse::<i64>().ok()?.max(0) as u64,
+        processor: n(39).map(|c| c as u32),
+    })
+}
+
+/// `/proc/<pid>/io`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcIo {
+    /// Bytes read through syscalls.
+    pub rchar: u64,
+    /// Bytes written through syscalls.
+    pub wchar: u64,
+    /// Bytes fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes sent to storage.
+    pub write_bytes: u64,
+}
+
+/// Parses `/proc/<pid>/io` (readable for one's own processes, or with `CAP_SYS_PTRACE`).
+pub fn read_io(pid: u32) -> io::Result<ProcIo> {
+    let path = PathBuf::from(format!("/proc/{pid}/io"));
+    let text = fs::read_to_string(&path)?;
+    let mut io = ProcIo::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        let v: u64 = v.trim().parse().map_err(|_| invalid(&path, "non-numeric value"))?;
+        match k {
+            "rchar" => io.rchar = v,
+            "wchar" => io.wchar = v,
+            "read_bytes" => io.read_bytes = v,
+            "write_bytes" => io.write_bytes = v,
+            _ => {}
+        }
+    }
+    Ok(io)
+}
+
+/// The ids of the threads of `pid`.
+pub fn thread_ids(pid: u32) -> io::Result<Vec<u32>> {
+    numeric_entries(Path::new(&format!("/proc/{pid}/task")))
+}
+
+fn numeric_entries(dir: &Path) -> io::Result<Vec<u32>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir)? {
+        if let Some(n) = e?.file_name().to_str().and_then(|s| s.parse().ok()) {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// Every descendant of `root` (children recursively), parents before their children.
+///
+/// Found by scanning every `/proc/<pid>/stat` for its parent, because `/proc/<pid>/task/*/children`
+/// needs `CONFIG_PROC_CHILDREN`, which kernels (this VM's included) may lack.
+pub fn descendants(root: u32) -> io::Result<Vec<(u32, ProcStat)>> {
+    let mut all: Vec<(u32, ProcStat)> = Vec::new();
+    for pid in numeric_entries(Path::new("/proc"))? {
+        if let Ok(stat) = read_stat(pid) {
+            all.push((pid, stat));
+        }
+    }
+    let mut out: Vec<(u32, ProcStat)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        let mut i = 0;
+        while i < all.len() {
+            if all[i].1.ppid == parent && all[i].0 != root {
+                let found = all.swap_remove(i);
+                frontier.push(found.0);
+                out.push(found);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// System-wide network bytes (received, sent) over every interface but loopback.
+pub fn net_totals() -> io::Result<(u64, u64)> {
+    let path = Path::new("/proc/net/dev");
+    let text = fs::read_to_string(path)?;
+    let (mut rx, mut tx) = (0u64, 0u64);
+    for line in text.lines().skip(2) {
+        let Some((iface, rest)) = line.split_once(':') else { continue };
+        if iface.trim() == "lo" {
+            continue;
+        }
+        let f: Vec<u64> = rest.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+        if f.len() < 16 {
+            return Err(invalid(path, "fewer than 16 counters on an interface line"));
+        }
+        rx += f[0];
+        tx += f[8];
+    }
+    Ok((rx, tx))
+}
+
+/// Parses a PSI file (`/proc/pressure/memory` or a cgroup's `memory.pressure`) into fractions.
+pub fn read_psi(path: &Path) -> io::Result<PsiMem> {
+    let text = fs::read_to_string(path)?;
+    let avg10 = |prefix: &str| -> Option<f32> {
+        let line = text.lines().find(|l| l.starts_with(prefix))?;
+        let v = line.split_whitespace().find_map(|kv| kv.strip_prefix("avg10="))?;
+        v.parse::<f32>().ok().map(|p| p / 100.0)
+    };
+    Ok(PsiMem {
+        some_avg10: avg10("some ").ok_or_else(|| invalid(path, "no `some avg10=` line"))?,
+        // Kernels before 5.x wrote no `full` line for memory; none means no full stall.
+        full_avg10: avg10("full ").unwrap_or(0.0),
+    })
+}
+
+/// Where the cgroup v2 hierarchy is mounted, from `/proc/self/mountinfo`.
+pub fn cgroup2_mount() -> Option<PathBuf> {
+    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        if post.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        pre.split_whitespace().nth(4).map(PathBuf::from)
+    })
+}
+
+/// The `memory.pressure` file of `pid`'s cgroup v2, when it exists.
+pub fn cgroup_memory_pressure(pid: u32) -> Option<PathBuf> {
+    let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let rel = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let file = cgroup2_mount()?.join(rel.trim_start_matches('/')).join("memory.pressure");
+    file.exists().then_some(file)
+}
+
+/// Boot time, Unix milliseconds (`btime` in `/proc/stat`).
+pub fn boot_time_ms() -> io::Result<u64> {
+    let path = Path::new("/proc/stat");
+    let text = fs::read_to_string(path)?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<u64>().ok())
+        .map(|s| s * 1000)
+        .ok_or_else(|| invalid(path, "no btime line"))
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+/// Page size in KiB.
+pub fn page_kb() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64 / 1024
+    } else {
+        4
+    }
+}
+
+/// Reads a clock (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`, `CLOCK_PROCESS_CPUTIME_ID`, ...) in ns.
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_parens_and_spaces_in_comm() {
+        let text = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 3 0 7 8 0 0 20 0 5 0 1234 409600 25 \
+                    18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let s = parse_stat(text).expect("parses");
+        assert_eq!(s.comm, "a (b) c");
+        assert_eq!((s.state, s.ppid, s.minflt, s.majflt), ('S', 1, 100, 3));
+        assert_eq!((s.utime, s.stime, s.num_threads, s.starttime), (7, 8, 5, 1234));
+        assert_eq!((s.vsize, s.rss_pages, s.processor), (409600, 25, Some(1)));
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn own_process_is_readable() {
+        let me = std::process::id();
+        let s = read_stat(me).expect("stat");
+        assert!(s.num_threads >= 1 && s.rss_pages > 0);
+        read_io(me).expect("io");
+        assert!(thread_ids(me).expect("tasks").contains(&me));
+    }
+}

@@ -1,0 +1,295 @@
+//! Sampling a process tree into denet metrics: CPU from tick deltas, I/O and faults against a
+//! baseline, sizes as they are.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::denet::{AggregatedMetrics, ChildMetrics, Metrics, PsiMem, TreeSample};
+use super::perf::Perf;
+use super::procfs::{self, ProcIo, ProcStat};
+use super::{Capabilities, Capability, HostError};
+
+/// What a [`TreeSampler`] measures and against which baseline.
+#[derive(Clone, Debug)]
+pub struct SamplerOptions {
+    /// Follow descendants (children recursively); otherwise only the root process.
+    pub include_children: bool,
+    /// Report I/O and fault counters since each process started, not since monitoring started.
+    pub since_process_start: bool,
+    /// The root was started by the monitor itself, so everything it did happened under
+    /// monitoring: no baseline even without `since_process_start`.
+    pub root_is_fresh: bool,
+    /// Open perf counters (hardware, or software as the fallback) on the root's threads.
+    pub perf: bool,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        SamplerOptions {
+            include_children: true,
+            since_process_start: false,
+            root_is_fresh: false,
+            perf: true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Baseline {
+    io: ProcIo,
+    minflt: u64,
+    majflt: u64,
+}
+
+#[derive(Debug)]
+struct PidState {
+    ticks: u64,
+    at: Instant,
+    starttime: u64,
+    base: Baseline,
+}
+
+/// The latest PSI readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pressure {
+    /// `/proc/pressure/memory`.
+    pub system: Option<PsiMem>,
+    /// The root's cgroup v2 `memory.pressure`.
+    pub cgroup: Option<PsiMem>,
+}
+
+/// Samples one process and (optionally) its descendants.
+#[derive(Debug)]
+pub struct TreeSampler {
+    root: u32,
+    opts: SamplerOptions,
+    clk_tck: u64,
+    page_kb: u64,
+    boot_ms: u64,
+    states: HashMap<u32, PidState>,
+    first: bool,
+    net_base: Option<(u64, u64)>,
+    cgroup_psi: Option<PathBuf>,
+    perf: Option<Perf>,
+    capabilities: Capabilities,
+    pressure: Pressure,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl TreeSampler {
+    /// Prepares to sample `root`, probing every source once to fill the capabilities.
+    pub fn new(root: u32, opts: SamplerOptions) -> Result<TreeSampler, HostError> {
+        let stat_path = PathBuf::from(format!("/proc/{root}/stat"));
+        procfs::read_stat(root).map_err(|source| HostError::Io { path: stat_path, source })?;
+        let mut caps = Capabilities::default();
+        caps.insert("proc_stat", Capability::new(true, None));
+        let io = procfs::read_io(root);
+        caps.insert(
+            "proc_io",
+            Capability::new(
+                io.is_ok(),
+                io.err().map(|e| {
+                    format!("/proc/{root}/io: {e} (needs the same user or CAP_SYS_PTRACE)")
+                }),
+            ),
+        );
+        let net = procfs::net_totals();
+        caps.insert(
+            "net",
+            Capability::new(net.is_ok(), net.as_ref().err().map(|e| format!("/proc/net/dev: {e}"))),
+        );
+        let system_psi = procfs::read_psi(std::path::Path::new("/proc/pressure/memory"));
+        let cgroup_psi = procfs::cgroup_memory_pressure(root);
+        let mut psi = Capability::new(system_psi.is_ok() || cgroup_psi.is_some(), None);
+        psi.extra.insert("system".into(), system_psi.is_ok().into());
+        psi.extra.insert("per_process".into(), cgroup_psi.is_some().into());
+        if let Some(p) = &cgroup_psi {
+            psi.extra.insert("cgroup_file".into(), p.display().to_string().into());
+        }
+        psi.reason = match (&system_psi, &cgroup_psi) {
+            (Err(e), None) => Some(format!("/proc/pressure/memory: {e}; no cgroup v2 memory.pressure for the process")),
+            (Ok(_), None) => Some("no cgroup v2 memory.pressure for the process (cgroup v1, or not in a cgroup v2 group with the memory controller)".into()),
+            (Err(e), Some(_)) => Some(format!("system PSI unavailable: /proc/pressure/memory: {e}")),
+            (Ok(_), Some(_)) => None,
+        };
+        caps.insert("psi", psi);
+        let perf = if opts.perf {
+            let tids = procfs::thread_ids(root).unwrap_or_else(|_| vec![root]);
+            let p = Perf::open(&tids);
+            caps.insert("perf_hw", p.hw_capability.clone());
+            caps.insert("perf_sw", p.sw_capability.clone());
+            Some(p)
+        } else {
+            caps.insert(
+                "perf_hw",
+                Capability::new(false, Some("perf counters not requested".into())),
+            );
+            None
+        };
+        Ok(TreeSampler {
+            root,
+            opts,
+            clk_tck: procfs::clock_ticks(),
+            page_kb: procfs::page_kb(),
+            boot_ms: procfs::boot_time_ms().unwrap_or(0),
+            states: HashMap::new(),
+            first: true,
+            net_base: None,
+            cgroup_psi,
+            perf,
+            capabilities: caps,
+            pressure: Pressure::default(),
+        })
+    }
+
+    /// Which sources are available, and why not when they are not.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// The PSI readings of the latest sample.
+    pub fn pressure(&self) -> Pressure {
+        self.pressure
+    }
+
+    /// Instructions retired so far by the root's threads, when hardware counters are open.
+    pub fn instructions_total(&self) -> Option<u64> {
+        self.perf.as_ref()?.instructions_total()
+    }
+
+    /// When the root process started, Unix milliseconds (second precision: `btime` is whole seconds).
+    pub fn root_start_ms(&self) -> Option<u64> {
+        procfs::read_stat(self.root).ok().map(|s| self.boot_ms + s.starttime * 1000 / self.clk_tck)
+    }
+
+    /// Takes one sample of the tree. `parent` is `None` once the root has exited (and been reaped).
+    pub fn sample(&mut self) -> TreeSample {
+        let ts_ms = now_ms();
+        let now = Instant::now();
+        let net = procfs::net_totals().ok().map(|(rx, tx)| {
+            let base = *self.net_base.get_or_insert(if self.opts.since_process_start {
+                (0, 0)
+            } else {
+                (rx, tx)
+            });
+            (rx.saturating_sub(base.0), tx.saturating_sub(base.1))
+        });
+        self.pressure = Pressure {
+            system: procfs::read_psi(std::path::Path::new("/proc/pressure/memory")).ok(),
+            cgroup: self.cgroup_psi.as_deref().and_then(|p| procfs::read_psi(p).ok()),
+        };
+        let psi = self.pressure.cgroup.or(self.pressure.system);
+        let first = std::mem::replace(&mut self.first, false);
+
+        let parent = procfs::read_stat(self.root).ok().map(|stat| {
+            self.metrics(self.root, &stat, ts_ms, now, net, psi, first, self.opts.root_is_fresh)
+        });
+        let mut children = Vec::new();
+        if self.opts.include_children {
+            for (pid, stat) in procfs::descendants(self.root).unwrap_or_default() {
+                let m = self.metrics(pid, &stat, ts_ms, now, net, psi, first, false);
+                children.push(ChildMetrics { pid, command: stat.comm, metrics: m });
+            }
+        }
+        let live: Vec<u32> =
+            parent.iter().map(|_| self.root).chain(children.iter().map(|c| c.pid)).collect();
+        self.states.retain(|pid, _| live.contains(pid));
+
+        let (hw, sw) = match self.perf.as_mut() {
+            Some(p) => (p.hardware_deltas(), p.software_deltas()),
+            None => (None, None),
+        };
+        let aggregated = parent.as_ref().map(|p| {
+            let mut a = AggregatedMetrics::from_metrics(
+                ts_ms,
+                std::iter::once(p).chain(children.iter().map(|c| &c.metrics)),
+            );
+            a.perf = hw;
+            a.perf_sw = sw;
+            a
+        });
+        let parent = parent.map(|mut p| {
+            // With inherit, the counters cover the root and everything it started: that is the
+            // aggregate, and also the parent's own value when there are no children.
+            if children.is_empty() {
+                p.perf = hw;
+                p.perf_sw = sw;
+            }
+            p
+        });
+        TreeSample { ts_ms, parent, children, aggregated, sim_clk: None }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn metrics(
+        &mut self,
+        pid: u32,
+        stat: &ProcStat,
+        ts_ms: u64,
+        now: Instant,
+        net: Option<(u64, u64)>,
+        psi: Option<PsiMem>,
+        first: bool,
+        fresh: bool,
+    ) -> Metrics {
+        let io = procfs::read_io(pid).ok();
+        let ticks = stat.utime + stat.stime;
+        let since_start = self.opts.since_process_start;
+        let clk_tck = self.clk_tck;
+        let state = self.states.entry(pid).or_insert_with(|| PidState {
+            ticks,
+            at: now,
+            starttime: stat.starttime,
+            // Processes seen at the first sample ran before monitoring: count from here, unless
+            // asked for totals since their start. Later ones started under monitoring.
+            base: if first && !since_start && !fresh {
+                Baseline { io: io.unwrap_or_default(), minflt: stat.minflt, majflt: stat.majflt }
+            } else {
+                Baseline::default()
+            },
+        });
+        if state.starttime != stat.starttime {
+            // The pid was reused by a new process.
+            *state =
+                PidState { ticks, at: now, starttime: stat.starttime, base: Baseline::default() };
+        }
+        let dt = now.duration_since(state.at).as_secs_f64();
+        let cpu_usage = if dt > 0.0 {
+            (ticks.saturating_sub(state.ticks) as f64 / clk_tck as f64 / dt * 100.0) as f32
+        } else {
+            0.0
+        };
+        state.ticks = ticks;
+        state.at = now;
+        let b = state.base;
+        let uptime_ms = ts_ms.saturating_sub(self.boot_ms + stat.starttime * 1000 / clk_tck);
+        Metrics {
+            ts_ms,
+            cpu_usage,
+            mem_rss_kb: stat.rss_pages * self.page_kb,
+            mem_vms_kb: stat.vsize / 1024,
+            disk_read_bytes: io.map_or(0, |i| i.read_bytes.saturating_sub(b.io.read_bytes)),
+            disk_write_bytes: io.map_or(0, |i| i.write_bytes.saturating_sub(b.io.write_bytes)),
+            syscall_read_bytes: io.map(|i| i.rchar.saturating_sub(b.io.rchar)),
+            syscall_write_bytes: io.map(|i| i.wchar.saturating_sub(b.io.wchar)),
+            page_faults_cached: Some(stat.minflt.saturating_sub(b.minflt)),
+            page_faults_disk: Some(stat.majflt.saturating_sub(b.majflt)),
+            sys_net_rx_bytes: net.map_or(0, |n| n.0),
+            sys_net_tx_bytes: net.map_or(0, |n| n.1),
+            thread_count: stat.num_threads as usize,
+            uptime_secs: uptime_ms / 1000,
+            cpu_core: stat.processor,
+            psi_mem: psi,
+            perf: None,
+            perf_sw: None,
+            sim_clk: None,
+        }
+    }
+}
