@@ -187,6 +187,12 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 pub struct Data {
     inline: [(&'static str, Value); Data::INLINE],
     len: u8,
+    /// Rare parts live behind one pointer, so the common case stays small to copy.
+    extra: Option<Box<Extra>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Extra {
     spill: Vec<(Str, Value)>,
     json: Option<Box<RawValue>>,
 }
@@ -206,8 +212,7 @@ impl Data {
         Data {
             inline: [("", Value::Null), ("", Value::Null), ("", Value::Null), ("", Value::Null)],
             len: 0,
-            spill: Vec::new(),
-            json: None,
+            extra: None,
         }
     }
 
@@ -216,17 +221,25 @@ impl Data {
     pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
         let (key, value) = (key.into(), value.into());
         match key {
-            Str::Static(k) if (self.len as usize) < Self::INLINE && self.spill.is_empty() => {
+            Str::Static(k) if (self.len as usize) < Self::INLINE && self.spill().is_empty() => {
                 self.inline[self.len as usize] = (k, value);
                 self.len += 1;
             }
-            key => self.spill.push((key, value)),
+            key => self.extra.get_or_insert_with(Box::default).spill.push((key, value)),
         }
     }
 
     /// Sets raw JSON data, already validated. Typed fields are merged into it when it is an object.
     pub fn set_json(&mut self, raw: Box<RawValue>) {
-        self.json = Some(raw);
+        self.extra.get_or_insert_with(Box::default).json = Some(raw);
+    }
+
+    fn spill(&self) -> &[(Str, Value)] {
+        self.extra.as_ref().map_or(&[], |e| &e.spill)
+    }
+
+    fn json(&self) -> Option<&RawValue> {
+        self.extra.as_ref().and_then(|e| e.json.as_deref())
     }
 
     /// Parses and sets raw JSON data.
@@ -238,24 +251,24 @@ impl Data {
     /// ```
     pub fn parse_json(&mut self, text: &str) -> Result<(), serde_json::Error> {
         let raw: Box<RawValue> = serde_json::from_str(text)?;
-        self.json = Some(raw);
+        self.set_json(raw);
         Ok(())
     }
 
     /// True when there is nothing to write.
     pub fn is_empty(&self) -> bool {
-        self.len == 0 && self.spill.is_empty() && self.json.is_none()
+        self.len == 0 && self.spill().is_empty() && self.json().is_none()
     }
 
     /// True when the data would be written as a JSON object (or is empty).
     pub fn is_object(&self) -> bool {
-        self.json.as_ref().is_none_or(|raw| raw.get().trim_start().starts_with('{'))
+        self.json().is_none_or(|raw| raw.get().trim_start().starts_with('{'))
     }
 
     /// The typed fields in the order they were added.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
         let inline = self.inline[..self.len as usize].iter().map(|(k, v)| (*k, v));
-        inline.chain(self.spill.iter().map(|(k, v)| (k.as_str(), v)))
+        inline.chain(self.spill().iter().map(|(k, v)| (k.as_str(), v)))
     }
 
     /// Appends the data as one JSON value: the raw JSON when it is the only content, otherwise an
@@ -263,8 +276,8 @@ impl Data {
     ///
     /// Call only when [`Data::is_object`] holds or there are no typed fields.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        let raw = self.json.as_ref().map(|r| r.get().trim());
-        if self.len == 0 && self.spill.is_empty() {
+        let raw = self.json().map(|r| r.get().trim());
+        if self.len == 0 && self.spill().is_empty() {
             if let Some(raw) = raw {
                 out.extend_from_slice(raw.as_bytes());
                 return;

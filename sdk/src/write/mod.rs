@@ -2,37 +2,38 @@
 //!
 //! # Design
 //!
-//! Every emitting call builds a small message on the caller's stack and pushes it into one bounded
-//! lock-free queue (`crossbeam_queue::ArrayQueue`); a background thread pops messages in order,
-//! formats them with [`crate::format::json`] and writes large batches. The caller never formats,
-//! allocates (for static names and up to [`crate::format::Data::INLINE`] typed fields), locks or
-//! makes a syscall, unless the queue is full under [`Policy::Block`].
+//! Every emitting call builds a small message on the caller's stack and pushes it into the calling
+//! thread's own single-producer ring ([`ring`]); a background thread pops the rings, formats lines
+//! with [`crate::format::json`] and writes large batches. The caller never formats, allocates (for
+//! static names and up to [`crate::format::Data::INLINE`] typed fields), locks or makes a syscall,
+//! unless its ring is full under [`Policy::Block`].
 //!
 //! Ordering holds by construction: a [`RecordHandle`] is handed out only after its `record` line
-//! is in the queue, and everything that refers to a record (children, events, annotations, its
-//! `record_end`) needs the handle. The queue is linearizable, so a child pushed on thread B from a
-//! handle created on thread A lands after its parent. `end` consumes the handle, so a record ends
-//! at most once, and [`Trace::close`] writes the footer after everything queued before it.
+//! is in a ring, and everything that refers to a record (children, events, annotations, its
+//! `record_end`) needs the handle. A line pushed through a handle from another thread carries the
+//! position of the handle's record line, and the writer holds it back until that line is written.
+//! `end` consumes the handle, so a record ends at most once, and [`Trace::close`] writes the footer
+//! after draining every ring.
 
 mod record;
+mod ring;
 mod sink;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
 
-use crossbeam_queue::ArrayQueue;
 use serde_json::{Map, Value as Json};
 
 use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
+use ring::{LocalRing, Queued};
 use sink::Sink;
-use writer::Msg;
 
 /// What an emitting call does when the queue to the writer thread is full.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -136,8 +137,10 @@ pub struct Dropped {
 
 /// State shared by producers and the writer thread.
 pub(crate) struct Shared {
-    queue: ArrayQueue<Msg>,
+    /// Unique per trace in this process: keys the thread-local rings.
+    id: u64,
     policy: Policy,
+    ring_capacity: usize,
     clock: SimClock,
     next_id: AtomicU64,
     closed: AtomicBool,
@@ -146,6 +149,23 @@ pub(crate) struct Shared {
     dropped: [AtomicU64; 4],
     writer: OnceLock<Thread>,
     target: String,
+    /// Rings created by threads since the writer last looked, with their ids.
+    new_rings: Mutex<Vec<(u32, rtrb::Consumer<Queued>)>>,
+    next_ring: AtomicU32,
+    rings_pending: AtomicBool,
+    /// Flush and close requests for the writer.
+    control: Mutex<Control>,
+    control_pending: AtomicBool,
+    /// The ring used when a thread's own cannot be (thread-local storage torn down).
+    fallback: Mutex<Option<LocalRing>>,
+}
+
+/// Requests from `flush` and `close`, taken by the writer thread.
+#[derive(Default)]
+pub(crate) struct Control {
+    flushes: Vec<Arc<Ack>>,
+    /// `Some(end_clk)` once close was requested.
+    close: Option<Option<u64>>,
 }
 
 const DROP_RECORD: usize = 0;
@@ -153,42 +173,22 @@ const DROP_EVENT: usize = 1;
 const DROP_ANNOTATION: usize = 2;
 const DROP_END: usize = 3;
 
+static NEXT_TRACE_ID: AtomicU64 = AtomicU64::new(1);
+
 impl Shared {
-    /// Pushes a message; `Ok(false)` when the drop policy dropped it.
-    #[inline]
-    fn push(&self, msg: Msg) -> Result<bool, Error> {
-        if self.closed.load(Ordering::Relaxed) {
-            return Err(Error::Closed);
-        }
-        match self.queue.push(msg) {
-            Ok(()) => Ok(true),
-            Err(msg) => match self.policy {
-                Policy::Drop => Ok(false),
-                Policy::Block => {
-                    self.push_blocking(msg);
-                    Ok(true)
-                }
-            },
-        }
+    /// Registers a new ring's consumer side with the writer; returns the ring's id.
+    fn adopt(&self, consumer: rtrb::Consumer<Queued>) -> u32 {
+        let mut rings = self.new_rings.lock().unwrap_or_else(|p| p.into_inner());
+        let id = self.next_ring.fetch_add(1, Ordering::Relaxed);
+        rings.push((id, consumer));
+        self.rings_pending.store(true, Ordering::Release);
+        id
     }
 
-    /// The slow path: the queue is full. Spin briefly, then wake the writer and sleep in short
-    /// steps until there is room.
-    #[cold]
-    fn push_blocking(&self, mut msg: Msg) {
-        let backoff = crossbeam_utils::Backoff::new();
-        loop {
-            match self.queue.push(msg) {
-                Ok(()) => return,
-                Err(back) => msg = back,
-            }
-            if backoff.is_completed() {
-                self.wake_writer();
-                thread::sleep(Duration::from_micros(20));
-            } else {
-                backoff.snooze();
-            }
-        }
+    fn request(&self, f: impl FnOnce(&mut Control)) {
+        f(&mut self.control.lock().unwrap_or_else(|p| p.into_inner()));
+        self.control_pending.store(true, Ordering::Release);
+        self.wake_writer();
     }
 
     fn count_drop(&self, kind: usize) {
@@ -239,9 +239,7 @@ impl Inner {
         let mut join = self.join.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(handle) = join.take() {
             self.shared.closed.store(true, Ordering::SeqCst);
-            // Control messages bypass the drop policy: they must arrive.
-            self.shared.push_blocking(Msg::Close { end_clk });
-            self.shared.wake_writer();
+            self.shared.request(|c| c.close = Some(end_clk));
             let result = match handle.join() {
                 Ok(summary) => match self.shared.error() {
                     Some(e) => Err(e),
@@ -263,8 +261,7 @@ impl Inner {
             return Err(Error::Closed);
         }
         let ack = Arc::new(Ack::default());
-        self.shared.push_blocking(Msg::Flush(Arc::clone(&ack)));
-        self.shared.wake_writer();
+        self.shared.request(|c| c.flushes.push(Arc::clone(&ack)));
         ack.wait(timeout);
         match self.shared.error() {
             Some(e) => Err(e),
@@ -334,7 +331,7 @@ impl Ack {
 #[derive(Clone, Debug)]
 pub struct TraceBuilder {
     policy: Policy,
-    capacity: usize,
+    ring_capacity: usize,
     flush_interval: Duration,
     clock: Option<SimClock>,
     flush_on_panic: bool,
@@ -344,7 +341,7 @@ impl Default for TraceBuilder {
     fn default() -> Self {
         TraceBuilder {
             policy: Policy::Block,
-            capacity: 1 << 16,
+            ring_capacity: 1 << 14,
             flush_interval: Duration::from_millis(100),
             clock: None,
             flush_on_panic: false,
@@ -353,7 +350,8 @@ impl Default for TraceBuilder {
 }
 
 impl TraceBuilder {
-    /// Default options: [`Policy::Block`], 65,536 queued lines, flush every 100 ms, a new clock.
+    /// Default options: [`Policy::Block`], 16,384 queued lines per emitting thread, flush every
+    /// 100 ms, a new clock.
     pub fn new() -> Self {
         Self::default()
     }
@@ -362,9 +360,10 @@ impl TraceBuilder {
         self.policy = policy;
         self
     }
-    /// How many lines the queue holds (at least 16).
+    /// How many lines each emitting thread's ring holds (at least 16). A line costs about 300
+    /// bytes in the ring; a larger ring absorbs longer bursts before the policy applies.
     pub fn capacity(mut self, lines: usize) -> Self {
-        self.capacity = lines.max(16);
+        self.ring_capacity = lines.max(16);
         self
     }
     /// The longest time a written line may wait in the writer before reaching the OS.
@@ -406,8 +405,9 @@ impl TraceBuilder {
         Header::new(metadata.0).write_json(&mut header);
         sink.write_lines(&header).and_then(|()| sink.flush()).map_err(|e| Error::io(&target, e))?;
         let shared = Arc::new(Shared {
-            queue: ArrayQueue::new(self.capacity),
+            id: NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed),
             policy: self.policy,
+            ring_capacity: self.ring_capacity,
             clock: self.clock.unwrap_or_default(),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
@@ -416,6 +416,12 @@ impl TraceBuilder {
             dropped: Default::default(),
             writer: OnceLock::new(),
             target: target.clone(),
+            new_rings: Mutex::new(Vec::new()),
+            next_ring: AtomicU32::new(0),
+            rings_pending: AtomicBool::new(false),
+            control: Mutex::new(Control::default()),
+            control_pending: AtomicBool::new(false),
+            fallback: Mutex::new(None),
         });
         let config = writer::Config {
             flush_interval: self.flush_interval,

@@ -1,8 +1,8 @@
 //! Record handles and the builders for records, events and annotations.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::ring::{self, Pos};
 use super::writer::Msg;
 use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::error::Error;
@@ -54,6 +54,9 @@ pub struct RecordHandle {
     inner: Arc<Inner>,
     id: u64,
     start: u64,
+    /// Where the record line was queued: lines pushed through this handle on another thread
+    /// wait for it.
+    pos: Pos,
     /// False when the drop policy dropped this record's line: then everything hanging off it is
     /// dropped (and counted) too, so no line can refer to a record missing from the file.
     live: bool,
@@ -89,6 +92,7 @@ impl RecordHandle {
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
         let mut b = RecordBuilder::new(&self.inner, Some(self.id), name.into(), record_type.into());
         b.parent_start = self.start;
+        b.parent_pos = Some(self.pos);
         b.parent_live = self.live;
         b
     }
@@ -121,8 +125,9 @@ impl RecordHandle {
         if !self.live {
             return Ok(());
         }
-        if !self.inner.shared.push(Msg::End { clk, id: self.id })? {
-            self.inner.shared.count_drop(DROP_END);
+        let shared = &self.inner.shared;
+        if ring::push(shared, Some(self.pos), |_| Msg::End { clk, id: self.id })?.is_none() {
+            shared.count_drop(DROP_END);
         }
         Ok(())
     }
@@ -148,6 +153,7 @@ pub struct RecordBuilder<'a> {
     inner: &'a Arc<Inner>,
     parent: Option<u64>,
     parent_start: u64,
+    parent_pos: Option<Pos>,
     parent_live: bool,
     name: Str,
     record_type: Str,
@@ -166,6 +172,7 @@ impl<'a> RecordBuilder<'a> {
             inner,
             parent,
             parent_start: 0,
+            parent_pos: None,
             parent_live: true,
             name,
             record_type,
@@ -190,6 +197,13 @@ impl<'a> RecordBuilder<'a> {
     /// A parse error is returned by `begin_at`.
     pub fn data_json(mut self, text: &str) -> Self {
         self.payload.json(text);
+        self
+    }
+
+    /// Replaces the typed fields and JSON given so far with `data`, built elsewhere (for example
+    /// by a `tracing` field visitor) without an intermediate copy.
+    pub fn data(mut self, data: Data) -> Self {
+        self.payload.data = data;
         self
     }
 
@@ -237,21 +251,26 @@ impl<'a> RecordBuilder<'a> {
         }
         let data = self.payload.finish(true)?;
         let shared = &self.inner.shared;
-        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let live = self.parent_live
-            && shared.push(Msg::Record {
-                clk,
-                id,
-                parent: self.parent,
-                name: self.name,
-                record_type: self.record_type,
-                description: self.description,
-                data,
-            })?;
-        if !live {
+        let RecordBuilder { name, record_type, description, parent, .. } = self;
+        let mut id = 0;
+        let pushed = if self.parent_live {
+            ring::push(shared, self.parent_pos, |next_id| {
+                id = next_id();
+                Msg::Record { clk, id, parent, name, record_type, description, data }
+            })?
+        } else {
+            None
+        };
+        if pushed.is_none() {
             shared.count_drop(DROP_RECORD);
         }
-        Ok(RecordHandle { inner: Arc::clone(self.inner), id, start: clk, live })
+        Ok(RecordHandle {
+            inner: Arc::clone(self.inner),
+            id,
+            start: clk,
+            pos: pushed.unwrap_or(Pos { ring: u32::MAX, index: u64::MAX }),
+            live: pushed.is_some(),
+        })
     }
 
     /// Writes the `record` line at the trace clock's current cycle (never before the parent).
@@ -286,6 +305,12 @@ impl EventBuilder<'_> {
         self.payload.json(text);
         self
     }
+
+    /// Replaces the typed fields and JSON given so far with `data`, built elsewhere.
+    pub fn data(mut self, data: Data) -> Self {
+        self.payload.data = data;
+        self
+    }
     /// Hint: marker color.
     pub fn color(self, c: Color) -> Self {
         self.field("color", c)
@@ -313,14 +338,9 @@ impl EventBuilder<'_> {
             shared.count_drop(DROP_EVENT);
             return Ok(());
         }
-        let msg = Msg::Event {
-            clk,
-            record_id: self.record.id,
-            name: self.name,
-            description: self.description,
-            data,
-        };
-        if !shared.push(msg)? {
+        let (record_id, name, description) = (self.record.id, self.name, self.description);
+        let msg = |_: &mut dyn FnMut() -> u64| Msg::Event { clk, record_id, name, description, data };
+        if ring::push(shared, Some(self.record.pos), msg)?.is_none() {
             shared.count_drop(DROP_EVENT);
         }
         Ok(())
@@ -359,6 +379,12 @@ impl AnnotationBuilder<'_> {
         self
     }
 
+    /// Replaces the typed fields and JSON given so far with `data`, built elsewhere.
+    pub fn data(mut self, data: Data) -> Self {
+        self.payload.data = data;
+        self
+    }
+
     /// Writes the `annotation` line. With no data given, `data` is written as `{}` (the spec
     /// requires the key).
     pub fn emit(self) -> Result<(), Error> {
@@ -368,13 +394,9 @@ impl AnnotationBuilder<'_> {
             shared.count_drop(DROP_ANNOTATION);
             return Ok(());
         }
-        let msg = Msg::Annotation {
-            record_id: self.record.id,
-            name: self.name,
-            description: self.description,
-            data,
-        };
-        if !shared.push(msg)? {
+        let (record_id, name, description) = (self.record.id, self.name, self.description);
+        let msg = |_: &mut dyn FnMut() -> u64| Msg::Annotation { record_id, name, description, data };
+        if ring::push(shared, Some(self.record.pos), msg)?.is_none() {
             shared.count_drop(DROP_ANNOTATION);
         }
         Ok(())

@@ -1,12 +1,15 @@
-//! The writer thread: pops messages in queue order, formats them, writes large batches.
+//! The writer thread: pops the rings in dependency order, formats lines, writes large batches.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rtrb::Consumer;
+
+use super::ring::{Pos, Queued};
 use super::sink::Sink;
-use super::{Ack, Shared, Summary};
+use super::{Control, Shared, Summary};
 use crate::error::Error;
 use crate::format::{self, Data, Footer, Str};
 
@@ -38,10 +41,6 @@ pub(crate) enum Msg {
         description: Str,
         data: Data,
     },
-    Flush(Arc<Ack>),
-    Close {
-        end_clk: Option<u64>,
-    },
 }
 
 pub(crate) struct Config {
@@ -55,6 +54,14 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
 
+/// How many lines the writer takes from one ring before looking at the next (fairness).
+const ROUND: usize = 4096;
+
+struct Ring {
+    id: u32,
+    consumer: Consumer<Queued>,
+}
+
 struct Writer {
     shared: Arc<Shared>,
     sink: Option<Sink>,
@@ -63,6 +70,10 @@ struct Writer {
     config: Config,
     last_write: Instant,
     dirty: bool,
+    rings: Vec<Ring>,
+    /// Lines popped so far from each ring, by ring id: line `index` of ring `r` is written once
+    /// `popped[r] > index`.
+    popped: Vec<u64>,
 }
 
 pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
@@ -74,47 +85,137 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         config,
         last_write: Instant::now(),
         dirty: false,
+        rings: Vec::new(),
+        popped: Vec::new(),
     };
     let mut nap = Duration::from_micros(20);
     loop {
-        let mut got = 0usize;
-        while let Some(msg) = w.shared.queue.pop() {
-            got += 1;
-            match msg {
-                Msg::Close { end_clk } => return w.close(end_clk),
-                Msg::Flush(ack) => {
-                    w.write_buf();
-                    w.flush_sink();
-                    ack.set();
-                }
-                line => {
-                    w.encode(line);
-                    if w.buf.len() >= BATCH_BYTES {
-                        w.write_buf();
-                    }
-                }
+        if w.shared.control_pending.swap(false, Ordering::Acquire) {
+            let control = std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
+            if let Some(end_clk) = w.serve(control) {
+                return w.close(end_clk);
             }
-            if got % 4096 == 0 && w.last_write.elapsed() >= w.config.flush_interval {
+        }
+        let got = w.drain_once();
+        if got > 0 {
+            nap = Duration::from_micros(20);
+            if w.last_write.elapsed() >= w.config.flush_interval {
                 w.write_buf();
                 w.flush_sink();
             }
+            continue;
         }
-        // The queue ran dry: hand what we have to the OS now, then nap with a growing backoff.
+        // Nothing ready: hand what we have to the OS, then nap with a growing backoff.
         w.write_buf();
         if w.dirty && w.last_write.elapsed() >= w.config.flush_interval {
             w.flush_sink();
         }
-        if got > 0 {
-            nap = Duration::from_micros(20);
-            thread::yield_now();
-        } else {
-            thread::park_timeout(nap);
-            nap = (nap * 2).min(MAX_NAP);
-        }
+        thread::park_timeout(nap);
+        nap = (nap * 2).min(MAX_NAP);
     }
 }
 
 impl Writer {
+    fn adopt_new_rings(&mut self) {
+        if !self.shared.rings_pending.swap(false, Ordering::Acquire) {
+            return;
+        }
+        let new = std::mem::take(&mut *self.shared.new_rings.lock().unwrap_or_else(|p| p.into_inner()));
+        for (id, consumer) in new {
+            let idx = id as usize;
+            if self.popped.len() <= idx {
+                self.popped.resize(idx + 1, 0);
+            }
+            self.rings.push(Ring { id, consumer });
+        }
+    }
+
+    fn written(&self, pos: Pos) -> bool {
+        self.popped.get(pos.ring as usize).is_some_and(|&n| n > pos.index)
+    }
+
+    /// One pass over every ring: pops each ring's lines while their dependencies are written.
+    /// Returns how many lines were popped.
+    ///
+    /// Progress is guaranteed: a line depends only on a line pushed before it (its handle existed),
+    /// so the oldest blocked line's dependency is never itself blocked behind a younger line.
+    fn drain_once(&mut self) -> usize {
+        self.adopt_new_rings();
+        let mut got = 0;
+        let mut i = 0;
+        while i < self.rings.len() {
+            for _ in 0..ROUND {
+                let ready = match self.rings[i].consumer.peek() {
+                    Ok(q) => q.after.is_none_or(|p| self.written(p)),
+                    Err(_) => false,
+                };
+                if !ready {
+                    break;
+                }
+                let Ok(q) = self.rings[i].consumer.pop() else { break };
+                self.popped[self.rings[i].id as usize] += 1;
+                self.encode(q.msg);
+                got += 1;
+                if self.buf.len() >= BATCH_BYTES {
+                    self.write_buf();
+                }
+            }
+            // A ring whose thread has exited and which is empty will never hold lines again.
+            let ring = &self.rings[i];
+            if ring.consumer.is_abandoned() && ring.consumer.is_empty() {
+                self.rings.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        got
+    }
+
+    /// Pops until every ring has reached `targets` (ring id, lines popped).
+    fn drain_to(&mut self, targets: &[(u32, u64)]) {
+        while targets.iter().any(|&(r, n)| self.popped[r as usize] < n) {
+            if self.drain_once() == 0 {
+                thread::yield_now();
+            }
+        }
+    }
+
+    /// Pops until all rings are empty.
+    fn drain_all(&mut self) {
+        loop {
+            let got = self.drain_once();
+            if got == 0 && self.rings.iter().all(|r| r.consumer.is_empty()) {
+                self.adopt_new_rings();
+                if self.rings.iter().all(|r| r.consumer.is_empty()) {
+                    return;
+                }
+            }
+            if got == 0 {
+                thread::yield_now();
+            }
+        }
+    }
+
+    /// Serves flush requests: everything pushed before the request is written and flushed.
+    /// Returns `Some(end_clk)` when close was requested.
+    fn serve(&mut self, control: Control) -> Option<Option<u64>> {
+        if !control.flushes.is_empty() {
+            self.adopt_new_rings();
+            let targets: Vec<(u32, u64)> = self
+                .rings
+                .iter()
+                .map(|r| (r.id, self.popped[r.id as usize] + r.consumer.slots() as u64))
+                .collect();
+            self.drain_to(&targets);
+            self.write_buf();
+            self.flush_sink();
+            for ack in control.flushes {
+                ack.set();
+            }
+        }
+        control.close
+    }
+
     fn encode(&mut self, msg: Msg) {
         let out = &mut self.buf;
         let s = &mut self.summary;
@@ -145,7 +246,6 @@ impl Writer {
                 s.annotations += 1;
                 None
             }
-            Msg::Flush(_) | Msg::Close { .. } => None,
         };
         format::close_line(out);
         if let Some(clk) = clk {
@@ -187,15 +287,9 @@ impl Writer {
     }
 
     fn close(mut self, end_clk: Option<u64>) -> Summary {
-        // Producers that raced with close may still have pushed lines; they belong before the
-        // footer (their handles predate it), so write them.
-        while let Some(msg) = self.shared.queue.pop() {
-            match msg {
-                Msg::Flush(ack) => ack.set(),
-                Msg::Close { .. } => {}
-                line => self.encode(line),
-            }
-        }
+        // Producers that raced with close may have pushed lines after setting out; their handles
+        // predate the footer, so they belong before it.
+        self.drain_all();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
