@@ -7,6 +7,7 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,43 +18,67 @@ use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
 const CHUNK: u64 = 1 << 15;
 
 fn quiet_trace() -> Trace {
-    TraceBuilder::new().capacity(1 << 17).writer(std::io::sink(), Metadata::new()).expect("open")
+    TraceBuilder::new().capacity(1 << 16).writer(std::io::sink(), Metadata::new()).expect("open")
 }
 
-/// Runs `emit(i)` `iters` times on each of `threads` threads, timing only the emitting chunks.
-/// Returns the mean per-thread wall time, i.e. the cost per call as seen by each simulator thread.
-fn producer_time(
-    trace: &Trace,
-    threads: usize,
-    iters: u64,
-    emit: impl Fn(&RecordHandle, u64) + Sync,
-) -> Duration {
-    let root = trace.root("bench", "Bench").begin_at(0).expect("root");
-    let mut total = Duration::ZERO;
-    let mut done = 0;
-    while done < iters {
-        let n = CHUNK.min(iters - done);
-        let per_thread = n / threads as u64 + 1;
-        let elapsed: Vec<Duration> = thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
+type Emit = Arc<dyn Fn(&RecordHandle, u64) + Send + Sync>;
+
+/// Long-lived emitting threads, like a simulator's: each keeps its ring for the whole benchmark.
+/// The bench thread is producer 0; `extra` more threads run the same chunk in parallel.
+struct Producers {
+    root: Arc<RecordHandle>,
+    emit: Emit,
+    go: Vec<mpsc::Sender<u64>>,
+    done: mpsc::Receiver<Duration>,
+}
+
+impl Producers {
+    fn new(trace: &Trace, extra: usize, emit: Emit) -> Producers {
+        let root = Arc::new(trace.root("bench", "Bench").begin_at(0).expect("root"));
+        let (done_tx, done) = mpsc::channel();
+        let go = (0..extra)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel::<u64>();
+                let (root, emit, done_tx) = (Arc::clone(&root), Arc::clone(&emit), done_tx.clone());
+                thread::spawn(move || {
+                    for n in rx {
                         let start = Instant::now();
-                        for i in 0..per_thread {
+                        for i in 0..n {
                             emit(&root, i);
                         }
-                        start.elapsed()
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("thread")).collect()
-        });
-        total += elapsed.iter().sum::<Duration>() / threads as u32;
-        done += n;
-        trace.flush().expect("flush");
+                        let _ = done_tx.send(start.elapsed());
+                    }
+                });
+                tx
+            })
+            .collect();
+        Producers { root, emit, go, done }
     }
-    // `total` covers `iters / threads` calls per thread; scale to a per-call figure over `iters`.
-    total * threads as u32
+
+    /// Runs `iters` calls per thread, timing only the emitting chunks; returns the mean per-thread
+    /// time, i.e. the cost per call as seen by each simulator thread.
+    fn time(&self, trace: &Trace, iters: u64) -> Duration {
+        let mut total = Duration::ZERO;
+        let mut done = 0;
+        while done < iters {
+            let n = CHUNK.min(iters - done);
+            for tx in &self.go {
+                tx.send(n).expect("worker alive");
+            }
+            let start = Instant::now();
+            for i in 0..n {
+                (self.emit)(&self.root, i);
+            }
+            let mut sum = start.elapsed();
+            for _ in &self.go {
+                sum += self.done.recv().expect("worker done");
+            }
+            total += sum / (self.go.len() as u32 + 1);
+            done += n;
+            trace.flush().expect("flush");
+        }
+        total
+    }
 }
 
 fn producer(c: &mut Criterion) {
@@ -61,25 +86,27 @@ fn producer(c: &mut Criterion) {
     for threads in [1usize, 2] {
         g.bench_function(BenchmarkId::new("event_two_fields", threads), |b| {
             let trace = quiet_trace();
-            b.iter_custom(|iters| {
-                producer_time(&trace, threads, iters, |r, i| {
-                    r.event("Execute")
-                        .field("a", i)
-                        .field("b", i ^ 7)
-                        .emit_at(black_box(i + 1))
-                        .expect("emit")
-                })
+            let emit: Emit = Arc::new(|r, i| {
+                r.event("Execute")
+                    .field("a", i)
+                    .field("b", i ^ 7)
+                    .emit_at(black_box(i + 1))
+                    .expect("emit")
             });
+            let producers = Producers::new(&trace, threads - 1, emit);
+            b.iter_custom(|iters| producers.time(&trace, iters));
+            drop(producers);
             trace.close().expect("close");
         });
         g.bench_function(BenchmarkId::new("record_begin_end", threads), |b| {
             let trace = quiet_trace();
-            b.iter_custom(|iters| {
-                producer_time(&trace, threads, iters, |r, i| {
-                    let rec = r.child("insn", "Instruction").begin_at(black_box(i)).expect("begin");
-                    rec.end_at(i + 3).expect("end");
-                })
+            let emit: Emit = Arc::new(|r, i| {
+                let rec = r.child("insn", "Instruction").begin_at(black_box(i)).expect("begin");
+                rec.end_at(i + 3).expect("end");
             });
+            let producers = Producers::new(&trace, threads - 1, emit);
+            b.iter_custom(|iters| producers.time(&trace, iters));
+            drop(producers);
             trace.close().expect("close");
         });
     }
