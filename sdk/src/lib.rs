@@ -23,6 +23,7 @@
 //! Where things live:
 //! * [`format`]: the line types and the JSON encoder, shared by writer, reader and validator.
 //! * [`read`]: a streaming line reader over a memory-mapped file or any `Read` (gz, zst, br).
+//! * [`validate`]: the rules (stable codes), the parallel validator and `repair`.
 //! * [`write`]: [`Trace`], record handles, the lock-free queue and the writer thread.
 //! * [`clock`]: [`SimClock`], the simulator's shared cycle counter.
 //! * [`sync`]: host-time sync points (`HostSync` events) and the cycle ↔ time map.
@@ -35,6 +36,7 @@ pub mod format;
 #[cfg(all(feature = "host", target_os = "linux"))]
 pub mod host;
 pub mod read;
+pub mod validate;
 pub mod sync;
 pub mod write;
 
