@@ -53,8 +53,10 @@ fn simulator_with_host_monitor_and_beacon() {
     assert!(*seen_by_monitor.last().expect("one") <= last);
     assert!(report.capabilities.get("beacon").is_some_and(|c| c.available));
 
-    // The trace holds the host record, its annotations and the sync points.
+    // The trace is valid JETS, and holds the host record, its annotations and the sync points.
     let text = std::fs::read_to_string(&path).expect("read");
+    let (diagnostics, validation) = jets::validate::validate_bytes(text.as_bytes());
+    assert!(validation.is_valid(), "{diagnostics:?}");
     let lines: Vec<Line> = text.lines().map(|l| Line::parse(l).expect("line parses")).collect();
     let host_records: Vec<u64> = lines
         .iter()

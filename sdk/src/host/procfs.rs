@@ -214,6 +214,16 @@ pub fn boot_time_ms() -> io::Result<u64> {
         .ok_or_else(|| invalid(path, "no btime line"))
 }
 
+/// Seconds since boot, from `/proc/uptime` (centisecond precision, unlike `btime`).
+pub fn uptime_secs() -> io::Result<f64> {
+    let path = Path::new("/proc/uptime");
+    let text = fs::read_to_string(path)?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| invalid(path, "no uptime value"))
+}
+
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
 pub fn clock_ticks() -> u64 {
     // SAFETY: sysconf has no preconditions.

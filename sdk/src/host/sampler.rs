@@ -74,6 +74,7 @@ pub struct TreeSampler {
     perf: Option<Perf>,
     capabilities: Capabilities,
     pressure: Pressure,
+    uptime: f64,
 }
 
 fn now_ms() -> u64 {
@@ -146,6 +147,7 @@ impl TreeSampler {
             perf,
             capabilities: caps,
             pressure: Pressure::default(),
+            uptime: 0.0,
         })
     }
 
@@ -187,6 +189,7 @@ impl TreeSampler {
         };
         let psi = self.pressure.cgroup.or(self.pressure.system);
         let first = std::mem::replace(&mut self.first, false);
+        self.uptime = procfs::uptime_secs().unwrap_or(0.0);
 
         let parent = procfs::read_stat(self.root).ok().map(|stat| {
             self.metrics(self.root, &stat, ts_ms, now, net, psi, first, self.opts.root_is_fresh)
@@ -269,7 +272,7 @@ impl TreeSampler {
         state.ticks = ticks;
         state.at = now;
         let b = state.base;
-        let uptime_ms = ts_ms.saturating_sub(self.boot_ms + stat.starttime * 1000 / clk_tck);
+        let uptime_secs = (self.uptime - stat.starttime as f64 / clk_tck as f64).max(0.0) as u64;
         Metrics {
             ts_ms,
             cpu_usage,
@@ -284,7 +287,7 @@ impl TreeSampler {
             sys_net_rx_bytes: net.map_or(0, |n| n.0),
             sys_net_tx_bytes: net.map_or(0, |n| n.1),
             thread_count: stat.num_threads as usize,
-            uptime_secs: uptime_ms / 1000,
+            uptime_secs,
             cpu_core: stat.processor,
             psi_mem: psi,
             perf: None,
