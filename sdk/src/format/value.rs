@@ -217,7 +217,7 @@ impl Data {
     }
 
     /// Adds a field. Later fields with the same key are written too; readers keep the last.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
         let (key, value) = (key.into(), value.into());
         match key {
@@ -348,6 +348,7 @@ mod tests {
 
     #[test]
     fn data_stays_small() {
+        assert!(std::mem::size_of::<Value>() <= 24, "{}", std::mem::size_of::<Value>());
         // The queue copies a Data per line: keep an eye on its size.
         assert!(std::mem::size_of::<Data>() <= 256, "{}", std::mem::size_of::<Data>());
     }

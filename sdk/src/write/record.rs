@@ -13,24 +13,26 @@ use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
 #[derive(Default)]
 struct Payload {
     data: Data,
-    error: Option<Error>,
+    error: Option<Box<Error>>,
 }
 
 impl Payload {
+    #[inline(always)]
     fn field(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
         self.data.push(key, value);
     }
 
     fn json(&mut self, text: &str) {
         if let Err(e) = self.data.parse_json(text) {
-            self.error = Some(Error::InvalidJson(e.to_string()));
+            self.error = Some(Box::new(Error::InvalidJson(e.to_string())));
         }
     }
 
     /// The data, or the error found while building it. Typed fields merge only into an object.
+    #[inline(always)]
     fn finish(self, object_required: bool) -> Result<Data, Error> {
         if let Some(e) = self.error {
-            return Err(e);
+            return Err(*e);
         }
         let has_fields = self.data.fields().next().is_some();
         if !self.data.is_object() && (object_required || has_fields) {
@@ -89,6 +91,7 @@ impl RecordHandle {
     }
 
     /// Starts describing a child record.
+    #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
         let mut b = RecordBuilder::new(&self.inner, Some(self.id), name.into(), record_type.into());
         b.parent_start = self.start;
@@ -98,6 +101,7 @@ impl RecordHandle {
     }
 
     /// Starts describing an event on this record.
+    #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
         EventBuilder {
             record: self,
@@ -120,6 +124,7 @@ impl RecordHandle {
     /// Ends the record at `clk` (not before its start).
     ///
     /// On error the handle is gone and the record stays open.
+    #[inline]
     pub fn end_at(self, clk: u64) -> Result<(), Error> {
         self.check_clk(clk)?;
         if !self.live {
@@ -182,12 +187,14 @@ impl<'a> RecordBuilder<'a> {
     }
 
     /// Sets the human-readable description (empty by default; the key is always written).
+    #[inline(always)]
     pub fn description(mut self, text: impl Into<Str>) -> Self {
         self.description = text.into();
         self
     }
 
     /// Adds a typed field to `data`.
+    #[inline(always)]
     pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
         self.payload.field(key, value);
         self
@@ -195,6 +202,7 @@ impl<'a> RecordBuilder<'a> {
 
     /// Sets `data` from JSON text, which must be an object; typed fields are merged into it.
     /// A parse error is returned by `begin_at`.
+    #[inline(always)]
     pub fn data_json(mut self, text: &str) -> Self {
         self.payload.json(text);
         self
@@ -208,37 +216,44 @@ impl<'a> RecordBuilder<'a> {
     }
 
     /// Hint: bar color.
+    #[inline(always)]
     pub fn color(self, c: Color) -> Self {
         self.field("color", c)
     }
     /// Hint: execution unit (swimlane group).
+    #[inline(always)]
     pub fn unit_id(self, id: u64) -> Self {
         self.field("unit_id", id)
     }
     /// Hint: lane within the unit.
+    #[inline(always)]
     pub fn thread_id(self, id: u64) -> Self {
         self.field("thread_id", id)
     }
     /// Hint: sub-unit within the unit.
+    #[inline(always)]
     pub fn subunit_id(self, id: u64) -> Self {
         self.field("subunit_id", id)
     }
     /// Hint: short label for the bar.
+    #[inline(always)]
     pub fn display_label(self, label: impl Into<Str>) -> Self {
         self.field("display_label", Value::Str(label.into()))
     }
     /// Hint: visual state.
+    #[inline(always)]
     pub fn status(self, s: Status) -> Self {
         self.field("status", s)
     }
     /// Hint: critical-path weight, clamped to [0, 1] (NaN is written as null).
+    #[inline(always)]
     pub fn criticality(self, w: f64) -> Self {
         self.field("criticality", if w.is_nan() { w } else { w.clamp(0.0, 1.0) })
     }
 
     /// Writes the `record` line at `clk` and returns the handle. A child may not start before its
     /// parent.
-    #[inline]
+    #[inline(always)]
     pub fn begin_at(self, clk: u64) -> Result<RecordHandle, Error> {
         if let Some(parent) = self.parent {
             if clk < self.parent_start {
@@ -291,16 +306,19 @@ pub struct EventBuilder<'a> {
 
 impl EventBuilder<'_> {
     /// Sets the description (empty by default).
+    #[inline(always)]
     pub fn description(mut self, text: impl Into<Str>) -> Self {
         self.description = text.into();
         self
     }
     /// Adds a typed field to `data`.
+    #[inline(always)]
     pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
         self.payload.field(key, value);
         self
     }
     /// Sets `data` from JSON text (any JSON value; typed fields merge only into an object).
+    #[inline(always)]
     pub fn data_json(mut self, text: &str) -> Self {
         self.payload.json(text);
         self
@@ -312,24 +330,28 @@ impl EventBuilder<'_> {
         self
     }
     /// Hint: marker color.
+    #[inline(always)]
     pub fn color(self, c: Color) -> Self {
         self.field("color", c)
     }
     /// Hint: icon identifier, e.g. `cache_miss`.
+    #[inline(always)]
     pub fn icon(self, icon: impl Into<Str>) -> Self {
         self.field("icon", Value::Str(icon.into()))
     }
     /// Hint: severity.
+    #[inline(always)]
     pub fn severity(self, s: Severity) -> Self {
         self.field("severity", s)
     }
     /// Hint: marker shape.
+    #[inline(always)]
     pub fn marker_style(self, m: MarkerStyle) -> Self {
         self.field("marker_style", m)
     }
 
     /// Writes the `event` line at `clk`, which may not be before the record's start.
-    #[inline]
+    #[inline(always)]
     pub fn emit_at(self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
         let data = self.payload.finish(false)?;
@@ -364,16 +386,19 @@ pub struct AnnotationBuilder<'a> {
 
 impl AnnotationBuilder<'_> {
     /// Sets the description (empty by default).
+    #[inline(always)]
     pub fn description(mut self, text: impl Into<Str>) -> Self {
         self.description = text.into();
         self
     }
     /// Adds a typed field to `data`.
+    #[inline(always)]
     pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
         self.payload.field(key, value);
         self
     }
     /// Sets `data` from JSON text (any JSON value; typed fields merge only into an object).
+    #[inline(always)]
     pub fn data_json(mut self, text: &str) -> Self {
         self.payload.json(text);
         self
