@@ -7,8 +7,18 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod convert;
+mod formats;
+mod import;
+mod stats;
+mod tree;
+
 #[derive(Parser)]
-#[command(name = "jets", version, about = "Validate, inspect, convert, view and monitor JETS traces")]
+#[command(
+    name = "jets",
+    version,
+    about = "Validate, inspect, convert, view and monitor JETS traces"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,12 +27,24 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     // Subcommands, one line each (keep alphabetical):
+    /// Convert a JETS trace to Chrome JSON, Perfetto, Kanata (Konata) or DFTracer.
+    Convert(convert::Args),
+    /// Import DFTracer or denet files into a JETS trace.
+    Import(import::Args),
+    /// Summary statistics of a JETS trace (or a denet JSON Lines file).
+    Stats(stats::Args),
+    /// The record hierarchy with durations, annotations and event counts.
+    Tree(tree::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
         // Dispatch, one line each (keep alphabetical):
+        Command::Convert(a) => convert::run(a),
+        Command::Import(a) => import::run(a),
+        Command::Stats(a) => stats::run(a),
+        Command::Tree(a) => tree::run(a),
     };
     match result {
         Ok(code) => code,

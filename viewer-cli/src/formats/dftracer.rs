@@ -1,0 +1,437 @@
+//! DFTracer traces: JSON lines of Chrome-like complete (`X`) and metadata (`M`) events, with host,
+//! file and other strings stored as hashes resolved by metadata events (`HH`, `FH`, `SH`).
+//!
+//! **Reading** accepts both forms found on disk: the older documented one (`"ph":"X"`/`"M"`,
+//! integer hashes, optionally wrapped in `[` `]`) and what DFTracer 2.x writes (`"ph":1`/`4`, a
+//! `type` field, hex-string hashes, `start`/`end` events, gzip). See [`Reader`].
+//!
+//! **Writing** ([`DftracerSink`]) produces the documented form: a JETS record becomes a complete
+//! event (µs `ts`/`dur`, `cat` = record_type, `pid` = root record, `tid` = lane) whose `args` hold
+//! the record's data, annotations, a string hash of its description (`shash`, resolved by an `SH`
+//! event) and `jets_id`/`jets_parent_id`, so `jets import` restores the exact hierarchy; a JETS
+//! event becomes a zero-length complete event of category `jets_event`; the header's metadata goes
+//! into a `JETS` metadata event.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use jets::format::json;
+use jets::format::{Annotation, Header};
+use serde_json::{Map, Value};
+
+use super::timeline::{
+    cycles_to_ps, read_trace, write_us, Instant, Process, Slice, Timeline, TimelineSink,
+};
+use crate::convert::Output;
+
+/// The category of the complete events that carry JETS events.
+pub const EVENT_CATEGORY: &str = "jets_event";
+/// The name of the metadata event that carries the JETS header's metadata.
+pub const HEADER_EVENT: &str = "JETS";
+
+/// A 64-bit FNV-1a hash, as DFTracer-style name hashes (the value only has to be stable and
+/// unique within the file: every hash is resolved by its metadata event).
+pub fn hash_name(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // Keep it within JSON's exact integer range for readers that parse numbers as doubles.
+    h & ((1 << 53) - 1)
+}
+
+/// Writes DFTracer lines.
+pub struct DftracerSink<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    mhz: f64,
+    next_id: u64,
+    hashed: HashSet<u64>,
+    host_hash: Option<u64>,
+}
+
+impl<W: Write> DftracerSink<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> Self {
+        DftracerSink {
+            out,
+            buf: Vec::with_capacity(1 << 16),
+            mhz: 1.0,
+            next_id: 1,
+            hashed: HashSet::new(),
+            host_hash: None,
+        }
+    }
+
+    /// Gives back the writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn start(&mut self, name: &str, cat: &str, pid: u64, tid: u64) {
+        let b = &mut self.buf;
+        b.extend_from_slice(b"{\"id\":");
+        json::write_u64(b, self.next_id);
+        self.next_id += 1;
+        json::write_key(b, "name");
+        json::write_str(b, name);
+        json::write_key(b, "cat");
+        json::write_str(b, cat);
+        json::write_key(b, "pid");
+        json::write_u64(b, pid);
+        json::write_key(b, "tid");
+        json::write_u64(b, tid);
+    }
+
+    fn metadata(&mut self, name: &str, pid: u64, tid: u64, args: &Map<String, Value>) {
+        self.start(name, "dftracer", pid, tid);
+        self.buf.extend_from_slice(b",\"ph\":\"M\",\"args\":");
+        json::write_object(&mut self.buf, args);
+        self.buf.extend_from_slice(b"}\n");
+    }
+
+    /// The hash of `s`, writing its `kind` (`HH`, `FH`, `SH`) metadata event the first time.
+    fn hash(&mut self, kind: &str, s: &str) -> u64 {
+        let h = hash_name(s);
+        if self.hashed.insert(h) {
+            let mut args = Map::new();
+            args.insert("name".into(), s.into());
+            args.insert("value".into(), h.into());
+            self.metadata(kind, 0, 0, &args);
+        }
+        h
+    }
+
+    fn flush_if_full(&mut self) -> Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.out.write_all(&self.buf).context("writing DFTracer trace")?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, name: &str, cat: &str, pid: u64, tid: u64, start: u64, end: u64) {
+        self.start(name, cat, pid, tid);
+        let (s, e) = (cycles_to_ps(start, self.mhz), cycles_to_ps(end, self.mhz));
+        json::write_key(&mut self.buf, "ts");
+        write_us(&mut self.buf, s);
+        json::write_key(&mut self.buf, "dur");
+        write_us(&mut self.buf, e.saturating_sub(s));
+        self.buf.extend_from_slice(b",\"ph\":\"X\",\"args\":");
+    }
+}
+
+impl<W: Write> TimelineSink for DftracerSink<W> {
+    fn header(&mut self, header: &Header<'_>, mhz: f64, _stated: bool) -> Result<()> {
+        self.mhz = mhz;
+        self.buf.extend_from_slice(b"[\n");
+        let mut args = Map::new();
+        args.insert("name".into(), "header".into());
+        args.insert("value".into(), Value::Object(header.metadata.clone()));
+        self.metadata(HEADER_EVENT, 0, 0, &args);
+        let mut cm = Map::new();
+        cm.insert("name".into(), "time_metric".into());
+        cm.insert("value".into(), "US".into());
+        self.metadata("CM", 0, 0, &cm);
+        let host = ["hostname", "host"]
+            .iter()
+            .find_map(|k| header.metadata.get(*k).and_then(Value::as_str))
+            .map(str::to_owned);
+        if let Some(host) = host {
+            self.host_hash = Some(self.hash("HH", &host));
+        }
+        Ok(())
+    }
+
+    fn process(&mut self, p: &Process<'_>) -> Result<()> {
+        let mut args = Map::new();
+        args.insert("name".into(), format!("{} ({})", p.name, p.record_type).into());
+        self.metadata("process_name", p.pid, 0, &args);
+        self.flush_if_full()
+    }
+
+    fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()> {
+        let mut args = Map::new();
+        args.insert("name".into(), format!("{name} {lane}").into());
+        self.metadata("thread_name", pid, lane as u64, &args);
+        Ok(())
+    }
+
+    fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
+        let r = s.record;
+        let mut args = Map::new();
+        if let Some(h) = self.host_hash {
+            args.insert("hhash".into(), h.into());
+        }
+        args.insert("jets_id".into(), r.id.into());
+        args.insert("jets_parent_id".into(), r.parent_id.map_or(Value::Null, Value::from));
+        if !r.description.is_empty() {
+            args.insert("shash".into(), self.hash("SH", &r.description).into());
+        }
+        if let Some(data) = &r.data {
+            args.insert("jets_data".into(), Value::Object(data.clone()));
+        }
+        if !r.annotations.is_empty() {
+            let list = r
+                .annotations
+                .iter()
+                .map(|(n, d, v)| serde_json::json!({"name": n, "description": d, "data": v}))
+                .collect();
+            args.insert("jets_annotations".into(), Value::Array(list));
+        }
+        if !s.ended {
+            args.insert("jets_unended".into(), true.into());
+        }
+        self.complete(&r.name, &r.record_type, s.pid, s.lane as u64, r.start, s.end);
+        json::write_object(&mut self.buf, &args);
+        self.buf.extend_from_slice(b"}\n");
+        self.flush_if_full()
+    }
+
+    fn instant(&mut self, i: &Instant<'_>) -> Result<()> {
+        let e = i.event;
+        let mut args = Map::new();
+        args.insert("jets_record_id".into(), e.record_id.into());
+        if !e.description.is_empty() {
+            args.insert("shash".into(), self.hash("SH", &e.description).into());
+        }
+        if let Some(d) = &e.data {
+            args.insert("jets_data".into(), d.clone());
+        }
+        self.complete(&e.name, EVENT_CATEGORY, i.pid, 0, e.clk, e.clk);
+        json::write_object(&mut self.buf, &args);
+        self.buf.extend_from_slice(b"}\n");
+        self.flush_if_full()
+    }
+
+    fn late_annotation(&mut self, pid: u64, a: &Annotation<'_>) -> Result<()> {
+        let mut args = Map::new();
+        args.insert("name".into(), a.name.to_string().into());
+        args.insert(
+            "value".into(),
+            serde_json::json!({"record_id": a.record_id, "description": a.description, "data": a.data}),
+        );
+        self.metadata("jets_annotation", pid, 0, &args);
+        self.flush_if_full()
+    }
+
+    fn finish(&mut self, _end_clk: u64) -> Result<()> {
+        self.buf.extend_from_slice(b"]\n");
+        self.out.write_all(&self.buf).context("writing DFTracer trace")?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Converts the JETS trace at `input` into DFTracer lines on `out`.
+pub fn convert(input: &Path, out: Output) -> Result<()> {
+    let mut timeline = Timeline::new(DftracerSink::new(out));
+    read_trace(input, |_, line| timeline.line(line))?;
+    timeline.finish()?.into_inner().finish()
+}
+
+/// One DFTracer event as read: the fields every form shares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DfEvent {
+    /// `id` (absent on DFTracer 2.x metadata events).
+    pub id: Option<u64>,
+    /// `name`.
+    pub name: String,
+    /// `cat`.
+    pub cat: String,
+    /// `pid`.
+    pub pid: u64,
+    /// `tid`.
+    pub tid: u64,
+    /// Complete or metadata.
+    pub kind: DfKind,
+    /// `ts` (in the trace's time metric, µs unless a `CM` event says `NS`).
+    pub ts: f64,
+    /// `dur`, same unit.
+    pub dur: f64,
+    /// `args`.
+    pub args: Map<String, Value>,
+    /// The line it came from (1-based).
+    pub line: u64,
+}
+
+/// The two event kinds DFTracer writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DfKind {
+    /// `X` / 1.
+    Complete,
+    /// `M` / 4.
+    Metadata,
+}
+
+/// Reads DFTracer events from a file (plain or gzip, detected by its first bytes).
+pub struct Reader {
+    lines: std::io::Lines<Box<dyn BufRead>>,
+    name: String,
+    line: u64,
+    /// Events of other phases (B/E, i, C...) skipped so far; DFTracer does not write them.
+    pub skipped: u64,
+}
+
+impl Reader {
+    /// Opens `path`.
+    pub fn open(path: &Path) -> Result<Reader> {
+        let name = path.display().to_string();
+        let mut file = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
+        let mut magic = [0u8; 2];
+        let got = file.read(&mut magic).with_context(|| format!("reading {name}"))?;
+        let file = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
+        let reader: Box<dyn BufRead> = if got == 2 && magic == [0x1f, 0x8b] {
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(BufReader::new(file))
+        };
+        Ok(Reader { lines: reader.lines(), name, line: 0, skipped: 0 })
+    }
+
+    fn parse(&mut self, text: &str) -> Result<Option<DfEvent>> {
+        let at = || format!("{}:{}", self.name, self.line);
+        let v: Value = serde_json::from_str(text)
+            .with_context(|| format!("{}: not a DFTracer event (JSON object)", at()))?;
+        let Value::Object(mut o) = v else { bail!("{}: not a JSON object", at()) };
+        let kind = match o.get("ph") {
+            Some(Value::String(s)) if s == "X" => DfKind::Complete,
+            Some(Value::String(s)) if s == "M" => DfKind::Metadata,
+            Some(Value::Number(n)) if n.as_u64() == Some(1) => DfKind::Complete,
+            Some(Value::Number(n)) if n.as_u64() == Some(4) => DfKind::Metadata,
+            Some(_) => {
+                self.skipped += 1;
+                return Ok(None);
+            }
+            None => bail!("{}: event without \"ph\"", at()),
+        };
+        let uint = |o: &Map<String, Value>, k: &str| -> Result<u64> {
+            match o.get(k) {
+                Some(v) => v
+                    .as_u64()
+                    .with_context(|| format!("{}: \"{k}\" is not an unsigned integer: {v}", at())),
+                None => bail!("{}: missing \"{k}\"", at()),
+            }
+        };
+        let num = |o: &Map<String, Value>, k: &str| -> Result<f64> {
+            match o.get(k) {
+                Some(v) => v.as_f64().filter(|x| *x >= 0.0).with_context(|| {
+                    format!("{}: \"{k}\" is not a non-negative number: {v}", at())
+                }),
+                None => bail!("{}: complete event without \"{k}\"", at()),
+            }
+        };
+        let name = match o.get("name") {
+            Some(Value::String(s)) => s.clone(),
+            _ => bail!("{}: missing or non-text \"name\"", at()),
+        };
+        let (ts, dur) = match kind {
+            DfKind::Complete => (num(&o, "ts")?, num(&o, "dur")?),
+            DfKind::Metadata => (0.0, 0.0),
+        };
+        let args = match o.remove("args") {
+            Some(Value::Object(m)) => m,
+            None | Some(Value::Null) => Map::new(),
+            Some(other) => bail!("{}: \"args\" is not an object: {other}", at()),
+        };
+        Ok(Some(DfEvent {
+            id: o.get("id").and_then(Value::as_u64),
+            name,
+            cat: o.get("cat").and_then(Value::as_str).unwrap_or("").to_owned(),
+            pid: uint(&o, "pid")?,
+            tid: o.get("tid").and_then(Value::as_u64).unwrap_or(0),
+            kind,
+            ts,
+            dur,
+            args,
+            line: self.line,
+        }))
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<DfEvent>;
+    fn next(&mut self) -> Option<Result<DfEvent>> {
+        loop {
+            let text = match self.lines.next()? {
+                Ok(t) => t,
+                Err(e) => {
+                    return Some(Err(e).with_context(|| format!("{}:{}", self.name, self.line + 1)))
+                }
+            };
+            self.line += 1;
+            // The documented form wraps lines in `[` `]`; Chrome-style writers add commas.
+            let t = text.trim().trim_end_matches(',');
+            if t.is_empty() || t == "[" || t == "]" {
+                continue;
+            }
+            match self.parse(t) {
+                Ok(Some(ev)) => return Some(Ok(ev)),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+/// Hash → name tables from `HH`, `FH` and `SH` metadata events.
+#[derive(Debug, Default)]
+pub struct Hashes {
+    names: HashMap<String, String>,
+}
+
+impl Hashes {
+    /// The key of a hash value: integers and hex strings are both accepted.
+    fn key(v: &Value) -> Option<String> {
+        match v {
+            Value::Number(n) => n.as_u64().map(|u| u.to_string()),
+            Value::String(s) => Some(s.to_ascii_lowercase()),
+            _ => None,
+        }
+    }
+
+    /// Records a hash metadata event (`HH`, `FH`, `SH`); false for other events.
+    pub fn learn(&mut self, ev: &DfEvent) -> bool {
+        if ev.kind != DfKind::Metadata || !matches!(ev.name.as_str(), "HH" | "FH" | "SH") {
+            return false;
+        }
+        if let (Some(name), Some(k)) =
+            (ev.args.get("name").and_then(Value::as_str), ev.args.get("value").and_then(Self::key))
+        {
+            self.names.insert(k, name.to_owned());
+        }
+        true
+    }
+
+    /// The name behind a hash value.
+    pub fn resolve(&self, v: &Value) -> Option<&str> {
+        Self::key(v).and_then(|k| self.names.get(&k)).map(String::as_str)
+    }
+
+    /// Number of known hashes.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+/// The key under which the name behind hashed argument `key` is stored: `fhash` → `file`,
+/// `hhash` → `host`, `shash` → `string`, `cmd_hash` → `cmd`, others → `<key>_name`.
+pub fn resolved_key(key: &str) -> String {
+    match key {
+        "fhash" => "file".into(),
+        "hhash" => "host".into(),
+        "shash" => "string".into(),
+        _ => match key.strip_suffix("_hash") {
+            Some(base) if !base.is_empty() => base.to_owned(),
+            _ => format!("{key}_name"),
+        },
+    }
+}
+
+/// Whether argument `key` may hold a hash (DFTracer names them `*hash`; `cwd` is an `FH` too).
+pub fn is_hash_key(key: &str) -> bool {
+    key.ends_with("hash") || key == "cwd"
+}

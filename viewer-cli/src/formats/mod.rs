@@ -1,0 +1,9 @@
+//! Foreign formats, one module each: what `jets convert` writes and `jets import` reads.
+
+pub mod chrome;
+pub mod denet;
+pub mod dftracer;
+pub mod kanata;
+pub mod map;
+pub mod perfetto;
+pub mod timeline;

@@ -1,0 +1,423 @@
+//! The shared core of the timeline converters (Chrome, Perfetto, DFTracer): a JETS trace as
+//! processes, lanes, slices and instants, streamed with memory that grows with open records only.
+//!
+//! * A root record becomes a **process**; everything below it lives in that process.
+//! * A record becomes a **slice** when it ends (or at the end of the trace when it never does). It
+//!   is placed on the first **lane** of its process where it nests: every slice already on the lane
+//!   is either disjoint from it or inside it. Viewers draw one lane per thread and require slices on
+//!   a thread to nest, which pipelined (overlapping) records would otherwise break.
+//! * An event becomes an **instant** on its process's event lane (lane 0): its record's lane is not
+//!   known until the record ends, and holding events back would make memory grow with events.
+//!
+//! Each lane remembers only its *maximal* slices (those not inside another one). A new slice fits
+//! when it is disjoint from or contains each of them; it is never placed inside an existing one, so
+//! the nesting inside every maximal slice is proper by induction. A lane keeps at most
+//! [`LANE_MEMORY`] maximal slices; older ones are forgotten behind a floor below which nothing new
+//! may start on that lane, which keeps memory bounded and the placement correct.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use jets::format::{Header, Line};
+use serde_json::{Map, Value};
+
+/// Maximal slices a lane remembers before raising its floor.
+pub const LANE_MEMORY: usize = 4096;
+
+/// A root record, drawn as a process.
+#[derive(Debug)]
+pub struct Process<'a> {
+    /// The root record's id (used as the process id).
+    pub pid: u64,
+    /// The root record's name.
+    pub name: &'a str,
+    /// The root record's type.
+    pub record_type: &'a str,
+    /// Order of appearance, from 0.
+    pub sort_index: u64,
+}
+
+/// A record with its start and end.
+#[derive(Debug)]
+pub struct Slice<'a> {
+    /// The process (root record id).
+    pub pid: u64,
+    /// The lane, from 1 (lane 0 carries the instants).
+    pub lane: u32,
+    /// The record.
+    pub record: &'a OpenRecord,
+    /// End cycle.
+    pub end: u64,
+    /// False when the record never ended and `end` is the end of the trace.
+    pub ended: bool,
+}
+
+/// An event on a record.
+#[derive(Debug)]
+pub struct Instant<'a> {
+    /// The process (root record id).
+    pub pid: u64,
+    /// The event.
+    pub event: &'a jets::format::Event<'a>,
+    /// The record's name, when the record is still open.
+    pub record_name: Option<&'a str>,
+}
+
+/// What a timeline converter writes.
+pub trait TimelineSink {
+    /// The header, before anything else. `mhz` is the clock (1.0 when the trace gives none).
+    fn header(&mut self, header: &Header<'_>, mhz: f64, stated: bool) -> Result<()>;
+    /// A new process.
+    fn process(&mut self, p: &Process<'_>) -> Result<()>;
+    /// A new lane in a process, named after the type of its first slice.
+    fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()>;
+    /// A finished slice.
+    fn slice(&mut self, s: &Slice<'_>) -> Result<()>;
+    /// An event.
+    fn instant(&mut self, i: &Instant<'_>) -> Result<()>;
+    /// An annotation whose record had already ended (so it could not go into the slice's args).
+    fn late_annotation(&mut self, pid: u64, a: &jets::format::Annotation<'_>) -> Result<()>;
+    /// The end of the trace.
+    fn finish(&mut self, end_clk: u64) -> Result<()>;
+}
+
+/// A record that has begun and not yet become a slice.
+#[derive(Debug, Clone)]
+pub struct OpenRecord {
+    /// Record id.
+    pub id: u64,
+    /// Parent id.
+    pub parent_id: Option<u64>,
+    /// Name.
+    pub name: String,
+    /// Record type.
+    pub record_type: String,
+    /// Description.
+    pub description: String,
+    /// Start cycle.
+    pub start: u64,
+    /// `data`, if any.
+    pub data: Option<Map<String, Value>>,
+    /// Annotations seen while open: (name, description, data).
+    pub annotations: Vec<(String, String, Value)>,
+}
+
+#[derive(Default)]
+struct Lane {
+    /// Maximal slices: start -> (end, record id). Disjoint, so ordered by end too.
+    maximal: BTreeMap<u64, (u64, u64)>,
+    floor: u64,
+}
+
+impl Lane {
+    /// Whether `[s, e]` of record `id` nests here: it partially overlaps no maximal slice, lies
+    /// inside none, and contains only slices of its own descendants (a viewer draws a slice
+    /// inside another as its child, so unrelated records must not nest).
+    fn fits(&self, s: u64, e: u64, id: u64, descends: &dyn Fn(u64, u64) -> bool) -> bool {
+        if s < self.floor {
+            return false;
+        }
+        if let Some((_, &(pe, _))) = self.maximal.range(..s).next_back() {
+            if pe > s {
+                return false;
+            }
+        }
+        if let Some(&(me, _)) = self.maximal.get(&s) {
+            if me > e {
+                return false;
+            }
+        }
+        self.maximal.range(s..e.max(s + 1)).all(|(_, &(me, m))| me <= e && descends(m, id))
+    }
+
+    fn place(&mut self, s: u64, e: u64, id: u64) {
+        let inside: Vec<u64> = self.maximal.range(s..e.max(s + 1)).map(|(&k, _)| k).collect();
+        for k in inside {
+            self.maximal.remove(&k);
+        }
+        self.maximal.insert(s, (e, id));
+        while self.maximal.len() > LANE_MEMORY {
+            if let Some((_, (end, _))) = self.maximal.pop_first() {
+                self.floor = self.floor.max(end);
+            }
+        }
+    }
+}
+
+/// Packs the slices of one process into lanes where they nest.
+#[derive(Default)]
+pub struct LanePacker {
+    lanes: Vec<Lane>,
+}
+
+impl LanePacker {
+    /// The lane (from 1) for record `id` over `[s, e]`, and whether the lane is new.
+    /// `descends(a, b)` tells whether record `a` is a descendant of record `b`.
+    pub fn assign(
+        &mut self,
+        s: u64,
+        e: u64,
+        id: u64,
+        descends: &dyn Fn(u64, u64) -> bool,
+    ) -> (u32, bool) {
+        let e = e.max(s);
+        let found = self.lanes.iter().position(|l| l.fits(s, e, id, descends));
+        let (i, new) = match found {
+            Some(i) => (i, false),
+            None => {
+                self.lanes.push(Lane::default());
+                (self.lanes.len() - 1, true)
+            }
+        };
+        self.lanes[i].place(s, e, id);
+        (i as u32 + 1, new)
+    }
+}
+
+/// Streams a trace into a [`TimelineSink`].
+pub struct Timeline<S> {
+    sink: S,
+    open: HashMap<u64, OpenRecord>,
+    /// Every record's process and parent: children may begin after their parent ended, and
+    /// lane packing asks who descends from whom.
+    family: HashMap<u64, (u64, Option<u64>)>,
+    packers: HashMap<u64, LanePacker>,
+    processes: u64,
+    end_clk: u64,
+    footer_end: Option<u64>,
+}
+
+impl<S: TimelineSink> Timeline<S> {
+    /// A timeline writing to `sink`.
+    pub fn new(sink: S) -> Self {
+        Timeline {
+            sink,
+            open: HashMap::new(),
+            family: HashMap::new(),
+            packers: HashMap::new(),
+            processes: 0,
+            end_clk: 0,
+            footer_end: None,
+        }
+    }
+
+    /// Feeds one line.
+    pub fn line(&mut self, line: Line<'_>) -> Result<()> {
+        if let Some(clk) = line.clk() {
+            self.end_clk = self.end_clk.max(clk);
+        }
+        match line {
+            Line::Header(h) => {
+                let (mhz, stated) = match h.clock_frequency_mhz() {
+                    Some(f) => (f, true),
+                    None => (1.0, false),
+                };
+                self.sink.header(&h, mhz, stated)?;
+            }
+            Line::Record(r) => {
+                let pid = match r.parent_id {
+                    None => {
+                        self.sink.process(&Process {
+                            pid: r.id,
+                            name: &r.name,
+                            record_type: &r.record_type,
+                            sort_index: self.processes,
+                        })?;
+                        self.processes += 1;
+                        r.id
+                    }
+                    Some(p) => match self.family.get(&p) {
+                        Some(&(root, _)) => root,
+                        None => bail!("record {} refers to parent {p}, not seen before it", r.id),
+                    },
+                };
+                self.family.insert(r.id, (pid, r.parent_id));
+                self.open.insert(
+                    r.id,
+                    OpenRecord {
+                        id: r.id,
+                        parent_id: r.parent_id,
+                        name: r.name.into_owned(),
+                        record_type: r.record_type.into_owned(),
+                        description: r.description.into_owned(),
+                        start: r.clk,
+                        data: r.data,
+                        annotations: Vec::new(),
+                    },
+                );
+            }
+            Line::RecordEnd(e) => {
+                let Some(rec) = self.open.remove(&e.record_id) else {
+                    bail!("record_end for record {} that is not open", e.record_id)
+                };
+                self.emit_slice(&rec, e.clk, true)?;
+            }
+            Line::Annotation(a) => {
+                if let Some(rec) = self.open.get_mut(&a.record_id) {
+                    rec.annotations.push((a.name.into_owned(), a.description.into_owned(), a.data));
+                } else {
+                    let Some(&(pid, _)) = self.family.get(&a.record_id) else {
+                        bail!("annotation on record {}, not seen before it", a.record_id)
+                    };
+                    self.sink.late_annotation(pid, &a)?;
+                }
+            }
+            Line::Event(e) => {
+                let Some(&(pid, _)) = self.family.get(&e.record_id) else {
+                    bail!("event on record {}, not seen before it", e.record_id)
+                };
+                let record_name = self.open.get(&e.record_id).map(|r| r.name.as_str());
+                self.sink.instant(&Instant { pid, event: &e, record_name })?;
+            }
+            Line::Footer(f) => self.footer_end = f.capture_end_clk,
+        }
+        Ok(())
+    }
+
+    fn emit_slice(&mut self, rec: &OpenRecord, end: u64, ended: bool) -> Result<()> {
+        let pid = self.family.get(&rec.id).map_or(rec.id, |f| f.0);
+        let family = &self.family;
+        let descends = |mut a: u64, b: u64| -> bool {
+            while let Some(&(_, Some(p))) = family.get(&a) {
+                if p == b {
+                    return true;
+                }
+                a = p;
+            }
+            false
+        };
+        let (lane, new) =
+            self.packers.entry(pid).or_default().assign(rec.start, end, rec.id, &descends);
+        if new {
+            self.sink.lane(pid, lane, &rec.record_type)?;
+        }
+        self.sink.slice(&Slice { pid, lane, record: rec, end: end.max(rec.start), ended })
+    }
+
+    /// Ends the records still open at the end of the trace, then finishes the sink.
+    pub fn finish(mut self) -> Result<S> {
+        let end = self.end_clk.max(self.footer_end.unwrap_or(0));
+        let mut open: Vec<OpenRecord> = self.open.drain().map(|(_, r)| r).collect();
+        // Children start no earlier than their parents: placing later starts first lets the
+        // enclosing records absorb them on the same lane.
+        open.sort_by(|a, b| b.start.cmp(&a.start).then(b.id.cmp(&a.id)));
+        for rec in &open {
+            self.emit_slice(rec, end, false)?;
+        }
+        self.sink.finish(end)?;
+        Ok(self.sink)
+    }
+}
+
+/// Reads a JETS trace (plain, `.gz`, `.zst`, `.br`) line by line with [`jets::read::Reader`],
+/// handing each parsed line and its number to `f`; errors name the file and the line. A
+/// compressed trace cut short is an error too: converting it would silently drop its tail.
+pub fn read_trace(path: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -> Result<()> {
+    let mut reader = jets::read::Reader::open(path)?;
+    let name = reader.name().to_owned();
+    let mut n = 0u64;
+    while let Some(raw) = reader.next_line() {
+        let raw = raw?;
+        n = raw.number;
+        if raw.bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line = raw.parse().with_context(|| format!("{name}: not a JETS trace line"))?;
+        f(raw.number, line).with_context(|| format!("{name}:{}", raw.number))?;
+    }
+    if let Some(why) = reader.truncated() {
+        bail!("{name}: the trace is cut short after line {n}: {why}");
+    }
+    if n == 0 {
+        bail!("{name}: empty file, not a JETS trace");
+    }
+    Ok(())
+}
+
+/// Writes `clk` cycles at `mhz` as microseconds, exactly to the picosecond, in decimal.
+///
+/// Going through integer picoseconds keeps every conversion monotone and `ts + dur` equal to the
+/// end's own conversion, so nesting in cycles stays nesting in microseconds.
+pub fn write_us(out: &mut Vec<u8>, ps: u128) {
+    let whole = ps / 1_000_000;
+    let frac = ps % 1_000_000;
+    out.extend_from_slice(whole.to_string().as_bytes());
+    if frac != 0 {
+        let digits = format!("{frac:06}");
+        out.push(b'.');
+        out.extend_from_slice(digits.trim_end_matches('0').as_bytes());
+    }
+}
+
+/// Cycles to picoseconds at `mhz` (rounded to the nearest picosecond).
+pub fn cycles_to_ps(clk: u64, mhz: f64) -> u128 {
+    if (mhz - 1.0).abs() < f64::EPSILON {
+        return clk as u128 * 1_000_000;
+    }
+    if mhz.fract() == 0.0 && mhz <= 1e6 {
+        let m = mhz as u128;
+        return (clk as u128 * 1_000_000 + m / 2) / m;
+    }
+    (clk as f64 * 1e6 / mhz).round() as u128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parents: 1 is the root of 2, 3 and 4; 5 is inside 2.
+    fn descends(a: u64, b: u64) -> bool {
+        let parent = |x: u64| match x {
+            2..=4 => Some(1),
+            5 => Some(2),
+            _ => None,
+        };
+        let mut cur = a;
+        while let Some(p) = parent(cur) {
+            if p == b {
+                return true;
+            }
+            cur = p;
+        }
+        false
+    }
+
+    #[test]
+    fn lanes_nest_pipelined_records() {
+        let mut p = LanePacker::default();
+        assert_eq!(p.assign(2, 3, 5, &descends), (1, true)); // stage 5 of instruction 2
+        assert_eq!(p.assign(0, 4, 2, &descends), (1, false)); // 2 contains its stage
+        assert_eq!(p.assign(3, 6, 3, &descends), (2, true)); // 3 overlaps 2 partially
+        assert_eq!(p.assign(6, 8, 4, &descends), (1, false)); // disjoint from 2
+        assert_eq!(p.assign(0, 10, 1, &descends), (1, false)); // the root contains 2 and 4
+    }
+
+    #[test]
+    fn unrelated_records_do_not_nest() {
+        let mut p = LanePacker::default();
+        assert_eq!(p.assign(2, 3, 3, &descends), (1, true));
+        // 2 contains 3 in time, but 3 is not its descendant.
+        assert_eq!(p.assign(0, 4, 2, &descends), (2, true));
+    }
+
+    #[test]
+    fn never_placed_inside_an_existing_slice() {
+        let mut p = LanePacker::default();
+        assert_eq!(p.assign(0, 10, 1, &descends), (1, true));
+        assert_eq!(p.assign(2, 3, 2, &descends), (2, true));
+    }
+
+    #[test]
+    fn microseconds_are_exact() {
+        let mut out = Vec::new();
+        write_us(&mut out, cycles_to_ps(1003, 1000.0));
+        assert_eq!(out, b"1.003");
+        out.clear();
+        write_us(&mut out, cycles_to_ps(5, 1.0));
+        assert_eq!(out, b"5");
+        out.clear();
+        write_us(&mut out, cycles_to_ps(2520, 2520.0));
+        assert_eq!(out, b"1");
+    }
+}

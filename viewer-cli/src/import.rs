@@ -1,0 +1,537 @@
+//! `jets import --from dftracer|denet IN... -o OUT.jets`: foreign traces into a JETS trace, written
+//! with the SDK's writer (`jets::Trace`), so the result obeys every ordering rule by construction.
+//!
+//! **DFTracer.** A file this tool wrote (it carries a `JETS` metadata event and `jets_id`s) comes
+//! back as the original hierarchy, events and annotations. Any other DFTracer trace becomes one
+//! `Process` record per pid and one `Thread` record per thread, with each complete event a record
+//! nested by time containment on its thread; hashed arguments are resolved (`fhash` → `file`,
+//! `hhash` → `host`, ... see [`dftracer::resolved_key`]) and other metadata events become
+//! annotations on the process. Times are in µs (1 cycle = 1 µs) or ns when a `CM` `time_metric`
+//! event says `NS` (1 cycle = 1 ns). The complete events are held in memory to be sorted: DFTracer
+//! writes an event when it ends, so parents come after their children.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use jets::{Metadata, RecordHandle, Trace};
+use serde_json::{Map, Value};
+
+use crate::formats::dftracer::{self, DfEvent, DfKind, Hashes};
+
+/// The formats `jets import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Source {
+    /// DFTracer traces (`.pfw`, `.pfw.gz`), old and 2.x forms.
+    Dftracer,
+    /// denet JSON Lines (host process monitoring).
+    Denet,
+}
+
+/// Arguments of `jets import`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The format of the inputs.
+    #[arg(long = "from", value_enum)]
+    pub from: Source,
+    /// The files to import (DFTracer writes one per process: give them all).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The JETS trace to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+/// Runs `jets import`.
+pub fn run(args: Args) -> Result<ExitCode> {
+    let result = match args.from {
+        Source::Dftracer => import_dftracer(&args.inputs, &args.output),
+        Source::Denet => bail!(
+            "--from denet is not available in this build yet: the denet importer needs the \
+             host-sample conventions of spec/host-sync.md"
+        ),
+    };
+    match result {
+        Ok(summary) => {
+            eprintln!("jets import: {summary}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&args.output);
+            Err(e.context(format!("importing into {}", args.output.display())))
+        }
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ImportSummary {
+    /// Complete events read (JETS events carried as complete events included).
+    pub complete_events: u64,
+    /// `record` lines written.
+    pub records: u64,
+    /// `event` lines written.
+    pub events: u64,
+    /// Hash values resolved to names.
+    pub hashes: u64,
+    /// Events of other phases skipped.
+    pub skipped: u64,
+}
+
+impl std::fmt::Display for ImportSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} complete events -> {} records and {} events; {} hashes known",
+            self.complete_events, self.records, self.events, self.hashes
+        )?;
+        if self.skipped > 0 {
+            write!(
+                f,
+                "; {} events of other phases skipped (DFTracer writes only X and M)",
+                self.skipped
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A record to write.
+#[derive(Debug, Default)]
+struct Node {
+    parent: Option<usize>,
+    name: String,
+    record_type: String,
+    description: String,
+    start: u64,
+    end: Option<u64>,
+    data: Map<String, Value>,
+    annotations: Vec<(String, String, Value)>,
+    depth: u32,
+}
+
+/// An event to write.
+#[derive(Debug)]
+struct Ev {
+    record: usize,
+    clk: u64,
+    name: String,
+    description: String,
+    data: Option<Value>,
+}
+
+/// Imports DFTracer files into the JETS trace `output`.
+pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<ImportSummary> {
+    let mut summary = ImportSummary::default();
+    let mut hashes = Hashes::default();
+    let mut events = Vec::new();
+    for path in inputs {
+        let mut reader = dftracer::Reader::open(path)?;
+        for ev in reader.by_ref() {
+            let ev = ev?;
+            if !hashes.learn(&ev) {
+                events.push((path.display().to_string(), ev));
+            }
+        }
+        summary.skipped += reader.skipped;
+    }
+    summary.hashes = hashes.len() as u64;
+    summary.complete_events =
+        events.iter().filter(|(_, e)| e.kind == DfKind::Complete).count() as u64;
+    if summary.complete_events == 0 {
+        bail!("no complete event in {} input file(s): nothing to import", inputs.len());
+    }
+    let header = events.iter().find_map(|(_, e)| {
+        (e.kind == DfKind::Metadata && e.name == dftracer::HEADER_EVENT)
+            .then(|| e.args.get("value").and_then(Value::as_object).cloned())
+            .flatten()
+    });
+    let from_jets = header.is_some()
+        && events.iter().all(|(_, e)| {
+            e.kind == DfKind::Metadata
+                || e.args.contains_key("jets_id")
+                || e.args.contains_key("jets_record_id")
+        });
+    let (metadata, nodes, evs) = if let (true, Some(meta)) = (from_jets, header) {
+        build_from_jets(meta, &events, &hashes)?
+    } else {
+        build_foreign(&events, &hashes)?
+    };
+    summary.records = nodes.len() as u64;
+    summary.events = evs.len() as u64;
+    write_trace(output, metadata, nodes, evs)?;
+    Ok(summary)
+}
+
+fn at(file: &str, e: &DfEvent) -> String {
+    format!("{file}:{}", e.line)
+}
+
+/// Cycles from a DFTracer time (`scale` cycles per unit).
+fn clk(t: f64, scale: f64) -> u64 {
+    (t * scale).round() as u64
+}
+
+/// The data of a foreign complete event: its args, with hashed names resolved next to them.
+fn resolved_args(args: &Map<String, Value>, hashes: &Hashes) -> Map<String, Value> {
+    let mut data = Map::new();
+    for (k, v) in args {
+        data.insert(k.clone(), v.clone());
+        if dftracer::is_hash_key(k) {
+            if let Some(name) = hashes.resolve(v) {
+                data.insert(dftracer::resolved_key(k), name.into());
+            }
+        }
+    }
+    data
+}
+
+fn build_from_jets(
+    meta: Map<String, Value>,
+    events: &[(String, DfEvent)],
+    hashes: &Hashes,
+) -> Result<(Metadata, Vec<Node>, Vec<Ev>)> {
+    let scale = meta.get("clock_frequency_mhz").and_then(Value::as_f64).filter(|f| *f > 0.0);
+    let scale = scale.unwrap_or(1.0);
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut nodes = Vec::new();
+    let mut parents = Vec::new();
+    for (file, e) in events.iter().filter(|(_, e)| e.kind == DfKind::Complete) {
+        let Some(id) = e.args.get("jets_id").and_then(Value::as_u64) else { continue };
+        let description = e.args.get("shash").and_then(|h| hashes.resolve(h)).unwrap_or("");
+        let annotations = e
+            .args
+            .get("jets_annotations")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .map(|a| {
+                        (
+                            a["name"].as_str().unwrap_or("").to_owned(),
+                            a["description"].as_str().unwrap_or("").to_owned(),
+                            a["data"].clone(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let unended = e.args.get("jets_unended").and_then(Value::as_bool).unwrap_or(false);
+        if index.insert(id, nodes.len()).is_some() {
+            bail!("{}: jets_id {id} appears twice", at(file, e));
+        }
+        parents.push((e.args.get("jets_parent_id").and_then(Value::as_u64), at(file, e)));
+        nodes.push(Node {
+            parent: None,
+            name: e.name.clone(),
+            record_type: e.cat.clone(),
+            description: description.to_owned(),
+            start: clk(e.ts, scale),
+            end: (!unended).then(|| clk(e.ts + e.dur, scale)),
+            data: e.args.get("jets_data").and_then(Value::as_object).cloned().unwrap_or_default(),
+            annotations,
+            depth: 0,
+        });
+    }
+    for (i, (p, place)) in parents.iter().enumerate() {
+        if let Some(p) = p {
+            match index.get(p) {
+                Some(&pi) => nodes[i].parent = Some(pi),
+                None => bail!("{place}: jets_parent_id {p} names no record in the trace"),
+            }
+        }
+    }
+    set_depths(&mut nodes)?;
+    let mut evs = Vec::new();
+    for (file, e) in events {
+        match e.kind {
+            DfKind::Complete if e.cat == dftracer::EVENT_CATEGORY => {
+                let Some(rid) = e.args.get("jets_record_id").and_then(Value::as_u64) else {
+                    continue;
+                };
+                let Some(&record) = index.get(&rid) else {
+                    bail!("{}: event on record {rid}, which is not in the trace", at(file, e))
+                };
+                evs.push(Ev {
+                    record,
+                    clk: clk(e.ts, scale),
+                    name: e.name.clone(),
+                    description: e
+                        .args
+                        .get("shash")
+                        .and_then(|h| hashes.resolve(h))
+                        .unwrap_or("")
+                        .to_owned(),
+                    data: e.args.get("jets_data").cloned(),
+                });
+            }
+            DfKind::Metadata if e.name == "jets_annotation" => {
+                let v = e.args.get("value").cloned().unwrap_or_default();
+                let Some(&record) =
+                    v.get("record_id").and_then(Value::as_u64).and_then(|r| index.get(&r))
+                else {
+                    bail!("{}: annotation on a record that is not in the trace", at(file, e))
+                };
+                nodes[record].annotations.push((
+                    e.args.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    v["description"].as_str().unwrap_or("").to_owned(),
+                    v["data"].clone(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok((Metadata::from(meta), nodes, evs))
+}
+
+fn set_depths(nodes: &mut [Node]) -> Result<()> {
+    let mut depth: Vec<Option<u32>> = vec![None; nodes.len()];
+    for i in 0..nodes.len() {
+        let mut chain = vec![i];
+        let mut d = loop {
+            let cur = *chain.last().unwrap_or(&i);
+            if let Some(d) = depth[cur] {
+                chain.pop();
+                break d + 1;
+            }
+            match nodes[cur].parent {
+                None => break 0,
+                Some(p) => {
+                    if chain.len() > nodes.len() {
+                        bail!("the jets_parent_id links form a cycle (record {:?})", nodes[i].name);
+                    }
+                    chain.push(p)
+                }
+            }
+        };
+        while let Some(c) = chain.pop() {
+            depth[c] = Some(d);
+            d += 1;
+        }
+    }
+    for (n, d) in nodes.iter_mut().zip(depth) {
+        n.depth = d.unwrap_or(0);
+    }
+    Ok(())
+}
+
+fn build_foreign(
+    events: &[(String, DfEvent)],
+    hashes: &Hashes,
+) -> Result<(Metadata, Vec<Node>, Vec<Ev>)> {
+    let ns = events.iter().any(|(_, e)| {
+        e.kind == DfKind::Metadata
+            && e.name == "CM"
+            && e.args.get("name").and_then(Value::as_str) == Some("time_metric")
+            && e.args
+                .get("value")
+                .and_then(Value::as_str)
+                .is_some_and(|v| v.eq_ignore_ascii_case("NS"))
+    });
+    let mut process_names: HashMap<u64, String> = HashMap::new();
+    let mut thread_names: HashMap<(u64, u64), String> = HashMap::new();
+    let mut process_notes: HashMap<u64, Vec<(String, String, Value)>> = HashMap::new();
+    let mut threads: std::collections::BTreeMap<(u64, u64), Vec<&DfEvent>> = Default::default();
+    for (_, e) in events {
+        match e.kind {
+            DfKind::Complete => threads.entry((e.pid, e.tid)).or_default().push(e),
+            DfKind::Metadata => {
+                let name = e.args.get("name").and_then(Value::as_str);
+                match (e.name.as_str(), name) {
+                    ("process_name", Some(n)) => {
+                        process_names.insert(e.pid, n.to_owned());
+                    }
+                    ("thread_name", Some(n)) => {
+                        thread_names.insert((e.pid, e.tid), n.to_owned());
+                    }
+                    _ => process_notes.entry(e.pid).or_default().push((
+                        name.map_or_else(|| e.name.clone(), str::to_owned),
+                        format!("DFTracer metadata event {}", e.name),
+                        e.args
+                            .get("value")
+                            .cloned()
+                            .unwrap_or_else(|| Value::Object(e.args.clone())),
+                    )),
+                }
+            }
+        }
+    }
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut process_node: HashMap<u64, usize> = HashMap::new();
+    for (&(pid, tid), list) in &mut threads {
+        list.sort_by(|a, b| {
+            a.ts.total_cmp(&b.ts).then(b.dur.total_cmp(&a.dur)).then(a.line.cmp(&b.line))
+        });
+        let start = clk(list[0].ts, 1.0);
+        let end = list.iter().map(|e| clk(e.ts + e.dur, 1.0)).max().unwrap_or(start);
+        let p = *process_node.entry(pid).or_insert_with(|| {
+            nodes.push(Node {
+                parent: None,
+                name: process_names.get(&pid).cloned().unwrap_or_else(|| format!("pid {pid}")),
+                record_type: "Process".into(),
+                description: format!("DFTracer process {pid}"),
+                start,
+                end: Some(end),
+                data: Map::from_iter([("pid".to_owned(), pid.into())]),
+                annotations: process_notes.remove(&pid).unwrap_or_default(),
+                depth: 0,
+            });
+            nodes.len() - 1
+        });
+        nodes[p].start = nodes[p].start.min(start);
+        nodes[p].end = nodes[p].end.max(Some(end));
+        let t = nodes.len();
+        nodes.push(Node {
+            parent: Some(p),
+            name: thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| format!("tid {tid}")),
+            record_type: "Thread".into(),
+            description: format!("DFTracer thread {tid} of process {pid}"),
+            start,
+            end: Some(end),
+            data: Map::from_iter([("pid".to_owned(), pid.into()), ("tid".to_owned(), tid.into())]),
+            annotations: Vec::new(),
+            depth: 1,
+        });
+        // Nesting by time containment: the stack holds the enclosing events.
+        let mut stack: Vec<(usize, u64)> = Vec::new();
+        for e in list.iter() {
+            let (s, en) = (clk(e.ts, 1.0), clk(e.ts + e.dur, 1.0));
+            while let Some(&(_, top_end)) = stack.last() {
+                if en <= top_end {
+                    break;
+                }
+                stack.pop();
+            }
+            let parent = stack.last().map_or(t, |&(i, _)| i);
+            let mut data = resolved_args(&e.args, hashes);
+            if let Some(id) = e.id {
+                data.insert("dftracer_id".into(), id.into());
+            }
+            let description =
+                data.get("file").and_then(Value::as_str).map(str::to_owned).unwrap_or_default();
+            nodes.push(Node {
+                parent: Some(parent),
+                name: e.name.clone(),
+                record_type: if e.cat.is_empty() { "Event".into() } else { e.cat.clone() },
+                description,
+                start: s,
+                end: Some(en),
+                data,
+                annotations: Vec::new(),
+                depth: nodes[parent].depth + 1,
+            });
+            stack.push((nodes.len() - 1, en));
+        }
+    }
+    let (mhz, unit) = if ns { (1000.0, "ns") } else { (1.0, "us") };
+    let meta = Metadata::new()
+        .clock_frequency_mhz(mhz)
+        .insert("source_format", "DFTracer")
+        .insert("source_time_unit", unit);
+    Ok((meta, nodes, Vec::new()))
+}
+
+/// Writes nodes and events with the SDK writer: records begin in time order (parents first),
+/// ends are written as time passes, and a record ends only once everything that needs its handle
+/// (children, events) has been written.
+fn write_trace(
+    output: &std::path::Path,
+    metadata: Metadata,
+    nodes: Vec<Node>,
+    evs: Vec<Ev>,
+) -> Result<()> {
+    let trace = Trace::create(output, metadata)
+        .with_context(|| format!("creating {}", output.display()))?;
+    // (clk, 0 = record / 1 = event, depth, index)
+    let mut items: Vec<(u64, u8, u32, usize)> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.start, 0, n.depth, i))
+        .chain(evs.iter().enumerate().map(|(i, e)| (e.clk, 1, 0, i)))
+        .collect();
+    items.sort_unstable();
+    let mut pending = vec![0u32; nodes.len()];
+    for n in &nodes {
+        if let Some(p) = n.parent {
+            pending[p] += 1;
+        }
+    }
+    for e in &evs {
+        pending[e.record] += 1;
+    }
+    let mut handles: Vec<Option<RecordHandle>> = (0..nodes.len()).map(|_| None).collect();
+    let mut due = vec![false; nodes.len()];
+    let mut ends: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::new();
+    let end = |i: usize, handles: &mut Vec<Option<RecordHandle>>| -> Result<()> {
+        if let (Some(h), Some(at)) = (handles[i].take(), nodes[i].end) {
+            h.end_at(at).with_context(|| format!("ending record {:?}", nodes[i].name))?;
+        }
+        Ok(())
+    };
+    for (clk, kind, _, i) in items {
+        while let Some(&Reverse((e, _, j))) = ends.peek() {
+            if e >= clk {
+                break;
+            }
+            ends.pop();
+            if pending[j] == 0 {
+                end(j, &mut handles)?;
+            } else {
+                due[j] = true;
+            }
+        }
+        let owner = if kind == 0 {
+            let n = &nodes[i];
+            let builder = match n.parent {
+                Some(p) => match &handles[p] {
+                    Some(h) => h.child(n.name.clone(), n.record_type.clone()),
+                    None => bail!("record {:?} begins before its parent", n.name),
+                },
+                None => trace.root(n.name.clone(), n.record_type.clone()),
+            };
+            let mut builder = builder.description(n.description.clone());
+            if !n.data.is_empty() {
+                builder = builder.data_json(&serde_json::to_string(&n.data)?);
+            }
+            let h = builder.begin_at(n.start).with_context(|| format!("record {:?}", n.name))?;
+            for (name, description, data) in &n.annotations {
+                h.annotation(name.clone())
+                    .description(description.clone())
+                    .data_json(&serde_json::to_string(data)?)
+                    .emit()
+                    .with_context(|| format!("annotation {name:?} on {:?}", n.name))?;
+            }
+            handles[i] = Some(h);
+            if let Some(e) = n.end {
+                ends.push(Reverse((e, u32::MAX - n.depth, i)));
+            }
+            n.parent
+        } else {
+            let e = &evs[i];
+            let Some(h) = &handles[e.record] else {
+                bail!("event {:?} comes after its record ended", e.name)
+            };
+            let mut b = h.event(e.name.clone()).description(e.description.clone());
+            if let Some(d) = &e.data {
+                b = b.data_json(&serde_json::to_string(d)?);
+            }
+            b.emit_at(e.clk).with_context(|| format!("event {:?}", e.name))?;
+            Some(e.record)
+        };
+        if let Some(p) = owner {
+            pending[p] -= 1;
+            if pending[p] == 0 && due[p] {
+                end(p, &mut handles)?;
+            }
+        }
+    }
+    while let Some(Reverse((_, _, j))) = ends.pop() {
+        end(j, &mut handles)?;
+    }
+    // Records that never ended stay open: dropping their handles leaves them so.
+    drop(handles);
+    trace.close().with_context(|| format!("writing {}", output.display()))?;
+    Ok(())
+}

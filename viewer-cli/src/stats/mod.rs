@@ -1,0 +1,80 @@
+//! `jets stats FILE`: summary statistics of a JETS trace (or, detected from the first line, of a
+//! denet JSON Lines file).
+
+pub mod trace;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+
+/// How `jets stats` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Tables for people.
+    #[default]
+    Human,
+    /// One JSON object.
+    Json,
+}
+
+/// Arguments of `jets stats`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The trace (JETS, plain or compressed) or denet JSON Lines file.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// What a file holds, judged by its first line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// A JETS trace (first line `"type":"header"`, or compressed).
+    Jets,
+    /// denet JSON Lines.
+    Denet,
+}
+
+/// Detects the kind of `path` from its first line.
+pub fn detect(path: &Path) -> Result<InputKind> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut first = Vec::new();
+    BufReader::new(file)
+        .read_until(b'\n', &mut first)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if first.starts_with(&[0x1f, 0x8b]) || first.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        // Compressed: the JETS reader decompresses and reports what it finds.
+        return Ok(InputKind::Jets);
+    }
+    let v: serde_json::Value = serde_json::from_slice(&first)
+        .with_context(|| format!("{}:1: not a JSON line", path.display()))?;
+    if v.get("type").and_then(|t| t.as_str()) == Some("header") {
+        Ok(InputKind::Jets)
+    } else if v.get("kind").is_some() || v.get("ts_ms").is_some() || v.get("pid").is_some() {
+        Ok(InputKind::Denet)
+    } else {
+        bail!("{}:1: neither a JETS header nor a denet record", path.display())
+    }
+}
+
+/// Runs `jets stats`.
+pub fn run(args: Args) -> Result<ExitCode> {
+    match detect(&args.file)? {
+        InputKind::Jets => {
+            let stats = trace::TraceStats::from_path(&args.file)?;
+            match args.format {
+                Format::Human => print!("{}", stats.to_text()),
+                Format::Json => println!("{}", serde_json::to_string_pretty(&stats.to_json())?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        InputKind::Denet => bail!(
+            "{}: denet statistics are not in this build of jets (stats/denet.rs)",
+            args.file.display()
+        ),
+    }
+}

@@ -1,0 +1,272 @@
+//! `jets tree FILE`: the record hierarchy with durations, annotations and event counts.
+//!
+//! Filters: `--depth N` keeps the top N levels (records below them are not even stored, so memory
+//! stays small on huge traces), `--type`, `--name REGEX` and `--clk FROM..TO` keep the records that
+//! match, shown with their ancestors for context (ancestors that do not match themselves are
+//! marked `·`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use jets::format::Line;
+use regex::Regex;
+use serde_json::Value;
+
+use crate::formats::timeline::read_trace;
+
+/// Arguments of `jets tree`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The JETS trace.
+    pub file: PathBuf,
+    /// Show only the top N levels (1 = roots only).
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Show only records of this record_type (with their ancestors).
+    #[arg(long = "type")]
+    pub record_type: Option<String>,
+    /// Show only records whose name matches this regular expression (with their ancestors).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Show only records that overlap cycles FROM..TO (either side may be left out).
+    #[arg(long)]
+    pub clk: Option<String>,
+}
+
+/// What to show.
+#[derive(Debug, Default)]
+pub struct Filter {
+    /// Levels kept (1 = roots only).
+    pub depth: Option<u32>,
+    /// Record type kept.
+    pub record_type: Option<String>,
+    /// Name pattern.
+    pub name: Option<Regex>,
+    /// Cycle window, inclusive.
+    pub clk: Option<(u64, u64)>,
+}
+
+impl Filter {
+    fn from_args(a: &Args) -> Result<Filter> {
+        let name = match &a.name {
+            Some(n) => Some(Regex::new(n).with_context(|| format!("--name {n:?}"))?),
+            None => None,
+        };
+        let clk = match &a.clk {
+            Some(w) => Some(parse_window(w)?),
+            None => None,
+        };
+        if a.depth == Some(0) {
+            bail!("--depth must be at least 1 (1 shows the roots)");
+        }
+        Ok(Filter { depth: a.depth, record_type: a.record_type.clone(), name, clk })
+    }
+
+    fn selective(&self) -> bool {
+        self.record_type.is_some() || self.name.is_some() || self.clk.is_some()
+    }
+
+    fn matches(&self, n: &Node) -> bool {
+        self.record_type.as_ref().is_none_or(|t| *t == n.record_type)
+            && self.name.as_ref().is_none_or(|r| r.is_match(&n.name))
+            && self.clk.is_none_or(|(from, to)| n.start <= to && n.end.is_none_or(|e| e >= from))
+    }
+}
+
+/// Parses `FROM..TO`, `FROM..` or `..TO`.
+pub fn parse_window(w: &str) -> Result<(u64, u64)> {
+    let Some((a, b)) = w.split_once("..") else {
+        bail!("--clk {w:?}: expected FROM..TO (cycles; either side may be left out)")
+    };
+    let num = |s: &str, default: u64| -> Result<u64> {
+        if s.trim().is_empty() {
+            Ok(default)
+        } else {
+            s.trim().parse().with_context(|| format!("--clk {w:?}: {s:?} is not a cycle number"))
+        }
+    };
+    let (from, to) = (num(a, 0)?, num(b, u64::MAX)?);
+    if from > to {
+        bail!("--clk {w:?}: FROM is after TO");
+    }
+    Ok((from, to))
+}
+
+#[derive(Debug)]
+struct Node {
+    id: u64,
+    name: String,
+    record_type: String,
+    start: u64,
+    end: Option<u64>,
+    depth: u32,
+    events: u64,
+    annotations: Vec<(String, String)>,
+    children: Vec<usize>,
+    parent: Option<usize>,
+}
+
+/// Builds the tree of `path` and renders it.
+pub fn render(path: &Path, filter: &Filter) -> Result<String> {
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut roots = Vec::new();
+    let mut mhz = None;
+    read_trace(path, |_, line| {
+        match line {
+            Line::Header(h) => mhz = h.clock_frequency_mhz(),
+            Line::Record(r) => {
+                let parent = match r.parent_id {
+                    None => None,
+                    // A parent not stored is below the depth limit, and so is its child.
+                    Some(p) => match index.get(&p) {
+                        Some(&i) => Some(i),
+                        None => return Ok(()),
+                    },
+                };
+                let depth = parent.map_or(0, |p| nodes[p].depth + 1);
+                if filter.depth.is_some_and(|d| depth >= d) {
+                    return Ok(());
+                }
+                let i = nodes.len();
+                nodes.push(Node {
+                    id: r.id,
+                    name: r.name.into_owned(),
+                    record_type: r.record_type.into_owned(),
+                    start: r.clk,
+                    end: None,
+                    depth,
+                    events: 0,
+                    annotations: Vec::new(),
+                    children: Vec::new(),
+                    parent,
+                });
+                index.insert(r.id, i);
+                match parent {
+                    Some(p) => nodes[p].children.push(i),
+                    None => roots.push(i),
+                }
+            }
+            Line::RecordEnd(e) => {
+                if let Some(&i) = index.get(&e.record_id) {
+                    nodes[i].end = Some(e.clk);
+                }
+            }
+            Line::Event(e) => {
+                if let Some(&i) = index.get(&e.record_id) {
+                    nodes[i].events += 1;
+                }
+            }
+            Line::Annotation(a) => {
+                if let Some(&i) = index.get(&a.record_id) {
+                    nodes[i].annotations.push((a.name.into_owned(), short_json(&a.data)));
+                }
+            }
+            Line::Footer(_) => {}
+        }
+        Ok(())
+    })?;
+    // Shown: matches, and ancestors of matches for context.
+    let mut shown = vec![!filter.selective(); nodes.len()];
+    let mut matched = vec![true; nodes.len()];
+    if filter.selective() {
+        for i in 0..nodes.len() {
+            matched[i] = filter.matches(&nodes[i]);
+            if matched[i] {
+                let mut cur = Some(i);
+                while let Some(c) = cur {
+                    if shown[c] {
+                        break;
+                    }
+                    shown[c] = true;
+                    cur = nodes[c].parent;
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    // (node, text before its line, indentation of what hangs below it)
+    let mut stack: Vec<(usize, String, String)> =
+        roots.iter().rev().map(|&r| (r, String::new(), String::new())).collect();
+    let mut count = 0u64;
+    while let Some((i, line_prefix, indent)) = stack.pop() {
+        if !shown[i] {
+            continue;
+        }
+        count += 1;
+        let n = &nodes[i];
+        let _ = writeln!(out, "{line_prefix}{}", describe(n, matched[i], mhz));
+        let kids: Vec<usize> = n.children.iter().copied().filter(|&c| shown[c]).collect();
+        let bar = if kids.is_empty() { "   " } else { "│  " };
+        for (name, data) in &n.annotations {
+            let _ = writeln!(out, "{indent}{bar}@ {name} = {data}");
+        }
+        for (k, &c) in kids.iter().enumerate().rev() {
+            let last = k + 1 == kids.len();
+            let (connector, below) = if last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
+            stack.push((c, format!("{indent}{connector}"), format!("{indent}{below}")));
+        }
+    }
+    if count == 0 {
+        let _ = writeln!(out, "(no record matches)");
+    }
+    Ok(out)
+}
+
+fn describe(n: &Node, matched: bool, mhz: Option<f64>) -> String {
+    let mut s = String::new();
+    if !matched {
+        s.push_str("· ");
+    }
+    let _ = write!(s, "{} [{}] #{}  ", n.name, n.record_type, n.id);
+    match n.end {
+        Some(e) => {
+            let d = e.saturating_sub(n.start);
+            let _ = write!(s, "clk {}..{} ({d} cycles", n.start, e);
+            if let Some(f) = mhz {
+                let _ = write!(s, ", {}", time(d as f64 / (f * 1e6)));
+            }
+            s.push(')');
+        }
+        None => {
+            let _ = write!(s, "clk {}.. (unended)", n.start);
+        }
+    }
+    if n.events > 0 {
+        let _ = write!(s, "  {} event{}", n.events, if n.events == 1 { "" } else { "s" });
+    }
+    s
+}
+
+fn time(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if s >= 1e-6 {
+        format!("{:.3} µs", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
+    }
+}
+
+/// Annotation data on one line, cut at 80 characters.
+fn short_json(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 80 {
+        let cut: String = s.chars().take(77).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+/// Runs `jets tree`.
+pub fn run(args: Args) -> Result<ExitCode> {
+    let filter = Filter::from_args(&args)?;
+    print!("{}", render(&args.file, &filter)?);
+    Ok(ExitCode::SUCCESS)
+}

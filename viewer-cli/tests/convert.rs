@@ -1,0 +1,456 @@
+//! `jets convert`: snapshots of every target on a small trace, and the properties viewers rely on
+//! (Chrome slices nest per thread, Kanata time never goes back, Perfetto is well-formed protobuf,
+//! JETS → DFTracer → JETS keeps names, durations and nesting).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use jets::format::{Line, Status};
+use jets::{Metadata, Trace};
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn jets(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_jets")).args(args).output().expect("run jets")
+}
+
+fn convert(input: &Path, to: &str, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "convert",
+        input.to_str().expect("utf8"),
+        "--to",
+        to,
+        "-o",
+        out.to_str().expect("utf8"),
+    ];
+    args.extend_from_slice(extra);
+    let o = jets(&args);
+    assert!(o.status.success(), "jets {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Writes the small test trace with the SDK writer.
+fn small_trace(path: &Path) {
+    let meta = Metadata::new().hardware_model("Test core").clock_frequency_mhz(1000.0);
+    let t = Trace::create(path, meta).expect("create");
+    let core = t.root("core0", "Core").unit_id(0).begin_at(0).expect("core");
+    let mem = t.root("mem", "Memory").unit_id(1).begin_at(0).expect("mem");
+    let add = core
+        .child("add", "Instruction")
+        .display_label("ADD x1")
+        .field("pc", 0x1000u64)
+        .begin_at(2)
+        .expect("add");
+    add.annotation("regs").data_json(r#"{"rd":1,"rs":[2,3]}"#).emit().expect("ann");
+    add.event("F").emit_at(2).expect("e");
+    let ld = core.child("ld", "Instruction").field("pc", 0x1004u64).begin_at(4).expect("ld");
+    ld.event("F").emit_at(4).expect("e");
+    add.event("D").emit_at(4).expect("e");
+    let br = core.child("br", "Instruction").field("status", "flushed").begin_at(6).expect("br");
+    br.event("F").emit_at(6).expect("e");
+    ld.event("D").emit_at(6).expect("e");
+    add.event("X").description("execute").emit_at(6).expect("e");
+    add.event("stall").severity(jets::format::Severity::Warning).emit_at(7).expect("e");
+    br.end_at(9).expect("end");
+    let dc = ld.child("dcache", "CacheAccess").status(Status::Stalled).begin_at(9).expect("dc");
+    ld.event("X").emit_at(9).expect("e");
+    add.event("W").emit_at(10).expect("e");
+    let req = mem.child("req", "MemRequest").unit_id(1).begin_at(10).expect("req");
+    add.end_at(12).expect("end");
+    dc.end_at(14).expect("end");
+    req.end_at(14).expect("end");
+    ld.event("W").emit_at(15).expect("e");
+    ld.end_at(20).expect("end");
+    let mul = core.child("mul", "Instruction").begin_at(30).expect("mul");
+    mul.event("F").color(jets::format::Color::rgb(0xff0000)).emit_at(30).expect("e");
+    drop(mul);
+    mem.end_at(38).expect("end");
+    core.end_at(40).expect("end");
+    t.close_at(40).expect("close");
+}
+
+#[test]
+fn small_trace_fixture_is_what_the_sdk_writes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let fresh = dir.path().join("small.jets");
+    small_trace(&fresh);
+    let fresh = std::fs::read_to_string(&fresh).expect("read");
+    let committed = std::fs::read_to_string(data("trace/small.jets")).unwrap_or_default();
+    if fresh != committed {
+        std::fs::write(data("trace/small.jets"), &fresh).expect("update fixture");
+        panic!("tests/data/trace/small.jets was out of date and has been rewritten; rerun");
+    }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("read output")
+}
+
+#[test]
+fn chrome_snapshot() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("small.json");
+    convert(&data("trace/small.jets"), "chrome", &out, &[]);
+    insta::assert_snapshot!(read(&out));
+}
+
+/// Exact picoseconds of a decimal µs value as written (up to 6 fraction digits).
+fn ps(v: &Value) -> i128 {
+    let s = v.to_string();
+    let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let frac = format!("{frac:0<6}");
+    whole.parse::<i128>().expect("whole") * 1_000_000 + frac.parse::<i128>().expect("frac")
+}
+
+fn check_chrome_nesting(path: &Path) -> usize {
+    let doc: Value = serde_json::from_str(&read(path)).expect("Chrome output is JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    let mut threads: BTreeMap<(u64, u64), Vec<(i128, i128)>> = BTreeMap::new();
+    for e in events {
+        if e["ph"] == "X" {
+            let s = ps(&e["ts"]);
+            let d = ps(&e["dur"]);
+            assert!(d >= 0);
+            let key = (e["pid"].as_u64().expect("pid"), e["tid"].as_u64().expect("tid"));
+            threads.entry(key).or_default().push((s, s + d));
+        }
+    }
+    let mut n = 0;
+    for (key, mut slices) in threads {
+        slices.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut stack: Vec<(i128, i128)> = Vec::new();
+        for (s, e) in slices {
+            while stack.last().is_some_and(|&(_, te)| te <= s) {
+                stack.pop();
+            }
+            if let Some(&(ts, te)) = stack.last() {
+                assert!(ts <= s && e <= te, "{key:?}: [{s},{e}] overlaps [{ts},{te}] partially");
+            }
+            stack.push((s, e));
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn chrome_slices_nest_per_thread() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (name, records) in [("small.jets", 8), ("rjets_tests_trace.jets", 103)] {
+        let out = dir.path().join(format!("{name}.json"));
+        convert(&data(&format!("trace/{name}")), "chrome", &out, &[]);
+        assert_eq!(check_chrome_nesting(&out), records, "{name}: one X event per record");
+    }
+}
+
+#[test]
+fn chrome_without_clock_says_one_cycle_is_one_microsecond() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("noclock.jets");
+    let t = Trace::create(&input, Metadata::new()).expect("create");
+    let r = t.root("r", "Top").begin_at(5).expect("r");
+    r.end_at(8).expect("end");
+    t.close().expect("close");
+    let out = dir.path().join("o.json");
+    convert(&input, "chrome", &out, &[]);
+    let doc: Value = serde_json::from_str(&read(&out)).expect("json");
+    assert!(doc["otherData"]["time_unit"].as_str().expect("unit").contains("1 cycle = 1 µs"));
+    let x = doc["traceEvents"].as_array().expect("events").iter().find(|e| e["ph"] == "X");
+    let x = x.expect("slice");
+    assert_eq!((x["ts"].as_u64(), x["dur"].as_u64()), (Some(5), Some(3)));
+}
+
+#[test]
+fn kanata_snapshot() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("small.kanata");
+    convert(&data("trace/small.jets"), "kanata", &out, &[]);
+    insta::assert_snapshot!(read(&out));
+}
+
+/// Checks the Kanata 0004 command grammar and that time never goes back; returns the number of
+/// instructions and retirements.
+fn check_kanata(text: &str) -> (usize, usize) {
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("Kanata\t0004"));
+    let mut now: Option<u64> = None;
+    let mut live: HashMap<u64, bool> = HashMap::new();
+    let mut next_id = 0;
+    let (mut inserted, mut retired) = (0, 0);
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        let num =
+            |i: usize| -> u64 { f[i].parse().unwrap_or_else(|_| panic!("bad number: {line}")) };
+        match f[0] {
+            "C=" => {
+                assert_eq!(f.len(), 2, "{line}");
+                assert!(now.is_none(), "C= after time started");
+                now = Some(num(1));
+            }
+            "C" => {
+                assert_eq!(f.len(), 2, "{line}");
+                assert!(num(1) > 0, "zero advance: {line}");
+                now = Some(now.expect("C before C=") + num(1));
+            }
+            "I" => {
+                assert_eq!(f.len(), 4, "{line}");
+                assert_eq!(num(1), next_id, "ids in order");
+                next_id += 1;
+                live.insert(num(1), true);
+                inserted += 1;
+            }
+            "L" | "S" | "E" => {
+                assert_eq!(f.len(), 4, "{line}");
+                assert_eq!(live.get(&num(1)), Some(&true), "{line}: unknown or retired id");
+                assert!(num(2) <= 2, "{line}");
+                if f[0] != "L" {
+                    assert!(!f[3].is_empty());
+                }
+            }
+            "R" => {
+                assert_eq!(f.len(), 4, "{line}");
+                assert_eq!(live.insert(num(1), false), Some(true), "{line}: retired twice");
+                assert_eq!(num(2), retired as u64, "retire ids in order");
+                assert!(num(3) <= 1, "{line}");
+                retired += 1;
+            }
+            other => panic!("unknown Kanata command {other:?} in {line:?}"),
+        }
+        assert!(now.is_some(), "command before the first C=: {line}");
+    }
+    (inserted, retired)
+}
+
+#[test]
+fn kanata_follows_the_grammar_and_time_moves_forward() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("small.kanata");
+    convert(&data("trace/small.jets"), "kanata", &out, &[]);
+    let text = read(&out);
+    // add, ld, br, mul; mul never ends.
+    assert_eq!(check_kanata(&text), (4, 3));
+    assert!(text.contains("R\t2\t0\t1"), "br is flushed:\n{text}");
+    assert!(text.contains("S\t0\t1\tstall"), "the stall is on lane 1:\n{text}");
+    assert!(text.contains("S\t1\t1\tdcache"), "the stalled child record is on lane 1:\n{text}");
+    let out = dir.path().join("rjets.kanata");
+    convert(&data("trace/rjets_tests_trace.jets"), "kanata", &out, &[]);
+    assert_eq!(check_kanata(&read(&out)), (100, 100));
+}
+
+#[test]
+fn kanata_needs_records_of_the_chosen_type() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("x.kanata");
+    let input = data("trace/small.jets");
+    let o = jets(&[
+        "convert",
+        input.to_str().expect("utf8"),
+        "--to",
+        "kanata",
+        "--record-type",
+        "Nope",
+        "-o",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no record has record_type \"Nope\""));
+    assert!(!out.exists(), "no half-written output is left behind");
+}
+
+/// Decodes a protobuf message into `(field, value)` pairs; `None` when the bytes are not one.
+fn decode(mut b: &[u8]) -> Option<Vec<(u64, Wire)>> {
+    fn varint(b: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = b.split_first()?;
+            *b = rest;
+            v |= ((byte & 0x7f) as u64) << shift;
+            if byte < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = varint(&mut b)?;
+        let value = match key & 7 {
+            0 => Wire::Varint(varint(&mut b)?),
+            1 => {
+                let (v, rest) = b.split_at_checked(8)?;
+                b = rest;
+                Wire::Fixed64(u64::from_le_bytes(v.try_into().ok()?))
+            }
+            2 => {
+                let len = varint(&mut b)? as usize;
+                let (v, rest) = b.split_at_checked(len)?;
+                b = rest;
+                Wire::Bytes(v.to_vec())
+            }
+            _ => return None,
+        };
+        out.push((key >> 3, value));
+    }
+    Some(out)
+}
+
+#[derive(Debug)]
+enum Wire {
+    Varint(u64),
+    Fixed64(u64),
+    Bytes(Vec<u8>),
+}
+
+/// A readable dump: messages known to nest are decoded, other bytes shown as text.
+fn dump(msg: &[(u64, Wire)], nested: &[u64], indent: usize, out: &mut String) {
+    for (f, v) in msg {
+        let pad = " ".repeat(indent);
+        match v {
+            Wire::Varint(x) => out.push_str(&format!("{pad}{f}: {x}\n")),
+            Wire::Fixed64(x) => out.push_str(&format!("{pad}{f}: {}\n", f64::from_bits(*x))),
+            Wire::Bytes(b) if nested.contains(f) => {
+                out.push_str(&format!("{pad}{f} {{\n"));
+                let inner = decode(b).expect("nested message");
+                // TrackDescriptor 60, TrackEvent 11 (> DebugAnnotation 4), InternedData 12
+                // (> entries 1, 2), ClockSnapshot 6 (> Clock 1).
+                let next: &[u64] = match f {
+                    11 => &[4],
+                    12 => &[1, 2],
+                    6 => &[1],
+                    _ => &[],
+                };
+                dump(&inner, next, indent + 2, out);
+                out.push_str(&format!("{pad}}}\n"));
+            }
+            Wire::Bytes(b) => {
+                out.push_str(&format!("{pad}{f}: {:?}\n", String::from_utf8_lossy(b)))
+            }
+        }
+    }
+}
+
+#[test]
+fn perfetto_snapshot_and_structure() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("small.pftrace");
+    convert(&data("trace/small.jets"), "perfetto", &out, &[]);
+    let bytes = std::fs::read(&out).expect("read");
+    let trace = decode(&bytes).expect("the trace is a protobuf message");
+    let mut text = String::new();
+    let mut begins: HashMap<u64, i64> = HashMap::new();
+    let mut tracks = Vec::new();
+    for (f, packet) in &trace {
+        assert_eq!(*f, 1, "Trace holds only packets");
+        let Wire::Bytes(p) = packet else { panic!("packet is not a message") };
+        let fields = decode(p).expect("packet decodes");
+        text.push_str("packet {\n");
+        dump(&fields, &[60, 11, 12, 6], 2, &mut text);
+        text.push_str("}\n");
+        for (pf, v) in &fields {
+            if let (60, Wire::Bytes(td)) = (pf, v) {
+                let td = decode(td).expect("td");
+                tracks.extend(td.iter().filter_map(|(k, v)| match (k, v) {
+                    (1, Wire::Varint(u)) => Some(*u),
+                    _ => None,
+                }));
+            }
+            if let (11, Wire::Bytes(te)) = (pf, v) {
+                let te = decode(te).expect("te");
+                let get = |n: u64| {
+                    te.iter().find_map(|(k, v)| match (k, v) {
+                        (k, Wire::Varint(u)) if *k == n => Some(*u),
+                        _ => None,
+                    })
+                };
+                let track = get(11).expect("track_uuid");
+                assert!(tracks.contains(&track), "track {track} used before its descriptor");
+                match get(9) {
+                    Some(1) => *begins.entry(track).or_default() += 1,
+                    Some(2) => {
+                        let n = begins.entry(track).or_default();
+                        *n -= 1;
+                        assert!(*n >= 0, "slice end without begin on track {track}");
+                    }
+                    Some(3) => {}
+                    other => panic!("unexpected TrackEvent type {other:?}"),
+                }
+            }
+        }
+    }
+    assert!(begins.values().all(|&n| n == 0), "every slice ends: {begins:?}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn dftracer_snapshot() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("small.pfw");
+    convert(&data("trace/small.jets"), "dftracer", &out, &[]);
+    insta::assert_snapshot!(read(&out));
+}
+
+/// Every record as (name, record_type, parent's name, duration or None), sorted; events and
+/// annotations as (record name, name).
+#[allow(clippy::type_complexity)]
+fn shape(
+    path: &Path,
+) -> (
+    Vec<(String, String, Option<String>, Option<u64>)>,
+    Vec<(String, String, u64)>,
+    Vec<(String, String)>,
+) {
+    let text = read(path);
+    let mut names: HashMap<u64, (String, String, Option<u64>, u64)> = HashMap::new();
+    let mut ends: HashMap<u64, u64> = HashMap::new();
+    let mut events = Vec::new();
+    let mut annotations = Vec::new();
+    for l in text.lines() {
+        match Line::parse(l).expect("JETS line") {
+            Line::Record(r) => {
+                names.insert(r.id, (r.name.into(), r.record_type.into(), r.parent_id, r.clk));
+            }
+            Line::RecordEnd(e) => {
+                ends.insert(e.record_id, e.clk);
+            }
+            Line::Event(e) => events.push((names[&e.record_id].0.clone(), e.name.into(), e.clk)),
+            Line::Annotation(a) => annotations.push((names[&a.record_id].0.clone(), a.name.into())),
+            _ => {}
+        }
+    }
+    let mut records: Vec<_> = names
+        .iter()
+        .map(|(id, (n, t, p, s))| {
+            (n.clone(), t.clone(), p.map(|p| names[&p].0.clone()), ends.get(id).map(|e| e - s))
+        })
+        .collect();
+    records.sort();
+    events.sort();
+    annotations.sort();
+    (records, events, annotations)
+}
+
+#[test]
+fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (name, gz) in [("small.jets", false), ("rjets_tests_trace.jets", true)] {
+        let input = data(&format!("trace/{name}"));
+        let pfw = dir.path().join(if gz { "t.pfw.gz" } else { "t.pfw" });
+        convert(&input, "dftracer", &pfw, &[]);
+        let back = dir.path().join("back.jets");
+        let o = jets(&[
+            "import",
+            "--from",
+            "dftracer",
+            pfw.to_str().expect("utf8"),
+            "-o",
+            back.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(shape(&back), shape(&input), "{name}");
+        let header = |p: &Path| read(p).lines().next().map(str::to_owned);
+        assert_eq!(header(&back), header(&input), "{name}: header metadata comes back");
+    }
+}
