@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod convert;
 mod formats;
 mod import;
+mod run;
 mod stats;
 mod tree;
 
@@ -31,6 +32,8 @@ enum Command {
     Convert(convert::Args),
     /// Import DFTracer or denet files into a JETS trace.
     Import(import::Args),
+    /// Run a command and monitor its process tree (denet JSON Lines).
+    Run(run::Args),
     /// Summary statistics of a JETS trace (or a denet JSON Lines file).
     Stats(stats::Args),
     /// The record hierarchy with durations, annotations and event counts.
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         // Dispatch, one line each (keep alphabetical):
         Command::Convert(a) => convert::run(a),
         Command::Import(a) => import::run(a),
+        Command::Run(a) => run::run(a),
         Command::Stats(a) => stats::run(a),
         Command::Tree(a) => tree::run(a),
     };

@@ -1,6 +1,8 @@
 //! `jets stats FILE`: summary statistics of a JETS trace (or, detected from the first line, of a
 //! denet JSON Lines file).
 
+pub mod denet;
+pub mod host;
 pub mod trace;
 
 use std::io::{BufRead, BufReader};
@@ -28,6 +30,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Host samples: the record_type counted as simulated instructions for the speed report.
+    #[arg(long, default_value = "Instruction")]
+    pub instruction_type: String,
 }
 
 /// What a file holds, judged by its first line.
@@ -66,15 +71,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match detect(&args.file)? {
         InputKind::Jets => {
             let stats = trace::TraceStats::from_path(&args.file)?;
+            let host = host::HostStats::from_path(&args.file, &args.instruction_type)?;
             match args.format {
-                Format::Human => print!("{}", stats.to_text()),
-                Format::Json => println!("{}", serde_json::to_string_pretty(&stats.to_json())?),
+                Format::Human => {
+                    print!("{}", stats.to_text());
+                    if let Some(h) = &host {
+                        print!("{}", h.to_text());
+                    }
+                }
+                Format::Json => {
+                    let mut v = stats.to_json();
+                    if let (Some(h), Some(obj)) = (&host, v.as_object_mut()) {
+                        obj.insert("host".into(), h.to_json());
+                    }
+                    println!("{}", serde_json::to_string_pretty(&v)?)
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
-        InputKind::Denet => bail!(
-            "{}: denet statistics are not in this build of jets (stats/denet.rs)",
-            args.file.display()
-        ),
+        InputKind::Denet => {
+            let file = denet::read(&args.file)?;
+            let summary = denet::summarize(&file, &args.file)?;
+            match args.format {
+                Format::Human => print!("{}", denet::to_text(&summary, &args.file)),
+                Format::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

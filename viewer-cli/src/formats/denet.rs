@@ -1,0 +1,99 @@
+//! denet JSON Lines (host process monitoring): reading, for `jets stats` and `jets import`.
+//!
+//! The data model is the SDK's ([`jets::host::denet`]), which `jets run` writes. Tagged lines
+//! (`kind`: env, metadata, child, tree, sample, exit) and the legacy untagged shapes (no `kind`;
+//! `net_*` instead of `sys_net_*`) are both read, following denet 0.10's reader: a tree line counts
+//! through its `aggregated` metrics, a line with `aggregated: null` (the process had exited) is
+//! skipped. Unlike denet, which skips what it cannot parse, a line that is not JSON, or a
+//! `sample`/`tree` line without the fields of one, is an error naming the file and line.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use jets::host::denet::{AggregatedMetrics, Metrics, ProcessMetadata};
+use serde_json::{Map, Value};
+
+/// The samples of a denet file.
+#[derive(Clone, Debug, Default)]
+pub struct DenetFile {
+    /// The `env` line, if any.
+    pub env: Option<Map<String, Value>>,
+    /// The `metadata` line (or the legacy untagged header), if any.
+    pub metadata: Option<ProcessMetadata>,
+    /// Single-process samples (`sample` lines, or untagged flat metrics).
+    pub metrics: Vec<Metrics>,
+    /// Tree samples' `aggregated` metrics.
+    pub aggregated: Vec<AggregatedMetrics>,
+    /// `sim_clk` of each sample in order, when a clock beacon was connected (a JETS extension).
+    pub sim_clks: Vec<Option<u64>>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(v: Value, path: &Path, n: usize, what: &str) -> Result<T> {
+    serde_json::from_value(v).with_context(|| format!("{}:{n}: not a denet {what}", path.display()))
+}
+
+/// Reads a denet file.
+pub fn read(path: &Path) -> Result<DenetFile> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut out = DenetFile::default();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let n = i + 1;
+        let line = line.with_context(|| format!("{}:{n}: reading", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{n}: not JSON", path.display()))?;
+        let Some(obj) = v.as_object() else { bail!("{}:{n}: not a JSON object", path.display()) };
+        let sim_clk = obj.get("sim_clk").and_then(Value::as_u64);
+        match obj.get("kind").map(|k| k.as_str()) {
+            Some(Some("env")) => out.env = Some(obj.clone()),
+            Some(Some("metadata")) => out.metadata = Some(parse(v, path, n, "metadata line")?),
+            Some(Some("child" | "exit")) => {}
+            Some(Some("sample")) => {
+                out.metrics.push(parse(v, path, n, "sample")?);
+                out.sim_clks.push(sim_clk);
+            }
+            Some(Some("tree")) => {
+                push_tree(&mut out, obj.get("aggregated").cloned(), sim_clk, path, n)?
+            }
+            Some(other) => bail!("{}:{n}: unknown denet kind {other:?}", path.display()),
+            None if obj.contains_key("aggregated") => {
+                push_tree(&mut out, obj.get("aggregated").cloned(), sim_clk, path, n)?
+            }
+            None if obj.contains_key("cpu_usage") => {
+                out.metrics.push(parse(v, path, n, "sample")?);
+                out.sim_clks.push(sim_clk);
+            }
+            // Legacy header (pid, cmd, t0_ms).
+            None if obj.contains_key("t0_ms") => {
+                out.metadata = Some(parse(v, path, n, "metadata line")?)
+            }
+            // Legacy new-child (pid, ppid) and env lines.
+            None if obj.contains_key("pid") || obj.contains_key("host") => {}
+            None => {
+                bail!("{}:{n}: neither a denet sample, tree, header nor child line", path.display())
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn push_tree(
+    out: &mut DenetFile,
+    agg: Option<Value>,
+    sim_clk: Option<u64>,
+    path: &Path,
+    n: usize,
+) -> Result<()> {
+    match agg {
+        // The monitored process had exited: denet skips the line too.
+        None | Some(Value::Null) => Ok(()),
+        Some(a) => {
+            out.aggregated.push(parse(a, path, n, "tree line: `aggregated`")?);
+            out.sim_clks.push(sim_clk);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! `jets stats` on a trace with host samples (spec/host-sync.md): simulation speed over time and
+//! the host's peaks.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use jets::format::Line;
+use jets::read::Reader;
+use jets::sync::{
+    ClockMap, IntervalSpeed, SyncPoint, CAPABILITIES_ANNOTATION, HOST_RECORD_TYPE, SYNC_EVENT,
+};
+use serde_json::{json, Map, Value};
+
+/// Metrics whose maximum is a peak.
+const PEAKS: [&str; 7] = [
+    "cpu_usage",
+    "mem_rss_kb",
+    "mem_vms_kb",
+    "thread_count",
+    "process_count",
+    "psi_some_avg10",
+    "psi_cgroup_some_avg10",
+];
+/// Cumulative counters: the last sample is the total.
+const TOTALS: [&str; 8] = [
+    "disk_read_bytes",
+    "disk_write_bytes",
+    "syscall_read_bytes",
+    "syscall_write_bytes",
+    "page_faults_cached",
+    "page_faults_disk",
+    "sys_net_rx_bytes",
+    "sys_net_tx_bytes",
+];
+/// Rows of the speed-over-time table.
+const ROWS: usize = 10;
+
+/// Host statistics of a trace.
+#[derive(Clone, Debug)]
+pub struct HostStats {
+    /// The record_type counted as simulated instructions.
+    pub instruction_type: String,
+    /// The sync points.
+    pub points: Vec<SyncPoint>,
+    /// Speed of every interval between sync points.
+    pub intervals: Vec<IntervalSpeed>,
+    /// Peak of each metric present.
+    pub peaks: Map<String, Value>,
+    /// Total of each cumulative counter present.
+    pub totals: Map<String, Value>,
+    /// The capabilities manifest, if written.
+    pub capabilities: Option<Value>,
+}
+
+impl HostStats {
+    /// Reads the host samples of `path`; `None` when the trace has none.
+    pub fn from_path(path: &Path, instruction_type: &str) -> Result<Option<HostStats>> {
+        let mut reader =
+            Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let mut hosts = std::collections::HashSet::new();
+        let (mut points, mut clks) = (Vec::new(), Vec::new());
+        let (mut peaks, mut totals) = (Map::new(), Map::new());
+        let mut capabilities = None;
+        while let Some(raw) = reader.next_line() {
+            let raw = raw.with_context(|| format!("reading {}", path.display()))?;
+            let n = raw.number;
+            match raw.parse().with_context(|| format!("{}:{n}", path.display()))? {
+                Line::Record(r) => {
+                    if r.record_type == HOST_RECORD_TYPE {
+                        hosts.insert(r.id);
+                    }
+                    if r.record_type == instruction_type {
+                        clks.push(r.clk);
+                    }
+                }
+                Line::Annotation(a)
+                    if a.name == CAPABILITIES_ANNOTATION && hosts.contains(&a.record_id) =>
+                {
+                    capabilities = Some(a.data);
+                }
+                Line::Event(e) if e.name == SYNC_EVENT && hosts.contains(&e.record_id) => {
+                    let data =
+                        e.data.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+                    points.push(
+                        SyncPoint::from_data(e.clk, &data)
+                            .with_context(|| format!("{}:{n}", path.display()))?,
+                    );
+                    for k in PEAKS {
+                        if let Some(v) = data.get(k).and_then(Value::as_f64) {
+                            let peak = peaks.get(k).and_then(Value::as_f64).map_or(v, |p| p.max(v));
+                            peaks.insert(k.into(), json!(peak));
+                        }
+                    }
+                    for k in TOTALS {
+                        if let Some(v) = data.get(k) {
+                            totals.insert(k.into(), v.clone());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if points.is_empty() {
+            return Ok(None);
+        }
+        clks.sort_unstable();
+        let map = ClockMap::new(points.clone())
+            .with_context(|| format!("{}: {SYNC_EVENT} points", path.display()))?;
+        let intervals = map.speed(&clks);
+        Ok(Some(HostStats {
+            instruction_type: instruction_type.into(),
+            points,
+            intervals,
+            peaks,
+            totals,
+            capabilities,
+        }))
+    }
+
+    /// Whole-run speed: (seconds, cycles/s, instructions/s).
+    fn overall(&self) -> (f64, f64, f64) {
+        let (a, b) = (self.points[0], self.points[self.points.len() - 1]);
+        let secs = (b.mono_ns - a.mono_ns) as f64 / 1e9;
+        let instr: u64 = self.intervals.iter().map(|i| i.sim_instructions).sum();
+        if secs > 0.0 {
+            (secs, (b.clk - a.clk) as f64 / secs, instr as f64 / secs)
+        } else {
+            (0.0, 0.0, 0.0)
+        }
+    }
+
+    /// As JSON (the `host` member of `jets stats --format json`).
+    pub fn to_json(&self) -> Value {
+        let (secs, cps, ips) = self.overall();
+        let t0 = self.points[0].mono_ns;
+        json!({
+            "samples": self.points.len(),
+            "host_seconds": secs,
+            "cycles": self.points[self.points.len() - 1].clk - self.points[0].clk,
+            "cycles_per_sec": cps,
+            "instruction_record_type": self.instruction_type,
+            "sim_instructions_per_sec": ips,
+            "speed": self.intervals.iter().map(|i| json!({
+                "t_secs": (i.start_mono_ns - t0) as f64 / 1e9,
+                "dt_secs": (i.end_mono_ns - i.start_mono_ns) as f64 / 1e9,
+                "start_clk": i.start_clk,
+                "end_clk": i.end_clk,
+                "cycles_per_sec": i.cycles_per_sec,
+                "sim_instructions_per_sec": i.sim_instructions_per_sec,
+                "host_instructions_per_cycle": i.host_instructions_per_cycle,
+                "cpu_utilization": i.cpu_utilization,
+            })).collect::<Vec<_>>(),
+            "peaks": self.peaks,
+            "totals": self.totals,
+            "capabilities": self.capabilities,
+        })
+    }
+
+    /// For people: overall speed, speed over time in up to ten rows, peaks and totals.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let (secs, cps, ips) = self.overall();
+        let _ = writeln!(o, "\nhost ({} samples over {secs:.3} s)", self.points.len());
+        let _ = writeln!(
+            o,
+            "  simulation speed  {cps:.0} cycles/s, {ips:.0} {}/s",
+            self.instruction_type
+        );
+        let _ = writeln!(
+            o,
+            "  speed over time   {:>10} {:>14} {:>14} {:>10}",
+            "t (s)", "cycles/s", "instr/s", "cpu"
+        );
+        let t0 = self.points[0].mono_ns;
+        let per_row = self.intervals.len().div_ceil(ROWS).max(1);
+        for rows in self.intervals.chunks(per_row) {
+            let (first, last) = (rows[0], rows[rows.len() - 1]);
+            let dt = (last.end_mono_ns - first.start_mono_ns) as f64 / 1e9;
+            let cycles = (last.end_clk - first.start_clk) as f64;
+            let instr: u64 = rows.iter().map(|r| r.sim_instructions).sum();
+            let cpu: f64 = rows
+                .iter()
+                .map(|r| r.cpu_utilization * (r.end_mono_ns - r.start_mono_ns) as f64 / 1e9)
+                .sum::<f64>()
+                / dt;
+            let _ = writeln!(
+                o,
+                "                    {:>10.3} {:>14.0} {:>14.0} {:>9.0}%",
+                (first.start_mono_ns - t0) as f64 / 1e9,
+                cycles / dt,
+                instr as f64 / dt,
+                cpu * 100.0
+            );
+        }
+        if let Some(ipc) =
+            self.intervals.iter().filter_map(|i| i.host_instructions_per_cycle).reduce(f64::max)
+        {
+            let _ = writeln!(o, "  host instructions per simulated cycle: up to {ipc:.1}");
+        }
+        for (k, v) in &self.peaks {
+            let _ = writeln!(o, "  peak {k:<20} {v}");
+        }
+        for (k, v) in &self.totals {
+            let _ = writeln!(o, "  total {k:<19} {v}");
+        }
+        if let Some(Value::Object(caps)) = &self.capabilities {
+            for (k, c) in caps {
+                if c["available"] == false {
+                    let _ = writeln!(
+                        o,
+                        "  unavailable {k}: {}",
+                        c["reason"].as_str().unwrap_or("no reason given")
+                    );
+                }
+            }
+        }
+        o
+    }
+}

@@ -1,0 +1,219 @@
+//! `jets run` on a command that forks children, allocates and writes files: the output parses as
+//! denet JSON Lines and its peaks and I/O totals match what the command did.
+//!
+//! The workload is this test binary itself, re-run with `JETS_RUN_WORKLOAD` set so that the
+//! `workload` test below does the work (the harness's own output adds a few hundred bytes of
+//! syscall writes, inside the tolerances).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use jets::host::denet::{AggregatedMetrics, TreeSample};
+use serde_json::Value;
+
+const CHILD_ALLOC: usize = 48 << 20;
+const CHILD_WRITE: usize = 8 << 20;
+const PARENT_WRITE: usize = 4 << 20;
+const CHILDREN: usize = 2;
+
+fn write_file(path: &Path, len: usize) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).expect("create");
+    let block = vec![0x5au8; 1 << 20];
+    for _ in 0..len / block.len() {
+        f.write_all(&block).expect("write");
+    }
+    f.sync_all().expect("fsync");
+}
+
+/// The monitored command (only when `JETS_RUN_WORKLOAD` is set; a no-op in a normal test run).
+#[test]
+fn workload() {
+    let Ok(role) = std::env::var("JETS_RUN_WORKLOAD") else { return };
+    let dir = PathBuf::from(std::env::var("JETS_RUN_DIR").expect("dir"));
+    let beacon = jets::host::ClockBeacon::from_env().expect("beacon");
+    if role == "child" {
+        // Allocate and touch every page, hold it while writing, then hold a little longer.
+        let mut mem = vec![0u8; CHILD_ALLOC];
+        for i in (0..mem.len()).step_by(4096) {
+            mem[i] = 1;
+        }
+        let id = std::env::var("JETS_RUN_CHILD").expect("id");
+        write_file(&dir.join(format!("child{id}.bin")), CHILD_WRITE);
+        std::thread::sleep(Duration::from_millis(500));
+        std::hint::black_box(&mem);
+        return;
+    }
+    let exe = std::env::current_exe().expect("exe");
+    let kids: Vec<_> = (0..CHILDREN)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+                .env("JETS_RUN_WORKLOAD", "child")
+                .env("JETS_RUN_CHILD", i.to_string())
+                .spawn()
+                .expect("spawn child")
+        })
+        .collect();
+    write_file(&dir.join("parent.bin"), PARENT_WRITE);
+    // A simulator's clock, published while the children work.
+    let start = Instant::now();
+    let mut cycle = 0u64;
+    while start.elapsed() < Duration::from_millis(700) {
+        cycle += 1000;
+        if let Some(b) = &beacon {
+            b.publish(cycle);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for mut k in kids {
+        assert!(k.wait().expect("wait").success());
+    }
+    std::fs::write(dir.join("final_cycle"), cycle.to_string()).expect("write final cycle");
+}
+
+fn jets() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_jets"))
+}
+
+fn is_tmpfs(dir: &Path) -> bool {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: statfs is plain data and `c` a valid C string.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::statfs(c.as_ptr(), &mut s) == 0 && s.f_type == libc::TMPFS_MAGIC }
+}
+
+#[test]
+fn run_follows_the_tree_and_counts_its_memory_and_io() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let out = dir.path().join("run.jsonl");
+    let status = jets()
+        .args(["run", "--quiet", "--write-env", "--interval", "50", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(std::env::current_exe().expect("exe"))
+        .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+        .env("JETS_RUN_WORKLOAD", "parent")
+        .env("JETS_RUN_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("jets run");
+    assert!(status.success(), "jets run passes the command's exit code: {status}");
+
+    let text = std::fs::read_to_string(&out).expect("output");
+    let lines: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().expect("kind")).collect();
+    assert_eq!(&kinds[..2], ["env", "metadata"]);
+    assert_eq!(kinds.last(), Some(&"exit"));
+    assert!(kinds[2..kinds.len() - 1].iter().all(|k| *k == "tree"), "{kinds:?}");
+    let trees: Vec<TreeSample> = lines[2..lines.len() - 1]
+        .iter()
+        .map(|l| serde_json::from_value(l.clone()).expect("tree line"))
+        .collect();
+    assert!(trees.len() >= 10, "{} samples at 50 ms over ~0.8 s", trees.len());
+    let caps = &lines[1]["capabilities"];
+    assert!(
+        caps["perf_hw"]["available"].is_boolean() && caps["psi"]["available"].is_boolean(),
+        "{caps}"
+    );
+
+    let agg: Vec<&AggregatedMetrics> = trees.iter().filter_map(|t| t.aggregated.as_ref()).collect();
+    // The tree: the command plus its two children at their peak.
+    let max_procs = agg.iter().map(|a| a.process_count).max().expect("samples");
+    assert!(max_procs > CHILDREN, "max_processes {max_procs}");
+    assert!(trees.iter().any(|t| t.children.len() >= CHILDREN));
+    // Peak RSS: both children hold 48 MiB at once for 500 ms. Tolerance: at least 90% of it
+    // (resident pages of the allocations) and less than allocations + 64 MiB (binaries, heap).
+    let peak_kb = agg.iter().map(|a| a.mem_rss_kb).max().expect("samples");
+    let allocated_kb = (CHILDREN * CHILD_ALLOC / 1024) as u64;
+    assert!(peak_kb >= allocated_kb * 9 / 10, "peak RSS {peak_kb} KiB < 90% of {allocated_kb} KiB");
+    assert!(peak_kb <= allocated_kb + 64 * 1024, "peak RSS {peak_kb} KiB");
+    // I/O totals (the last sample: the command's counters include its reaped children).
+    let last = agg.last().expect("samples");
+    let written = (CHILDREN * CHILD_WRITE + PARENT_WRITE) as u64;
+    let wchar = last.syscall_write_bytes.expect("syscall writes");
+    assert!(
+        wchar >= written && wchar <= written + (256 << 10),
+        "syscall writes {wchar} vs {written} (+256 KiB)"
+    );
+    if !is_tmpfs(dir.path()) {
+        let disk = last.disk_write_bytes;
+        assert!(
+            disk >= written * 95 / 100 && disk <= written + (4 << 20),
+            "disk writes {disk} vs {written}"
+        );
+    }
+    // The clock beacon: sim_clk appears, never decreases, and ends at the last published cycle.
+    let clks: Vec<u64> = trees.iter().filter_map(|t| t.sim_clk).collect();
+    assert!(clks.len() >= 5, "sim_clk in {} samples", clks.len());
+    assert!(clks.windows(2).all(|w| w[0] <= w[1]));
+    let final_cycle: u64 =
+        std::fs::read_to_string(dir.path().join("final_cycle")).expect("final").parse().expect("n");
+    assert_eq!(*clks.last().expect("clk"), final_cycle);
+
+    // And jets stats reads it back as denet would.
+    let o = jets().args(["stats", "--format", "json"]).arg(&out).output().expect("stats");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value = serde_json::from_slice(&o.stdout).expect("summary");
+    assert_eq!(s["peak_mem_rss_kb"], peak_kb);
+    assert_eq!(s["max_processes"], max_procs);
+    assert_eq!(s["total_syscall_write_bytes"], wchar);
+}
+
+#[test]
+fn exclude_children_writes_sample_lines_and_the_exit_code() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("one.jsonl");
+    let status = jets()
+        .args(["run", "--quiet", "--exclude-children", "--no-beacon", "-i", "20", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "sleep 0.2; exit 3"])
+        .status()
+        .expect("jets run");
+    assert_eq!(status.code(), Some(3));
+    let text = std::fs::read_to_string(&out).expect("output");
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("json")["kind"]
+                .as_str()
+                .expect("kind")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(kinds[0], "metadata");
+    assert!(
+        kinds[1..kinds.len() - 1].iter().all(|k| k == "sample") && kinds.len() >= 5,
+        "{kinds:?}"
+    );
+    assert!(text.lines().last().expect("exit").contains("\"exit_code\":3"));
+}
+
+#[test]
+fn a_command_that_cannot_start_is_an_error() {
+    let o = jets()
+        .args(["run", "--quiet", "--", "/nonexistent/jets-test-command"])
+        .output()
+        .expect("jets run");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot run") && err.contains("No such file"), "{err}");
+}
+
+#[test]
+fn json_mode_prints_lines_on_stdout() {
+    let o = jets()
+        .args(["run", "--json", "-i", "20", "--", "sleep", "0.1"])
+        .output()
+        .expect("jets run");
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).expect("utf8");
+    for l in text.lines() {
+        let v: Value = serde_json::from_str(l).expect("only JSON lines on stdout");
+        assert!(v["kind"].is_string());
+    }
+    assert!(text.lines().count() >= 4);
+}
