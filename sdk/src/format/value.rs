@@ -9,6 +9,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use arrayvec::ArrayVec;
 use serde_json::value::RawValue;
 
 use super::hints::Color;
@@ -185,8 +186,8 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// Up to [`Data::INLINE`] fields with static keys are stored inline; more spill to the heap.
 #[derive(Clone, Debug)]
 pub struct Data {
-    inline: [(&'static str, Value); Data::INLINE],
-    len: u8,
+    /// Only the used slots are ever initialized: a line with no data costs nothing here.
+    inline: ArrayVec<(&'static str, Value), { Data::INLINE }>,
     /// Rare parts live behind one pointer, so the common case stays small to copy.
     extra: Option<Box<Extra>>,
 }
@@ -209,11 +210,7 @@ impl Data {
 
     /// No data.
     pub const fn new() -> Self {
-        Data {
-            inline: [("", Value::Null), ("", Value::Null), ("", Value::Null), ("", Value::Null)],
-            len: 0,
-            extra: None,
-        }
+        Data { inline: ArrayVec::new_const(), extra: None }
     }
 
     /// Adds a field. Later fields with the same key are written too; readers keep the last.
@@ -221,9 +218,8 @@ impl Data {
     pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
         let (key, value) = (key.into(), value.into());
         match key {
-            Str::Static(k) if (self.len as usize) < Self::INLINE && self.spill().is_empty() => {
-                self.inline[self.len as usize] = (k, value);
-                self.len += 1;
+            Str::Static(k) if !self.inline.is_full() && self.extra.is_none() => {
+                self.inline.push((k, value));
             }
             key => self.extra.get_or_insert_with(Box::default).spill.push((key, value)),
         }
@@ -257,7 +253,7 @@ impl Data {
 
     /// True when there is nothing to write.
     pub fn is_empty(&self) -> bool {
-        self.len == 0 && self.spill().is_empty() && self.json().is_none()
+        self.inline.is_empty() && self.spill().is_empty() && self.json().is_none()
     }
 
     /// True when the data would be written as a JSON object (or is empty).
@@ -267,7 +263,7 @@ impl Data {
 
     /// The typed fields in the order they were added.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        let inline = self.inline[..self.len as usize].iter().map(|(k, v)| (*k, v));
+        let inline = self.inline.iter().map(|(k, v)| (*k, v));
         inline.chain(self.spill().iter().map(|(k, v)| (k.as_str(), v)))
     }
 
@@ -277,7 +273,7 @@ impl Data {
     /// Call only when [`Data::is_object`] holds or there are no typed fields.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         let raw = self.json().map(|r| r.get().trim());
-        if self.len == 0 && self.spill().is_empty() {
+        if self.inline.is_empty() && self.spill().is_empty() {
             if let Some(raw) = raw {
                 out.extend_from_slice(raw.as_bytes());
                 return;

@@ -34,8 +34,7 @@ impl Payload {
         if let Some(e) = self.error {
             return Err(*e);
         }
-        let has_fields = self.data.fields().next().is_some();
-        if !self.data.is_object() && (object_required || has_fields) {
+        if !self.data.is_object() && (object_required || self.data.fields().next().is_some()) {
             return Err(Error::InvalidJson(if object_required {
                 "a record's data must be a JSON object".to_owned()
             } else {
