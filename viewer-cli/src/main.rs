@@ -10,9 +10,12 @@ use clap::{Parser, Subcommand};
 mod convert;
 mod formats;
 mod import;
+mod progress;
+mod repair;
 mod run;
 mod stats;
 mod tree;
+mod validate;
 
 #[derive(Parser)]
 #[command(
@@ -32,12 +35,16 @@ enum Command {
     Convert(convert::Args),
     /// Import DFTracer or denet files into a JETS trace.
     Import(import::Args),
+    /// Copy the valid lines of a damaged trace into a valid one (IN is never modified).
+    Repair(repair::Args),
     /// Run a command and monitor its process tree (denet JSON Lines).
     Run(run::Args),
     /// Summary statistics of a JETS trace (or a denet JSON Lines file).
     Stats(stats::Args),
     /// The record hierarchy with durations, annotations and event counts.
     Tree(tree::Args),
+    /// Check traces against JETS 2.0 (exit 0 valid, 1 invalid, 2 usage or I/O error).
+    Validate(validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,9 +53,11 @@ fn main() -> ExitCode {
         // Dispatch, one line each (keep alphabetical):
         Command::Convert(a) => convert::run(a),
         Command::Import(a) => import::run(a),
+        Command::Repair(a) => repair::run(a),
         Command::Run(a) => run::run(a),
         Command::Stats(a) => stats::run(a),
         Command::Tree(a) => tree::run(a),
+        Command::Validate(a) => validate::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,85 @@
+//! `jets repair IN -o OUT`: keep every complete valid line of a damaged trace, drop the rest, and
+//! write a correct footer. IN is never modified.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use jets::read::Reader;
+use jets::validate::{repair, RepairOptions};
+
+/// Arguments of `jets repair`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The damaged trace (`-` for stdin; .gz, .zst and .br are decompressed).
+    #[arg(value_name = "IN")]
+    input: PathBuf,
+    /// Where to write the repaired trace (`-` for stdout; `.gz` is gzip-compressed).
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// End every record still open at the last clk of the trace (children before parents).
+    #[arg(long)]
+    end_open: bool,
+}
+
+/// Runs `jets repair`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let in_name = args.input.display().to_string();
+    let out_name = args.output.display().to_string();
+    if args.input.as_os_str() != "-" && args.output.as_os_str() != "-" && args.output.exists() {
+        let same =
+            std::fs::canonicalize(&args.input).ok() == std::fs::canonicalize(&args.output).ok();
+        if same {
+            bail!(
+                "{out_name} is the input; repair never modifies its input, choose another output"
+            );
+        }
+    }
+    let mut reader = Reader::open(&args.input)?;
+    let options = RepairOptions { end_open_records: args.end_open };
+    let context = || format!("repairing {in_name} into {out_name}");
+    let report = if args.output.as_os_str() == "-" {
+        let mut out = io::stdout().lock();
+        let report = repair(&mut reader, &mut out, options).with_context(context)?;
+        out.flush().with_context(context)?;
+        report
+    } else {
+        let file = File::create(&args.output).with_context(|| format!("creating {out_name}"))?;
+        if out_name.ends_with(".gz") {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            let report = repair(&mut reader, &mut gz, options).with_context(context)?;
+            gz.finish().and_then(|f| f.sync_all()).with_context(context)?;
+            report
+        } else {
+            let mut file = file;
+            let report = repair(&mut reader, &mut file, options).with_context(context)?;
+            file.sync_all().with_context(context)?;
+            report
+        }
+    };
+    let mut msg = format!("{in_name} -> {out_name}: kept {} lines", report.kept);
+    if report.dropped > 0 {
+        let lines: Vec<String> = report.dropped_lines.iter().map(u64::to_string).collect();
+        let more = if report.dropped > lines.len() as u64 { ", ..." } else { "" };
+        msg += &format!("; dropped {} invalid (lines {}{more})", report.dropped, lines.join(", "));
+    }
+    if report.torn_tail {
+        msg += "; dropped the torn last line";
+    }
+    if report.truncated {
+        msg += "; the compressed input was cut short";
+    }
+    if report.header_added {
+        msg += "; added a header (none was valid)";
+    }
+    if report.old_footers > 0 {
+        msg += &format!("; replaced {} footer line(s)", report.old_footers);
+    }
+    if report.ended > 0 {
+        msg += &format!("; ended {} open records", report.ended);
+    }
+    eprintln!("{msg}");
+    Ok(ExitCode::SUCCESS)
+}
