@@ -32,7 +32,7 @@ use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
-use ring::{LocalRing, Queued};
+use ring::LocalRing;
 use sink::Sink;
 
 /// What an emitting call does when the queue to the writer thread is full.
@@ -150,7 +150,7 @@ pub(crate) struct Shared {
     writer: OnceLock<Thread>,
     target: String,
     /// Rings created by threads since the writer last looked, with their ids.
-    new_rings: Mutex<Vec<(u32, rtrb::Consumer<Queued>)>>,
+    new_rings: Mutex<Vec<(u32, rtrb::Consumer<writer::Line>)>>,
     next_ring: AtomicU32,
     rings_pending: AtomicBool,
     /// Flush and close requests for the writer.
@@ -177,7 +177,7 @@ static NEXT_TRACE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Shared {
     /// Registers a new ring's consumer side with the writer; returns the ring's id.
-    fn adopt(&self, consumer: rtrb::Consumer<Queued>) -> u32 {
+    fn adopt(&self, consumer: rtrb::Consumer<writer::Line>) -> u32 {
         let mut rings = self.new_rings.lock().unwrap_or_else(|p| p.into_inner());
         let id = self.next_ring.fetch_add(1, Ordering::Relaxed);
         rings.push((id, consumer));
@@ -491,7 +491,7 @@ impl Trace {
         name: impl Into<crate::format::Str>,
         record_type: impl Into<crate::format::Str>,
     ) -> RecordBuilder<'_> {
-        RecordBuilder::new(&self.0, None, name.into(), record_type.into())
+        RecordBuilder::root(&self.0, name.into(), record_type.into())
     }
 
     /// The clock read by calls without an explicit `clk`.

@@ -1,49 +1,15 @@
 //! Record handles and the builders for records, events and annotations.
+//!
+//! Each builder holds the queued [`Line`] it will push, filled in place by the chained calls, so
+//! emitting moves the line exactly once: into the thread's ring.
 
 use std::sync::Arc;
 
 use super::ring::{self, Pos};
-use super::writer::Msg;
+use super::writer::{Kind, Line};
 use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::error::Error;
 use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
-
-/// Data given as JSON text is parsed when the builder method is called; a parse error is kept and
-/// returned by the final call, so builders stay chainable.
-#[derive(Default)]
-struct Payload {
-    data: Data,
-    error: Option<Box<Error>>,
-}
-
-impl Payload {
-    #[inline(always)]
-    fn field(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
-        self.data.push(key, value);
-    }
-
-    fn json(&mut self, text: &str) {
-        if let Err(e) = self.data.parse_json(text) {
-            self.error = Some(Box::new(Error::InvalidJson(e.to_string())));
-        }
-    }
-
-    /// The data, or the error found while building it. Typed fields merge only into an object.
-    #[inline(always)]
-    fn finish(self, object_required: bool) -> Result<Data, Error> {
-        if let Some(e) = self.error {
-            return Err(*e);
-        }
-        if !self.data.is_object() && (object_required || self.data.fields().next().is_some()) {
-            return Err(Error::InvalidJson(if object_required {
-                "a record's data must be a JSON object".to_owned()
-            } else {
-                "typed fields can only be merged into JSON data that is an object".to_owned()
-            }));
-        }
-        Ok(self.data)
-    }
-}
 
 /// A record that has begun: the only way to add children, events, annotations, and to end it.
 ///
@@ -92,32 +58,30 @@ impl RecordHandle {
     /// Starts describing a child record.
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
-        let mut b = RecordBuilder::new(&self.inner, Some(self.id), name.into(), record_type.into());
-        b.parent_start = self.start;
-        b.parent_pos = Some(self.pos);
-        b.parent_live = self.live;
-        b
+        let mut line = Line::new(Kind::Record, 0, name.into(), Some(self.pos));
+        line.parent = Some(self.id);
+        line.record_type = record_type.into();
+        RecordBuilder {
+            inner: &self.inner,
+            parent_start: self.start,
+            parent_live: self.live,
+            line,
+            error: None,
+        }
     }
 
     /// Starts describing an event on this record.
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
-        EventBuilder {
-            record: self,
-            name: name.into(),
-            description: Str::EMPTY,
-            payload: Payload::default(),
-        }
+        let line = Line::new(Kind::Event, self.id, name.into(), Some(self.pos));
+        EventBuilder { record: self, line, error: None }
     }
 
     /// Starts describing an annotation on this record.
+    #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
-        AnnotationBuilder {
-            record: self,
-            name: name.into(),
-            description: Str::EMPTY,
-            payload: Payload::default(),
-        }
+        let line = Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
+        AnnotationBuilder { record: self, line, error: None }
     }
 
     /// Ends the record at `clk` (not before its start).
@@ -129,9 +93,10 @@ impl RecordHandle {
         if !self.live {
             return Ok(());
         }
-        let shared = &self.inner.shared;
-        if ring::push(shared, Some(self.pos), |_| Msg::End { clk, id: self.id })?.is_none() {
-            shared.count_drop(DROP_END);
+        let mut line = Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos));
+        line.clk = clk;
+        if ring::push(&self.inner.shared, line)?.is_none() {
+            self.inner.shared.count_drop(DROP_END);
         }
         Ok(())
     }
@@ -142,77 +107,98 @@ impl RecordHandle {
         self.end_at(clk)
     }
 
-    #[inline]
+    #[inline(always)]
     fn check_clk(&self, clk: u64) -> Result<(), Error> {
         if clk < self.start {
             return Err(Error::ClkBeforeStart { clk, start: self.start, record_id: self.id });
         }
         Ok(())
     }
+
+    /// Pushes an event or annotation line through this handle, counting it when dropped.
+    #[inline(always)]
+    fn push(&self, line: Line, error: Option<Box<Error>>, drop_kind: usize) -> Result<(), Error> {
+        check_data(&line, error)?;
+        let shared = &self.inner.shared;
+        if !self.live || ring::push(shared, line)?.is_none() {
+            shared.count_drop(drop_kind);
+        }
+        Ok(())
+    }
+}
+
+/// The data error kept by a builder, or a shape error: typed fields merge only into an object,
+/// and a record's data must be one.
+#[inline(always)]
+fn check_data(line: &Line, error: Option<Box<Error>>) -> Result<(), Error> {
+    if let Some(e) = error {
+        return Err(*e);
+    }
+    let data = &line.data;
+    if !data.is_object() && (line.kind == Kind::Record || data.fields().next().is_some()) {
+        return Err(Error::InvalidJson(if line.kind == Kind::Record {
+            "a record's data must be a JSON object".to_owned()
+        } else {
+            "typed fields can only be merged into JSON data that is an object".to_owned()
+        }));
+    }
+    Ok(())
+}
+
+/// The chained calls every builder has: description, typed fields, JSON data.
+macro_rules! data_methods {
+    () => {
+        /// Sets the human-readable description (empty by default; the key is always written).
+        #[inline(always)]
+        pub fn description(mut self, text: impl Into<Str>) -> Self {
+            self.line.description = text.into();
+            self
+        }
+
+        /// Adds a typed field to `data`.
+        #[inline(always)]
+        pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
+            self.line.data.push(key, value);
+            self
+        }
+
+        /// Sets `data` wholesale from a prepared [`Data`], replacing fields added before.
+        #[inline(always)]
+        pub fn data(mut self, data: Data) -> Self {
+            self.line.data = data;
+            self
+        }
+
+        /// Sets `data` from JSON text; typed fields are merged into it when it is an object.
+        /// A parse error is returned by the call that writes the line.
+        pub fn data_json(mut self, text: &str) -> Self {
+            if let Err(e) = self.line.data.parse_json(text) {
+                self.error = Some(Box::new(Error::InvalidJson(e.to_string())));
+            }
+            self
+        }
+    };
 }
 
 /// Describes a record before it begins. Made by [`super::Trace::root`] or [`RecordHandle::child`].
 #[must_use = "a record is written only by begin_at() or begin()"]
 pub struct RecordBuilder<'a> {
     inner: &'a Arc<Inner>,
-    parent: Option<u64>,
     parent_start: u64,
-    parent_pos: Option<Pos>,
     parent_live: bool,
-    name: Str,
-    record_type: Str,
-    description: Str,
-    payload: Payload,
+    line: Line,
+    error: Option<Box<Error>>,
 }
 
 impl<'a> RecordBuilder<'a> {
-    pub(super) fn new(
-        inner: &'a Arc<Inner>,
-        parent: Option<u64>,
-        name: Str,
-        record_type: Str,
-    ) -> Self {
-        RecordBuilder {
-            inner,
-            parent,
-            parent_start: 0,
-            parent_pos: None,
-            parent_live: true,
-            name,
-            record_type,
-            description: Str::EMPTY,
-            payload: Payload::default(),
-        }
-    }
-
-    /// Sets the human-readable description (empty by default; the key is always written).
     #[inline(always)]
-    pub fn description(mut self, text: impl Into<Str>) -> Self {
-        self.description = text.into();
-        self
+    pub(super) fn root(inner: &'a Arc<Inner>, name: Str, record_type: Str) -> Self {
+        let mut line = Line::new(Kind::Record, 0, name, None);
+        line.record_type = record_type;
+        RecordBuilder { inner, parent_start: 0, parent_live: true, line, error: None }
     }
 
-    /// Adds a typed field to `data`.
-    #[inline(always)]
-    pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
-        self.payload.field(key, value);
-        self
-    }
-
-    /// Sets `data` from JSON text, which must be an object; typed fields are merged into it.
-    /// A parse error is returned by `begin_at`.
-    #[inline(always)]
-    pub fn data_json(mut self, text: &str) -> Self {
-        self.payload.json(text);
-        self
-    }
-
-    /// Replaces the typed fields and JSON given so far with `data`, built elsewhere (for example
-    /// by a `tracing` field visitor) without an intermediate copy.
-    pub fn data(mut self, data: Data) -> Self {
-        self.payload.data = data;
-        self
-    }
+    data_methods!();
 
     /// Hint: bar color.
     #[inline(always)]
@@ -253,8 +239,8 @@ impl<'a> RecordBuilder<'a> {
     /// Writes the `record` line at `clk` and returns the handle. A child may not start before its
     /// parent.
     #[inline(always)]
-    pub fn begin_at(self, clk: u64) -> Result<RecordHandle, Error> {
-        if let Some(parent) = self.parent {
+    pub fn begin_at(mut self, clk: u64) -> Result<RecordHandle, Error> {
+        if let Some(parent) = self.line.parent {
             if clk < self.parent_start {
                 return Err(Error::ClkBeforeStart {
                     clk,
@@ -263,26 +249,19 @@ impl<'a> RecordBuilder<'a> {
                 });
             }
         }
-        let data = self.payload.finish(true)?;
+        check_data(&self.line, self.error)?;
+        self.line.clk = clk;
         let shared = &self.inner.shared;
-        let RecordBuilder { name, record_type, description, parent, .. } = self;
-        let mut id = 0;
-        let pushed = if self.parent_live {
-            ring::push(shared, self.parent_pos, |next_id| {
-                id = next_id();
-                Msg::Record { clk, id, parent, name, record_type, description, data }
-            })?
-        } else {
-            None
-        };
+        let pushed = if self.parent_live { ring::push(shared, self.line)? } else { None };
         if pushed.is_none() {
             shared.count_drop(DROP_RECORD);
         }
+        let (pos, id) = pushed.unwrap_or((Pos { ring: u32::MAX, index: u64::MAX }, 0));
         Ok(RecordHandle {
             inner: Arc::clone(self.inner),
             id,
             start: clk,
-            pos: pushed.unwrap_or(Pos { ring: u32::MAX, index: u64::MAX }),
+            pos,
             live: pushed.is_some(),
         })
     }
@@ -298,36 +277,13 @@ impl<'a> RecordBuilder<'a> {
 #[must_use = "an event is written only by emit_at() or emit()"]
 pub struct EventBuilder<'a> {
     record: &'a RecordHandle,
-    name: Str,
-    description: Str,
-    payload: Payload,
+    line: Line,
+    error: Option<Box<Error>>,
 }
 
 impl EventBuilder<'_> {
-    /// Sets the description (empty by default).
-    #[inline(always)]
-    pub fn description(mut self, text: impl Into<Str>) -> Self {
-        self.description = text.into();
-        self
-    }
-    /// Adds a typed field to `data`.
-    #[inline(always)]
-    pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
-        self.payload.field(key, value);
-        self
-    }
-    /// Sets `data` from JSON text (any JSON value; typed fields merge only into an object).
-    #[inline(always)]
-    pub fn data_json(mut self, text: &str) -> Self {
-        self.payload.json(text);
-        self
-    }
+    data_methods!();
 
-    /// Replaces the typed fields and JSON given so far with `data`, built elsewhere.
-    pub fn data(mut self, data: Data) -> Self {
-        self.payload.data = data;
-        self
-    }
     /// Hint: marker color.
     #[inline(always)]
     pub fn color(self, c: Color) -> Self {
@@ -351,20 +307,10 @@ impl EventBuilder<'_> {
 
     /// Writes the `event` line at `clk`, which may not be before the record's start.
     #[inline(always)]
-    pub fn emit_at(self, clk: u64) -> Result<(), Error> {
+    pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
-        let data = self.payload.finish(false)?;
-        let shared = &self.record.inner.shared;
-        if !self.record.live {
-            shared.count_drop(DROP_EVENT);
-            return Ok(());
-        }
-        let (record_id, name, description) = (self.record.id, self.name, self.description);
-        let msg = |_: &mut dyn FnMut() -> u64| Msg::Event { clk, record_id, name, description, data };
-        if ring::push(shared, Some(self.record.pos), msg)?.is_none() {
-            shared.count_drop(DROP_EVENT);
-        }
-        Ok(())
+        self.line.clk = clk;
+        self.record.push(self.line, self.error, DROP_EVENT)
     }
 
     /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
@@ -378,51 +324,17 @@ impl EventBuilder<'_> {
 #[must_use = "an annotation is written only by emit()"]
 pub struct AnnotationBuilder<'a> {
     record: &'a RecordHandle,
-    name: Str,
-    description: Str,
-    payload: Payload,
+    line: Line,
+    error: Option<Box<Error>>,
 }
 
 impl AnnotationBuilder<'_> {
-    /// Sets the description (empty by default).
-    #[inline(always)]
-    pub fn description(mut self, text: impl Into<Str>) -> Self {
-        self.description = text.into();
-        self
-    }
-    /// Adds a typed field to `data`.
-    #[inline(always)]
-    pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
-        self.payload.field(key, value);
-        self
-    }
-    /// Sets `data` from JSON text (any JSON value; typed fields merge only into an object).
-    #[inline(always)]
-    pub fn data_json(mut self, text: &str) -> Self {
-        self.payload.json(text);
-        self
-    }
-
-    /// Replaces the typed fields and JSON given so far with `data`, built elsewhere.
-    pub fn data(mut self, data: Data) -> Self {
-        self.payload.data = data;
-        self
-    }
+    data_methods!();
 
     /// Writes the `annotation` line. With no data given, `data` is written as `{}` (the spec
     /// requires the key).
+    #[inline(always)]
     pub fn emit(self) -> Result<(), Error> {
-        let data = self.payload.finish(false)?;
-        let shared = &self.record.inner.shared;
-        if !self.record.live {
-            shared.count_drop(DROP_ANNOTATION);
-            return Ok(());
-        }
-        let (record_id, name, description) = (self.record.id, self.name, self.description);
-        let msg = |_: &mut dyn FnMut() -> u64| Msg::Annotation { record_id, name, description, data };
-        if ring::push(shared, Some(self.record.pos), msg)?.is_none() {
-            shared.count_drop(DROP_ANNOTATION);
-        }
-        Ok(())
+        self.record.push(self.line, self.error, DROP_ANNOTATION)
     }
 }

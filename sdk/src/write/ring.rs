@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rtrb::{Producer, PushError, RingBuffer};
 
-use super::writer::Msg;
+use super::writer::{Kind, Line};
 use super::{Policy, Shared};
 use crate::error::Error;
 
@@ -25,12 +25,6 @@ use crate::error::Error;
 pub(crate) struct Pos {
     pub(crate) ring: u32,
     pub(crate) index: u64,
-}
-
-/// A queued line and the line it must follow, if that one is on another ring.
-pub(crate) struct Queued {
-    pub(crate) after: Option<Pos>,
-    pub(crate) msg: Msg,
 }
 
 /// How many ids a thread takes from the shared counter at a time, so that creating records on
@@ -42,7 +36,7 @@ pub(crate) struct LocalRing {
     trace: Weak<Shared>,
     trace_id: u64,
     ring: u32,
-    producer: Producer<Queued>,
+    producer: Producer<Line>,
     pushed: u64,
     next_id: u64,
     id_end: u64,
@@ -74,31 +68,35 @@ impl LocalRing {
         id
     }
 
-    /// Pushes a line. `Ok(None)` when the drop policy dropped it.
-    #[inline]
-    fn push(&mut self, shared: &Shared, mut item: Queued) -> Result<Option<Pos>, Error> {
-        if item.after.is_some_and(|p| p.ring == self.ring) {
-            item.after = None; // same ring: FIFO already orders it
+    /// Pushes a line, giving a record its id first. `Ok(None)` when the drop policy dropped it.
+    #[inline(always)]
+    fn push(&mut self, shared: &Shared, mut line: Line) -> Result<Option<(Pos, u64)>, Error> {
+        if line.after.is_some_and(|p| p.ring == self.ring) {
+            line.after = None; // same ring: FIFO already orders it
         }
-        if let Err(PushError::Full(item)) = self.producer.push(item) {
+        if line.kind == Kind::Record {
+            line.id = self.next_id(shared);
+        }
+        let id = line.id;
+        if let Err(PushError::Full(line)) = self.producer.push(line) {
             match shared.policy {
                 Policy::Drop => return Ok(None),
-                Policy::Block => self.push_blocking(shared, item)?,
+                Policy::Block => self.push_blocking(shared, line)?,
             }
         }
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
-        Ok(Some(pos))
+        Ok(Some((pos, id)))
     }
 
     /// The slow path: the ring is full. Spin briefly, then wake the writer and sleep in short steps.
     #[cold]
-    fn push_blocking(&mut self, shared: &Shared, mut item: Queued) -> Result<(), Error> {
+    fn push_blocking(&mut self, shared: &Shared, mut line: Line) -> Result<(), Error> {
         let backoff = crossbeam_utils::Backoff::new();
         loop {
-            match self.producer.push(item) {
+            match self.producer.push(line) {
                 Ok(()) => return Ok(()),
-                Err(PushError::Full(back)) => item = back,
+                Err(PushError::Full(back)) => line = back,
             }
             if self.producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
                 return Err(Error::Closed);
@@ -117,42 +115,37 @@ thread_local! {
     static RINGS: RefCell<Vec<LocalRing>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Pushes the line built by `make` (which may take a fresh record id) on this thread's ring.
-#[inline]
-pub(crate) fn push(
-    shared: &Arc<Shared>,
-    after: Option<Pos>,
-    make: impl FnOnce(&mut dyn FnMut() -> u64) -> Msg,
-) -> Result<Option<Pos>, Error> {
+/// Pushes `line` on this thread's ring; a record gets its id here. Returns where the line went
+/// and its record id, or `None` when the drop policy dropped it.
+#[inline(always)]
+pub(crate) fn push(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)>, Error> {
     if shared.closed.load(Ordering::Relaxed) {
         return Err(Error::Closed);
     }
-    let mut make = Some(make);
+    let mut line = Some(line);
     let fast = RINGS.try_with(|rings| {
-        let Ok(mut rings) = rings.try_borrow_mut() else { return None };
-        let ring = match rings.iter().position(|r| r.trace_id == shared.id) {
-            Some(i) => &mut rings[i],
+        let mut rings = rings.try_borrow_mut().ok()?;
+        let i = match rings.iter().position(|r| r.trace_id == shared.id) {
+            Some(i) => i,
             None => {
                 // Cold: first line from this thread. Forget rings of traces that are gone.
-                rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
+                rings.retain(|r| {
+                    r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed))
+                });
                 rings.push(LocalRing::new(shared));
-                rings.last_mut()?
+                rings.len() - 1
             }
         };
-        let make = make.take()?;
-        let msg = make(&mut || ring.next_id(shared));
-        Some(ring.push(shared, Queued { after, msg }))
+        Some(rings[i].push(shared, line.take()?))
     });
-    match fast {
-        Ok(Some(result)) => result,
+    match (fast, line) {
+        (Ok(Some(result)), _) => result,
         // No thread-local ring (this thread is being torn down, or re-entered): use the trace's
         // shared ring behind a mutex. Slower, same ordering.
-        _ => {
-            let make = make.take().ok_or(Error::Closed)?;
+        (_, Some(line)) => {
             let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
-            let ring = fallback.get_or_insert_with(|| LocalRing::new(shared));
-            let msg = make(&mut || ring.next_id(shared));
-            ring.push(shared, Queued { after, msg })
+            fallback.get_or_insert_with(|| LocalRing::new(shared)).push(shared, line)
         }
+        (_, None) => Err(Error::Closed),
     }
 }

@@ -7,40 +7,54 @@ use std::time::{Duration, Instant};
 
 use rtrb::Consumer;
 
-use super::ring::{Pos, Queued};
+use super::ring::Pos;
 use super::sink::Sink;
 use super::{Control, Shared, Summary};
 use crate::error::Error;
 use crate::format::{self, Data, Footer, Str};
 
-/// One queued line (or a control message). Built on the producer's stack, moved into the queue.
-pub(crate) enum Msg {
-    Record {
-        clk: u64,
-        id: u64,
-        parent: Option<u64>,
-        name: Str,
-        record_type: Str,
-        description: Str,
-        data: Data,
-    },
-    End {
-        clk: u64,
-        id: u64,
-    },
-    Event {
-        clk: u64,
-        record_id: u64,
-        name: Str,
-        description: Str,
-        data: Data,
-    },
-    Annotation {
-        record_id: u64,
-        name: Str,
-        description: Str,
-        data: Data,
-    },
+/// Which line a [`Line`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Record,
+    End,
+    Event,
+    Annotation,
+}
+
+/// One queued line, built in place by the builders and moved into a ring once.
+///
+/// One shape for all four kinds keeps the hot path to a single move: the fields a kind does not
+/// use stay empty (an empty `Str` and `Data` cost a few stores, no allocation).
+pub(crate) struct Line {
+    pub(crate) kind: Kind,
+    pub(crate) clk: u64,
+    /// A record's own id; for the other kinds, the record referred to.
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) name: Str,
+    pub(crate) record_type: Str,
+    pub(crate) description: Str,
+    pub(crate) data: Data,
+    /// The line this one must follow when that one is on another thread's ring.
+    pub(crate) after: Option<Pos>,
+}
+
+impl Line {
+    #[inline(always)]
+    pub(crate) fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Line {
+        Line {
+            kind,
+            clk: 0,
+            id,
+            parent: None,
+            name,
+            record_type: Str::EMPTY,
+            description: Str::EMPTY,
+            data: Data::new(),
+            after,
+        }
+    }
 }
 
 pub(crate) struct Config {
@@ -59,7 +73,7 @@ const ROUND: usize = 4096;
 
 struct Ring {
     id: u32,
-    consumer: Consumer<Queued>,
+    consumer: Consumer<Line>,
 }
 
 struct Writer {
@@ -91,7 +105,8 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
     let mut nap = Duration::from_micros(20);
     loop {
         if w.shared.control_pending.swap(false, Ordering::Acquire) {
-            let control = std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
+            let control =
+                std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
             if let Some(end_clk) = w.serve(control) {
                 return w.close(end_clk);
             }
@@ -120,7 +135,8 @@ impl Writer {
         if !self.shared.rings_pending.swap(false, Ordering::Acquire) {
             return;
         }
-        let new = std::mem::take(&mut *self.shared.new_rings.lock().unwrap_or_else(|p| p.into_inner()));
+        let new =
+            std::mem::take(&mut *self.shared.new_rings.lock().unwrap_or_else(|p| p.into_inner()));
         for (id, consumer) in new {
             let idx = id as usize;
             if self.popped.len() <= idx {
@@ -146,15 +162,15 @@ impl Writer {
         while i < self.rings.len() {
             for _ in 0..ROUND {
                 let ready = match self.rings[i].consumer.peek() {
-                    Ok(q) => q.after.is_none_or(|p| self.written(p)),
+                    Ok(line) => line.after.is_none_or(|p| self.written(p)),
                     Err(_) => false,
                 };
                 if !ready {
                     break;
                 }
-                let Ok(q) = self.rings[i].consumer.pop() else { break };
+                let Ok(line) = self.rings[i].consumer.pop() else { break };
                 self.popped[self.rings[i].id as usize] += 1;
-                self.encode(q.msg);
+                self.encode(line);
                 got += 1;
                 if self.buf.len() >= BATCH_BYTES {
                     self.write_buf();
@@ -216,40 +232,48 @@ impl Writer {
         control.close
     }
 
-    fn encode(&mut self, msg: Msg) {
+    fn encode(&mut self, line: Line) {
         let out = &mut self.buf;
         let s = &mut self.summary;
-        let clk = match msg {
-            Msg::Record { clk, id, parent, name, record_type, description, data } => {
-                let data = (!data.is_empty()).then_some(&data as &dyn format::WriteJson);
-                format::write_record(out, clk, &name, &record_type, id, parent, &description, data);
+        let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
+        let (name, description) = (&*line.name, &*line.description);
+        match line.kind {
+            Kind::Record => {
+                let rt = &*line.record_type;
+                format::write_record(
+                    out,
+                    line.clk,
+                    name,
+                    rt,
+                    line.id,
+                    line.parent,
+                    description,
+                    data,
+                );
                 s.records += 1;
-                Some(clk)
             }
-            Msg::End { clk, id } => {
-                format::write_record_end(out, clk, id);
+            Kind::End => {
+                format::write_record_end(out, line.clk, line.id);
                 s.record_ends += 1;
-                Some(clk)
             }
-            Msg::Event { clk, record_id, name, description, data } => {
-                let data = (!data.is_empty()).then_some(&data as &dyn format::WriteJson);
-                format::write_event(out, clk, &name, record_id, &description, data);
+            Kind::Event => {
+                format::write_event(out, line.clk, name, line.id, description, data);
                 s.events += 1;
-                Some(clk)
             }
-            Msg::Annotation { record_id, name, description, data } => {
-                if data.is_empty() {
-                    format::write_annotation(out, &name, record_id, &description, &EmptyObject);
-                } else {
-                    format::write_annotation(out, &name, record_id, &description, &data);
-                }
+            Kind::Annotation => {
+                format::write_annotation(
+                    out,
+                    name,
+                    line.id,
+                    description,
+                    data.unwrap_or(&EmptyObject),
+                );
                 s.annotations += 1;
-                None
             }
-        };
+        }
         format::close_line(out);
-        if let Some(clk) = clk {
-            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
+        if line.kind != Kind::Annotation {
+            s.capture_end_clk = Some(s.capture_end_clk.map_or(line.clk, |m| m.max(line.clk)));
         }
     }
 
