@@ -98,6 +98,9 @@ impl fmt::Display for Val<'_> {
                 f.write_str("an integer above 2^64-1")
             }
             Val::Float(x) if x.fract() == 0.0 && *x < 0.0 => write!(f, "negative number {x}"),
+            Val::Float(x) if x.fract() == 0.0 => {
+                write!(f, "number {x:?} (written with a fraction or an exponent)")
+            }
             Val::Float(x) => write!(f, "non-integer number {x}"),
             Val::Str(s) if s.len() <= 40 => write!(f, "string {s:?}"),
             Val::Str(_) => f.write_str("a string"),
@@ -443,7 +446,7 @@ impl LineCheck<'_, '_> {
             Val::Missing => {}
             Val::Str(s) => {
                 if let Err(e) = s.parse::<T>() {
-                    self.hint(rule, key, format!("`{key}`: {e}"));
+                    self.hint(rule, key, format!("`{key}`: {}", e.to_string().trim_end()));
                 }
             }
             other => self.hint(rule, key, format!("`{key}` must be a string, found {other}")),

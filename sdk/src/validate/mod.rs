@@ -205,9 +205,14 @@ impl Validator {
         if !done {
             let end = last_line + 1;
             if let Some(why) = reader.truncated() {
+                let format = match reader.compression() {
+                    crate::read::Compression::Gzip => "gzip",
+                    crate::read::Compression::Zstd => "zstd",
+                    crate::read::Compression::Brotli => "brotli",
+                    crate::read::Compression::None => "input",
+                };
                 let message = format!(
-                    "the {:?} stream ends early or is corrupt after line {last_line}: {why}",
-                    reader.compression()
+                    "the {format} stream ends early or is corrupt after line {last_line}: {why}"
                 );
                 filtered(end_diag(Rule::TruncatedStream, end, report.bytes, message), &mut report);
             }

@@ -76,12 +76,16 @@ fn noisy_trace(n: u64) -> String {
             0 => rec(i, Some(i + 1000), i), // unknown parent
             1 => rec(1, None, i),           // duplicate id
             2 => "not json".to_owned(),     // invalid
-            3 => format!(r#"{{"clk":{i},"type":"record_end","record_id":{}}}"#, i.saturating_sub(6)), // ends (then doubles)
+            3 => {
+                format!(r#"{{"clk":{i},"type":"record_end","record_id":{}}}"#, i.saturating_sub(6))
+            } // ends (then doubles)
             4 => format!(
                 r#"{{"clk":0,"type":"event","name":"x","record_id":{},"description":""}}"#,
                 i - 4
             ),
-            5 => format!(r#"{{"clk":{i},"type":"record_end","record_id":{}}}"#, i.saturating_sub(8)), // double end
+            5 => {
+                format!(r#"{{"clk":{i},"type":"record_end","record_id":{}}}"#, i.saturating_sub(8))
+            } // double end
             _ => rec(i, Some(1), i),
         };
         s.push_str(&line);
