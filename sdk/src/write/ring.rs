@@ -122,30 +122,37 @@ pub(crate) fn push(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)
     if shared.closed.load(Ordering::Relaxed) {
         return Err(Error::Closed);
     }
-    let mut line = Some(line);
-    let fast = RINGS.try_with(|rings| {
-        let mut rings = rings.try_borrow_mut().ok()?;
+    // Checked first so that the line can be moved straight into the closure below: the closure
+    // runs unless thread-local storage is already torn down, and nothing between the two calls
+    // can tear it down.
+    if RINGS.try_with(|_| ()).is_err() {
+        return push_fallback(shared, line);
+    }
+    let fast = RINGS.try_with(move |rings| {
+        let Ok(mut rings) = rings.try_borrow_mut() else { return Err(line) };
         let i = match rings.iter().position(|r| r.trace_id == shared.id) {
             Some(i) => i,
             None => {
                 // Cold: first line from this thread. Forget rings of traces that are gone.
-                rings.retain(|r| {
-                    r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed))
-                });
+                rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
                 rings.push(LocalRing::new(shared));
                 rings.len() - 1
             }
         };
-        Some(rings[i].push(shared, line.take()?))
+        Ok(rings[i].push(shared, line))
     });
-    match (fast, line) {
-        (Ok(Some(result)), _) => result,
-        // No thread-local ring (this thread is being torn down, or re-entered): use the trace's
-        // shared ring behind a mutex. Slower, same ordering.
-        (_, Some(line)) => {
-            let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
-            fallback.get_or_insert_with(|| LocalRing::new(shared)).push(shared, line)
-        }
-        (_, None) => Err(Error::Closed),
+    match fast {
+        Ok(Ok(result)) => result,
+        Ok(Err(line)) => push_fallback(shared, line),
+        // Unreachable (checked above); the line is gone with the closure, so say so.
+        Err(_) => Err(Error::Closed),
     }
+}
+
+/// No usable thread-local ring (this thread is being torn down, or re-entered): use the trace's
+/// shared ring behind a mutex. Slower, same ordering.
+#[cold]
+fn push_fallback(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)>, Error> {
+    let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
+    fallback.get_or_insert_with(|| LocalRing::new(shared)).push(shared, line)
 }
