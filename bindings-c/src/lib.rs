@@ -1,0 +1,31 @@
+//! # libjets: the JETS trace writer for C and C++
+//!
+//! The C API (`include/jets.h`, generated from this crate by cbindgen) over the Rust writer in
+//! [`jets::write`]. C code names records by `jets_id` numbers instead of holding Rust handles, so
+//! every trace keeps a thread-safe table from id to [`jets::RecordHandle`]: an id that was never
+//! handed out or whose record has ended is detected and refused, and `jets_record_end` removes the
+//! handle before ending it, so a record ends once.
+//!
+//! Rules every exported function keeps:
+//! * it never unwinds into C: a panic is caught and reported as `JETS_ERR_INTERNAL`;
+//! * bad input (NULL, invalid UTF-8, malformed JSON, unknown or ended ids, a `clk` before the
+//!   record's start) returns a named negative code and writes nothing;
+//! * the reason of the last failure on the calling thread is in `jets_last_error()`.
+//!
+//! `include/jets.hpp` is a hand-written C++17 RAII wrapper over the same functions.
+
+#![allow(non_camel_case_types)]
+
+pub mod api;
+mod attrs;
+pub mod codes;
+mod cstr;
+mod failure;
+pub mod intern;
+mod records;
+pub mod types;
+
+pub use api::*;
+pub use codes::*;
+pub use intern::jets_intern;
+pub use types::*;

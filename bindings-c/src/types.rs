@@ -1,0 +1,95 @@
+//! The types of the C API: ids, interned string handles, typed fields and the size-versioned
+//! structs. Their layout is part of the ABI: fields are only ever appended to a size-versioned
+//! struct, and `jets_field` is frozen.
+
+use std::ffi::c_char;
+
+/// A record id; 0 means "none" (as a parent: a root record; as a result: failure).
+pub type jets_id = u64;
+
+/// A handle to a string registered once with `jets_intern`; 0 means "none".
+pub type jets_str = u32;
+
+/// Pass as `clk` to use the trace clock (`jets_set_clock`) instead of an explicit cycle. The
+/// clock is clamped so a line never lands before its record's (or parent's) start.
+pub const JETS_CLK_NOW: u64 = u64::MAX;
+
+/// `jets_field.kind`: an unsigned integer in `value.u64`.
+pub const JETS_FIELD_U64: u32 = 1;
+/// `jets_field.kind`: a signed integer in `value.i64`.
+pub const JETS_FIELD_I64: u32 = 2;
+/// `jets_field.kind`: a float in `value.f64` (written as `null` when not finite).
+pub const JETS_FIELD_F64: u32 = 3;
+/// `jets_field.kind`: a boolean, `value.u64 != 0`.
+pub const JETS_FIELD_BOOL: u32 = 4;
+/// `jets_field.kind`: an interned string in `value.str`.
+pub const JETS_FIELD_STR: u32 = 5;
+
+/// `jets_options.policy`: wait for room when the queue is full (lossless, the default).
+pub const JETS_POLICY_BLOCK: u32 = 0;
+/// `jets_options.policy`: drop lines when the queue is full; the footer counts them exactly.
+pub const JETS_POLICY_DROP: u32 = 1;
+
+/// The value of a typed field; which member is meant is said by `jets_field.kind`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union jets_value {
+    /// `JETS_FIELD_U64` and `JETS_FIELD_BOOL`.
+    pub u64: u64,
+    /// `JETS_FIELD_I64`.
+    pub i64: i64,
+    /// `JETS_FIELD_F64`.
+    pub f64: f64,
+    /// `JETS_FIELD_STR`: an interned string.
+    pub str: jets_str,
+}
+
+/// One typed key/value of a line's `data`, written without any JSON text. 16 bytes, frozen:
+/// build it with `jets_field_u64()` and friends.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct jets_field {
+    /// The key, interned.
+    pub key: jets_str,
+    /// `JETS_FIELD_U64`, `JETS_FIELD_I64`, `JETS_FIELD_F64`, `JETS_FIELD_BOOL` or `JETS_FIELD_STR`.
+    pub kind: u32,
+    /// The value.
+    pub value: jets_value,
+}
+
+/// Everything a line can carry, by interned handles: for `jets_record_begin_ex`,
+/// `jets_event_ex` and `jets_annotation_ex`. Initialize with `JETS_ATTRS_INIT`, which sets `size`;
+/// fields added in later versions are appended, and a library reads only the prefix it knows.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct jets_attrs {
+    /// `sizeof(jets_attrs)` of the caller's header.
+    pub size: u32,
+    /// The line's name (required).
+    pub name: jets_str,
+    /// The record type (records only; required there, ignored elsewhere).
+    pub record_type: jets_str,
+    /// The description; 0 for none.
+    pub description: jets_str,
+    /// Typed fields of `data` (may be NULL when `field_count` is 0).
+    pub fields: *const jets_field,
+    /// How many `fields`.
+    pub field_count: usize,
+    /// Optional JSON text for `data`; typed fields are merged into it (then it must be an object).
+    pub data_json: *const c_char,
+}
+
+/// Options of `jets_open_ex`. Initialize with `JETS_OPTIONS_INIT` (all defaults), which sets `size`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct jets_options {
+    /// `sizeof(jets_options)` of the caller's header.
+    pub size: u32,
+    /// `JETS_POLICY_BLOCK` (default) or `JETS_POLICY_DROP`.
+    pub policy: u32,
+    /// Lines the queue to the writer thread holds; 0 for the default (65,536).
+    pub queue_capacity: u64,
+    /// Longest time a line waits in the writer before reaching the OS, in microseconds; 0 for the
+    /// default (100 ms).
+    pub flush_interval_us: u64,
+}

@@ -1,0 +1,259 @@
+//! The C API called from Rust exactly as C calls it: bad input is refused with the right code and
+//! writes nothing, ids are told apart, errors are per thread, typed fields come out typed, and
+//! concurrent use of one record from many threads never produces a line about an unknown record.
+
+use std::ffi::{c_char, CStr, CString};
+use std::path::Path;
+use std::ptr::null;
+
+use jets::format::Line;
+use jets_c::*;
+
+fn c(s: &CStr) -> *const c_char {
+    s.as_ptr()
+}
+
+struct Open(*mut jets_trace);
+// SAFETY: the C API is thread-safe; the tests only share the pointer, never free it concurrently.
+unsafe impl Send for Open {}
+unsafe impl Sync for Open {}
+
+fn open(path: &Path) -> Open {
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let mut t = std::ptr::null_mut();
+    // SAFETY: valid strings and out pointer.
+    assert_eq!(
+        unsafe { jets_open(p.as_ptr(), c(c"{\"hardware_model\":\"rust\"}"), &mut t) },
+        JETS_OK
+    );
+    Open(t)
+}
+
+fn last_error() -> String {
+    // SAFETY: jets_last_error returns a valid NUL-terminated string.
+    unsafe { CStr::from_ptr(jets_last_error()) }.to_string_lossy().into_owned()
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("read trace");
+    text.lines()
+        .map(|l| {
+            Line::parse(l).unwrap_or_else(|e| panic!("not a JETS line ({e}): {l}"));
+            serde_json::from_str(l).expect("json")
+        })
+        .collect()
+}
+
+#[test]
+fn bad_input_is_refused_with_its_code_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path).0;
+    // SAFETY (all calls): `t` is open until jets_close; strings are NUL-terminated or NULL.
+    unsafe {
+        let root = jets_record_begin(t, 0, 10, c(c"root"), c(c"Root"), null(), null());
+        assert_ne!(root, 0);
+        assert_eq!(jets_flush(t), JETS_OK);
+        let before = std::fs::metadata(&path).expect("stat").len();
+
+        let bad_utf8 = c(c"\xff");
+        let cases: Vec<(i32, &str)> = vec![
+            (jets_event(t, root, 11, null(), null(), null()), "name is NULL"),
+            (jets_event(t, root, 11, bad_utf8, null(), null()), "not valid UTF-8"),
+            (jets_event(t, root, 11, c(c"e"), null(), c(c"{\"a\":")), "invalid JSON"),
+            (jets_event(t, root, 9, c(c"e"), null(), null()), "before the start"),
+            (jets_event(t, 77_777, 11, c(c"e"), null(), null()), "never begun"),
+            (jets_annotation(t, root, c(c"a"), bad_utf8, null()), "description"),
+            (jets_record_end(t, root, 9), "before the start"),
+            (jets_set_clock(t, JETS_CLK_NOW), "JETS_CLK_NOW"),
+        ];
+        let codes = [
+            JETS_ERR_INVALID_ARGUMENT,
+            JETS_ERR_INVALID_UTF8,
+            JETS_ERR_INVALID_JSON,
+            JETS_ERR_CLK_BEFORE_START,
+            JETS_ERR_UNKNOWN_RECORD,
+            JETS_ERR_INVALID_UTF8,
+            JETS_ERR_CLK_BEFORE_START,
+            JETS_ERR_INVALID_ARGUMENT,
+        ];
+        for ((rc, _), want) in cases.iter().zip(codes) {
+            assert_eq!(*rc, want);
+        }
+        assert_eq!(jets_record_begin(t, root, 11, c(c"r"), c(c"R"), null(), c(c"[1]")), 0);
+        assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_JSON);
+        assert!(last_error().starts_with("jets_record_begin: "), "{}", last_error());
+        assert_eq!(jets_flush(t), JETS_OK);
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), before, "a refused call wrote");
+
+        // The record refused an early end and is still open: it ends once.
+        assert_eq!(jets_record_end(t, root, 12), JETS_OK);
+        assert_eq!(jets_record_end(t, root, 12), JETS_ERR_RECORD_ENDED);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    assert_eq!(all.len(), 4, "header, record, record_end, footer");
+    assert_eq!(all[3]["total_records"], 1);
+}
+
+#[test]
+fn ended_and_never_begun_ids_are_told_apart_across_threads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = open(&dir.path().join("t.jets"));
+    // SAFETY (all calls): `t` is open until jets_close.
+    let root = unsafe { jets_record_begin(t.0, 0, 0, c(c"root"), c(c"Root"), null(), null()) };
+    // Threads take ids from separate blocks, so ids are not dense: gaps are "never begun".
+    let ids: Vec<jets_id> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let t = &t;
+                s.spawn(move || unsafe {
+                    let id = jets_record_begin(t.0, root, 1, c(c"r"), c(c"R"), null(), null());
+                    assert_ne!(id, 0, "{}", last_error());
+                    assert_eq!(jets_record_end(t.0, id, 2), JETS_OK);
+                    id
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    unsafe {
+        for &id in &ids {
+            assert_eq!(jets_event(t.0, id, 3, c(c"e"), null(), null()), JETS_ERR_RECORD_ENDED);
+            assert!(last_error().contains("already ended"));
+            for probe in [id + 1, id + 100, id + 1_000_000] {
+                if !ids.contains(&probe) && probe != root {
+                    let rc = jets_event(t.0, probe, 3, c(c"e"), null(), null());
+                    assert_eq!(rc, JETS_ERR_UNKNOWN_RECORD, "id {probe}");
+                }
+            }
+        }
+        assert_eq!(jets_event(t.0, 0, 3, c(c"e"), null(), null()), JETS_ERR_INVALID_ARGUMENT);
+        assert_eq!(jets_close(t.0), JETS_OK);
+    }
+}
+
+#[test]
+fn the_last_error_belongs_to_the_calling_thread() {
+    // SAFETY: NULL trace is a documented error.
+    assert_eq!(unsafe { jets_flush(std::ptr::null_mut()) }, JETS_ERR_INVALID_ARGUMENT);
+    assert_eq!(last_error(), "jets_flush: trace is NULL");
+    std::thread::spawn(|| {
+        assert_eq!(jets_last_error_code(), JETS_OK);
+        assert_eq!(last_error(), "");
+        // SAFETY: NULL text is a documented error.
+        assert_eq!(unsafe { jets_intern(null()) }, 0);
+        assert_eq!(last_error(), "jets_intern: text is NULL");
+    })
+    .join()
+    .expect("thread");
+    assert_eq!(last_error(), "jets_flush: trace is NULL");
+    // SAFETY: a static string.
+    let name = unsafe { CStr::from_ptr(jets_status_name(JETS_ERR_UNKNOWN_STRING)) };
+    assert_eq!(name.to_str(), Ok("JETS_ERR_UNKNOWN_STRING"));
+}
+
+#[test]
+fn interned_names_and_typed_fields_are_written_typed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path).0;
+    // SAFETY (all calls): `t` is open until jets_close; `a` and `fields` outlive the calls.
+    unsafe {
+        let h = |s: &CStr| jets_intern(s.as_ptr());
+        assert_eq!(h(c"same"), h(c"same"));
+        let fields = [
+            jets_field { key: h(c"u"), kind: JETS_FIELD_U64, value: jets_value { u64: u64::MAX } },
+            jets_field { key: h(c"i"), kind: JETS_FIELD_I64, value: jets_value { i64: i64::MIN } },
+            jets_field { key: h(c"f"), kind: JETS_FIELD_F64, value: jets_value { f64: 2.5 } },
+            jets_field {
+                key: h(c"nan"),
+                kind: JETS_FIELD_F64,
+                value: jets_value { f64: f64::NAN },
+            },
+            jets_field { key: h(c"b"), kind: JETS_FIELD_BOOL, value: jets_value { u64: 1 } },
+            jets_field {
+                key: h(c"s"),
+                kind: JETS_FIELD_STR,
+                value: jets_value { str: h(c"x\"y") },
+            },
+        ];
+        let mut a = jets_attrs {
+            size: std::mem::size_of::<jets_attrs>() as u32,
+            name: h(c"core0"),
+            record_type: h(c"Core"),
+            description: h(c"a core"),
+            fields: fields.as_ptr(),
+            field_count: fields.len(),
+            data_json: c(c"{\"extra\":[1,2]}"),
+        };
+        let core = jets_record_begin_ex(t, 0, 5, &a);
+        assert_ne!(core, 0, "{}", last_error());
+        a.data_json = null();
+        a.field_count = 2;
+        assert_eq!(jets_event_ex(t, core, JETS_CLK_NOW, &a), JETS_OK); // clock 0 -> the start, 5
+                                                                       // A larger struct from a newer header is fine; a smaller one is refused.
+        #[repr(C)]
+        struct Newer {
+            a: jets_attrs,
+            future: u64,
+        }
+        let mut newer = Newer { a, future: 7 };
+        newer.a.size = std::mem::size_of::<Newer>() as u32;
+        assert_eq!(jets_annotation_ex(t, core, &newer.a), JETS_OK);
+        a.size -= 8;
+        assert_eq!(jets_annotation_ex(t, core, &a), JETS_ERR_INVALID_ARGUMENT);
+        assert_eq!(jets_close_at(t, 50), JETS_OK);
+    }
+    let all = lines(&path);
+    let rec = &all[1];
+    assert_eq!(rec["name"], "core0");
+    assert_eq!(rec["description"], "a core");
+    let d = &rec["data"];
+    assert_eq!(d["u"], u64::MAX);
+    assert_eq!(d["i"], i64::MIN);
+    assert_eq!(d["f"], 2.5);
+    assert!(d["nan"].is_null());
+    assert_eq!(d["b"], true);
+    assert_eq!(d["s"], "x\"y");
+    assert_eq!(d["extra"], serde_json::json!([1, 2]));
+    assert_eq!(all[2]["clk"], 5);
+    assert_eq!(all[2]["data"], serde_json::json!({"u": u64::MAX, "i": i64::MIN}));
+    assert_eq!(all[3]["type"], "annotation");
+    assert_eq!(all[4]["capture_end_clk"], 50);
+}
+
+#[test]
+fn many_threads_on_one_record_while_it_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path);
+    // SAFETY (all calls): `t` is open until jets_close, after the threads are joined.
+    let shared = unsafe { jets_record_begin(t.0, 0, 0, c(c"shared"), c(c"Unit"), null(), null()) };
+    let accepted: u64 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let t = &t;
+                s.spawn(move || {
+                    let mut ok = 0u64;
+                    for i in 0..2_000u64 {
+                        match unsafe { jets_event(t.0, shared, i, c(c"e"), null(), null()) } {
+                            JETS_OK => ok += 1,
+                            JETS_ERR_RECORD_ENDED => break,
+                            rc => panic!("unexpected {rc}: {}", last_error()),
+                        }
+                    }
+                    ok
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(unsafe { jets_record_end(t.0, shared, 10_000) }, JETS_OK);
+        workers.into_iter().map(|w| w.join().expect("worker")).sum()
+    });
+    assert_eq!(unsafe { jets_close(t.0) }, JETS_OK);
+    let all = lines(&path);
+    let events = all.iter().filter(|l| l["type"] == "event").count() as u64;
+    assert_eq!(events, accepted, "every accepted event is in the file, and only those");
+    assert_eq!(all.last().expect("footer")["total_events"], accepted);
+}

@@ -1,0 +1,130 @@
+// C++17 test of jets.hpp: scoped records end themselves, failures throw jets::error with the
+// right code, move semantics keep exactly one owner, threads share a record by reference.
+// Usage: wrapper_test TRACE   (prints an "expect ..." line for check_trace.py)
+#include <jets.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+template <typename F>
+static int error_code_of(F &&f) {
+    try {
+        f();
+    } catch (const jets::error &e) {
+        return e.code();
+    }
+    return JETS_OK;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s TRACE\n", argv[0]);
+        return 2;
+    }
+    unsigned long records = 0, ends = 0, events = 0, annotations = 0;
+    CHECK(error_code_of([] { jets::trace bad(nullptr); }) == JETS_ERR_INVALID_ARGUMENT);
+    CHECK(error_code_of([] { jets::trace bad("/nonexistent-dir/x.jets"); }) == JETS_ERR_IO);
+    CHECK(error_code_of([] { jets::str bad(nullptr); }) == JETS_ERR_INVALID_ARGUMENT);
+    try {
+        jets::trace t(argv[1], R"({"hardware_model":"cpp-test"})");
+        jets::record top = t.root("top", "Top", 0, R"({"unit_id":0})");
+        records++;
+        {
+            jets::record scoped = top.child("scoped", "Block", 1);
+            records++;
+            scoped.event("Inside", 2, R"({"k":"v"})", "an event");
+            events++;
+            scoped.annotation("Note", R"({"n":1})");
+            annotations++;
+            t.set_clock(5);
+        }  // ends itself at clk 5
+        ends++;
+        {
+            jets::record moved_from = top.child("moved", "Block", 6);
+            records++;
+            jets::record owner = std::move(moved_from);
+            CHECK(moved_from.id() == 0);
+            CHECK(owner.id() != 0);
+            t.set_clock(8);
+        }  // the owner ends it once; the moved-from record does nothing
+        ends++;
+
+        // Typed fields by interned names.
+        const jets::str insn("Instruction"), add("add"), pc("pc"), lat("latency"), hit("hit");
+        const jets::str unit("unit"), alu("ALU"), ratio("ratio"), retire("Retire");
+        {
+            jets::record r = top.child(add, insn, 10,
+                                       {jets::field(pc, 0x1000u), jets::field(lat, -2),
+                                        jets::field(hit, true), jets::field(unit, alu),
+                                        jets::field(ratio, 0.5)});
+            records++;
+            r.event(retire, 12, {jets::field(pc, std::uint64_t{0x1004})});
+            events++;
+            r.annotation(retire, {jets::field(lat, 3)});
+            annotations++;
+            // Failures throw with the right code, and the record stays usable.
+            CHECK(error_code_of([&] { r.end(9); }) == JETS_ERR_CLK_BEFORE_START);
+            CHECK(error_code_of([&] { r.event("e", 9); }) == JETS_ERR_CLK_BEFORE_START);
+            CHECK(error_code_of([&] { r.event("e", 11, "{bad"); }) == JETS_ERR_INVALID_JSON);
+            CHECK(error_code_of([&] { r.child("c", "T", 11, "[1]"); }) == JETS_ERR_INVALID_JSON);
+            CHECK(error_code_of([&] { r.annotation("\xff"); }) == JETS_ERR_INVALID_UTF8);
+            r.end(13);
+            ends++;
+            CHECK(r.id() == 0);
+        }
+
+        // Threads share `top` by reference; each scoped child ends itself.
+        std::vector<std::thread> threads;
+        std::vector<int> ok(4, 0);
+        for (int i = 0; i < 4; i++) {
+            threads.emplace_back([&top, &ok, i] {
+                try {
+                    for (int j = 0; j < 100; j++) {
+                        std::string name = "w" + std::to_string(i) + "." + std::to_string(j);
+                        jets::record c = top.child(name.c_str(), "Work", 20 + j);
+                        c.event("Step", 21 + j);
+                        c.end(22 + j);
+                    }
+                    ok[i] = 1;
+                } catch (const jets::error &e) {
+                    std::fprintf(stderr, "thread %d: %s\n", i, e.what());
+                }
+            });
+        }
+        for (auto &th : threads) th.join();
+        for (int v : ok) CHECK(v == 1);
+        records += 400;
+        events += 400;
+        ends += 400;
+
+        jets::record kept = top.child("kept-open", "Block", 30);
+        records++;
+        CHECK(kept.release() != 0);  // stays open: the footer counts it
+        top.end(200);
+        ends++;
+        CHECK(error_code_of([&] { top.end(201); }) == JETS_ERR_INVALID_ARGUMENT);  // id is 0 now
+        t.close_at(300);
+        CHECK(t.get() == nullptr);
+        CHECK(error_code_of([&] { t.close(); }) == JETS_ERR_INVALID_ARGUMENT);
+    } catch (const jets::error &e) {
+        std::fprintf(stderr, "unexpected jets::error %d: %s\n", e.code(), e.what());
+        return 1;
+    }
+    std::printf("expect records=%lu record_ends=%lu events=%lu annotations=%lu open=1 end_clk=300\n",
+                records, ends, events, annotations);
+    if (failures) std::fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The C and C++ bindings (libjets): installs the package under a temporary prefix, then builds
+# and runs the C99 and C++17 test programs (warnings as errors) against it, shared and static;
+# again under valgrind (no errors, no leaks) and ASan/UBSan; the JETS_DISABLE build (links
+# without libjets); and the example simulators in examples/c, built by CMake with
+# find_package(jets). Every trace produced is checked line by line (check_trace.py, and
+# `jets validate` when the CLI has it) against the counts its program reports.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root="$PWD"
+apt_install gcc g++ make cmake pkg-config valgrind clang libclang-rt-dev python3
+
+target="${CARGO_TARGET_DIR:-$root/target}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+tests="$root/bindings-c/tests/c"
+check="$tests/check_trace.py"
+
+scripts/install-c "$prefix"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+version="$(pkg-config --modversion jets)"
+echo "pkg-config: jets $version, cflags $(pkg-config --cflags jets)"
+
+# A trace checker from the CLI, if this tree's `jets` has `validate`.
+validate=()
+if cargo build -p jets-cli --locked --quiet 2>/dev/null \
+    && "$target/debug/jets" validate --help >/dev/null 2>&1; then
+    validate=("$target/debug/jets" validate --strict)
+else
+    echo "NOTE: this tree's jets CLI has no 'validate' command; traces are checked by check_trace.py only"
+fi
+
+# check_trace TRACE OUTPUT: the trace is valid and holds what the program said it wrote.
+check_trace() {
+    local expect
+    expect="$(sed -n 's/^expect //p' "$2")"
+    [ -n "$expect" ] || { echo "FAIL: $2 has no 'expect' line"; exit 1; }
+    python3 "$check" "$1" --expect "$expect"
+    if [ ${#validate[@]} -gt 0 ]; then
+        "${validate[@]}" "$1"
+    fi
+}
+
+cflags=(-std=c99 -Wall -Wextra -Werror -pedantic -g)
+cxxflags=(-std=c++17 -Wall -Wextra -Werror -pedantic -g)
+rpath="-Wl,-rpath,$prefix/lib"
+read -r -a inc <<<"$(pkg-config --cflags jets)"
+read -r -a libs <<<"$(pkg-config --libs jets)"
+# pkg-config --static lists the system libraries; -l:libjets.a picks the archive over the .so.
+read -r -a static_libs <<<"$(pkg-config --static --libs jets | sed 's/-ljets/-l:libjets.a/')"
+
+step() { printf -- '--- %s\n' "$*"; }
+
+# run NAME CMD...: runs a test program writing $work/NAME.jets; its stdout goes to $work/NAME.out.
+run() {
+    local name="$1"
+    shift
+    "$@" >"$work/$name.out"
+    check_trace "$work/$name.jets" "$work/$name.out"
+}
+
+step "C99 test program (shared libjets, gcc)"
+gcc "${cflags[@]}" "${inc[@]}" -o "$work/api_test" "$tests/api_test.c" "${libs[@]}" -lpthread "$rpath"
+run api "$work/api_test" "$work/api.jets" "$work"
+
+step "C99 test program (static libjets.a)"
+gcc "${cflags[@]}" "${inc[@]}" -o "$work/api_static" "$tests/api_test.c" "${static_libs[@]}" -lpthread
+if ldd "$work/api_static" | grep -q libjets; then
+    echo "FAIL: api_static links libjets dynamically"
+    exit 1
+fi
+run api_static "$work/api_static" "$work/api_static.jets" "$work"
+
+step "C++17 wrapper test program (jets.hpp)"
+g++ "${cxxflags[@]}" "${inc[@]}" -o "$work/wrapper_test" "$tests/wrapper_test.cpp" "${libs[@]}" -pthread "$rpath"
+run wrapper "$work/wrapper_test" "$work/wrapper.jets"
+
+step "JETS_DISABLE: C99 and C++17, linked without libjets"
+gcc "${cflags[@]}" "${inc[@]}" -o "$work/disabled_c" "$tests/disabled_test.c"
+g++ "${cxxflags[@]}" -x c++ "${inc[@]}" -o "$work/disabled_cpp" "$tests/disabled_test.c"
+for bin in disabled_c disabled_cpp; do
+    if nm -u "$work/$bin" | grep -q ' jets_'; then
+        echo "FAIL: $bin references libjets symbols although JETS_DISABLE is defined"
+        exit 1
+    fi
+    (cd "$work" && "./$bin")
+done
+if ls "$work"/never-created.jets >/dev/null 2>&1; then
+    echo "FAIL: a disabled program created a trace"
+    exit 1
+fi
+
+step "valgrind (memcheck, leaks)"
+vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible)
+run api_vg "${vg[@]}" "$work/api_test" "$work/api_vg.jets" "$work"
+run wrapper_vg "${vg[@]}" "$work/wrapper_test" "$work/wrapper_vg.jets"
+
+step "AddressSanitizer + UndefinedBehaviorSanitizer"
+san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+sanitized=0
+for cc in clang gcc; do
+    cxx="${cc/clang/clang++}"
+    cxx="${cxx/gcc/g++}"
+    if "$cc" "${cflags[@]}" "${san[@]}" "${inc[@]}" -o "$work/api_san" "$tests/api_test.c" \
+        "${libs[@]}" -lpthread "$rpath" 2>"$work/san.log"; then
+        "$cxx" "${cxxflags[@]}" "${san[@]}" "${inc[@]}" -o "$work/wrapper_san" \
+            "$tests/wrapper_test.cpp" "${libs[@]}" -pthread "$rpath"
+        echo "sanitizers built with $cc"
+        sanitized=1
+        break
+    fi
+    echo "NOTE: $cc cannot build with sanitizers here: $(head -n1 "$work/san.log")"
+done
+[ "$sanitized" = 1 ] || { echo "FAIL: no compiler could build the sanitizer tests"; exit 1; }
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+run api_san "$work/api_san" "$work/api_san.jets" "$work"
+run wrapper_san "$work/wrapper_san" "$work/wrapper_san.jets"
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+step "examples/c with CMake against the installed package"
+cmake -S examples/c -B "$work/examples" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/examples" -j 2 >/dev/null
+"$work/examples/systolic" "$work/systolic.jets" 8 16 | tee "$work/systolic.out"
+# 8x8 PEs times K=16 multiply-accumulates; the checksum is of the exact product.
+grep -qx 'result ok n=8 k=16 cycles=30 checksum=336 macs=1024' "$work/systolic.out"
+echo "expect records=65 record_ends=65 events=1024 annotations=65 open=0 end_clk=30" >>"$work/systolic.out"
+check_trace "$work/systolic.jets" "$work/systolic.out"
+"$work/examples/dma" "$work/dma.jets" 24 | tee "$work/dma.out"
+grep -q '^copied 4572 bytes in 84 bursts of 24 descriptors in [0-9]* cycles ok$' "$work/dma.out"
+echo "expect records=109 record_ends=109 events=252 annotations=1 open=0" >>"$work/dma.out"
+check_trace "$work/dma.jets" "$work/dma.out"
+
+echo "C and C++ bindings: all checks passed"
