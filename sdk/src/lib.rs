@@ -29,12 +29,18 @@
 //! * [`sync`]: host-time sync points (`HostSync` events) and the cycle ↔ time map.
 //! * `host` (feature `host`, Linux): the host sampler thread, `/proc` and perf collectors, the
 //!   clock beacon and denet's data model.
+//! * [`layer`] (feature `tracing`): [`JetsLayer`], which turns `tracing` spans into records.
+//! * [`record`] (feature `macros`), [`event!`] and [`annotate!`]: one-line instrumentation.
 
 pub mod clock;
 mod error;
 pub mod format;
 #[cfg(all(feature = "host", target_os = "linux"))]
 pub mod host;
+#[cfg(feature = "tracing")]
+pub mod layer;
+#[macro_use]
+mod macros;
 pub mod read;
 pub mod validate;
 pub mod sync;
@@ -43,3 +49,10 @@ pub mod write;
 pub use clock::SimClock;
 pub use error::Error;
 pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder};
+
+#[cfg(feature = "macros")]
+pub use jets_macros::record;
+#[cfg(feature = "tracing")]
+pub use layer::JetsLayer;
+#[doc(hidden)]
+pub use macros::__private;

@@ -9,7 +9,7 @@
 //! after its record line was pushed, dependencies always point backwards in time, so the writer
 //! can always make progress (see `writer::Writer::pop_ready`).
 
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -112,7 +112,39 @@ impl LocalRing {
 }
 
 thread_local! {
-    static RINGS: RefCell<Vec<LocalRing>> = const { RefCell::new(Vec::new()) };
+    /// This thread's rings, one per trace it has emitted to.
+    ///
+    /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
+    /// nothing it runs can re-enter it (pushing runs no user code: dropping a line frees only
+    /// strings), so a mutable reference obtained here is always unique. That lets the line be
+    /// moved once, straight into the ring, instead of through a closure.
+    static RINGS: UnsafeCell<Vec<LocalRing>> = const { UnsafeCell::new(Vec::new()) };
+}
+
+/// This thread's ring for `shared`, created on first use; `None` while the thread's
+/// thread-local storage is being torn down.
+#[inline(always)]
+fn local_ring(shared: &Arc<Shared>) -> Option<*mut LocalRing> {
+    RINGS
+        .try_with(|cell| {
+            // SAFETY: see RINGS: no other reference to the Vec exists while this one lives.
+            let rings = unsafe { &mut *cell.get() };
+            let i = match rings.iter().position(|r| r.trace_id == shared.id) {
+                Some(i) => i,
+                None => new_local_ring(rings, shared),
+            };
+            &mut rings[i] as *mut LocalRing
+        })
+        .ok()
+}
+
+/// Cold: the first line from this thread to this trace. Also forgets rings of traces that are
+/// closed or gone, so a long-lived thread does not keep their memory.
+#[cold]
+fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> usize {
+    rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
+    rings.push(LocalRing::new(shared));
+    rings.len() - 1
 }
 
 /// Pushes `line` on this thread's ring; a record gets its id here. Returns where the line went
@@ -122,30 +154,11 @@ pub(crate) fn push(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)
     if shared.closed.load(Ordering::Relaxed) {
         return Err(Error::Closed);
     }
-    // Checked first so that the line can be moved straight into the closure below: the closure
-    // runs unless thread-local storage is already torn down, and nothing between the two calls
-    // can tear it down.
-    if RINGS.try_with(|_| ()).is_err() {
-        return push_fallback(shared, line);
-    }
-    let fast = RINGS.try_with(move |rings| {
-        let Ok(mut rings) = rings.try_borrow_mut() else { return Err(line) };
-        let i = match rings.iter().position(|r| r.trace_id == shared.id) {
-            Some(i) => i,
-            None => {
-                // Cold: first line from this thread. Forget rings of traces that are gone.
-                rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
-                rings.push(LocalRing::new(shared));
-                rings.len() - 1
-            }
-        };
-        Ok(rings[i].push(shared, line))
-    });
-    match fast {
-        Ok(Ok(result)) => result,
-        Ok(Err(line)) => push_fallback(shared, line),
-        // Unreachable (checked above); the line is gone with the closure, so say so.
-        Err(_) => Err(Error::Closed),
+    match local_ring(shared) {
+        // SAFETY: the pointer comes from this thread's RINGS, which nothing else touches until
+        // this push returns (see RINGS); the Vec is not resized in between.
+        Some(ring) => unsafe { &mut *ring }.push(shared, line),
+        None => push_fallback(shared, line),
     }
 }
 

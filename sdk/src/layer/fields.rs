@@ -1,0 +1,172 @@
+//! Turning `tracing` field values into typed JETS `data`, and picking out the reserved names.
+
+use std::fmt::{self, Write as _};
+
+use tracing::field::{Field, Visit};
+
+use crate::format::hints::{EVENT_HINT_KEYS, RECORD_HINT_KEYS};
+use crate::format::{Color, Data, Str, Value};
+
+/// Field names with a meaning of their own (not copied into `data`).
+pub(super) const RECORD_TYPE: &str = "record_type";
+pub(super) const DESCRIPTION: &str = "description";
+pub(super) const CLK: &str = "clk";
+pub(super) const END_CLK: &str = "end_clk";
+const MESSAGE: &str = "message";
+/// Prefix of the visualization hints: `jets.color` is written as the `color` hint.
+const HINT_PREFIX: &str = "jets.";
+
+/// Whether the fields belong to a record (span) or an event: they have different hint sets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Record,
+    Event,
+}
+
+/// The fields of one span, event or `span.record(..)` call, sorted into `data` and the reserved
+/// names. Field names from `tracing` are `&'static str`, so up to [`Data::INLINE`] typed fields
+/// are kept without allocating.
+pub(super) struct Fields {
+    kind: Kind,
+    pub data: Data,
+    pub record_type: Option<Str>,
+    pub description: Option<Str>,
+    pub clk: Option<u64>,
+    pub end_clk: Option<u64>,
+    pub message: Option<String>,
+    pub has_severity: bool,
+    /// The first field copied into `data`: names an annotation made of late fields.
+    pub first: Option<&'static str>,
+}
+
+impl Fields {
+    pub fn new(kind: Kind) -> Self {
+        Fields {
+            kind,
+            data: Data::new(),
+            record_type: None,
+            description: None,
+            clk: None,
+            end_clk: None,
+            message: None,
+            has_severity: false,
+            first: None,
+        }
+    }
+
+    /// Files one value under its field name.
+    fn put(&mut self, field: &Field, value: Value) {
+        let name = field.name();
+        match name {
+            RECORD_TYPE if self.kind == Kind::Record => self.record_type = Some(into_str(value)),
+            DESCRIPTION => self.description = Some(into_str(value)),
+            CLK => match as_cycle(&value) {
+                Some(c) => self.clk = Some(c),
+                None => self.push(name, value),
+            },
+            END_CLK if self.kind == Kind::Record => match as_cycle(&value) {
+                Some(c) => self.end_clk = Some(c),
+                None => self.push(name, value),
+            },
+            _ => match name.strip_prefix(HINT_PREFIX).filter(|h| self.is_hint(h)) {
+                Some(hint) => {
+                    self.has_severity |= hint == "severity";
+                    let value = if hint == "color" { normalize_color(value) } else { value };
+                    self.push(hint, value);
+                }
+                None => self.push(name, value),
+            },
+        }
+    }
+
+    fn is_hint(&self, key: &str) -> bool {
+        match self.kind {
+            Kind::Record => RECORD_HINT_KEYS.contains(&key),
+            Kind::Event => EVENT_HINT_KEYS.contains(&key),
+        }
+    }
+
+    fn push(&mut self, key: &'static str, value: Value) {
+        self.first.get_or_insert(key);
+        self.data.push(key, value);
+    }
+}
+
+/// A text field used as a name or description.
+fn into_str(value: Value) -> Str {
+    match value {
+        Value::Str(s) => s,
+        other => {
+            let mut out = Vec::new();
+            other.write_json(&mut out);
+            String::from_utf8_lossy(&out).into_owned().into()
+        }
+    }
+}
+
+/// A cycle number: a non-negative integer.
+fn as_cycle(value: &Value) -> Option<u64> {
+    match *value {
+        Value::U64(c) => Some(c),
+        Value::I64(c) => u64::try_from(c).ok(),
+        _ => None,
+    }
+}
+
+/// `"#FF5722"` and `0xff5722` both become the spec's `"#ff5722"`; anything else is kept as given
+/// (the validator reports a malformed hint).
+fn normalize_color(value: Value) -> Value {
+    match &value {
+        Value::Str(s) => s.parse::<Color>().map(Value::Color).unwrap_or(value),
+        Value::U64(v) if *v <= 0xff_ffff => Value::Color(Color::rgb(*v as u32)),
+        _ => value,
+    }
+}
+
+impl Visit for Fields {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.put(field, Value::U64(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.put(field, Value::I64(value));
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        match u64::try_from(value) {
+            Ok(v) => self.put(field, Value::U64(v)),
+            // JSON readers lose precision beyond 64 bits: keep the exact digits as text.
+            Err(_) => self.put(field, Value::Str(value.to_string().into())),
+        }
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        match i64::try_from(value) {
+            Ok(v) => self.put(field, Value::I64(v)),
+            Err(_) => self.put(field, Value::Str(value.to_string().into())),
+        }
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.put(field, Value::F64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.put(field, Value::Bool(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == MESSAGE {
+            self.message = Some(value.to_owned());
+        } else {
+            self.put(field, Value::Str(value.to_owned().into()));
+        }
+    }
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.put(field, Value::Str(value.to_string().into()));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let mut text = String::new();
+        // Writing to a String cannot fail; a Debug impl that errors leaves what it wrote.
+        let _ = write!(text, "{value:?}");
+        if field.name() == MESSAGE {
+            self.message = Some(text);
+        } else {
+            self.put(field, Value::Str(text.into()));
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! A [`tracing_subscriber::Layer`] that writes spans and events as a JETS trace.
+//!
+//! | `tracing` | JETS |
+//! |---|---|
+//! | span created | `record`: name = span name; `record_type` from a `record_type` field, else the target; `description` from a `description` field, else the callsite `file:line`; parent = the span's parent (explicit or contextual) |
+//! | span closed | `record_end` |
+//! | event | `event` on the record of its span (explicit parent honoured, contextual otherwise); name = the message, else the callsite name |
+//! | event outside any span | `event` on one root record per thread (`record_type` `"Thread"`) |
+//! | `span.record(..)` later | `annotation` on the span's record, named after its first field |
+//!
+//! Field values keep their types in `data` (integers, floats, bools, strings; `?x` and `%x` are
+//! text). Reserved field names:
+//! * `clk`: the cycle of a span's start or of an event (instead of the trace's [`SimClock`]);
+//! * `end_clk`: the cycle of a span's end, at creation or recorded later;
+//! * `record_type`, `description`: the line's fields of those names;
+//! * `jets.color`, `jets.unit_id`, `jets.thread_id`, `jets.subunit_id`, `jets.display_label`,
+//!   `jets.status`, `jets.criticality` on spans and `jets.color`, `jets.icon`, `jets.severity`,
+//!   `jets.marker_style` on events: the visualization hints, written under their spec names.
+//!
+//! `WARN` and `ERROR` events without a `jets.severity` get the `warning` / `error` severity hint.
+//!
+//! Cycles come from the trace's [`SimClock`] (see [`crate::TraceBuilder::clock`]), which the
+//! simulator advances. A span is one record for its whole life, however often it is entered: an
+//! instrumented future is one record from creation to drop, across polls and threads.
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt;
+//! # fn main() -> Result<(), jets::Error> {
+//! let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new())?;
+//! let layer = jets::layer::JetsLayer::new(trace.clone());
+//! let errors = layer.errors();
+//! let subscriber = tracing_subscriber::registry().with(layer);
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let span = tracing::info_span!("add", record_type = "Instruction", pc = 0x1000u64, jets.unit_id = 0);
+//!     let _enter = span.enter();
+//!     trace.clock().advance(3);
+//!     tracing::info!(stage = 1, "Decode");
+//! });
+//! assert_eq!(errors.count(), 0);
+//! assert_eq!(trace.close()?.records, 1);
+//! # Ok(()) }
+//! ```
+
+mod fields;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::{self, ThreadId};
+
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
+
+use crate::error::Error;
+use crate::format::{Data, Severity, Str};
+use crate::write::{RecordBuilder, RecordHandle, Trace};
+use fields::{Fields, Kind};
+
+/// The `tracing` Layer: see the [module documentation](self).
+pub struct JetsLayer {
+    trace: Trace,
+    callsites: RwLock<HashMap<usize, Arc<str>, BuildHasherDefault<PtrHasher>>>,
+    roots: Mutex<HashMap<ThreadId, Arc<RecordHandle>>>,
+    errors: LayerErrors,
+}
+
+/// What the layer keeps in a span's extensions.
+struct SpanRecord {
+    handle: RecordHandle,
+    end_clk: Option<u64>,
+}
+
+impl JetsLayer {
+    /// A layer writing to `trace`, reading cycles from the trace's clock.
+    pub fn new(trace: Trace) -> Self {
+        JetsLayer {
+            trace,
+            callsites: RwLock::default(),
+            roots: Mutex::default(),
+            errors: LayerErrors::default(),
+        }
+    }
+
+    /// The errors this layer met: a layer cannot return them to the instrumented code, so it
+    /// counts them, prints the first on stderr and keeps it here. Take this before giving the
+    /// layer to a subscriber.
+    pub fn errors(&self) -> LayerErrors {
+        self.errors.clone()
+    }
+
+    /// The callsite's `file:line`, built once per callsite and shared by every record it makes.
+    fn callsite_description(&self, meta: &'static Metadata<'static>) -> Str {
+        let key = meta as *const Metadata<'static> as usize;
+        if let Some(d) = self.callsites.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Str::Shared(Arc::clone(d));
+        }
+        let text: Arc<str> = match (meta.file(), meta.line()) {
+            (Some(file), Some(line)) => format!("{file}:{line}").into(),
+            (Some(file), None) => file.into(),
+            _ => meta.module_path().unwrap_or("").into(),
+        };
+        let mut map = self.callsites.write().unwrap_or_else(|p| p.into_inner());
+        Str::Shared(Arc::clone(map.entry(key).or_insert(text)))
+    }
+
+    /// The root record of the current thread, which holds events outside any span.
+    fn thread_root(&self, clk: u64) -> Option<Arc<RecordHandle>> {
+        let current = thread::current();
+        let mut roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(root) = roots.get(&current.id()) {
+            return Some(Arc::clone(root));
+        }
+        let name: Str = match current.name() {
+            Some(n) => n.to_owned().into(),
+            None => format!("{:?}", current.id()).into(),
+        };
+        let root = self
+            .trace
+            .root(name, "Thread")
+            .description("events outside any span on this thread")
+            .begin_at(clk);
+        let root = Arc::new(self.errors.check(root)?);
+        roots.insert(current.id(), Arc::clone(&root));
+        Some(root)
+    }
+
+    /// The nearest span in `scope` (itself first) that has a record, and that record.
+    fn with_record<S, R>(
+        scope: Option<SpanRef<'_, S>>,
+        f: impl FnOnce(&RecordHandle) -> R,
+    ) -> Option<R>
+    where
+        S: for<'l> LookupSpan<'l>,
+    {
+        let mut span = scope;
+        while let Some(s) = span {
+            if let Some(rec) = s.extensions().get::<SpanRecord>() {
+                return Some(f(&rec.handle));
+            }
+            span = s.parent();
+        }
+        None
+    }
+}
+
+impl Drop for JetsLayer {
+    /// The per-thread roots end when the layer goes (with its subscriber).
+    fn drop(&mut self) {
+        let roots = std::mem::take(&mut *self.roots.lock().unwrap_or_else(|p| p.into_inner()));
+        for (_, root) in roots {
+            if let Ok(root) = Arc::try_unwrap(root) {
+                self.errors.check(root.end());
+            }
+        }
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for JetsLayer
+where
+    S: Subscriber + for<'l> LookupSpan<'l>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let mut fields = Fields::new(Kind::Record);
+        attrs.record(&mut fields);
+        let name = Str::Static(meta.name());
+        let record_type = fields.record_type.take().unwrap_or(Str::Static(meta.target()));
+        let description = match fields.description.take() {
+            Some(d) => d,
+            None => self.callsite_description(meta),
+        };
+        let (clk, end_clk) = (fields.clk, fields.end_clk);
+        // Moved into whichever builder is used: the parent's child, or a root.
+        let mut parts = Some((description, fields.data));
+        let mut begin = |b: RecordBuilder<'_>| {
+            let (description, data) = parts.take().unwrap_or((Str::EMPTY, Data::new()));
+            let b = b.description(description).data(data);
+            match clk {
+                Some(c) => b.begin_at(c),
+                None => b.begin(),
+            }
+        };
+        let result = match Self::with_record(span.parent(), |p| {
+            begin(p.child(name.clone(), record_type.clone()))
+        }) {
+            Some(r) => r,
+            None => begin(self.trace.root(name, record_type)),
+        };
+        if let Some(handle) = self.errors.check(result) {
+            span.extensions_mut().insert(SpanRecord { handle, end_clk });
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut fields = Fields::new(Kind::Record);
+        values.record(&mut fields);
+        let mut ext = span.extensions_mut();
+        let Some(rec) = ext.get_mut::<SpanRecord>() else { return };
+        if fields.end_clk.is_some() {
+            rec.end_clk = fields.end_clk;
+        }
+        if let Some(name) = fields.first {
+            let mut a = rec.handle.annotation(name).data(fields.data);
+            if let Some(d) = fields.description {
+                a = a.description(d);
+            }
+            self.errors.check(a.emit());
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let mut fields = Fields::new(Kind::Event);
+        event.record(&mut fields);
+        let name: Str = match fields.message.take() {
+            Some(m) => m.into(),
+            None => Str::Static(meta.name()),
+        };
+        let severity = match *meta.level() {
+            Level::ERROR => Some(Severity::Error),
+            Level::WARN => Some(Severity::Warning),
+            _ => None,
+        };
+        let emit = |record: &RecordHandle| {
+            let mut e = record.event(name).data(fields.data);
+            if let Some(d) = fields.description {
+                e = e.description(d);
+            }
+            if let (Some(s), false) = (severity, fields.has_severity) {
+                e = e.severity(s);
+            }
+            self.errors.check(match fields.clk {
+                Some(c) => e.emit_at(c),
+                None => e.emit(),
+            });
+        };
+        match ctx.event_span(event) {
+            Some(span) => {
+                Self::with_record(Some(span), emit);
+            }
+            None => {
+                let clk = fields.clk.unwrap_or_else(|| self.trace.clock().now());
+                if let Some(root) = self.thread_root(clk) {
+                    emit(&root);
+                }
+            }
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(rec) = span.extensions_mut().remove::<SpanRecord>() else { return };
+        self.errors.check(match rec.end_clk {
+            Some(c) => rec.handle.end_at(c),
+            None => rec.handle.end(),
+        });
+    }
+}
+
+/// Errors met by a [`JetsLayer`]: a count and the first one. Cheap to clone; every clone sees the
+/// same counts.
+///
+/// [`Error::Closed`] (spans that end after the trace was closed) is not counted: closing the trace
+/// while spans are open is how a program ends, and the footer counts the open records.
+#[derive(Clone, Debug, Default)]
+pub struct LayerErrors(Arc<ErrorsInner>);
+
+#[derive(Debug, Default)]
+struct ErrorsInner {
+    count: AtomicU64,
+    first: Mutex<Option<Error>>,
+}
+
+impl LayerErrors {
+    /// How many calls failed.
+    pub fn count(&self) -> u64 {
+        self.0.count.load(Ordering::Relaxed)
+    }
+
+    /// The first failure.
+    pub fn first(&self) -> Option<Error> {
+        self.0.first.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn check<T>(&self, result: Result<T, Error>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(Error::Closed) => None,
+            Err(e) => {
+                if self.0.count.fetch_add(1, Ordering::Relaxed) == 0 {
+                    // Nobody can receive this error where it happened: say it once.
+                    eprintln!("jets: tracing layer: {e} (further errors are only counted)");
+                    *self.0.first.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Hashes a callsite's address as it is: addresses are already unique.
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Spread the aligned low bits so the table's buckets are all used.
+        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}

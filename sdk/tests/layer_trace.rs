@@ -1,0 +1,228 @@
+//! The exact traces `JetsLayer` writes for instrumented code.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use jets::layer::{JetsLayer, LayerErrors};
+use jets::{Metadata, Trace};
+use tracing::instrument::{Instrument, WithSubscriber};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// A `Write` that keeps what it is given, shared with the test.
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` with a `JetsLayer` on a fresh trace; returns the whole file, checked against the
+/// ordering rules, and asserts the layer met no error.
+fn traced(f: impl FnOnce(&Trace)) -> String {
+    let out = Buffer::default();
+    let meta = Metadata::from(serde_json::Map::new()).tool("layer-test");
+    let trace = Trace::to_writer(out.clone(), meta).unwrap();
+    let layer = JetsLayer::new(trace.clone());
+    let errors: LayerErrors = layer.errors();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || f(&trace));
+    trace.close().unwrap();
+    assert_eq!(errors.count(), 0, "layer errors: {:?}", errors.first());
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    common::check(&text, false).unwrap_or_else(|e| panic!("invalid trace: {e}\n{text}"));
+    text
+}
+
+/// The trace in a form independent of thread scheduling, for tests with several threads: record
+/// ids are taken by threads in blocks and lines of different threads may interleave in any order
+/// the spec allows. Records are sorted by (clk, name, data) and renumbered 1, 2, ...; each is
+/// followed by its annotations, its events by clk, and its end.
+fn canonical(text: &str) -> String {
+    use serde_json::Value;
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let key = |v: &Value| (v["clk"].as_u64(), v["name"].to_string(), v["data"].to_string());
+    let mut records: Vec<&Value> = lines.iter().filter(|v| v["type"] == "record").collect();
+    records.sort_by_key(|v| key(v));
+    let new_id = |old: &Value| -> Value {
+        match records.iter().position(|r| r["id"] == *old) {
+            Some(i) => Value::from(i as u64 + 1),
+            None => old.clone(),
+        }
+    };
+    let mut out = vec![lines[0].to_string()];
+    for r in &records {
+        let mut rec = (*r).clone();
+        rec["id"] = new_id(&r["id"]);
+        rec["parent_id"] = new_id(&r["parent_id"]);
+        out.push(rec.to_string());
+        let mut mine: Vec<&Value> = lines.iter().filter(|v| v["record_id"] == r["id"]).collect();
+        let rank = |v: &Value| match v["type"].as_str() {
+            Some("annotation") => 0,
+            Some("event") => 1,
+            _ => 2,
+        };
+        mine.sort_by_key(|v| (rank(v), v["clk"].as_u64()));
+        for l in mine {
+            let mut l = l.clone();
+            l["record_id"] = new_id(&l["record_id"]);
+            out.push(l.to_string());
+        }
+    }
+    out.extend(lines.iter().filter(|v| v["type"] == "footer").map(Value::to_string));
+    assert_eq!(out.len(), lines.len(), "every line belongs to a record");
+    out.join("\n") + "\n"
+}
+
+#[test]
+fn nesting_events_late_fields_hints_and_typed_data() {
+    let text = traced(|trace| {
+        let clock = trace.clock();
+        let core = tracing::info_span!(
+            "core0",
+            record_type = "Core",
+            description = "in-order core",
+            jets.unit_id = 0,
+            jets.color = "#3366FF",
+            retired = tracing::field::Empty,
+        );
+        let _core = core.enter();
+        clock.set(4);
+        {
+            let insn = tracing::info_span!(
+                "add",
+                record_type = "Instruction",
+                pc = 0x1000u64,
+                neg = -3i64,
+                ratio = 0.5f64,
+                ok = true,
+                mnemonic = "add x1, x2, x3",
+                operands = ?(1, 2),
+                jets.display_label = "ADD",
+                jets.status = "complete",
+                jets.criticality = 0.75,
+            );
+            let _insn = insn.enter();
+            clock.set(5);
+            tracing::info!(stage = 1u64, "Decode");
+            tracing::warn!(clk = 6u64, jets.icon = "stall", jets.marker_style = "diamond", "Stall");
+            tracing::error!(jets.severity = "info", description = "severity given", "Odd");
+            clock.set(9);
+        }
+        clock.set(10);
+        // Recorded after creation: an annotation named after the field.
+        core.record("retired", 1u64);
+        tracing::info!("no message fields");
+        clock.set(12);
+    });
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn explicit_parent_clk_end_clk_and_callsite_description() {
+    let text = traced(|trace| {
+        let a = tracing::info_span!("a", record_type = "Unit", description = "a", clk = 2u64);
+        let b = tracing::info_span!("b", record_type = "Unit", description = "b", clk = 3u64);
+        let _b = b.enter();
+        // Inside b, but its parent is a.
+        let c = tracing::info_span!(parent: &a, "c", description = "c", clk = 4u64, end_clk = tracing::field::Empty);
+        c.record("end_clk", 8u64);
+        tracing::info!(parent: &a, clk = 5u64, "on a");
+        tracing::info!(clk = 6u64, "on b");
+        // Explicitly a root, although b is entered.
+        let r = tracing::info_span!(parent: None, "r", description = "r", clk = 7u64);
+        drop(r);
+        drop(c);
+        trace.clock().set(20);
+        // No record_type, no description: the target and the callsite.
+        let d = tracing::info_span!("d");
+        assert!(!d.is_disabled());
+    });
+    let line = text.lines().find(|l| l.contains(r#""name":"d""#)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["record_type"], "layer_trace");
+    let desc = v["description"].as_str().unwrap();
+    assert!(desc.starts_with("sdk/tests/layer_trace.rs:"), "{desc}");
+    let text = text.replace(desc, "<callsite>");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn threads_events_outside_spans_and_spans_moved_between_threads() {
+    let text = traced(|trace| {
+        trace.clock().set(1);
+        tracing::info!(n = 1u64, "first");
+        tracing::info!(n = 2u64, "second");
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        // Created here, used on the worker: its events and children still hang off it.
+        let moved = tracing::info_span!("moved", record_type = "Task", description = "moved");
+        std::thread::Builder::new()
+            .name("worker".into())
+            .spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    tracing::info!(n = 3u64, "third");
+                    let _in = moved.enter();
+                    tracing::info!(n = 4u64, "inside moved");
+                    let child =
+                        tracing::info_span!("child", record_type = "Task", description = "c");
+                    drop(child);
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        trace.clock().set(2);
+    });
+    insta::assert_snapshot!(canonical(&text));
+}
+
+#[jets::record(record_type = "Stage", description = "one pipeline stage", skip_all)]
+async fn stage(i: u64, clock: jets::SimClock) -> u64 {
+    tracing::info!(i, "start");
+    // Each await is a poll boundary, possibly resumed on another worker thread.
+    for _ in 0..3 {
+        tokio::task::yield_now().await;
+        clock.tick();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    tracing::info!(i, "done");
+    i * 10
+}
+
+#[test]
+fn async_spans_on_a_multi_threaded_runtime_are_one_record_each() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let text = traced(|trace| {
+        let clock = trace.clock().clone();
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        let outer = dispatch.clone();
+        rt.block_on(
+            async move {
+                let pipeline =
+                    tracing::info_span!("pipeline", record_type = "Pipeline", description = "p");
+                let mut total = 0;
+                for i in 0..3 {
+                    // Spawned: runs on a worker thread, under the pipeline span.
+                    let fut = stage(i, clock.clone())
+                        .instrument(pipeline.clone())
+                        .with_subscriber(dispatch.clone());
+                    total += tokio::spawn(fut).await.unwrap();
+                }
+                assert_eq!(total, 30);
+            }
+            .with_subscriber(outer),
+        );
+    });
+    insta::assert_snapshot!(canonical(&text));
+}

@@ -1,0 +1,137 @@
+//! The exact traces `#[jets::record]`, `jets::event!` and `jets::annotate!` write, natively and
+//! through `tracing`.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use jets::format::{Color, Severity, Status};
+use jets::{Metadata, RecordHandle, Trace};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn new_trace() -> (Trace, Buffer) {
+    let out = Buffer::default();
+    let meta = Metadata::from(serde_json::Map::new()).tool("macro-test");
+    (Trace::to_writer(out.clone(), meta).unwrap(), out)
+}
+
+/// Closes the trace and returns its text, checked against the ordering rules.
+fn finish(trace: Trace, out: Buffer) -> String {
+    trace.close().unwrap();
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    common::check(&text, false).unwrap_or_else(|e| panic!("invalid trace: {e}\n{text}"));
+    text
+}
+
+// ---- native: trace = ..
+
+#[jets::record(trace = parent, record_type = "Instruction", description = "decode and execute",
+    clk = start, end_clk = start + 3, unit_id = 1, color = "#FF5722", status = "complete",
+    display_label = "ADD", criticality = 0.5, fields(opcode = 0x33u32, "kind.name" = "R"),
+    skip(parent, start), ret)]
+fn execute(parent: &RecordHandle, start: u64, rs1: u64, neg: i32, name: &str) -> u64 {
+    jets::event!(parent, "Issued", clk = start, rs1 = rs1).unwrap();
+    rs1 + 1
+}
+
+#[jets::record(trace = parent, name = "load", record_type = "Mem", args(addr), err)]
+fn load(parent: &RecordHandle, addr: u64, fail: bool) -> Result<u64, std::io::Error> {
+    if fail {
+        return Err(std::io::Error::other("bus error"));
+    }
+    Ok(addr * 2)
+}
+
+struct Core {
+    trace: Trace,
+    cycle: u64,
+}
+
+impl Core {
+    #[jets::record(trace = self.trace, record_type = "Core", clk = self.cycle,
+        end_clk = self.cycle, skip_all, status = Status::Running, ret, err)]
+    fn step(&mut self, n: u64) -> Result<u64, String> {
+        self.cycle += n;
+        if n == 0 {
+            return Err("no progress".to_owned());
+        }
+        Ok(self.cycle)
+    }
+}
+
+#[jets::record(trace = trace, skip_all, clk = 100)]
+async fn fetch(trace: &Trace, line: u64) -> u64 {
+    tokio::task::yield_now().await;
+    trace.clock().set(105);
+    line
+}
+
+#[test]
+fn native_records_free_functions_methods_async_and_options() {
+    let (trace, out) = new_trace();
+    let root = trace.root("top", "Top").description("").begin_at(0).unwrap();
+    assert_eq!(execute(&root, 4, 7, -2, "add"), 8);
+    trace.clock().set(10);
+    assert_eq!(load(&root, 8, false).unwrap(), 16);
+    assert_eq!(load(&root, 9, true).unwrap_err().to_string(), "bus error");
+    let mut core = Core { trace: trace.clone(), cycle: 20 };
+    assert_eq!(core.step(2), Ok(22));
+    assert_eq!(core.step(0), Err("no progress".to_owned()));
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    assert_eq!(rt.block_on(fetch(&trace, 64)), 64);
+    jets::annotate!(root, "Summary", description = "typed one-liner", ok = true, ratio = 0.25)
+        .unwrap();
+    jets::event!(&root, "Marker", clk = 200, color = Color::rgb(0x00ff00), severity = Severity::Warning, what = ?Some(3), shown = %1.5)
+        .unwrap();
+    root.end_at(200).unwrap();
+    assert_eq!(jets::__private::error_count(), 0);
+    insta::assert_snapshot!(finish(trace, out));
+}
+
+// ---- through tracing and JetsLayer
+
+#[jets::record(record_type = "Instruction", description = "via tracing", clk = 4, end_clk = 9,
+    unit_id = 2, color = "#00AA00", status = "stalled", display_label = label, fields(slot = 1),
+    skip(label), ret)]
+fn traced_insn(pc: u64, taken: bool, label: &str) -> u64 {
+    tracing::info!(clk = 5u64, "Decode");
+    let _ = inner(pc);
+    pc + 4
+}
+
+#[jets::record(name = "inner_op", skip_all, clk = 6, err)]
+fn inner(pc: u64) -> Result<(), String> {
+    if pc > 0 {
+        Err(format!("fault at {pc:#x}"))
+    } else {
+        Ok(())
+    }
+}
+
+#[test]
+fn records_through_the_tracing_layer() {
+    let (trace, out) = new_trace();
+    let layer = jets::JetsLayer::new(trace.clone());
+    let errors = layer.errors();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        trace.clock().set(3);
+        assert_eq!(traced_insn(0x40, true, "BEQ"), 0x44);
+        trace.clock().set(12);
+    });
+    assert_eq!(errors.count(), 0, "{:?}", errors.first());
+    insta::assert_snapshot!(finish(trace, out));
+}
