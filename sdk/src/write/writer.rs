@@ -157,34 +157,46 @@ impl Writer {
     /// so the oldest blocked line's dependency is never itself blocked behind a younger line.
     fn drain_once(&mut self) -> usize {
         self.adopt_new_rings();
+        // Taken out for the pass so lines can be encoded while the ring's chunk borrows them.
+        let mut rings = std::mem::take(&mut self.rings);
         let mut got = 0;
         let mut i = 0;
-        while i < self.rings.len() {
-            for _ in 0..ROUND {
-                let ready = match self.rings[i].consumer.peek() {
-                    Ok(line) => line.after.is_none_or(|p| self.written(p)),
-                    Err(_) => false,
-                };
-                if !ready {
-                    break;
-                }
-                let Ok(line) = self.rings[i].consumer.pop() else { break };
-                self.popped[self.rings[i].id as usize] += 1;
-                self.encode(line);
-                got += 1;
-                if self.buf.len() >= BATCH_BYTES {
-                    self.write_buf();
-                }
-            }
+        while i < rings.len() {
+            got += self.drain_ring(&mut rings[i]);
             // A ring whose thread has exited and which is empty will never hold lines again.
-            let ring = &self.rings[i];
+            let ring = &rings[i];
             if ring.consumer.is_abandoned() && ring.consumer.is_empty() {
-                self.rings.swap_remove(i);
+                rings.swap_remove(i);
             } else {
                 i += 1;
             }
         }
+        // Rings adopted meanwhile (none: adoption happens only in this thread) plus the kept ones.
+        rings.append(&mut self.rings);
+        self.rings = rings;
         got
+    }
+
+    /// Encodes up to [`ROUND`] lines of one ring in place, stopping at the first whose dependency
+    /// is not written yet, then releases their slots (which drops them). No line is copied.
+    fn drain_ring(&mut self, ring: &mut Ring) -> usize {
+        let n = ring.consumer.slots().min(ROUND);
+        let Ok(chunk) = ring.consumer.read_chunk(n) else { return 0 };
+        let (first, second) = chunk.as_slices();
+        let mut ready = 0;
+        for line in first.iter().chain(second) {
+            if !line.after.is_none_or(|p| self.written(p)) {
+                break;
+            }
+            self.encode(line);
+            ready += 1;
+            if self.buf.len() >= BATCH_BYTES {
+                self.write_buf();
+            }
+        }
+        chunk.commit(ready);
+        self.popped[ring.id as usize] += ready as u64;
+        ready
     }
 
     /// Pops until every ring has reached `targets` (ring id, lines popped).
@@ -232,7 +244,7 @@ impl Writer {
         control.close
     }
 
-    fn encode(&mut self, line: Line) {
+    fn encode(&mut self, line: &Line) {
         let out = &mut self.buf;
         let s = &mut self.summary;
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
