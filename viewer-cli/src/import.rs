@@ -9,6 +9,14 @@
 //! annotations on the process. Times are in µs (1 cycle = 1 µs) or ns when a `CM` `time_metric`
 //! event says `NS` (1 cycle = 1 ns). The complete events are held in memory to be sorted: DFTracer
 //! writes an event when it ends, so parents come after their children.
+//!
+//! **denet.** Each file becomes a `HostProcess` root record (spec/host-sync.md) with the `env`
+//! snapshot as its `HostEnv` annotation, the capabilities as `HostCapabilities`, and one
+//! `HostSample` event per sample carrying the metric keys of spec/host-sync.md and `real_ns`.
+//! They are not `HostSync` sync points: denet records neither CLOCK_MONOTONIC nor the process's CPU
+//! time, which a sync point requires (CV-DENET-1 in spec/convert-decisions.md). A sample's `clk` is
+//! its `sim_clk` when denet ran with a clock beacon (`jets run`), else host wall-clock µs since the
+//! first sample (the header then says `clock_frequency_mhz` 1 and `time_base`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -49,10 +57,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let result = match args.from {
         Source::Dftracer => import_dftracer(&args.inputs, &args.output),
-        Source::Denet => bail!(
-            "--from denet is not available in this build yet: the denet importer needs the \
-             host-sample conventions of spec/host-sync.md"
-        ),
+        Source::Denet => import_denet(&args.inputs, &args.output),
     };
     match result {
         Ok(summary) => {
@@ -85,9 +90,12 @@ impl std::fmt::Display for ImportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} complete events -> {} records and {} events; {} hashes known",
-            self.complete_events, self.records, self.events, self.hashes
+            "{} input events -> {} records and {} events",
+            self.complete_events, self.records, self.events
         )?;
+        if self.hashes > 0 {
+            write!(f, "; {} hashed names resolved", self.hashes)?;
+        }
         if self.skipped > 0 {
             write!(
                 f,
@@ -534,4 +542,154 @@ fn write_trace(
     drop(handles);
     trace.close().with_context(|| format!("writing {}", output.display()))?;
     Ok(())
+}
+
+/// The metric keys of spec/host-sync.md for one denet sample.
+fn host_sample(m: &jets::host::denet::AggregatedMetrics, tree: bool) -> Map<String, Value> {
+    let mut d = Map::new();
+    let mut put = |k: &str, v: Value| {
+        d.insert(k.to_owned(), v);
+    };
+    put("real_ns", (m.ts_ms.saturating_mul(1_000_000)).into());
+    put("cpu_usage", f64::from(m.cpu_usage).into());
+    put("mem_rss_kb", m.mem_rss_kb.into());
+    put("mem_vms_kb", m.mem_vms_kb.into());
+    put("disk_read_bytes", m.disk_read_bytes.into());
+    put("disk_write_bytes", m.disk_write_bytes.into());
+    for (k, v) in [
+        ("syscall_read_bytes", m.syscall_read_bytes),
+        ("syscall_write_bytes", m.syscall_write_bytes),
+        ("page_faults_cached", m.page_faults_cached),
+        ("page_faults_disk", m.page_faults_disk),
+    ] {
+        // Absent, not zero (HS5).
+        if let Some(v) = v {
+            put(k, v.into());
+        }
+    }
+    put("sys_net_rx_bytes", m.sys_net_rx_bytes.into());
+    put("sys_net_tx_bytes", m.sys_net_tx_bytes.into());
+    put("thread_count", (m.thread_count as u64).into());
+    if tree {
+        put("process_count", (m.process_count as u64).into());
+    }
+    put("uptime_secs", m.uptime_secs.into());
+    if let Some(p) = m.psi_mem {
+        put("psi_some_avg10", f64::from(p.some_avg10).into());
+        put("psi_full_avg10", f64::from(p.full_avg10).into());
+    }
+    if let Some(p) = m.perf {
+        put("perf_cycles", p.cycles.into());
+        put("perf_instructions", p.instructions.into());
+        put("perf_cache_refs", p.cache_refs.into());
+        put("perf_cache_misses", p.cache_misses.into());
+        put("perf_stalled_backend", p.stalled_backend.into());
+    }
+    if let Some(p) = m.perf_sw {
+        put("perf_task_clock_ns", p.task_clock_ns.into());
+        put("perf_context_switches", p.context_switches.into());
+        put("perf_page_faults", p.page_faults.into());
+    }
+    d
+}
+
+/// Name of the per-sample event of an imported denet file (not a `HostSync`: see the module docs).
+pub const HOST_SAMPLE_EVENT: &str = "HostSample";
+
+/// Imports denet JSON Lines files into the JETS trace `output`: one `HostProcess` record each.
+pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<ImportSummary> {
+    use crate::formats::denet;
+    use jets::host::denet::AggregatedMetrics;
+    let mut files = Vec::new();
+    for path in inputs {
+        let f = denet::read(path)?;
+        // Tree files sum the process tree; single-process files hold plain samples.
+        let (samples, tree): (Vec<AggregatedMetrics>, bool) = if !f.aggregated.is_empty() {
+            (f.aggregated.clone(), true)
+        } else {
+            let s =
+                f.metrics.iter().map(|m| AggregatedMetrics::from_metrics(m.ts_ms, [m])).collect();
+            (s, false)
+        };
+        if samples.is_empty() {
+            bail!("{}: no sample in this denet file: nothing to import", path.display());
+        }
+        files.push((path, f, samples, tree));
+    }
+    let with_clk = files
+        .iter()
+        .all(|(_, f, s, _)| f.sim_clks.len() == s.len() && f.sim_clks.iter().all(Option::is_some));
+    let t0 = files.iter().filter_map(|(_, _, s, _)| s.first().map(|m| m.ts_ms)).min().unwrap_or(0);
+    let mut meta = Metadata::new().insert("source_format", "denet");
+    if !with_clk {
+        meta = meta.clock_frequency_mhz(1.0).insert(
+            "time_base",
+            format!("host wall clock: 1 cycle = 1 µs since Unix time {t0} ms"),
+        );
+    }
+    let trace =
+        Trace::create(output, meta).with_context(|| format!("creating {}", output.display()))?;
+    let mut summary = ImportSummary::default();
+    for (path, f, samples, tree) in &files {
+        let clks: Vec<u64> = if with_clk {
+            // HS1: a clock that goes back is held at its last value.
+            let mut last = 0;
+            f.sim_clks
+                .iter()
+                .map(|c| {
+                    last = last.max(c.unwrap_or(last));
+                    last
+                })
+                .collect()
+        } else {
+            samples.iter().map(|m| m.ts_ms.saturating_sub(t0) * 1000).collect()
+        };
+        let (first, last) = (clks[0], clks[clks.len() - 1]);
+        let mut rec = trace.root("host", jets::sync::HOST_RECORD_TYPE).description(format!(
+            "denet file {}",
+            path.file_name()
+                .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+        ));
+        if let Some(m) = &f.metadata {
+            let command = std::path::Path::new(&m.executable)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .or_else(|| m.cmd.first().cloned())
+                .unwrap_or_default();
+            rec = rec.field("pid", u64::from(m.pid)).field("command", command);
+        }
+        let host = rec
+            .begin_at(first)
+            .with_context(|| format!("{}: HostProcess record", path.display()))?;
+        summary.records += 1;
+        if let Some(env) = &f.env {
+            let mut env = env.clone();
+            env.remove("kind");
+            host.annotation(jets::sync::ENV_ANNOTATION)
+                .description("denet env record")
+                .data_json(&serde_json::to_string(&env)?)
+                .emit()?;
+        }
+        if let Some(m) = &f.metadata {
+            if let Some(caps) = &m.capabilities {
+                host.annotation(jets::sync::CAPABILITIES_ANNOTATION)
+                    .description("denet metadata capabilities")
+                    .data_json(&serde_json::to_string(caps)?)
+                    .emit()?;
+            }
+            let about =
+                serde_json::json!({"cmd": m.cmd, "executable": m.executable, "t0_ms": m.t0_ms});
+            host.annotation("DenetMetadata").data_json(&about.to_string()).emit()?;
+        }
+        for (m, &clk) in samples.iter().zip(&clks) {
+            host.event(HOST_SAMPLE_EVENT)
+                .data_json(&serde_json::to_string(&host_sample(m, *tree))?)
+                .emit_at(clk)?;
+            summary.events += 1;
+        }
+        host.end_at(last)?;
+        summary.complete_events += samples.len() as u64;
+    }
+    trace.close().with_context(|| format!("writing {}", output.display()))?;
+    Ok(summary)
 }

@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use jets::format::{Header, Line};
 use serde_json::{Map, Value};
 
@@ -314,16 +314,18 @@ impl<S: TimelineSink> Timeline<S> {
 /// handing each parsed line and its number to `f`; errors name the file and the line. A
 /// compressed trace cut short is an error too: converting it would silently drop its tail.
 pub fn read_trace(path: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -> Result<()> {
-    let mut reader = jets::read::Reader::open(path)?;
+    // The SDK's errors already name the file and the cause; `anyhow!` keeps them from being
+    // printed twice (once as the message, once as the source).
+    let mut reader = jets::read::Reader::open(path).map_err(|e| anyhow!("{e}"))?;
     let name = reader.name().to_owned();
     let mut n = 0u64;
     while let Some(raw) = reader.next_line() {
-        let raw = raw?;
+        let raw = raw.map_err(|e| anyhow!("{e}"))?;
         n = raw.number;
         if raw.bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let line = raw.parse().with_context(|| format!("{name}: not a JETS trace line"))?;
+        let line = raw.parse().map_err(|e| anyhow!("{name}: {e}"))?;
         f(raw.number, line).with_context(|| format!("{name}:{}", raw.number))?;
     }
     if let Some(why) = reader.truncated() {

@@ -1,0 +1,84 @@
+//! `jets stats` on JETS traces: the numbers, in both output formats.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/trace").join(name)
+}
+
+fn stats(file: &Path, json: bool) -> String {
+    let mut args = vec!["stats".to_owned(), file.display().to_string()];
+    if json {
+        args.extend(["--format".into(), "json".into()]);
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_jets")).args(&args).output().expect("run jets");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).expect("utf8")
+}
+
+#[test]
+fn human_report_snapshot() {
+    insta::assert_snapshot!(stats(&data("small.jets"), false));
+}
+
+#[test]
+fn json_report_has_the_numbers() {
+    let v: Value = serde_json::from_str(&stats(&data("small.jets"), true)).expect("json");
+    insta::assert_snapshot!(serde_json::to_string_pretty(&v).expect("json"));
+    assert_eq!(v["time"]["extent_cycles"], 40);
+    assert_eq!(v["lines"]["event"], 11);
+    let ins = &v["record_types"]["Instruction"];
+    // add 2..12, ld 4..20, br 6..9 ended; mul never ends.
+    assert_eq!((ins["count"].as_u64(), ins["unended"].as_u64()), (Some(4), Some(1)));
+    let d = &ins["duration_cycles"];
+    assert_eq!(d["total"], 10 + 16 + 3);
+    assert_eq!(
+        (d["min"].as_u64(), d["max"].as_u64(), d["p50"].as_u64()),
+        (Some(3), Some(16), Some(10))
+    );
+    assert_eq!(v["events"]["F"], 4);
+    // Unit 0: core0 covers 0..40; unit 1: mem 0..38 (req on the same unit is inside it).
+    assert_eq!(v["units"]["0"]["busy_cycles"], 40);
+    assert_eq!(v["units"]["1"]["busy_cycles"], 38);
+    assert_eq!(v["unended_records"]["first_ids"], serde_json::json!([8]));
+    let footer = v["footer"].as_array().expect("footer checks");
+    assert!(footer.iter().all(|c| c["agrees"] == true), "{footer:?}");
+}
+
+#[test]
+fn peer_trace_matches_its_footer() {
+    let v: Value =
+        serde_json::from_str(&stats(&data("rjets_tests_trace.jets"), true)).expect("json");
+    assert_eq!(v["lines"]["record"], 103);
+    assert_eq!(v["record_types"]["Instruction"]["count"], 100);
+    assert!(v["footer"].as_array().expect("checks").iter().all(|c| c["agrees"] == true));
+}
+
+#[test]
+fn footer_disagreement_is_reported() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("t.jets");
+    let text = std::fs::read_to_string(data("small.jets")).expect("read");
+    std::fs::write(&path, text.replace("\"total_events\":11", "\"total_events\":12"))
+        .expect("write");
+    let out = stats(&path, false);
+    assert!(out.contains("footer: DISAGREES: total_events says 12, trace has 11"), "{out}");
+}
+
+#[test]
+fn a_broken_line_is_an_error_naming_file_and_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("t.jets");
+    let text = std::fs::read_to_string(data("small.jets")).expect("read");
+    std::fs::write(&path, text.replacen("{\"clk\":4,", "{\"clk\":-4,", 1)).expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_jets"))
+        .args(["stats", path.to_str().expect("utf8")])
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("t.jets") && err.contains("line 7"), "{err}");
+}
