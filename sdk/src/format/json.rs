@@ -14,9 +14,22 @@
 /// assert_eq!(out, br#""a\"b\n<""#);
 /// ```
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
     let bytes = s.as_bytes();
+    // Names and labels almost never need escaping: one vectorizable scan, one copy.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
+    write_escaped(out, bytes);
+}
+
+#[cold]
+fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 8);
+    out.push(b'"');
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {
