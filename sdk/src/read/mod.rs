@@ -318,8 +318,10 @@ impl Reader {
                 s.len -= self.lim;
                 self.pos = 0;
                 self.lim = 0;
-                if s.buf.len() < chunk {
-                    s.buf.resize(chunk, 0);
+                // Grow towards the chunk size only while the data fills the buffer, so a small
+                // trace does not pay for a chunk-sized buffer.
+                if s.buf.len() < chunk && s.len == s.buf.len() {
+                    s.buf.resize((s.buf.len() * 2).max(64 * 1024).min(chunk), 0);
                 }
                 loop {
                     while s.len < s.buf.len() && !s.eof {
