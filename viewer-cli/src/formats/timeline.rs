@@ -312,14 +312,22 @@ impl<S: TimelineSink> Timeline<S> {
 
 /// Reads a JETS trace (plain, `.gz`, `.zst`, `.br`) line by line with [`jets::read::Reader`],
 /// handing each parsed line and its number to `f`; errors name the file and the line. A
-/// compressed trace cut short is an error too: converting it would silently drop its tail.
+/// compressed trace cut short is an error too: converting it would silently drop its tail. Shows
+/// a progress bar on stderr when it is a terminal.
 pub fn read_trace(path: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -> Result<()> {
     // The SDK's errors already name the file and the cause; `anyhow!` keeps them from being
     // printed twice (once as the message, once as the source).
     let mut reader = jets::read::Reader::open(path).map_err(|e| anyhow!("{e}"))?;
     let name = reader.name().to_owned();
+    // A bar on a TTY only (see crate::progress); updated every 64Ki lines, not per line.
+    let progress = crate::progress::Progress::bytes(reader.source_len(), &name);
+    let mut set_progress = progress.setter();
     let mut n = 0u64;
-    while let Some(raw) = reader.next_line() {
+    loop {
+        if n % (1 << 16) == 0 {
+            set_progress(reader.source_pos());
+        }
+        let Some(raw) = reader.next_line() else { break };
         let raw = raw.map_err(|e| anyhow!("{e}"))?;
         n = raw.number;
         if raw.bytes.iter().all(u8::is_ascii_whitespace) {
@@ -328,6 +336,7 @@ pub fn read_trace(path: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -
         let line = raw.parse().map_err(|e| anyhow!("{name}: {e}"))?;
         f(raw.number, line).with_context(|| format!("{name}:{}", raw.number))?;
     }
+    progress.finish();
     if let Some(why) = reader.truncated() {
         bail!("{name}: the trace is cut short after line {n}: {why}");
     }
