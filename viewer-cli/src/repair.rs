@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use jets::read::Reader;
 use jets::validate::{repair, RepairOptions};
 
@@ -37,7 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let mut reader = Reader::open(&args.input)?;
+    let mut reader = Reader::open(&args.input).map_err(|e| anyhow!("{e}"))?;
     let options = RepairOptions { end_open_records: args.end_open };
     let context = || format!("repairing {in_name} into {out_name}");
     let report = if args.output.as_os_str() == "-" {

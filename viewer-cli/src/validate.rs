@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use jets::read::Reader;
 use jets::validate::{Diagnostic, Report, Rule, Validator};
 use serde_json::json;
@@ -91,9 +91,11 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
         let flag = stop.clone();
         ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
             .context("installing the Ctrl-C handler for --follow")?;
-        Reader::follow(file, stop)?
+        // The reader's errors name the file and the cause; `anyhow!` keeps the cause from being
+        // printed twice.
+        Reader::follow(file, stop).map_err(|e| anyhow!("{e}"))?
     } else {
-        Reader::open(file)?
+        Reader::open(file).map_err(|e| anyhow!("{e}"))?
     };
     let progress = if args.follow {
         Progress::bytes(None, &name)
@@ -123,7 +125,7 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
         }
     });
     progress.finish();
-    let report = report?;
+    let report = report.map_err(|e| anyhow!("{e}"))?;
     match args.format {
         Format::Human => write_human_summary(&mut out, &name, &report),
         Format::Json => write_json_summary(&mut out, &name, &report),
@@ -181,11 +183,14 @@ fn window(source: &str, column: usize) -> (String, usize) {
 
 fn write_human_summary(out: &mut dyn Write, file: &str, r: &Report) -> io::Result<()> {
     let c = &r.counts;
-    let what = format!(
-        "{} lines, {} records, {} events, {} annotations",
-        c.lines, c.records, c.events, c.annotations
-    );
     let plural = |n: u64, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let what = format!(
+        "{}, {}, {}, {}",
+        plural(c.lines, "line"),
+        plural(c.records, "record"),
+        plural(c.events, "event"),
+        plural(c.annotations, "annotation")
+    );
     if r.errors == 0 && r.warnings == 0 {
         writeln!(out, "{file}: valid ({what})")
     } else {
