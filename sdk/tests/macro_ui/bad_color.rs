@@ -1,0 +1,4 @@
+#[jets::record(color = "red")]
+fn f() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[jets::record(status = "done")]
+fn f() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[jets::record(ret = true)]
+fn f() -> u64 { 1 }
+
+fn main() {}

@@ -1,0 +1,6 @@
+const NAME: &str = "x";
+
+#[jets::record(name = NAME)]
+fn f() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[jets::record]
+struct S;
+
+fn main() {}

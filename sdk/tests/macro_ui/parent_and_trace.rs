@@ -1,0 +1,7 @@
+fn f(parent: &jets::RecordHandle) {
+    #[jets::record(trace = _parent, parent = None)]
+    fn g(_parent: &jets::RecordHandle) {}
+    g(parent)
+}
+
+fn main() {}

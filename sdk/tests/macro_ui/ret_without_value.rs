@@ -1,0 +1,4 @@
+#[jets::record(ret)]
+fn f() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[jets::record(skip(cycles))]
+fn f(_cycle: u64) {}
+
+fn main() {}

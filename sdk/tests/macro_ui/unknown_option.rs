@@ -1,0 +1,4 @@
+#[jets::record(colour = "#ff0000")]
+fn f() {}
+
+fn main() {}
