@@ -62,7 +62,7 @@ use fields::{Fields, Kind};
 /// The `tracing` Layer: see the [module documentation](self).
 pub struct JetsLayer {
     trace: Trace,
-    callsites: RwLock<HashMap<usize, Arc<str>, BuildHasherDefault<PtrHasher>>>,
+    callsites: RwLock<HashMap<usize, &'static str, BuildHasherDefault<PtrHasher>>>,
     roots: Mutex<HashMap<ThreadId, Arc<RecordHandle>>>,
     errors: LayerErrors,
 }
@@ -91,19 +91,24 @@ impl JetsLayer {
         self.errors.clone()
     }
 
-    /// The callsite's `file:line`, built once per callsite and shared by every record it makes.
+    /// The callsite's `file:line`, built once per callsite. Callsites are static and finite, so
+    /// the text is leaked like `tracing`'s own metadata: every record then refers to it as a
+    /// `&'static str`, with no reference count touched per span.
     fn callsite_description(&self, meta: &'static Metadata<'static>) -> Str {
         let key = meta as *const Metadata<'static> as usize;
         if let Some(d) = self.callsites.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Str::Shared(Arc::clone(d));
+            return Str::Static(d);
         }
-        let text: Arc<str> = match (meta.file(), meta.line()) {
-            (Some(file), Some(line)) => format!("{file}:{line}").into(),
-            (Some(file), None) => file.into(),
-            _ => meta.module_path().unwrap_or("").into(),
-        };
         let mut map = self.callsites.write().unwrap_or_else(|p| p.into_inner());
-        Str::Shared(Arc::clone(map.entry(key).or_insert(text)))
+        let text = map.entry(key).or_insert_with(|| {
+            let text = match (meta.file(), meta.line()) {
+                (Some(file), Some(line)) => format!("{file}:{line}"),
+                (Some(file), None) => file.to_owned(),
+                _ => meta.module_path().unwrap_or("").to_owned(),
+            };
+            Box::leak(text.into_boxed_str())
+        });
+        Str::Static(text)
     }
 
     /// The root record of the current thread, which holds events outside any span.
