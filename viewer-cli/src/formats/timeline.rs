@@ -153,16 +153,25 @@ pub struct LanePacker {
 
 impl LanePacker {
     /// The lane (from 1) for record `id` over `[s, e]`, and whether the lane is new.
-    /// `descends(a, b)` tells whether record `a` is a descendant of record `b`.
+    /// `descends(a, b)` tells whether record `a` is a descendant of record `b`. With
+    /// `open_parent` (its id and start), the slice goes to a lane where that parent will fit too,
+    /// so parents end up on their children's lane; a new lane if there is none.
     pub fn assign(
         &mut self,
         s: u64,
         e: u64,
         id: u64,
+        open_parent: Option<(u64, u64)>,
         descends: &dyn Fn(u64, u64) -> bool,
     ) -> (u32, bool) {
         let e = e.max(s);
-        let found = self.lanes.iter().position(|l| l.fits(s, e, id, descends));
+        let found = match open_parent {
+            Some((p, ps)) => self
+                .lanes
+                .iter()
+                .position(|l| l.fits(ps.min(s), e, p, descends) && l.fits(s, e, id, descends)),
+            None => self.lanes.iter().position(|l| l.fits(s, e, id, descends)),
+        };
         let (i, new) = match found {
             Some(i) => (i, false),
             None => {
@@ -287,8 +296,14 @@ impl<S: TimelineSink> Timeline<S> {
             }
             false
         };
-        let (lane, new) =
-            self.packers.entry(pid).or_default().assign(rec.start, end, rec.id, &descends);
+        let open_parent = rec.parent_id.and_then(|p| self.open.get(&p)).map(|p| (p.id, p.start));
+        let (lane, new) = self.packers.entry(pid).or_default().assign(
+            rec.start,
+            end,
+            rec.id,
+            open_parent,
+            &descends,
+        );
         if new {
             self.sink.lane(pid, lane, &rec.record_type)?;
         }
@@ -397,26 +412,37 @@ mod tests {
     #[test]
     fn lanes_nest_pipelined_records() {
         let mut p = LanePacker::default();
-        assert_eq!(p.assign(2, 3, 5, &descends), (1, true)); // stage 5 of instruction 2
-        assert_eq!(p.assign(0, 4, 2, &descends), (1, false)); // 2 contains its stage
-        assert_eq!(p.assign(3, 6, 3, &descends), (2, true)); // 3 overlaps 2 partially
-        assert_eq!(p.assign(6, 8, 4, &descends), (1, false)); // disjoint from 2
-        assert_eq!(p.assign(0, 10, 1, &descends), (1, false)); // the root contains 2 and 4
+        assert_eq!(p.assign(2, 3, 5, None, &descends), (1, true)); // stage 5 of instruction 2
+        assert_eq!(p.assign(0, 4, 2, None, &descends), (1, false)); // 2 contains its stage
+        assert_eq!(p.assign(3, 6, 3, None, &descends), (2, true)); // 3 overlaps 2 partially
+        assert_eq!(p.assign(6, 8, 4, None, &descends), (1, false)); // disjoint from 2
+        assert_eq!(p.assign(0, 10, 1, None, &descends), (1, false)); // the root contains 2 and 4
     }
 
     #[test]
     fn unrelated_records_do_not_nest() {
         let mut p = LanePacker::default();
-        assert_eq!(p.assign(2, 3, 3, &descends), (1, true));
+        assert_eq!(p.assign(2, 3, 3, None, &descends), (1, true));
         // 2 contains 3 in time, but 3 is not its descendant.
-        assert_eq!(p.assign(0, 4, 2, &descends), (2, true));
+        assert_eq!(p.assign(0, 4, 2, None, &descends), (2, true));
+    }
+
+    #[test]
+    fn a_child_goes_where_its_open_parent_will_fit() {
+        let mut p = LanePacker::default();
+        // 3 ends first and takes lane 1.
+        assert_eq!(p.assign(6, 9, 3, None, &descends), (1, true));
+        // 5 (child of 2, which started at 4 and is still open) avoids lane 1, where 3 overlaps
+        // its parent's span, and opens lane 2; its parent then joins it.
+        assert_eq!(p.assign(9, 14, 5, Some((2, 4)), &descends), (2, true));
+        assert_eq!(p.assign(4, 20, 2, None, &descends), (2, false));
     }
 
     #[test]
     fn never_placed_inside_an_existing_slice() {
         let mut p = LanePacker::default();
-        assert_eq!(p.assign(0, 10, 1, &descends), (1, true));
-        assert_eq!(p.assign(2, 3, 2, &descends), (2, true));
+        assert_eq!(p.assign(0, 10, 1, None, &descends), (1, true));
+        assert_eq!(p.assign(2, 3, 2, None, &descends), (2, true));
     }
 
     #[test]
