@@ -457,3 +457,58 @@ fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
         assert_eq!(header(&back), header(&input), "{name}: header metadata comes back");
     }
 }
+
+#[test]
+fn perfetto_links_host_sync_points_with_clock_snapshots() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("sync.jets");
+    let t = Trace::create(&input, Metadata::new().clock_frequency_mhz(1000.0)).expect("create");
+    let host = t.root("host", "HostProcess").begin_at(0).expect("host");
+    for (clk, mono) in [(0u64, 5_000u64), (1000, 9_000)] {
+        host.event("HostSync")
+            .field("mono_ns", mono)
+            .field("real_ns", mono + 1_700_000_000_000_000_000)
+            .field("cpu_ns", mono / 2)
+            .emit_at(clk)
+            .expect("sync");
+    }
+    host.end_at(1000).expect("end");
+    t.close().expect("close");
+    let out = dir.path().join("sync.pftrace");
+    convert(&input, "perfetto", &out, &[]);
+    let trace = decode(&std::fs::read(&out).expect("read")).expect("protobuf");
+    let mut snapshots = Vec::new();
+    for (_, packet) in &trace {
+        let Wire::Bytes(p) = packet else { panic!("packet") };
+        for (f, v) in decode(p).expect("packet") {
+            if let (6, Wire::Bytes(cs)) = (f, v) {
+                let clocks: Vec<(u64, u64)> = decode(&cs)
+                    .expect("snapshot")
+                    .into_iter()
+                    .map(|(_, c)| {
+                        let Wire::Bytes(c) = c else { panic!("clock") };
+                        let c = decode(&c).expect("clock");
+                        let get = |n| {
+                            c.iter()
+                                .find_map(|(k, v)| match v {
+                                    Wire::Varint(x) if *k == n => Some(*x),
+                                    _ => None,
+                                })
+                                .expect("field")
+                        };
+                        (get(1), get(2))
+                    })
+                    .collect();
+                snapshots.push(clocks);
+            }
+        }
+    }
+    // BOOTTIME (the trace's simulated ns), MONOTONIC and REALTIME at each sync point.
+    assert_eq!(
+        snapshots,
+        vec![
+            vec![(6, 0), (3, 5_000), (1, 1_700_000_000_000_005_000)],
+            vec![(6, 1_000), (3, 9_000), (1, 1_700_000_000_000_009_000)],
+        ]
+    );
+}
