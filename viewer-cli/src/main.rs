@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod convert;
 mod formats;
+mod gantt;
 mod import;
 mod progress;
 mod repair;
@@ -16,6 +17,7 @@ mod run;
 mod stats;
 mod tree;
 mod validate;
+mod view;
 
 #[derive(Parser)]
 #[command(
@@ -33,6 +35,8 @@ enum Command {
     // Subcommands, one line each (keep alphabetical):
     /// Convert a JETS trace to Chrome JSON, Perfetto, Kanata (Konata) or DFTracer.
     Convert(convert::Args),
+    /// Write a self-contained HTML Gantt page of a small trace.
+    Gantt(gantt::Args),
     /// Import DFTracer or denet files into a JETS trace.
     Import(import::Args),
     /// Copy the valid lines of a damaged trace into a valid one (IN is never modified).
@@ -45,6 +49,8 @@ enum Command {
     Tree(tree::Args),
     /// Check traces against JETS 2.0 (exit 0 valid, 1 invalid, 2 usage or I/O error).
     Validate(validate::Args),
+    /// Local web viewer of a trace (follows a growing file).
+    View(view::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,12 +58,14 @@ fn main() -> ExitCode {
     let result: anyhow::Result<ExitCode> = match cli.command {
         // Dispatch, one line each (keep alphabetical):
         Command::Convert(a) => convert::run(a),
+        Command::Gantt(a) => gantt::run(a),
         Command::Import(a) => import::run(a),
         Command::Repair(a) => repair::run(a),
         Command::Run(a) => run::run(a),
         Command::Stats(a) => stats::run(a),
         Command::Tree(a) => tree::run(a),
         Command::Validate(a) => validate::run(a),
+        Command::View(a) => view::run(a),
     };
     match result {
         Ok(code) => code,

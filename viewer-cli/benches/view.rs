@@ -1,0 +1,133 @@
+//! `jets view`'s index on a generated trace (10 M records by default; set
+//! `JETS_VIEW_BENCH_RECORDS` for another size): the build time (measured once, the trace being
+//! gigabytes) and the latency of window queries as the page makes them, JSON included, at the
+//! whole-run zoom and zoomed in.
+//!
+//! `cargo bench -p jets-cli --bench view -- --warm-up-time 1 --measurement-time 3`
+
+#![allow(missing_docs)]
+
+#[path = "../src/view/api.rs"]
+#[allow(dead_code)]
+mod api;
+#[path = "../src/view/build.rs"]
+#[allow(dead_code)]
+mod build;
+#[path = "../src/view/index.rs"]
+#[allow(dead_code)]
+mod index;
+
+use std::path::Path;
+use std::time::Instant;
+
+use criterion::Criterion;
+use jets::format::Severity;
+use jets::{Metadata, Trace};
+
+const CORES: u64 = 4;
+
+/// A pipeline-like trace: `CORES` roots (one unit each) and `records` instructions spread over
+/// them, each 4 to 19 cycles long (about ten in flight per core), an event on every 8th, a
+/// warning on every 64th.
+fn generate(path: &Path, records: u64) -> Result<(), jets::Error> {
+    let trace =
+        Trace::create(path, Metadata::new().hardware_model("bench").clock_frequency_mhz(1000.0))?;
+    let cores: Vec<_> = (0..CORES)
+        .map(|c| trace.root("core", "Core").unit_id(c).begin_at(0))
+        .collect::<Result<_, _>>()?;
+    let mut in_flight: Vec<std::collections::VecDeque<(u64, jets::RecordHandle)>> =
+        (0..CORES).map(|_| Default::default()).collect();
+    let per_core = records / CORES;
+    for i in 0..per_core {
+        for (c, core) in cores.iter().enumerate() {
+            let clk = i;
+            let q = &mut in_flight[c];
+            while q.front().is_some_and(|(end, _)| *end <= clk) {
+                if let Some((end, h)) = q.pop_front() {
+                    h.end_at(end)?;
+                }
+            }
+            let h = core
+                .child("add x1,x2,x3", "Instruction")
+                .field("pc", 0x1000 + 4 * i)
+                .begin_at(clk)?;
+            if i % 8 == 0 {
+                let e = h.event("Decode");
+                if i % 64 == 0 { e.severity(Severity::Warning) } else { e }.emit_at(clk + 1)?;
+            }
+            let end = clk + 4 + (i * 7 + c as u64) % 16;
+            let at = q.partition_point(|(e, _)| *e <= end);
+            q.insert(at, (end, h));
+        }
+    }
+    let last = per_core + 20;
+    for q in in_flight {
+        for (end, h) in q {
+            h.end_at(end)?;
+        }
+    }
+    for core in cores {
+        core.end_at(last)?;
+    }
+    trace.close_at(last)?;
+    Ok(())
+}
+
+fn main() {
+    let records: u64 = std::env::var("JETS_VIEW_BENCH_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("bench.jets");
+    let t = Instant::now();
+    generate(&path, records).expect("writing the trace");
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "view bench: wrote {records} instructions ({:.2} GB) in {:.1} s",
+        size as f64 / 1e9,
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
+    let shared = build::build_now(&path).expect("indexing");
+    let build = t.elapsed();
+    let (count, extent, bytes, rows) = {
+        let ix = shared.index.read().expect("index");
+        (ix.counts, ix.now(), ix.memory_bytes(), ix.rows.len())
+    };
+    eprintln!(
+        "view bench: index build {:.2} s ({:.0} k lines/s), {} records, {} events, {} rows, \
+         index {:.0} MB ({:.0} B/record)",
+        build.as_secs_f64(),
+        count.lines as f64 / build.as_secs_f64() / 1e3,
+        count.records,
+        count.events,
+        rows,
+        bytes as f64 / 1e6,
+        bytes as f64 / count.records as f64
+    );
+    let all_rows: String = (0..rows.min(200)).map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    let params = |t0: u64, t1: u64| -> api::Params {
+        [
+            ("t0", t0.to_string()),
+            ("t1", t1.to_string()),
+            ("px", "1600".to_owned()),
+            ("rows", all_rows.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    };
+    let mut c = Criterion::default().configure_from_args();
+    let mut g = c.benchmark_group("view_window_10M");
+    for (name, t0, t1) in [
+        ("whole_run", 0, extent + 1),
+        ("one_percent", extent / 2, extent / 2 + extent / 100),
+        ("200_cycles", extent / 3, extent / 3 + 200),
+    ] {
+        let p = params(t0, t1);
+        g.bench_function(name, |b| b.iter(|| api::window(&shared, &p).expect("window")));
+    }
+    g.finish();
+    c.final_summary();
+}

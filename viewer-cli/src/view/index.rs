@@ -1,0 +1,1047 @@
+//! The viewer's index: a compact entry per record, event and annotation, laid out for time-window
+//! queries at any zoom.
+//!
+//! Nothing of the JSON is kept: a record is 56 bytes (ids, tree links, its bar's row and position,
+//! interned type and the hints a bar needs) plus a 24-byte bar; names, descriptions and data are
+//! read back from the trace by byte offset when a query needs them.
+//!
+//! Records are packed into *rows*: a lane (from `unit_id`/`thread_id`/`subunit_id`, inherited
+//! from the parent) holds one group of rows per tree depth, and a record takes the first row of its
+//! group that is free when it begins. So the bars of a row never overlap and are appended in start
+//! order: starts and ends are both sorted. That makes every row its own level-of-detail structure:
+//! [`Index::window`] walks a row one *pixel* at a time, jumping with binary searches over the bars
+//! that fall within a pixel of each other and reporting them as one cluster with its exact count.
+//! A query costs O(pixels × rows × log n) whatever the zoom, and answers at most a few items per
+//! pixel, without precomputed pyramids that would cost memory and need rebuilding while a trace
+//! grows. Event markers work the same way, one sorted list per row and severity, so an error marker
+//! is never hidden behind a cluster of info markers.
+
+use std::collections::{BTreeSet, HashMap};
+
+use jets::format::{Line, MarkerStyle, Severity, Status};
+use jets::read::{LineError, RawLine};
+use jets::sync::{SyncPoint, HOST_RECORD_TYPE, SYNC_EVENT};
+use serde_json::{Map, Value};
+
+/// "No entry" in the `u32` links.
+pub const NONE: u32 = u32::MAX;
+/// The end of a record that has not ended yet.
+pub const OPEN: u64 = u64::MAX;
+/// How many line errors are kept with their text (all are counted).
+const MAX_ERRORS: usize = 50;
+
+/// One record.
+#[derive(Clone, Copy, Debug)]
+pub struct Rec {
+    /// The record's id in the trace.
+    pub id: u64,
+    /// Byte offset of its line in the line store.
+    pub offset: u64,
+    /// Index of the parent, or [`NONE`].
+    pub parent: u32,
+    /// First and last child, and the next sibling (file order).
+    pub first_child: u32,
+    /// Last child.
+    pub last_child: u32,
+    /// Next sibling.
+    pub next_sibling: u32,
+    /// Last event of the record (linked backwards through [`Ev::prev`]).
+    pub last_ev: u32,
+    /// Last annotation (linked backwards through [`Ann::prev`]).
+    pub last_ann: u32,
+    /// The row of its bar and the bar's position in the row.
+    pub row: u32,
+    /// Position in the row.
+    pub pos: u32,
+    /// Interned record_type.
+    pub rtype: u32,
+    /// `0x1rrggbb` when the record has a color hint, 0 otherwise.
+    pub color: u32,
+    /// 0 none, 1 running, 2 stalled, 3 complete.
+    pub status: u8,
+    /// Criticality × 255, or 255 + 1 = none (stored as `u16`).
+    pub crit: u16,
+}
+
+/// The time span of a record, in its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bar {
+    /// Start cycle.
+    pub start: u64,
+    /// End cycle, or [`OPEN`].
+    pub end: u64,
+    /// Index of the record.
+    pub rec: u32,
+}
+
+/// One event.
+#[derive(Clone, Copy, Debug)]
+pub struct Ev {
+    /// Byte offset of its line in the line store.
+    pub offset: u64,
+    /// Index of its record.
+    pub rec: u32,
+    /// The previous event of the same record, or [`NONE`].
+    pub prev: u32,
+    /// Interned icon name, or [`NONE`].
+    pub icon: u32,
+    /// `0x1rrggbb` when it has a color hint, 0 otherwise.
+    pub color: u32,
+    /// 0 none, 1 box, 2 diamond, 3 circle, 4 line.
+    pub style: u8,
+    /// 0 none, 1 info, 2 warning, 3 error.
+    pub severity: u8,
+}
+
+/// One annotation.
+#[derive(Clone, Copy, Debug)]
+pub struct Ann {
+    /// Byte offset of its line in the line store.
+    pub offset: u64,
+    /// The previous annotation of the same record, or [`NONE`].
+    pub prev: u32,
+}
+
+/// Identity of a swimlane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaneKey {
+    /// Host records (`HostProcess`) get a lane of their own.
+    pub host: bool,
+    /// `unit_id`.
+    pub unit: Option<u64>,
+    /// `thread_id`.
+    pub thread: Option<u64>,
+    /// `subunit_id`.
+    pub subunit: Option<u64>,
+}
+
+impl LaneKey {
+    /// The lane's title.
+    pub fn label(&self) -> String {
+        if self.host {
+            return "host process".to_owned();
+        }
+        let mut parts = Vec::new();
+        for (what, v) in [("unit", self.unit), ("thread", self.thread), ("subunit", self.subunit)] {
+            if let Some(v) = v {
+                parts.push(format!("{what} {v}"));
+            }
+        }
+        if parts.is_empty() {
+            "records".to_owned()
+        } else {
+            parts.join(" · ")
+        }
+    }
+}
+
+/// A swimlane: its rows by depth.
+#[derive(Debug)]
+pub struct Lane {
+    /// Its identity.
+    pub key: LaneKey,
+    /// Rows per depth (index = depth), each a list of row ids by slot.
+    pub depths: Vec<Vec<u32>>,
+    /// Free rows per depth.
+    free: Vec<BTreeSet<u32>>,
+}
+
+/// A row of non-overlapping bars in start order.
+#[derive(Debug, Default)]
+pub struct Row {
+    /// Its lane.
+    pub lane: u32,
+    /// Tree depth of its records.
+    pub depth: u32,
+    /// Its bars.
+    pub bars: Vec<Bar>,
+    /// Event markers `(clk, event index)` in clk order, one list per severity (none/info,
+    /// warning, error).
+    pub markers: [Vec<(u64, u32)>; 3],
+}
+
+/// A host sample from a `HostSync` event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostSample {
+    /// The sync point.
+    pub point: SyncPoint,
+    /// `cpu_usage`, percent of one core.
+    pub cpu_usage: Option<f64>,
+    /// `mem_rss_kb`.
+    pub mem_rss_kb: Option<u64>,
+}
+
+/// A line, parsed into what the index keeps (done outside the index's lock).
+#[derive(Debug)]
+pub enum Parsed {
+    /// The header's metadata.
+    Header(Map<String, Value>),
+    /// A record.
+    Record(ParsedRecord),
+    /// A record end.
+    End {
+        /// Record id.
+        id: u64,
+        /// Cycle.
+        clk: u64,
+    },
+    /// An annotation.
+    Annotation {
+        /// Record id.
+        id: u64,
+    },
+    /// An event.
+    Event(ParsedEvent),
+    /// The footer.
+    Footer(jets::format::Footer),
+}
+
+/// The parts of a record line the index keeps.
+#[derive(Debug)]
+pub struct ParsedRecord {
+    clk: u64,
+    id: u64,
+    parent: Option<u64>,
+    rtype: String,
+    unit: Option<u64>,
+    thread: Option<u64>,
+    subunit: Option<u64>,
+    color: u32,
+    status: u8,
+    crit: u16,
+}
+
+/// The parts of an event line the index keeps.
+#[derive(Debug)]
+pub struct ParsedEvent {
+    clk: u64,
+    id: u64,
+    icon: Option<String>,
+    color: u32,
+    style: u8,
+    severity: u8,
+    sync: Option<HostSample>,
+}
+
+impl Parsed {
+    /// Parses one line with the format model.
+    pub fn from_raw(raw: &RawLine<'_>) -> Result<Parsed, LineError> {
+        Ok(Parsed::from_line(raw.parse()?))
+    }
+
+    /// Keeps what the index needs of a parsed line.
+    pub fn from_line(line: Line<'_>) -> Parsed {
+        match line {
+            Line::Header(h) => Parsed::Header(h.metadata),
+            Line::Record(r) => {
+                let h = r.hints();
+                Parsed::Record(ParsedRecord {
+                    clk: r.clk,
+                    id: r.id,
+                    parent: r.parent_id,
+                    unit: h.unit_id,
+                    thread: h.thread_id,
+                    subunit: h.subunit_id,
+                    color: h.color.map_or(0, |c| 0x100_0000 | c.value()),
+                    status: match h.status {
+                        None => 0,
+                        Some(Status::Running) => 1,
+                        Some(Status::Stalled) => 2,
+                        Some(Status::Complete) => 3,
+                    },
+                    crit: h
+                        .criticality
+                        .filter(|c| c.is_finite())
+                        .map_or(256, |c| (c.clamp(0.0, 1.0) * 255.0).round() as u16),
+                    rtype: r.record_type.into_owned(),
+                })
+            }
+            Line::RecordEnd(e) => Parsed::End { id: e.record_id, clk: e.clk },
+            Line::Annotation(a) => Parsed::Annotation { id: a.record_id },
+            Line::Event(e) => {
+                let h = e.hints();
+                let sync = match (e.name == SYNC_EVENT, e.data.as_ref().and_then(Value::as_object))
+                {
+                    (true, Some(d)) => {
+                        SyncPoint::from_data(e.clk, d).ok().map(|point| HostSample {
+                            point,
+                            cpu_usage: d.get("cpu_usage").and_then(Value::as_f64),
+                            mem_rss_kb: d.get("mem_rss_kb").and_then(Value::as_u64),
+                        })
+                    }
+                    _ => None,
+                };
+                Parsed::Event(ParsedEvent {
+                    clk: e.clk,
+                    id: e.record_id,
+                    icon: h.icon.map(str::to_owned),
+                    color: h.color.map_or(0, |c| 0x100_0000 | c.value()),
+                    style: match h.marker_style {
+                        None => 0,
+                        Some(MarkerStyle::Box) => 1,
+                        Some(MarkerStyle::Diamond) => 2,
+                        Some(MarkerStyle::Circle) => 3,
+                        Some(MarkerStyle::Line) => 4,
+                    },
+                    severity: match h.severity {
+                        None => 0,
+                        Some(Severity::Info) => 1,
+                        Some(Severity::Warning) => 2,
+                        Some(Severity::Error) => 3,
+                    },
+                    sync,
+                })
+            }
+            Line::Footer(f) => Parsed::Footer(f),
+        }
+    }
+}
+
+/// Strings seen often (record types, icons), stored once.
+#[derive(Debug, Default)]
+pub struct Interner {
+    /// The strings by id.
+    pub names: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_owned());
+        self.ids.insert(s.to_owned(), i);
+        i
+    }
+}
+
+/// Record id → index: a flat table while ids are dense (as writers assign them), a hash map
+/// otherwise.
+#[derive(Debug)]
+enum IdMap {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u64, u32>),
+}
+
+impl IdMap {
+    fn get(&self, id: u64) -> Option<u32> {
+        match self {
+            IdMap::Dense(v) => v.get(usize::try_from(id).ok()?).copied().filter(|&i| i != NONE),
+            IdMap::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+
+    fn insert(&mut self, id: u64, idx: u32) {
+        if let IdMap::Dense(v) = self {
+            let limit = (v.len() as u64).saturating_mul(2).max(1 << 20);
+            if id < limit {
+                let i = id as usize;
+                if i >= v.len() {
+                    v.resize(i + 1, NONE);
+                }
+                v[i] = idx;
+                return;
+            }
+            let map = v.iter().enumerate().filter(|(_, &x)| x != NONE);
+            *self = IdMap::Sparse(map.map(|(i, &x)| (i as u64, x)).collect());
+        }
+        if let IdMap::Sparse(m) = self {
+            m.insert(id, idx);
+        }
+    }
+}
+
+/// Counts of what has been indexed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Lines read.
+    pub lines: u64,
+    /// Records.
+    pub records: u64,
+    /// Records not ended yet.
+    pub open: u64,
+    /// Events.
+    pub events: u64,
+    /// Annotations.
+    pub annotations: u64,
+    /// Lines skipped because they are malformed or refer to unknown records.
+    pub errors: u64,
+}
+
+/// The whole index. See the [module documentation](self).
+#[derive(Debug)]
+pub struct Index {
+    /// Header metadata, once the header has been read.
+    pub metadata: Option<Map<String, Value>>,
+    /// The footer, once read.
+    pub footer: Option<jets::format::Footer>,
+    /// Records in file order.
+    pub recs: Vec<Rec>,
+    /// Events in file order.
+    pub evs: Vec<Ev>,
+    /// Annotations in file order.
+    pub anns: Vec<Ann>,
+    /// Rows of bars.
+    pub rows: Vec<Row>,
+    /// Swimlanes, in order of first appearance.
+    pub lanes: Vec<Lane>,
+    /// Root records in file order.
+    pub roots: Vec<u32>,
+    /// Interned record types.
+    pub types: Interner,
+    /// Records per interned type.
+    pub type_counts: Vec<u64>,
+    /// Interned event icons.
+    pub icons: Interner,
+    /// Host samples in file order.
+    pub host: Vec<HostSample>,
+    /// Counts.
+    pub counts: Counts,
+    /// First error messages (file line and what is wrong).
+    pub errors: Vec<String>,
+    /// First and last cycle seen.
+    pub first_clk: Option<u64>,
+    /// Last cycle seen (or the footer's `capture_end_clk`).
+    pub last_clk: u64,
+    /// Bumped by every change, so clients know when to ask again.
+    pub version: u64,
+    ids: IdMap,
+    lane_ids: HashMap<LaneKey, u32>,
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index {
+            metadata: None,
+            footer: None,
+            recs: Vec::new(),
+            evs: Vec::new(),
+            anns: Vec::new(),
+            rows: Vec::new(),
+            lanes: Vec::new(),
+            roots: Vec::new(),
+            types: Interner::default(),
+            type_counts: Vec::new(),
+            icons: Interner::default(),
+            host: Vec::new(),
+            counts: Counts::default(),
+            errors: Vec::new(),
+            first_clk: None,
+            last_clk: 0,
+            version: 0,
+            ids: IdMap::Dense(Vec::new()),
+            lane_ids: HashMap::new(),
+        }
+    }
+}
+
+/// What a window query returns for one row.
+#[derive(Debug, Default, PartialEq)]
+pub struct RowWindow {
+    /// The row.
+    pub row: u32,
+    /// Bars and clusters in time order.
+    pub items: Vec<Item>,
+    /// Markers in time order per severity group.
+    pub markers: Vec<Marker>,
+}
+
+/// A bar (one record) or a cluster of bars closer than a pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// Start cycle.
+    pub start: u64,
+    /// End cycle ([`OPEN`] bars end at the last cycle seen).
+    pub end: u64,
+    /// The first record (the only one when `count` is 1).
+    pub rec: u32,
+    /// How many records it stands for.
+    pub count: u32,
+    /// Whether the (last) record is still open.
+    pub open: bool,
+}
+
+/// An event marker, or a cluster of markers within a pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Marker {
+    /// Cycle of the first event.
+    pub clk: u64,
+    /// The first event.
+    pub ev: u32,
+    /// How many events it stands for.
+    pub count: u32,
+}
+
+impl Index {
+    /// An empty index.
+    pub fn new() -> Index {
+        Index::default()
+    }
+
+    /// Looks a record up by id.
+    pub fn rec_by_id(&self, id: u64) -> Option<u32> {
+        self.ids.get(id)
+    }
+
+    /// The bar of a record.
+    pub fn bar(&self, rec: u32) -> Bar {
+        let r = &self.recs[rec as usize];
+        self.rows[r.row as usize].bars[r.pos as usize]
+    }
+
+    /// The last cycle, where open bars end.
+    pub fn now(&self) -> u64 {
+        self.last_clk
+    }
+
+    fn error(&mut self, line: u64, what: impl FnOnce() -> String) {
+        self.counts.errors += 1;
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(format!("line {line}: {}", what()));
+        }
+    }
+
+    /// Records a line that could not be parsed.
+    pub fn bad_line(&mut self, line: u64, err: &LineError) {
+        self.counts.lines += 1;
+        self.version += 1;
+        self.error(line, || match err {
+            // The line number is already in the message.
+            LineError::Torn { source, .. } | LineError::Invalid { source, .. } => {
+                format!("{source}")
+            }
+        });
+    }
+
+    fn see_clk(&mut self, clk: u64) {
+        self.first_clk = Some(self.first_clk.map_or(clk, |f| f.min(clk)));
+        self.last_clk = self.last_clk.max(clk);
+    }
+
+    /// Adds one parsed line: `line` is its 1-based number, `offset` where it starts in the store.
+    pub fn apply(&mut self, p: Parsed, line: u64, offset: u64) {
+        self.counts.lines += 1;
+        self.version += 1;
+        match p {
+            Parsed::Header(m) => self.metadata = Some(m),
+            Parsed::Footer(f) => {
+                if let Some(end) = f.capture_end_clk {
+                    self.last_clk = self.last_clk.max(end);
+                }
+                self.footer = Some(f);
+            }
+            Parsed::Record(r) => self.add_record(r, line, offset),
+            Parsed::End { id, clk } => self.end_record(id, clk, line),
+            Parsed::Annotation { id } => {
+                let Some(rec) = self.ids.get(id) else {
+                    return self.error(line, || format!("annotation on unknown record {id}"));
+                };
+                let idx = self.anns.len() as u32;
+                let prev = std::mem::replace(&mut self.recs[rec as usize].last_ann, idx);
+                self.anns.push(Ann { offset, prev });
+                self.counts.annotations += 1;
+            }
+            Parsed::Event(e) => self.add_event(e, line, offset),
+        }
+    }
+
+    fn add_record(&mut self, r: ParsedRecord, line: u64, offset: u64) {
+        if self.ids.get(r.id).is_some() {
+            return self.error(line, || format!("record id {} is used twice", r.id));
+        }
+        let parent = match r.parent {
+            None => NONE,
+            Some(p) => match self.ids.get(p) {
+                Some(i) => i,
+                None => {
+                    self.error(line, || format!("parent_id {p} is not a known record"));
+                    NONE
+                }
+            },
+        };
+        let idx = self.recs.len() as u32;
+        if idx == NONE {
+            return self.error(line, || "more records than the viewer can index".to_owned());
+        }
+        self.see_clk(r.clk);
+        let (key, depth) = match parent {
+            NONE => (
+                LaneKey {
+                    host: r.rtype == HOST_RECORD_TYPE,
+                    unit: r.unit,
+                    thread: r.thread,
+                    subunit: r.subunit,
+                },
+                0,
+            ),
+            p => {
+                let pr = &self.recs[p as usize];
+                let prow = &self.rows[pr.row as usize];
+                let pkey = self.lanes[prow.lane as usize].key;
+                let key = LaneKey {
+                    host: pkey.host,
+                    unit: r.unit.or(pkey.unit),
+                    thread: r.thread.or(pkey.thread),
+                    subunit: r.subunit.or(pkey.subunit),
+                };
+                (key, prow.depth + 1)
+            }
+        };
+        let row = self.take_row(key, depth, r.clk);
+        let bars = &mut self.rows[row as usize].bars;
+        let pos = bars.len() as u32;
+        bars.push(Bar { start: r.clk, end: OPEN, rec: idx });
+        let rtype = self.types.intern(&r.rtype);
+        if rtype as usize >= self.type_counts.len() {
+            self.type_counts.push(0);
+        }
+        self.type_counts[rtype as usize] += 1;
+        self.recs.push(Rec {
+            id: r.id,
+            offset,
+            parent,
+            first_child: NONE,
+            last_child: NONE,
+            next_sibling: NONE,
+            last_ev: NONE,
+            last_ann: NONE,
+            row,
+            pos,
+            rtype,
+            color: r.color,
+            status: r.status,
+            crit: r.crit,
+        });
+        self.ids.insert(r.id, idx);
+        if parent == NONE {
+            self.roots.push(idx);
+        } else {
+            let p = &mut self.recs[parent as usize];
+            let last = std::mem::replace(&mut p.last_child, idx);
+            if last == NONE {
+                p.first_child = idx;
+            } else {
+                self.recs[last as usize].next_sibling = idx;
+            }
+        }
+        self.counts.records += 1;
+        self.counts.open += 1;
+    }
+
+    /// The first free row of (lane, depth) whose last bar ends by `start`, or a new one.
+    fn take_row(&mut self, key: LaneKey, depth: u32, start: u64) -> u32 {
+        let lane = match self.lane_ids.get(&key) {
+            Some(&l) => l,
+            None => {
+                let l = self.lanes.len() as u32;
+                self.lanes.push(Lane { key, depths: Vec::new(), free: Vec::new() });
+                self.lane_ids.insert(key, l);
+                l
+            }
+        };
+        let d = depth as usize;
+        let rows = &self.rows;
+        let l = &mut self.lanes[lane as usize];
+        if l.depths.len() <= d {
+            l.depths.resize_with(d + 1, Vec::new);
+            l.free.resize_with(d + 1, BTreeSet::new);
+        }
+        let found = l.free[d].iter().copied().find(|&slot| {
+            let row = l.depths[d][slot as usize];
+            rows[row as usize].bars.last().is_none_or(|b| b.end <= start)
+        });
+        if let Some(slot) = found {
+            l.free[d].remove(&slot);
+            return l.depths[d][slot as usize];
+        }
+        let row = self.rows.len() as u32;
+        l.depths[d].push(row);
+        self.rows.push(Row { lane, depth, ..Row::default() });
+        row
+    }
+
+    fn end_record(&mut self, id: u64, clk: u64, line: u64) {
+        let Some(rec) = self.ids.get(id) else {
+            return self.error(line, || format!("record_end of unknown record {id}"));
+        };
+        let r = self.recs[rec as usize];
+        let row = &mut self.rows[r.row as usize];
+        let bar = &mut row.bars[r.pos as usize];
+        if bar.end != OPEN {
+            return self.error(line, || format!("record {id} ends twice"));
+        }
+        bar.end = clk.max(bar.start);
+        let (lane, depth) = (row.lane, row.depth);
+        let slot =
+            self.lanes[lane as usize].depths[depth as usize].iter().position(|&x| x == r.row);
+        if let Some(slot) = slot {
+            self.lanes[lane as usize].free[depth as usize].insert(slot as u32);
+        }
+        self.see_clk(clk);
+        self.counts.open -= 1;
+    }
+
+    fn add_event(&mut self, e: ParsedEvent, line: u64, offset: u64) {
+        let Some(rec) = self.ids.get(e.id) else {
+            return self.error(line, || format!("event on unknown record {}", e.id));
+        };
+        self.see_clk(e.clk);
+        let idx = self.evs.len() as u32;
+        let icon = e.icon.as_deref().map_or(NONE, |i| self.icons.intern(i));
+        let r = &mut self.recs[rec as usize];
+        let prev = std::mem::replace(&mut r.last_ev, idx);
+        let row = r.row;
+        self.evs.push(Ev {
+            offset,
+            rec,
+            prev,
+            icon,
+            color: e.color,
+            style: e.style,
+            severity: e.severity,
+        });
+        self.counts.events += 1;
+        if let Some(s) = e.sync {
+            self.host.push(s);
+            return; // drawn as host tracks, not as markers
+        }
+        let group = e.severity.saturating_sub(1).min(2) as usize;
+        let markers = &mut self.rows[row as usize].markers[group];
+        // Events usually come in clk order; an out-of-order one is inserted in place.
+        let at = match markers.last() {
+            Some(&(last, _)) if last > e.clk => markers.partition_point(|&(c, _)| c <= e.clk),
+            _ => markers.len(),
+        };
+        markers.insert(at, (e.clk, idx));
+    }
+
+    /// The bars, clusters and markers of `rows` within cycles `[t0, t1)` drawn `px` pixels wide:
+    /// bars closer than one pixel are merged into clusters, so each row answers at most about one
+    /// item and three markers per pixel.
+    pub fn window(&self, t0: u64, t1: u64, px: u32, rows: &[u32]) -> Vec<RowWindow> {
+        let t1 = t1.max(t0 + 1);
+        let cpp = ((t1 - t0) as f64 / f64::from(px.max(1))).max(f64::MIN_POSITIVE);
+        let now = self.now();
+        rows.iter()
+            .filter_map(|&r| self.rows.get(r as usize).map(|row| (r, row)))
+            .map(|(r, row)| RowWindow {
+                row: r,
+                items: bars_in(&row.bars, t0, t1, cpp, now),
+                markers: row.markers.iter().flat_map(|m| markers_in(m, t0, t1, cpp)).collect(),
+            })
+            .collect()
+    }
+
+    /// The rows of every lane in display order: by lane (host lane last), then depth, then slot.
+    pub fn row_order(&self) -> Vec<(u32, Vec<u32>)> {
+        let mut lanes: Vec<u32> = (0..self.lanes.len() as u32).collect();
+        lanes.sort_by_key(|&l| self.lanes[l as usize].key);
+        lanes
+            .into_iter()
+            .map(|l| (l, self.lanes[l as usize].depths.iter().flatten().copied().collect()))
+            .collect()
+    }
+
+    /// The children of a record (or the roots) after position `after`, at most `limit`.
+    pub fn children(&self, parent: Option<u32>, after: Option<u32>, limit: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        match parent {
+            None => {
+                let from = after.map_or(0, |a| self.roots.partition_point(|&r| r <= a));
+                out.extend(self.roots[from..].iter().take(limit));
+            }
+            Some(p) => {
+                let mut c = match after {
+                    Some(a) if (a as usize) < self.recs.len() => self.recs[a as usize].next_sibling,
+                    _ => self.recs[p as usize].first_child,
+                };
+                while c != NONE && out.len() < limit {
+                    out.push(c);
+                    c = self.recs[c as usize].next_sibling;
+                }
+            }
+        }
+        out
+    }
+
+    /// Events of a record in file order.
+    pub fn events_of(&self, rec: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut e = self.recs[rec as usize].last_ev;
+        while e != NONE {
+            out.push(e);
+            e = self.evs[e as usize].prev;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Annotations of a record in file order.
+    pub fn annotations_of(&self, rec: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut a = self.recs[rec as usize].last_ann;
+        while a != NONE {
+            out.push(a);
+            a = self.anns[a as usize].prev;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Bytes of memory the index holds (capacity of its tables).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let rows: usize = self
+            .rows
+            .iter()
+            .map(|r| {
+                r.bars.capacity() * size_of::<Bar>()
+                    + r.markers.iter().map(|m| m.capacity() * 16).sum::<usize>()
+            })
+            .sum();
+        let ids = match &self.ids {
+            IdMap::Dense(v) => v.capacity() * 4,
+            IdMap::Sparse(m) => m.capacity() * 24,
+        };
+        self.recs.capacity() * size_of::<Rec>()
+            + self.evs.capacity() * size_of::<Ev>()
+            + self.anns.capacity() * size_of::<Ann>()
+            + self.roots.capacity() * 4
+            + rows
+            + ids
+    }
+}
+
+fn end_of(b: &Bar, now: u64) -> u64 {
+    if b.end == OPEN {
+        now.max(b.start)
+    } else {
+        b.end
+    }
+}
+
+/// See [`Index::window`]. Bars of a row are sorted by start and do not overlap, so their ends are
+/// sorted too and both can be binary-searched.
+fn bars_in(bars: &[Bar], t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
+    let mut out = Vec::new();
+    // A bar ending exactly at t0 touches the window and is kept (zero-length bars included).
+    let mut i = bars.partition_point(|b| b.end != OPEN && b.end < t0);
+    while i < bars.len() && bars[i].start < t1 {
+        let mut j = i;
+        let mut end = end_of(&bars[i], now);
+        loop {
+            let reach = (end as f64 + cpp).min(u64::MAX as f64) as u64;
+            let k = j + 1 + bars[j + 1..].partition_point(|b| b.start < reach);
+            if k == j + 1 {
+                break;
+            }
+            j = k - 1;
+            end = end.max(end_of(&bars[j], now));
+        }
+        out.push(Item {
+            start: bars[i].start,
+            end,
+            rec: bars[i].rec,
+            count: (j - i + 1) as u32,
+            open: bars[j].end == OPEN,
+        });
+        i = j + 1;
+    }
+    out
+}
+
+fn markers_in(m: &[(u64, u32)], t0: u64, t1: u64, cpp: f64) -> Vec<Marker> {
+    let mut out = Vec::new();
+    let mut i = m.partition_point(|&(c, _)| c < t0);
+    while i < m.len() && m[i].0 < t1 {
+        let reach = (m[i].0 as f64 + cpp).min(u64::MAX as f64) as u64;
+        let k = (i + 1 + m[i + 1..].partition_point(|&(c, _)| c < reach)).max(i + 1);
+        out.push(Marker { clk: m[i].0, ev: m[i].1, count: (k - i) as u32 });
+        i = k;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jets::format::Line;
+
+    fn index(lines: &[&str]) -> Index {
+        let mut ix = Index::new();
+        let mut offset = 0;
+        for (i, l) in lines.iter().enumerate() {
+            match Line::parse(l) {
+                Ok(line) => ix.apply(Parsed::from_line(line), i as u64 + 1, offset),
+                Err(e) => {
+                    ix.bad_line(i as u64 + 1, &LineError::Invalid { line: i as u64 + 1, source: e })
+                }
+            }
+            offset += l.len() as u64 + 1;
+        }
+        ix
+    }
+
+    fn rec(clk: u64, id: u64, parent: Option<u64>, data: &str) -> String {
+        let p = parent.map_or("null".to_owned(), |p| p.to_string());
+        format!(
+            r#"{{"clk":{clk},"type":"record","name":"r{id}","record_type":"T","id":{id},"parent_id":{p},"description":"","data":{data}}}"#
+        )
+    }
+
+    fn end(clk: u64, id: u64) -> String {
+        format!(r#"{{"clk":{clk},"type":"record_end","record_id":{id}}}"#)
+    }
+
+    /// Many short children of one root: 1000 instructions, 3 in flight at a time.
+    fn pipeline() -> Index {
+        let mut lines = vec![rec(0, 1, None, r#"{"unit_id":0}"#)];
+        for i in 0..1000u64 {
+            lines.push(rec(i * 2, 10 + i, Some(1), "{}"));
+            if i >= 2 {
+                lines.push(end(i * 2 + 1, 10 + i - 2));
+            }
+        }
+        lines.push(end(2000, 1008));
+        lines.push(end(2001, 1009));
+        lines.push(end(2002, 1));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        index(&refs)
+    }
+
+    #[test]
+    fn rows_never_overlap_and_stay_sorted() {
+        let ix = pipeline();
+        assert_eq!(ix.counts.records, 1001);
+        assert_eq!(ix.counts.open, 0);
+        let lane = &ix.lanes[0];
+        assert_eq!(lane.key.unit, Some(0));
+        assert_eq!(lane.depths.len(), 2);
+        // Three instructions are in flight at once: three rows at depth 1.
+        assert_eq!(lane.depths[1].len(), 3);
+        for row in &ix.rows {
+            for w in row.bars.windows(2) {
+                assert!(w[0].end <= w[1].start, "{:?} overlaps {:?}", w[0], w[1]);
+            }
+        }
+    }
+
+    #[test]
+    fn window_clusters_what_is_closer_than_a_pixel() {
+        let ix = pipeline();
+        let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
+        // Zoomed in: every bar on its own.
+        let near = ix.window(100, 140, 1000, &rows);
+        let singles: usize = near.iter().flat_map(|r| &r.items).filter(|i| i.count == 1).count();
+        let all: usize = near.iter().map(|r| r.items.len()).sum();
+        assert_eq!(singles, all);
+        assert!(all >= 20, "{all} bars in 40 cycles");
+        // Zoomed out to 10 pixels: a handful of clusters that still count every record.
+        let far = ix.window(0, 2003, 10, &rows);
+        let items: usize = far.iter().map(|r| r.items.len()).sum();
+        assert!(items <= rows.len() * 11, "{items} items for 10 px");
+        let counted: u64 = far.iter().flat_map(|r| &r.items).map(|i| u64::from(i.count)).sum();
+        assert_eq!(counted, 1001);
+    }
+
+    #[test]
+    fn window_answers_are_bounded_by_pixels_not_records() {
+        let mut lines = vec![rec(0, 1, None, "{}")];
+        for i in 0..50_000u64 {
+            lines.push(rec(i * 3, 2 + i, Some(1), "{}"));
+            lines.push(end(i * 3 + 2, 2 + i));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
+        let w = ix.window(0, 150_000, 500, &rows);
+        let child_row = &w.iter().find(|r| ix.rows[r.row as usize].depth == 1).expect("row").items;
+        assert!(child_row.len() <= 501, "{} items", child_row.len());
+        assert_eq!(child_row.iter().map(|i| u64::from(i.count)).sum::<u64>(), 50_000);
+        // At one cycle per pixel, the 1-cycle gaps separate every bar.
+        let w = ix.window(3000, 3300, 300, &rows);
+        let child_row = &w.iter().find(|r| ix.rows[r.row as usize].depth == 1).expect("row").items;
+        assert_eq!(child_row.len(), 100);
+        assert!(child_row.iter().all(|i| i.count == 1 && i.end - i.start == 2));
+    }
+
+    #[test]
+    fn lanes_inherit_hints_and_open_records_end_now() {
+        let lines = [
+            rec(0, 1, None, r#"{"unit_id":1}"#),
+            rec(5, 2, Some(1), r##"{"thread_id":3,"color":"#ff0000","status":"stalled","criticality":1.0}"##),
+            rec(6, 3, Some(2), "{}"),
+            rec(0, 4, None, "{}"),
+            r#"{"clk":9,"type":"event","name":"Miss","record_id":3,"description":"","data":{"severity":"error","marker_style":"diamond","icon":"cache_miss"}}"#.to_owned(),
+            r#"{"clk":9,"type":"event","name":"Info","record_id":3,"description":""}"#.to_owned(),
+            r#"{"type":"annotation","name":"A","record_id":3,"description":"","data":1}"#.to_owned(),
+            end(20, 3),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        let lane = |id: u64| {
+            let r = ix.rec_by_id(id).expect("record");
+            ix.lanes[ix.rows[ix.recs[r as usize].row as usize].lane as usize].key
+        };
+        assert_eq!((lane(2).unit, lane(2).thread), (Some(1), Some(3)));
+        assert_eq!(lane(3), lane(2));
+        assert_eq!(lane(4).unit, None);
+        let r2 = ix.recs[ix.rec_by_id(2).expect("2") as usize];
+        assert_eq!((r2.color, r2.status, r2.crit), (0x1ff0000, 2, 255));
+        assert_eq!(ix.now(), 20);
+        let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
+        let w = ix.window(0, 30, 300, &rows);
+        let open: Vec<&Item> = w.iter().flat_map(|r| &r.items).filter(|i| i.open).collect();
+        assert_eq!(open.len(), 3);
+        assert!(open.iter().all(|i| i.end == 20));
+        let markers: Vec<&Marker> = w.iter().flat_map(|r| &r.markers).collect();
+        assert_eq!(markers.len(), 2, "an error and an info marker at the same cycle both show");
+        let r3 = ix.rec_by_id(3).expect("3");
+        assert_eq!(ix.events_of(r3).len(), 2);
+        assert_eq!(ix.annotations_of(r3).len(), 1);
+        assert_eq!(ix.icons.names, vec!["cache_miss".to_owned()]);
+    }
+
+    #[test]
+    fn bad_lines_are_counted_with_their_line_number() {
+        let lines = [
+            rec(0, 1, None, "{}"),
+            "{\"type\":\"record\"".to_owned(),
+            end(3, 99),
+            rec(1, 1, None, "{}"),
+            rec(2, 5, Some(42), "{}"),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        assert_eq!(ix.counts.errors, 4);
+        assert!(ix.errors[0].starts_with("line 2: "), "{}", ix.errors[0]);
+        assert_eq!(ix.errors[1], "line 3: record_end of unknown record 99");
+        assert_eq!(ix.errors[2], "line 4: record id 1 is used twice");
+        assert_eq!(ix.errors[3], "line 5: parent_id 42 is not a known record");
+        // The orphan is still shown, as a root.
+        assert_eq!(ix.roots.len(), 2);
+    }
+
+    #[test]
+    fn children_page_in_file_order() {
+        let ix = pipeline();
+        let root = ix.rec_by_id(1);
+        let first = ix.children(root, None, 10);
+        assert_eq!(first.len(), 10);
+        let next = ix.children(root, first.last().copied(), 10);
+        assert_eq!(ix.recs[next[0] as usize].id, 20);
+        assert_eq!(ix.children(None, None, 10), vec![0]);
+    }
+
+    #[test]
+    fn sparse_ids_fall_back_to_a_map() {
+        let lines = [rec(0, 1 << 40, None, "{}"), rec(1, 3, Some(1 << 40), "{}")];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        assert_eq!(ix.rec_by_id(1 << 40), Some(0));
+        assert_eq!(ix.rec_by_id(3), Some(1));
+        assert_eq!(ix.rec_by_id(4), None);
+    }
+}
