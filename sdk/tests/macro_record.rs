@@ -134,3 +134,55 @@ fn records_through_the_tracing_layer() {
     assert_eq!(errors.count(), 0, "{:?}", errors.first());
     insta::assert_snapshot!(finish(trace, out));
 }
+
+// ---- expansions that must compile and behave: async with ret/err/end_clk and `?`, generics,
+// `impl Trait` returns, `self` by value
+
+#[jets::record(record_type = "Mem", clk = 30, end_clk = 34, ret, err)]
+async fn read_word(addr: u64) -> Result<u64, std::num::ParseIntError> {
+    tokio::task::yield_now().await;
+    let v: u64 = if addr == 0 { "x".parse()? } else { "7".parse()? };
+    Ok(v + addr)
+}
+
+#[jets::record(trace = trace, skip_all, clk = 40, end_clk = 41, ret, err)]
+async fn native_read(trace: &Trace, fail: bool) -> Result<u8, String> {
+    tokio::task::yield_now().await;
+    if fail {
+        Err("parity".to_owned())?;
+    }
+    Ok(1)
+}
+
+#[jets::record(skip_all, clk = 50, end_clk = 50)]
+fn evens<T: Into<u64> + Copy>(n: T) -> impl Iterator<Item = u64> {
+    (0..n.into()).filter(|i| i % 2 == 0)
+}
+
+struct Token(u64);
+
+impl Token {
+    #[jets::record(trace = trace, clk = self.0, skip(trace))]
+    fn consume(self, trace: &Trace) -> u64 {
+        self.0
+    }
+}
+
+#[test]
+fn async_generic_impl_trait_and_by_value_self() {
+    let (trace, out) = new_trace();
+    let layer = jets::JetsLayer::new(trace.clone());
+    let errors = layer.errors();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        assert_eq!(rt.block_on(read_word(5)), Ok(12));
+        assert!(rt.block_on(read_word(0)).is_err());
+        assert_eq!(rt.block_on(native_read(&trace, false)), Ok(1));
+        assert_eq!(rt.block_on(native_read(&trace, true)), Err("parity".to_owned()));
+        assert_eq!(evens(7u8).collect::<Vec<_>>(), [0, 2, 4, 6]);
+        assert_eq!(Token(60).consume(&trace), 60);
+        trace.clock().set(70);
+    });
+    assert_eq!(errors.count(), 0, "{:?}", errors.first());
+    insta::assert_snapshot!(finish(trace, out));
+}
