@@ -1,8 +1,8 @@
 //! # JETS SDK
 //!
-//! Instrumentation for cycle-accurate simulators: emit a [JETS 2.0](format) trace (JSON Lines of
-//! header, record, record_end, annotation, event and footer) from any thread of a simulator, at a
-//! cost of tens of nanoseconds per line, with the spec's ordering rules enforced by construction.
+//! Instrumentation for cycle-accurate simulators: emit a [JETS 2.0](mod@format) trace (JSON Lines
+//! of header, record, record_end, annotation, event and footer) from any thread of a simulator, at
+//! a cost of tens of nanoseconds per line, with the spec's ordering rules enforced by construction.
 //!
 //! ```
 //! use jets::{Trace, Metadata};
@@ -21,10 +21,11 @@
 //! ```
 //!
 //! Where things live:
-//! * [`format`]: the line types and the JSON encoder, shared by writer, reader and validator.
+//! * [`format`](mod@format): the line types and the JSON encoder, shared by writer, reader and
+//!   validator.
 //! * [`read`]: a streaming line reader over a memory-mapped file or any `Read` (gz, zst, br).
 //! * [`validate`]: the rules (stable codes), the parallel validator and `repair`.
-//! * [`write`]: [`Trace`], record handles, the lock-free queue and the writer thread.
+//! * [`write`](mod@write): [`Trace`], record handles, the lock-free queue and the writer thread.
 //! * [`clock`]: [`SimClock`], the simulator's shared cycle counter.
 //! * [`sync`]: host-time sync points (`HostSync` events) and the cycle ↔ time map.
 //! * `host` (feature `host`, Linux): the host sampler thread, `/proc` and perf collectors, the
@@ -37,13 +38,12 @@ mod error;
 pub mod format;
 #[cfg(all(feature = "host", target_os = "linux"))]
 pub mod host;
+pub mod sync;
 #[cfg(feature = "tracing")]
 pub mod layer;
-#[macro_use]
 mod macros;
 pub mod read;
 pub mod validate;
-pub mod sync;
 pub mod write;
 
 pub use clock::SimClock;

@@ -10,7 +10,7 @@
 //!
 //! Field values keep their types in `data` (integers, floats, bools, strings; `?x` and `%x` are
 //! text). Reserved field names:
-//! * `clk`: the cycle of a span's start or of an event (instead of the trace's [`SimClock`]);
+//! * `clk`: the cycle of a span's start or of an event (instead of the trace's [`SimClock`](crate::SimClock));
 //! * `end_clk`: the cycle of a span's end, at creation or recorded later;
 //! * `record_type`, `description`: the line's fields of those names;
 //! * `jets.color`, `jets.unit_id`, `jets.thread_id`, `jets.subunit_id`, `jets.display_label`,
@@ -19,7 +19,7 @@
 //!
 //! `WARN` and `ERROR` events without a `jets.severity` get the `warning` / `error` severity hint.
 //!
-//! Cycles come from the trace's [`SimClock`] (see [`crate::TraceBuilder::clock`]), which the
+//! Cycles come from the trace's [`SimClock`](crate::SimClock) (see [`crate::TraceBuilder::clock`]), which the
 //! simulator advances. A span is one record for its whole life, however often it is entered: an
 //! instrumented future is one record from creation to drop, across polls and threads.
 //!
