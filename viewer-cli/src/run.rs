@@ -270,6 +270,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         since_process_start: args.since_process_start,
         root_is_fresh: true,
         perf: true,
+        discover_every: 1,
     };
     let mut sampler = TreeSampler::new(child.pid as u32, opts).context("preparing the sampler")?;
     sampler.sample(); // primes CPU deltas and counters on the stopped, not yet exec'd process

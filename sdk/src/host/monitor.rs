@@ -31,6 +31,9 @@ pub struct HostConfig {
     pub beacon_from_env: bool,
     /// How often to publish to the beacon, between samples (default: 10 ms).
     pub beacon_period: Duration,
+    /// Look for new child processes every this many samples (default: 10, every second at
+    /// 100 ms): listing `/proc` to find them is most of a sample's cost.
+    pub discover_children_every: u32,
 }
 
 impl Default for HostConfig {
@@ -42,6 +45,7 @@ impl Default for HostConfig {
             env_snapshot: true,
             beacon_from_env: true,
             beacon_period: Duration::from_millis(10),
+            discover_children_every: 10,
         }
     }
 }

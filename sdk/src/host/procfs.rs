@@ -3,6 +3,7 @@
 //! Every reader returns `io::Result` because processes vanish between listing and reading; callers
 //! treat a vanished process as gone, never as zeros.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -121,32 +122,65 @@ fn numeric_entries(dir: &Path) -> io::Result<Vec<u32>> {
     Ok(out)
 }
 
-/// Every descendant of `root` (children recursively), parents before their children.
+/// Finds the descendants of a process (children recursively), parents before their children.
 ///
-/// Found by scanning every `/proc/<pid>/stat` for its parent, because `/proc/<pid>/task/*/children`
-/// needs `CONFIG_PROC_CHILDREN`, which kernels (this VM's included) may lack.
-pub fn descendants(root: u32) -> io::Result<Vec<(u32, ProcStat)>> {
-    let mut all: Vec<(u32, ProcStat)> = Vec::new();
-    for pid in numeric_entries(Path::new("/proc"))? {
-        if let Ok(stat) = read_stat(pid) {
-            all.push((pid, stat));
-        }
+/// Descendants are found through every process's parent in `/proc/<pid>/stat`, because
+/// `/proc/<pid>/task/*/children` needs `CONFIG_PROC_CHILDREN`, which kernels (this VM's included)
+/// may lack. Reading every `stat` costs about 40 µs per process on a busy host, so the scanner
+/// remembers each pid's parent and reads only the pids that appeared since the last call; the
+/// candidates are then re-read and kept only if their parent still matches. A pid that died and
+/// was reused between two calls keeps its remembered parent until [`ProcScanner::forget`] starts
+/// over, which the samplers do every `rescan_every` samples.
+#[derive(Debug, Default)]
+pub struct ProcScanner {
+    parent_of: HashMap<u32, u32>,
+}
+
+impl ProcScanner {
+    /// Forgets every remembered parent: the next call reads every `stat` again.
+    pub fn forget(&mut self) {
+        self.parent_of.clear();
     }
-    let mut out: Vec<(u32, ProcStat)> = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        let mut i = 0;
-        while i < all.len() {
-            if all[i].1.ppid == parent && all[i].0 != root {
-                let found = all.swap_remove(i);
-                frontier.push(found.0);
-                out.push(found);
-            } else {
-                i += 1;
+
+    /// The descendants of `root`, with their `stat`.
+    pub fn descendants(&mut self, root: u32) -> io::Result<Vec<(u32, ProcStat)>> {
+        let pids = numeric_entries(Path::new("/proc"))?;
+        let live: HashSet<u32> = pids.iter().copied().collect();
+        self.parent_of.retain(|pid, _| live.contains(pid));
+        for pid in pids {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.parent_of.entry(pid) {
+                if let Ok(stat) = read_stat(pid) {
+                    e.insert(stat.ppid);
+                }
             }
         }
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (&pid, &ppid) in &self.parent_of {
+            if pid != root {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+        let mut out = Vec::new();
+        let mut frontier = vec![root];
+        while let Some(parent) = frontier.pop() {
+            for &pid in children.get(&parent).map(Vec::as_slice).unwrap_or_default() {
+                let Ok(stat) = read_stat(pid) else { continue };
+                // Reparented (its parent died) or a reused pid: not in the tree any more.
+                if stat.ppid != parent {
+                    self.parent_of.insert(pid, stat.ppid);
+                    continue;
+                }
+                frontier.push(pid);
+                out.push((pid, stat));
+            }
+        }
+        Ok(out)
     }
-    Ok(out)
+}
+
+/// Every descendant of `root` (children recursively), reading every `/proc/<pid>/stat` once.
+pub fn descendants(root: u32) -> io::Result<Vec<(u32, ProcStat)>> {
+    ProcScanner::default().descendants(root)
 }
 
 /// System-wide network bytes (received, sent) over every interface but loopback.
