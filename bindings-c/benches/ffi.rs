@@ -1,108 +1,146 @@
-//! The cost of one C call per line, calling the exported `extern "C"` functions exactly as C does.
+//! The cost of one C call per line, calling the exported `extern "C"` functions exactly as C does,
+//! next to the same line through the Rust API for comparison.
+//!
+//! Only the calls are timed: between chunks the bench waits, untimed, for the writer thread
+//! (`jets_flush`), so a chunk never blocks on a full ring. That is the cost a simulator thread
+//! pays while the writer keeps up.
 //!
 //! `cargo bench -p jets-c --bench ffi -- --warm-up-time 1 --measurement-time 3`
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
 use std::hint::black_box;
+use std::ptr::null;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use jets_c::*;
 
-fn open(dir: &tempfile::TempDir) -> *mut jets_trace {
-    let path =
-        std::ffi::CString::new(dir.path().join("bench.jets").into_os_string().into_encoded_bytes())
-            .expect("temp path has no NUL");
-    let mut t = std::ptr::null_mut();
-    // SAFETY: valid strings and out pointer.
-    let rc = unsafe { jets_open(path.as_ptr(), std::ptr::null(), &mut t) };
-    assert_eq!(rc, JETS_OK);
-    t
+/// Calls per timed chunk: well below the ring capacity (65,536 lines).
+const CHUNK: u64 = 1 << 13;
+
+fn c(s: &'static CStr) -> *const c_char {
+    s.as_ptr()
 }
 
-fn c(s: &'static std::ffi::CStr) -> *const c_char {
-    s.as_ptr()
+/// Times `iters` calls of `call(clk)` in chunks, flushing `t` untimed between chunks.
+fn timed(t: *mut jets_trace, clk: &mut u64, iters: u64, mut call: impl FnMut(u64)) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        let start = Instant::now();
+        for _ in 0..n {
+            *clk += 1;
+            call(*clk);
+        }
+        total += start.elapsed();
+        left -= n;
+        // SAFETY: `t` is open for the whole bench.
+        assert_eq!(unsafe { jets_flush(t) }, JETS_OK);
+    }
+    total
 }
 
 fn calls(cr: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let t = open(&dir);
-    // SAFETY (all calls below): `t` is open until jets_close at the end; strings are static.
-    let root = unsafe {
-        jets_record_begin(t, 0, 0, c(c"core0"), c(c"Core"), std::ptr::null(), std::ptr::null())
-    };
+    let path =
+        std::ffi::CString::new(dir.path().join("bench.jets").into_os_string().into_encoded_bytes())
+            .expect("temp path has no NUL");
+    let mut t = std::ptr::null_mut();
+    // SAFETY (all calls below): `t` is open until jets_close at the end; strings are static;
+    // attrs and fields outlive the calls that read them.
+    assert_eq!(unsafe { jets_open(path.as_ptr(), null(), &mut t) }, JETS_OK);
+    let root = unsafe { jets_record_begin(t, 0, 0, c(c"core0"), c(c"Core"), null(), null()) };
     assert_ne!(root, 0);
     let name = unsafe { jets_intern(c(c"Retire")) };
     let kind = unsafe { jets_intern(c(c"Instruction")) };
     let pc = unsafe { jets_intern(c(c"pc")) };
     let lat = unsafe { jets_intern(c(c"latency")) };
+    let attrs = |fields: &[jets_field], record_type| jets_attrs {
+        size: std::mem::size_of::<jets_attrs>() as u32,
+        name,
+        record_type,
+        description: 0,
+        fields: fields.as_ptr(),
+        field_count: fields.len(),
+        data_json: null(),
+    };
+
     let mut g = cr.benchmark_group("c_api");
     g.throughput(Throughput::Elements(1));
     let mut clk = 0u64;
     g.bench_function("jets_event strings, no data", |b| {
-        b.iter(|| {
-            clk += 1;
-            let rc = unsafe {
-                jets_event(t, root, clk, c(c"Retire"), std::ptr::null(), std::ptr::null())
-            };
-            black_box(rc)
+        b.iter_custom(|n| {
+            timed(t, &mut clk, n, |clk| {
+                let rc = unsafe { jets_event(t, root, clk, c(c"Retire"), null(), null()) };
+                black_box(rc);
+            })
         })
     });
-    g.bench_function("jets_event strings + data_json", |b| {
-        b.iter(|| {
-            clk += 1;
-            let rc = unsafe {
-                jets_event(
-                    t,
-                    root,
-                    clk,
-                    c(c"Retire"),
-                    std::ptr::null(),
-                    c(c"{\"pc\":4096,\"latency\":3}"),
-                )
-            };
-            black_box(rc)
+    g.bench_function("jets_event strings + data_json (2 fields)", |b| {
+        b.iter_custom(|n| {
+            timed(t, &mut clk, n, |clk| {
+                let json = c(c"{\"pc\":4096,\"latency\":3}");
+                black_box(unsafe { jets_event(t, root, clk, c(c"Retire"), null(), json) });
+            })
         })
     });
     g.bench_function("jets_event_ex interned + 2 typed fields", |b| {
-        b.iter(|| {
-            clk += 1;
-            let fields = [
-                jets_field { key: pc, kind: JETS_FIELD_U64, value: jets_value { u64: clk } },
-                jets_field { key: lat, kind: JETS_FIELD_U64, value: jets_value { u64: 3 } },
-            ];
-            let a = jets_attrs {
-                size: std::mem::size_of::<jets_attrs>() as u32,
-                name,
-                record_type: 0,
-                description: 0,
-                fields: fields.as_ptr(),
-                field_count: fields.len(),
-                data_json: std::ptr::null(),
-            };
-            black_box(unsafe { jets_event_ex(t, root, clk, &a) })
+        b.iter_custom(|n| {
+            timed(t, &mut clk, n, |clk| {
+                let fields = [
+                    jets_field { key: pc, kind: JETS_FIELD_U64, value: jets_value { u64: clk } },
+                    jets_field { key: lat, kind: JETS_FIELD_U64, value: jets_value { u64: 3 } },
+                ];
+                let a = attrs(&fields, 0);
+                black_box(unsafe { jets_event_ex(t, root, clk, &a) });
+            })
         })
     });
-    g.bench_function("jets_record_begin_ex + jets_record_end", |b| {
-        b.iter(|| {
-            clk += 1;
-            let a = jets_attrs {
-                size: std::mem::size_of::<jets_attrs>() as u32,
-                name,
-                record_type: kind,
-                description: 0,
-                fields: std::ptr::null(),
-                field_count: 0,
-                data_json: std::ptr::null(),
-            };
-            let id = unsafe { jets_record_begin_ex(t, root, clk, &a) };
-            black_box(unsafe { jets_record_end(t, id, clk + 1) })
+    g.bench_function("jets_record_begin_ex + jets_record_end (2 lines)", |b| {
+        b.iter_custom(|n| {
+            timed(t, &mut clk, n, |clk| {
+                let a = attrs(&[], kind);
+                let id = unsafe { jets_record_begin_ex(t, root, clk, &a) };
+                black_box(unsafe { jets_record_end(t, id, clk) });
+            })
         })
     });
     g.finish();
     assert_eq!(unsafe { jets_close(t) }, JETS_OK);
+
+    // The same event through the Rust API, for the cost of the C layer (id table, interning).
+    let trace =
+        jets::Trace::create(dir.path().join("rust.jets"), jets::Metadata::new()).expect("open");
+    let root = trace.root("core0", "Core").begin_at(0).expect("root");
+    let mut g = cr.benchmark_group("rust_api");
+    g.throughput(Throughput::Elements(1));
+    let mut clk = 0u64;
+    g.bench_function("event + 2 typed fields", |b| {
+        b.iter_custom(|n| {
+            let mut total = Duration::ZERO;
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(CHUNK);
+                let start = Instant::now();
+                for _ in 0..k {
+                    clk += 1;
+                    let e = root.event("Retire").field("pc", clk).field("latency", 3u64);
+                    black_box(e.emit_at(clk)).expect("emit");
+                }
+                total += start.elapsed();
+                left -= k;
+                trace.flush().expect("flush");
+            }
+            total
+        })
+    });
+    g.finish();
+    drop(root);
+    trace.close().expect("close");
 }
 
 criterion_group!(benches, calls);

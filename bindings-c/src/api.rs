@@ -9,7 +9,7 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{Attrs, Content, Text};
+use crate::attrs::{self, Attrs, Checked, Parts};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{last_code, run, status, with_last_message, Failure};
@@ -47,16 +47,37 @@ impl jets_trace {
         clk: u64,
         name: Str,
         record_type: Str,
-        content: &impl Content,
+        parts: Parts,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
-        // SAFETY (both applies): the content's pointers are valid per the C caller's contract.
         let handle = if parent == 0 {
-            let b = unsafe { content.apply(self.trace.root(name, record_type)) }?;
-            b.begin_at(self.resolve(clk, 0))?
+            parts.apply(self.trace.root(name, record_type)).begin_at(self.resolve(clk, 0))?
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
-                let b = unsafe { content.apply(p.child(name, record_type)) }?;
+                let b = parts.apply(p.child(name, record_type));
+                Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
+            })?
+        };
+        Ok(self.records.insert(handle))
+    }
+}
+
+impl jets_trace {
+    /// [`jets_trace::begin`] for checked `jets_attrs`, filling the builder in place.
+    fn begin_ex(
+        &self,
+        parent: jets_id,
+        clk: u64,
+        name: Str,
+        record_type: Str,
+        c: Checked<'_>,
+    ) -> Result<jets_id, Failure> {
+        self.check_healthy()?;
+        let handle = if parent == 0 {
+            c.fill(self.trace.root(name, record_type))?.begin_at(self.resolve(clk, 0))?
+        } else {
+            self.records.with(parent, "parent", |p: &RecordHandle| {
+                let b = c.fill(p.child(name, record_type))?;
                 Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
             })?
         };
@@ -198,8 +219,8 @@ pub unsafe extern "C" fn jets_record_begin(
         let t = unsafe { trace(t) }?;
         let name = unsafe { cstr::required(name, "name") }?;
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
-        let text = Text { description, data_json };
-        t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), &text)
+        let parts = unsafe { attrs::text(description, data_json) }?;
+        t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), parts)
     })
     .unwrap_or(0)
 }
@@ -221,7 +242,8 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
         let (name, record_type) = (a.name()?, a.record_type()?);
-        t.begin(parent, clk, Str::Static(name), Str::Static(record_type), &a)
+        let c = unsafe { a.check() }?;
+        t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
     .unwrap_or(0)
 }
@@ -273,10 +295,11 @@ pub unsafe extern "C" fn jets_event(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let name = unsafe { cstr::required(name, "name") }?;
+        let parts = unsafe { attrs::text(description, data_json) }?;
+        let name = Str::from(name.to_owned());
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            let b = unsafe { Text { description, data_json }.apply(h.event(name.to_owned())) }?;
-            Ok(b.emit_at(t.resolve(clk, h.start_clk()))?)
+            Ok(parts.apply(h.event(name)).emit_at(t.resolve(clk, h.start_clk()))?)
         })
     })
 }
@@ -297,10 +320,10 @@ pub unsafe extern "C" fn jets_event_ex(
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
         let name = a.name()?;
+        let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            let b = unsafe { a.apply(h.event(name)) }?;
-            Ok(b.emit_at(t.resolve(clk, h.start_clk()))?)
+            Ok(c.fill(h.event(name))?.emit_at(t.resolve(clk, h.start_clk()))?)
         })
     })
 }
@@ -322,11 +345,10 @@ pub unsafe extern "C" fn jets_annotation(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let name = unsafe { cstr::required(name, "name") }?;
+        let parts = unsafe { attrs::text(description, data_json) }?;
+        let name = Str::from(name.to_owned());
         t.check_healthy()?;
-        t.records.with(record, "record", |h| {
-            let text = Text { description, data_json };
-            Ok(unsafe { text.apply(h.annotation(name.to_owned())) }?.emit()?)
-        })
+        t.records.with(record, "record", |h| Ok(parts.apply(h.annotation(name)).emit()?))
     })
 }
 
@@ -345,8 +367,9 @@ pub unsafe extern "C" fn jets_annotation_ex(
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
         let name = a.name()?;
+        let c = unsafe { a.check() }?;
         t.check_healthy()?;
-        t.records.with(record, "record", |h| Ok(unsafe { a.apply(h.annotation(name)) }?.emit()?))
+        t.records.with(record, "record", |h| Ok(c.fill(h.annotation(name))?.emit()?))
     })
 }
 

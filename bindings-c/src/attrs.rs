@@ -1,19 +1,42 @@
 //! What a line carries besides its ids and clk, from C arguments: names, description, `data` JSON
-//! text and typed fields, checked before anything is queued.
+//! text and typed fields. All of it is read and checked into [`Parts`] before the record's lock
+//! is taken and before anything is queued.
 
 use std::ffi::c_char;
 
-use jets::format::{Str, Value};
+use jets::format::{Data, Str, Value};
 use jets::write::{AnnotationBuilder, EventBuilder, RecordBuilder};
 
+use crate::codes::JETS_ERR_INVALID_JSON;
 use crate::cstr;
 use crate::failure::Failure;
 use crate::intern;
 use crate::types::*;
 
+/// A line's description and data, checked.
+pub(crate) struct Parts {
+    description: Option<Str>,
+    data: Option<Data>,
+}
+
+impl Parts {
+    /// Sets them on a builder.
+    #[inline(always)]
+    pub(crate) fn apply<B: Describe>(self, mut b: B) -> B {
+        if let Some(d) = self.description {
+            b = b.describe(d);
+        }
+        if let Some(data) = self.data {
+            b = b.with_data(data);
+        }
+        b
+    }
+}
+
 /// The builder methods shared by records, events and annotations.
 pub(crate) trait Describe: Sized {
     fn describe(self, text: Str) -> Self;
+    fn with_data(self, data: Data) -> Self;
     fn typed(self, key: &'static str, value: Value) -> Self;
     fn json(self, text: &str) -> Self;
 }
@@ -21,12 +44,19 @@ pub(crate) trait Describe: Sized {
 macro_rules! describe {
     ($($builder:ident),*) => {$(
         impl Describe for $builder<'_> {
+            #[inline(always)]
             fn describe(self, text: Str) -> Self {
                 self.description(text)
             }
+            #[inline(always)]
+            fn with_data(self, data: Data) -> Self {
+                self.data(data)
+            }
+            #[inline(always)]
             fn typed(self, key: &'static str, value: Value) -> Self {
                 self.field(key, value)
             }
+            #[inline(always)]
             fn json(self, text: &str) -> Self {
                 self.data_json(text)
             }
@@ -35,33 +65,32 @@ macro_rules! describe {
 }
 describe!(RecordBuilder, EventBuilder, AnnotationBuilder);
 
-/// What a line carries besides its names: description, `data` JSON text and typed fields.
-pub(crate) trait Content {
-    /// Applies the content to a builder, or says what is wrong with it.
-    ///
-    /// # Safety
-    /// The pointers inside `self` are valid as promised by the C caller.
-    unsafe fn apply<B: Describe>(&self, b: B) -> Result<B, Failure>;
+fn parse_json(data: &mut Data, text: &str, what: &str) -> Result<(), Failure> {
+    data.parse_json(text)
+        .map_err(|e| Failure::new(JETS_ERR_INVALID_JSON, format!("{what} is not valid JSON: {e}")))
 }
 
-/// The plain-string arguments `description` and `data_json` (both optional).
-pub(crate) struct Text {
-    pub(crate) description: *const c_char,
-    pub(crate) data_json: *const c_char,
-}
-
-impl Content for Text {
-    unsafe fn apply<B: Describe>(&self, mut b: B) -> Result<B, Failure> {
-        // SAFETY: forwarded from the caller.
-        if let Some(d) = unsafe { cstr::optional(self.description, "description") }? {
-            b = b.describe(Str::from(d.to_owned()));
+/// Reads the plain-string arguments `description` and `data_json` (both optional).
+///
+/// # Safety
+/// Both are NULL or NUL-terminated strings.
+pub(crate) unsafe fn text(
+    description: *const c_char,
+    data_json: *const c_char,
+) -> Result<Parts, Failure> {
+    // SAFETY: forwarded from the caller.
+    let description = unsafe { cstr::optional(description, "description") }?;
+    // SAFETY: forwarded from the caller.
+    let json = unsafe { cstr::optional(data_json, "data_json") }?;
+    let data = match json {
+        Some(json) => {
+            let mut data = Data::new();
+            parse_json(&mut data, json, "data_json")?;
+            Some(data)
         }
-        // SAFETY: forwarded from the caller.
-        if let Some(json) = unsafe { cstr::optional(self.data_json, "data_json") }? {
-            b = b.json(json);
-        }
-        Ok(b)
-    }
+        None => None,
+    };
+    Ok(Parts { description: description.map(|d| Str::from(d.to_owned())), data })
 }
 
 /// A `jets_attrs` read from C, its size checked.
@@ -95,33 +124,55 @@ impl Attrs {
     pub(crate) fn record_type(&self) -> Result<&'static str, Failure> {
         required(self.0.record_type, "attrs->record_type")
     }
+
+    /// Checks description, data JSON text and the fields array, so that [`Attrs::fill`] can
+    /// only fail on a field's handle or kind.
+    ///
+    /// # Safety
+    /// `fields` points to `field_count` fields; `data_json` is NULL or NUL-terminated.
+    pub(crate) unsafe fn check(&self) -> Result<Checked<'_>, Failure> {
+        let a = &self.0;
+        let description = match a.description {
+            0 => None,
+            h => Some(Str::Static(intern::lookup(h, "attrs->description")?)),
+        };
+        // SAFETY: forwarded from the caller.
+        let json = unsafe { cstr::optional(a.data_json, "attrs->data_json") }?;
+        let fields: &[jets_field] = match (a.field_count, a.fields.is_null()) {
+            (0, _) => &[],
+            (n, true) => {
+                return Err(Failure::invalid(format!(
+                    "attrs->fields is NULL but field_count is {n}"
+                )))
+            }
+            // SAFETY: non-NULL, and the caller promises `field_count` fields.
+            (n, false) => unsafe { std::slice::from_raw_parts(a.fields, n) },
+        };
+        Ok(Checked { description, json, fields })
+    }
 }
 
-impl Content for Attrs {
-    /// Applies description, data JSON and typed fields (`fields` points to `field_count` fields).
-    unsafe fn apply<B: Describe>(&self, mut b: B) -> Result<B, Failure> {
-        let a = &self.0;
-        if a.description != 0 {
-            b = b.describe(Str::Static(intern::lookup(a.description, "attrs->description")?));
+/// A `jets_attrs` whose pointers have been read.
+pub(crate) struct Checked<'a> {
+    description: Option<Str>,
+    json: Option<&'a str>,
+    fields: &'a [jets_field],
+}
+
+impl Checked<'_> {
+    /// Sets everything on the builder in place (the builder's line is moved once, into the
+    /// queue). JSON text is parsed by the builder, which reports an error when the line is
+    /// emitted, before anything is queued.
+    #[inline(always)]
+    pub(crate) fn fill<B: Describe>(self, mut b: B) -> Result<B, Failure> {
+        if let Some(d) = self.description {
+            b = b.describe(d);
         }
-        // SAFETY: forwarded from the caller.
-        if let Some(json) = unsafe { cstr::optional(a.data_json, "attrs->data_json") }? {
+        if let Some(json) = self.json {
             b = b.json(json);
         }
-        if a.field_count == 0 {
-            return Ok(b);
-        }
-        if a.fields.is_null() {
-            return Err(Failure::invalid(format!(
-                "attrs->fields is NULL but field_count is {}",
-                a.field_count
-            )));
-        }
-        // SAFETY: non-NULL, and the caller promises `field_count` fields.
-        let fields = unsafe { std::slice::from_raw_parts(a.fields, a.field_count) };
-        for (i, f) in fields.iter().enumerate() {
-            let key = intern::lookup(f.key, "field key")?;
-            b = b.typed(key, value(f, i)?);
+        for (i, f) in self.fields.iter().enumerate() {
+            b = b.typed(intern::lookup(f.key, "field key")?, value(f, i)?);
         }
         Ok(b)
     }

@@ -2,26 +2,30 @@
 //! like ITT string handles. The text is kept for the life of the process (interned names are a
 //! small, fixed vocabulary), which makes it `&'static str` to the writer: no copy, no reference
 //! count and no allocation per line.
+//!
+//! Looking a handle up is on every `_ex` call, so it takes no lock: texts live in segments that
+//! double in size (segment `k` holds handles `2^k .. 2^(k+1)`), each allocated once and never
+//! moved, and a slot is published before its handle is returned. Registering takes a lock.
 
 use std::collections::BTreeMap;
 use std::ffi::c_char;
-use std::sync::{LazyLock, RwLock};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{run, Failure};
 use crate::types::jets_str;
 
-#[derive(Default)]
-struct Table {
-    /// Handle `h` is `texts[h - 1]`.
-    texts: Vec<&'static str>,
-    /// A B-tree rather than a hash map: its nodes are referenced from their start, so leak
-    /// checkers see the table as reachable rather than "possibly lost".
-    handles: BTreeMap<&'static str, jets_str>,
-}
+type Slot = OnceLock<&'static str>;
 
-static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(Default::default);
+/// Segment `k` points to `2^k` slots (or is null until needed).
+static SEGMENTS: [AtomicPtr<Slot>; 32] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 32];
+
+/// Text to handle, for registering; the next handle is `len + 1`. A B-tree rather than a hash
+/// map: its nodes are referenced from their start, so leak checkers see the table as reachable
+/// rather than "possibly lost".
+static HANDLES: Mutex<BTreeMap<&'static str, jets_str>> = Mutex::new(BTreeMap::new());
 
 /// Registers `text` and returns its handle (the same handle for the same text, from any thread,
 /// for any trace). Returns 0 on failure (NULL or invalid UTF-8; see `jets_last_error()`).
@@ -42,30 +46,48 @@ pub unsafe extern "C" fn jets_intern(text: *const c_char) -> jets_str {
 
 /// Registers `text` (see [`jets_intern`]).
 pub(crate) fn intern(text: &str) -> Result<jets_str, Failure> {
-    if let Some(&h) = read().handles.get(text) {
+    let mut handles = HANDLES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&h) = handles.get(text) {
         return Ok(h);
     }
-    let mut table = TABLE.write().unwrap_or_else(|p| p.into_inner());
-    if let Some(&h) = table.handles.get(text) {
-        return Ok(h);
-    }
-    let handle = jets_str::try_from(table.texts.len() + 1)
-        .map_err(|_| Failure::invalid("too many interned strings (more than 2^32 - 1)"))?;
+    let handle = jets_str::try_from(handles.len() + 1)
+        .ok()
+        .filter(|&h| h != jets_str::MAX)
+        .ok_or_else(|| Failure::invalid("too many interned strings (2^32 - 2 at most)"))?;
     // Leaked on purpose: interned strings live as long as the process (see the module docs).
     let text: &'static str = Box::leak(text.to_owned().into_boxed_str());
-    table.texts.push(text);
-    table.handles.insert(text, handle);
+    let (segment, index) = locate(handle);
+    let mut slots = SEGMENTS[segment].load(Ordering::Acquire);
+    if slots.is_null() {
+        // Only registering allocates segments, and it holds the lock: no race to install one.
+        let fresh: Box<[Slot]> = (0..1usize << segment).map(|_| Slot::new()).collect();
+        slots = Box::leak(fresh).as_mut_ptr();
+        SEGMENTS[segment].store(slots, Ordering::Release);
+    }
+    // SAFETY: `index < 2^segment`, the segment's length; segments are never freed.
+    let _ = unsafe { &*slots.add(index) }.set(text);
+    handles.insert(text, handle);
     Ok(handle)
+}
+
+/// Segment and index of handle `h` (> 0).
+fn locate(h: jets_str) -> (usize, usize) {
+    let segment = (31 - h.leading_zeros()) as usize;
+    (segment, (h - (1 << segment)) as usize)
 }
 
 /// The text of handle `h`; `what` names the argument in the error.
 pub(crate) fn lookup(h: jets_str, what: &str) -> Result<&'static str, Failure> {
-    let index = (h as usize).wrapping_sub(1);
-    read().texts.get(index).copied().ok_or_else(|| {
-        Failure::new(JETS_ERR_UNKNOWN_STRING, format!("{what} {h} is not a jets_intern handle"))
-    })
-}
-
-fn read() -> std::sync::RwLockReadGuard<'static, Table> {
-    TABLE.read().unwrap_or_else(|p| p.into_inner())
+    let unknown =
+        || Failure::new(JETS_ERR_UNKNOWN_STRING, format!("{what} {h} is not a jets_intern handle"));
+    if h == 0 {
+        return Err(unknown());
+    }
+    let (segment, index) = locate(h);
+    let slots = SEGMENTS[segment].load(Ordering::Acquire);
+    if slots.is_null() {
+        return Err(unknown());
+    }
+    // SAFETY: `index < 2^segment`, the segment's length; segments are never freed.
+    unsafe { &*slots.add(index) }.get().copied().ok_or_else(unknown)
 }
