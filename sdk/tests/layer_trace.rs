@@ -226,3 +226,31 @@ fn async_spans_on_a_multi_threaded_runtime_are_one_record_each() {
     });
     insta::assert_snapshot!(canonical(&text));
 }
+
+#[test]
+fn a_clk_before_the_parent_is_counted_and_its_lines_go_to_the_nearest_recorded_ancestor() {
+    let out = Buffer::default();
+    let trace = Trace::to_writer(out.clone(), Metadata::from(serde_json::Map::new())).unwrap();
+    let layer = JetsLayer::new(trace.clone());
+    let errors = layer.errors();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        let parent = tracing::info_span!("parent", description = "p", clk = 5u64);
+        let _p = parent.enter();
+        let early = tracing::info_span!("early", description = "e", clk = 1u64);
+        let _e = early.enter();
+        tracing::info!(clk = 6u64, "lands on parent");
+    });
+    trace.close().unwrap();
+    assert_eq!(errors.count(), 1);
+    assert!(
+        matches!(errors.first(), Some(jets::Error::ClkBeforeStart { clk: 1, start: 5, .. })),
+        "{:?}",
+        errors.first()
+    );
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let (diagnostics, _) = jets::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty(), "{diagnostics:#?}");
+    assert!(!text.contains(r#""name":"early""#));
+    let event = text.lines().find(|l| l.contains("lands on parent")).unwrap();
+    assert!(event.contains(r#""record_id":1"#), "{event}");
+}
