@@ -38,11 +38,11 @@ mod error;
 pub mod format;
 #[cfg(all(feature = "host", target_os = "linux"))]
 pub mod host;
-pub mod sync;
 #[cfg(feature = "tracing")]
 pub mod layer;
 mod macros;
 pub mod read;
+pub mod sync;
 pub mod validate;
 pub mod write;
 
