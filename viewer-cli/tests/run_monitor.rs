@@ -33,6 +33,10 @@ fn workload() {
     let Ok(role) = std::env::var("JETS_RUN_WORKLOAD") else { return };
     let dir = PathBuf::from(std::env::var("JETS_RUN_DIR").expect("dir"));
     let beacon = jets::host::ClockBeacon::from_env().expect("beacon");
+    if role == "sim" {
+        simulator(&dir);
+        return;
+    }
     if role == "child" {
         // Allocate and touch every page, hold it while writing, then hold a little longer.
         let mut mem = vec![0u8; CHILD_ALLOC];
@@ -71,6 +75,25 @@ fn workload() {
         assert!(k.wait().expect("wait").success());
     }
     std::fs::write(dir.join("final_cycle"), cycle.to_string()).expect("write final cycle");
+}
+
+/// A simulator built on the SDK: its HostMonitor publishes the trace clock to the beacon.
+fn simulator(dir: &Path) {
+    let trace = jets::Trace::create(dir.join("sim.jets"), jets::Metadata::new()).expect("trace");
+    let clock = trace.clock().clone();
+    let config = jets::host::HostConfig::default().interval(Duration::from_millis(50));
+    let monitor = jets::host::HostMonitor::start(&trace, config).expect("monitor");
+    let core = trace.root("core0", "Core").begin_at(0).expect("core");
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(600) {
+        let clk = clock.advance(10);
+        core.child("i", "Instruction").begin_at(clk).expect("begin").end_at(clk + 5).expect("end");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let report = monitor.stop().expect("stop");
+    core.end_at(clock.now() + 5).expect("end");
+    trace.close().expect("close");
+    assert!(report.capabilities.get("beacon").is_some_and(|c| c.available), "the beacon was found");
 }
 
 fn jets() -> Command {
@@ -221,4 +244,60 @@ fn json_mode_prints_lines_on_stdout() {
         assert!(v["kind"].is_string());
     }
     assert!(text.lines().count() >= 4);
+}
+
+#[test]
+fn a_simulator_under_jets_run_publishes_its_cycle_consistently_with_its_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sim.jsonl");
+    let status = jets()
+        .args(["run", "--quiet", "--interval", "20", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(std::env::current_exe().expect("exe"))
+        .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+        .env("JETS_RUN_WORKLOAD", "sim")
+        .env("JETS_RUN_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("jets run");
+    assert!(status.success());
+
+    // The simulator's own trace: valid, with its sync points.
+    let text = std::fs::read_to_string(dir.path().join("sim.jets")).expect("trace");
+    let (diagnostics, report) = jets::validate::validate_bytes(text.as_bytes());
+    assert!(report.is_valid(), "{diagnostics:?}");
+    let lines = text.lines().map(|l| jets::format::Line::parse(l).expect("line"));
+    let collected = jets::sync::collect(lines, "Instruction").expect("sync points");
+    let map =
+        jets::sync::ClockMap::new(collected.points.iter().map(|(p, _)| *p).collect()).expect("map");
+
+    // The monitor's samples: sim_clk from the beacon. By the trace's own clock map, a sample's
+    // cycle maps to the sample's time within: the beacon's staleness (its 10 ms publish period,
+    // or a sync interval when the sampler thread is held up), the linear interpolation's error (at
+    // most one sync interval) and ts_ms rounding (1 ms).
+    let longest_interval_ms = map
+        .points()
+        .windows(2)
+        .map(|w| (w[1].mono_ns - w[0].mono_ns) as f64 / 1e6)
+        .fold(0.0, f64::max);
+    let tolerance_ms = 2.0 * longest_interval_ms + 11.0;
+    let samples: Vec<(u64, u64)> = std::fs::read_to_string(&out)
+        .expect("jsonl")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+        .filter(|v| v["kind"] == "tree")
+        .filter_map(|v| Some((v["sim_clk"].as_u64()?, v["ts_ms"].as_u64()?)))
+        .collect();
+    assert!(samples.len() >= 10, "{} samples with sim_clk", samples.len());
+    assert!(samples.windows(2).all(|w| w[0].0 <= w[1].0));
+    let mut checked = 0;
+    for (clk, ts_ms) in samples {
+        if let Some(real_ns) = map.cycle_to_real_ns(clk as f64) {
+            let off_ms = (real_ns / 1e6 - ts_ms as f64).abs();
+            assert!(off_ms <= tolerance_ms, "cycle {clk} at {real_ns} ns, sampled at {ts_ms} ms");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} samples inside the trace's sync range");
 }
