@@ -152,6 +152,9 @@ fn native(
         setters.extend(quote!(.#method(#v)));
     }
     let clk = option_u64(o.clk.as_ref());
+    let bind = o.handle.as_ref().map(
+        |h| quote!(let #h: ::core::option::Option<&::jets::RecordHandle> = __jets_guard.handle();),
+    );
     let begin = quote! {
         let __jets_guard = {
             #[allow(unused_imports)]
@@ -162,6 +165,7 @@ fn native(
                 #setters;
             ::jets::__private::RecordGuard::begin(__jets_b, #clk)
         };
+        #bind
     };
     let stmts = &block.stmts;
     if !after {

@@ -9,7 +9,8 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, LitStr, Token};
 
 /// Every option, for the "unknown option" message.
-const OPTIONS: &str = "name, record_type, description, parent, trace, clk, end_clk, fields(..), \
+const OPTIONS: &str =
+    "name, record_type, description, parent, trace, handle, clk, end_clk, fields(..), \
                        skip(..), skip_all, args(..), ret, err, color, unit_id, thread_id, \
                        subunit_id, display_label, status, criticality";
 
@@ -60,6 +61,8 @@ pub struct Options {
     pub description: Option<Expr>,
     pub parent: Option<Expr>,
     pub trace: Option<Expr>,
+    /// With `trace`: the name under which the body sees its own record.
+    pub handle: Option<Ident>,
     pub clk: Option<Expr>,
     pub end_clk: Option<Expr>,
     pub fields: Vec<(Key, Expr)>,
@@ -82,6 +85,13 @@ impl Options {
                 parent,
                 "`parent` and `trace` cannot be combined: with `trace = ..` the record's parent is \
                  what `trace` names (a `jets::Trace` for a root, a `jets::RecordHandle` for a child)",
+            ));
+        }
+        if let (Some(handle), None) = (&o.handle, &o.trace) {
+            return Err(syn::Error::new_spanned(
+                handle,
+                "`handle` needs `trace = ..` (a native record); in a `tracing` span, use \
+                 `tracing::Span::current()`",
             ));
         }
         Ok(o)
@@ -112,6 +122,7 @@ impl Options {
             "description" => self.description = Some(meta.value()?.parse()?),
             "parent" => self.parent = Some(meta.value()?.parse()?),
             "trace" => self.trace = Some(meta.value()?.parse()?),
+            "handle" => self.handle = Some(meta.value()?.parse()?),
             "clk" => self.clk = Some(meta.value()?.parse()?),
             "end_clk" => self.end_clk = Some(meta.value()?.parse()?),
             "ret" => self.ret = flag(&meta, "ret")?,

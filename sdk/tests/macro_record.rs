@@ -186,3 +186,27 @@ fn async_generic_impl_trait_and_by_value_self() {
     assert_eq!(errors.count(), 0, "{:?}", errors.first());
     insta::assert_snapshot!(finish(trace, out));
 }
+
+// ---- native nesting through `handle`
+
+#[jets::record(trace = parent, handle = me, skip(parent), record_type = "Warp")]
+fn warp(parent: &RecordHandle, lanes: u32) {
+    if let Some(me) = me {
+        jets::event!(me, "Issue", lanes = lanes).unwrap();
+        for lane in 0..lanes {
+            thread_op(me, lane);
+        }
+    }
+}
+
+#[jets::record(trace = warp, skip(warp), record_type = "Lane", end_clk = 3)]
+fn thread_op(warp: &RecordHandle, lane: u32) {}
+
+#[test]
+fn native_records_nest_through_handle() {
+    let (trace, out) = new_trace();
+    let sm = trace.root("sm0", "SM").description("").begin_at(0).unwrap();
+    warp(&sm, 2);
+    sm.end_at(3).unwrap();
+    insta::assert_snapshot!(finish(trace, out));
+}

@@ -1,0 +1,4 @@
+#[jets::record(handle = me)]
+fn f() {}
+
+fn main() {}
