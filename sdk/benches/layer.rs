@@ -57,10 +57,11 @@ fn native(parent: &RecordHandle, pc: u64, taken: bool) {
     black_box(pc);
 }
 
-#[jets::record(trace = parent, args(pc, taken))]
+#[jets::record(trace = parent, handle = me, args(pc, taken))]
 fn native_with_event(parent: &RecordHandle, pc: u64, taken: bool) {
-    // The record's own handle is not visible in the body: the event goes on the parent.
-    let _ = jets::event!(parent, "retire", cycle = pc);
+    if let Some(me) = me {
+        let _ = jets::event!(me, "retire", cycle = pc);
+    }
 }
 
 fn per_span(c: &mut Criterion) {
