@@ -24,6 +24,8 @@ use serde_json::{Map, Value};
 
 /// Maximal slices a lane remembers before raising its floor.
 pub const LANE_MEMORY: usize = 4096;
+/// Maximal slices looked at when choosing a lane for a child of an open record.
+pub const PREFER_SCAN: usize = 64;
 
 /// A root record, drawn as a process.
 #[derive(Debug)]
@@ -131,6 +133,25 @@ impl Lane {
         self.maximal.range(s..e.max(s + 1)).all(|(_, &(me, m))| me <= e && descends(m, id))
     }
 
+    /// Whether open parent `p` (started at `ps`) could later be placed here with a child ending
+    /// at `e`: a preference, not a guarantee, so only the latest [`PREFER_SCAN`] maximal slices
+    /// are looked at (a full scan from the parent's start would make packing quadratic).
+    fn prefers(&self, ps: u64, e: u64, p: u64, descends: &dyn Fn(u64, u64) -> bool) -> bool {
+        if ps < self.floor {
+            return false;
+        }
+        if let Some((_, &(pe, _))) = self.maximal.range(..ps).next_back() {
+            if pe > ps {
+                return false;
+            }
+        }
+        self.maximal
+            .range(ps..e.max(ps + 1))
+            .rev()
+            .take(PREFER_SCAN)
+            .all(|(_, &(me, m))| me <= e && descends(m, p))
+    }
+
     fn place(&mut self, s: u64, e: u64, id: u64) {
         let inside: Vec<u64> = self.maximal.range(s..e.max(s + 1)).map(|(&k, _)| k).collect();
         for k in inside {
@@ -169,7 +190,7 @@ impl LanePacker {
             Some((p, ps)) => self
                 .lanes
                 .iter()
-                .position(|l| l.fits(ps.min(s), e, p, descends) && l.fits(s, e, id, descends)),
+                .position(|l| l.prefers(ps.min(s), e, p, descends) && l.fits(s, e, id, descends)),
             None => self.lanes.iter().position(|l| l.fits(s, e, id, descends)),
         };
         let (i, new) = match found {
