@@ -512,3 +512,56 @@ fn perfetto_links_host_sync_points_with_clock_snapshots() {
         ]
     );
 }
+
+#[test]
+fn kanata_reorders_lines_written_out_of_time_order() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("late.jets");
+    let t = Trace::create(&input, Metadata::new()).expect("create");
+    let core = t.root("core", "Core").begin_at(0).expect("core");
+    // The simulator reports the younger instruction first: file order is not time order.
+    let b = core.child("b", "Instruction").begin_at(20).expect("b");
+    b.event("F").emit_at(20).expect("e");
+    let a = core.child("a", "Instruction").begin_at(10).expect("a");
+    a.event("F").emit_at(10).expect("e");
+    a.event("X").emit_at(15).expect("e");
+    b.end_at(25).expect("end");
+    a.end_at(18).expect("end");
+    core.end_at(30).expect("end");
+    t.close().expect("close");
+    let out = dir.path().join("late.kanata");
+    convert(&input, "kanata", &out, &[]);
+    let text = read(&out);
+    assert_eq!(check_kanata(&text), (2, 2));
+    assert!(text.starts_with("Kanata\t0004\nC=\t10\nI\t0\t"), "{text}");
+}
+
+#[test]
+fn bad_input_is_an_error_naming_file_and_line_and_leaves_no_output() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("bad.jets");
+    let text = std::fs::read_to_string(data("trace/small.jets")).expect("read");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[5] = r#"{"clk":4,"type":"record_end","record_id":99}"#;
+    std::fs::write(&input, lines.join("\n")).expect("write");
+    for to in ["chrome", "perfetto", "kanata", "dftracer"] {
+        let out = dir.path().join(format!("out.{to}"));
+        let o = jets(&[
+            "convert",
+            input.to_str().expect("utf8"),
+            "--to",
+            to,
+            "-o",
+            out.to_str().expect("utf8"),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if to == "kanata" {
+            // Kanata draws only instructions: an unknown record_end is not its concern.
+            assert!(o.status.success(), "{err}");
+            continue;
+        }
+        assert!(!o.status.success(), "{to}");
+        assert!(err.contains("bad.jets:6") && err.contains("99"), "{to}: {err}");
+        assert!(!out.exists(), "{to}: partial output removed");
+    }
+}
