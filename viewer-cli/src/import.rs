@@ -138,12 +138,18 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
     let mut events = Vec::new();
     for path in inputs {
         let mut reader = dftracer::Reader::open(path)?;
-        for ev in reader.by_ref() {
+        let progress = crate::progress::Progress::bytes(None, &path.display().to_string());
+        let mut set_progress = progress.setter();
+        while let Some(ev) = reader.next() {
             let ev = ev?;
+            if ev.line % 4096 == 0 {
+                set_progress(reader.bytes);
+            }
             if !hashes.learn(&ev) {
                 events.push((path.display().to_string(), ev));
             }
         }
+        progress.finish();
         summary.skipped += reader.skipped;
     }
     summary.hashes = hashes.len() as u64;

@@ -274,6 +274,8 @@ pub struct Reader {
     line: u64,
     /// Events of other phases (B/E, i, C...) skipped so far; DFTracer does not write them.
     pub skipped: u64,
+    /// Bytes of (decompressed) text read so far.
+    pub bytes: u64,
 }
 
 impl Reader {
@@ -289,7 +291,7 @@ impl Reader {
         } else {
             Box::new(BufReader::new(file))
         };
-        Ok(Reader { lines: reader.lines(), name, line: 0, skipped: 0 })
+        Ok(Reader { lines: reader.lines(), name, line: 0, skipped: 0, bytes: 0 })
     }
 
     fn parse(&mut self, text: &str) -> Result<Option<DfEvent>> {
@@ -363,6 +365,7 @@ impl Iterator for Reader {
                 }
             };
             self.line += 1;
+            self.bytes += text.len() as u64 + 1;
             // The documented form wraps lines in `[` `]`; Chrome-style writers add commas.
             let t = text.trim().trim_end_matches(',');
             if t.is_empty() || t == "[" || t == "]" {
