@@ -32,6 +32,8 @@ use serde_json::{Map, Value};
 
 pub mod beacon;
 pub mod denet;
+#[cfg(feature = "ebpf")]
+pub mod ebpf;
 pub mod env;
 mod monitor;
 pub mod perf;
