@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod convert;
+mod demo;
 mod formats;
 mod gantt;
 mod import;
@@ -35,6 +36,8 @@ enum Command {
     // Subcommands, one line each (keep alphabetical):
     /// Convert a JETS trace to Chrome JSON, Perfetto, Kanata (Konata) or DFTracer.
     Convert(convert::Args),
+    /// Run the bundled example simulator end to end: trace, validate, stats, exports.
+    Demo(demo::Args),
     /// Write a self-contained HTML Gantt page of a small trace.
     Gantt(gantt::Args),
     /// Import DFTracer or denet files into a JETS trace.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
     let result: anyhow::Result<ExitCode> = match cli.command {
         // Dispatch, one line each (keep alphabetical):
         Command::Convert(a) => convert::run(a),
+        Command::Demo(a) => demo::run(a),
         Command::Gantt(a) => gantt::run(a),
         Command::Import(a) => import::run(a),
         Command::Repair(a) => repair::run(a),
