@@ -37,6 +37,8 @@ pub enum Source {
     Dftracer,
     /// denet JSON Lines (host process monitoring).
     Denet,
+    /// io-tracer-linux output directories (`output_YYYYMMDD_HHMMSS/`, schema 1 or 2).
+    IoTracer,
 }
 
 /// Arguments of `jets import`.
@@ -58,6 +60,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let result = match args.from {
         Source::Dftracer => import_dftracer(&args.inputs, &args.output),
         Source::Denet => import_denet(&args.inputs, &args.output),
+        Source::IoTracer => crate::formats::iotracer::import_all(&args.inputs, &args.output),
     };
     match result {
         Ok(summary) => {
@@ -648,7 +651,7 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
                 })
                 .collect()
         } else {
-            samples.iter().map(|m| m.ts_ms.saturating_sub(t0) * 1000).collect()
+            samples.iter().map(|m| m.ts_ms.saturating_sub(t0).saturating_mul(1000)).collect()
         };
         let (first, last) = (clks[0], clks[clks.len() - 1]);
         let mut rec = trace.root("host", jets::sync::HOST_RECORD_TYPE).description(format!(
