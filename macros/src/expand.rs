@@ -45,8 +45,9 @@ pub fn expand(o: Options, mut item: ItemFn) -> syn::Result<TokenStream> {
 }
 
 /// `(&Capture(&x)).__jets_capture()`: the typed value when there is one, else the Debug text.
-fn capture(value: TokenStream) -> TokenStream {
-    quote!({
+/// Spanned at the value, so a type that is neither is reported at the argument or field.
+fn capture(value: TokenStream, span: Span) -> TokenStream {
+    quote_spanned!(span=> {
         #[allow(unused_imports)]
         use ::jets::__private::{CaptureDebug as _, CaptureTyped as _};
         (&::jets::__private::Capture(&#value)).__jets_capture()
@@ -134,13 +135,13 @@ fn native(
     let mut setters = TokenStream::new();
     for a in args {
         let key = a.to_string();
-        let v = capture(quote!(#a));
+        let v = capture(quote!(#a), a.span());
         setters.extend(quote!(.field(#key, #v)));
     }
     // A field to be recorded later has no meaning without `tracing`: nothing to write.
     for (k, v) in o.fields.iter().filter(|(_, v)| !is_empty_marker(v)) {
         let key = &k.text;
-        let v = capture(quote!((#v)));
+        let v = capture(quote!((#v)), v.span());
         setters.extend(quote!(.field(#key, #v)));
     }
     for (hint, value) in &o.hints {
@@ -176,7 +177,7 @@ fn native(
     let report = report_result(
         o,
         |value| {
-            let v = capture(value);
+            let v = capture(value, Span::call_site());
             quote!(__jets_guard.ret(#v, __jets_end);)
         },
         |error| quote!(__jets_guard.err(#error, __jets_end);),
@@ -271,7 +272,7 @@ fn via_tracing(
     let report = report_result(
         o,
         |value| {
-            let v = capture(value);
+            let v = capture(value, Span::call_site());
             quote! {
                 let __jets_v = ::jets::__private::TracingField::new(#v);
                 match __jets_end {
@@ -361,7 +362,7 @@ impl SpanFields {
         }
         let var = format_ident!("__jets_f{}", self.n);
         self.n += 1;
-        let v = capture(quote!((#value)));
+        let v = capture(quote!((#value)), value.span());
         self.lets.extend(quote!(let #var = ::jets::__private::TracingField::new(#v);));
         self.fields.push(quote!(#key = #var.as_dyn()));
     }
