@@ -565,3 +565,16 @@ fn bad_input_is_an_error_naming_file_and_line_and_leaves_no_output() {
         assert!(!out.exists(), "{to}: partial output removed");
     }
 }
+
+#[test]
+fn compressed_traces_convert_like_plain_ones() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for ext in ["gz", "zst"] {
+        let input = dir.path().join(format!("small.jets.{ext}"));
+        small_trace(&input);
+        let (plain, packed) = (dir.path().join("plain.json"), dir.path().join("packed.json"));
+        convert(&data("trace/small.jets"), "chrome", &plain, &[]);
+        convert(&input, "chrome", &packed, &[]);
+        assert_eq!(read(&packed), read(&plain), "{ext}");
+    }
+}
