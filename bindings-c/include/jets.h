@@ -81,6 +81,11 @@
 #define JETS_ERR_INTERNAL -10
 
 /**
+ * The host monitor could not start or stop (the message says why), or this platform has none.
+ */
+#define JETS_ERR_HOST -11
+
+/**
  * Pass as `clk` to use the trace clock (`jets_set_clock`) instead of an explicit cycle. The
  * clock is clamped so a line never lands before its record's (or parent's) start.
  */
@@ -407,6 +412,26 @@ const char *jets_version(void);
 const char *jets_status_name(int code);
 
 /**
+ * Starts sampling this process (and its children) into the trace every `interval_ms`
+ * milliseconds (0: every 100 ms): a `HostProcess` root record begun at the trace clock, its
+ * environment and capabilities annotations (which sources work here, and why not), then one
+ * `HostSync` event per sample, linking the trace clock to host time. Stop it with
+ * `jets_host_monitor_stop`, or `jets_close` stops it.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_host_monitor_start(struct jets_trace *t, uint32_t interval_ms);
+
+/**
+ * Stops the host monitor: a last sample, then the `HostProcess` record ends.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_host_monitor_stop(struct jets_trace *t);
+
+/**
  * Registers `text` and returns its handle (the same handle for the same text, from any thread,
  * for any trace). Returns 0 on failure (NULL or invalid UTF-8; see `jets_last_error()`).
  *
@@ -485,6 +510,9 @@ static inline int jets_disabled_annotation_ex(jets_trace *t, jets_id r, const je
 static inline int jets_disabled_trace_u64(jets_trace *t, uint64_t v) {
     (void)t; (void)v; return JETS_OK;
 }
+static inline int jets_disabled_trace_u32(jets_trace *t, uint32_t v) {
+    (void)t; (void)v; return JETS_OK;
+}
 static inline int jets_disabled_trace(jets_trace *t) { (void)t; return JETS_OK; }
 static inline jets_str jets_disabled_intern(const char *s) { (void)s; return 1; }
 static inline const char *jets_disabled_text(void) { return ""; }
@@ -504,6 +532,8 @@ static inline const char *jets_disabled_status_name(int code) { (void)code; retu
 #define jets_close jets_disabled_trace
 #define jets_close_at jets_disabled_trace_u64
 #define jets_intern jets_disabled_intern
+#define jets_host_monitor_start jets_disabled_trace_u32
+#define jets_host_monitor_stop jets_disabled_trace
 #define jets_last_error jets_disabled_text
 #define jets_version jets_disabled_text
 #define jets_last_error_code jets_disabled_code

@@ -18,8 +18,10 @@ use crate::types::*;
 
 /// An open trace. Opaque: made by `jets_open`, freed by `jets_close`.
 pub struct jets_trace {
-    trace: Trace,
+    pub(crate) trace: Trace,
     records: Records,
+    /// The running host monitor, if any (`jets_host_monitor_start`).
+    pub(crate) host: crate::host::Slot,
 }
 
 impl jets_trace {
@@ -87,7 +89,7 @@ impl jets_trace {
 
 /// # Safety
 /// `t` is NULL or a pointer returned by `jets_open` and not yet closed.
-unsafe fn trace<'a>(t: *mut jets_trace) -> Result<&'a jets_trace, Failure> {
+pub(crate) unsafe fn trace<'a>(t: *mut jets_trace) -> Result<&'a jets_trace, Failure> {
     // SAFETY: per the caller's contract.
     unsafe { t.as_ref() }.ok_or_else(|| Failure::invalid("trace is NULL"))
 }
@@ -152,7 +154,8 @@ pub unsafe extern "C" fn jets_open_ex(
         // SAFETY: forwarded from the caller.
         let builder = unsafe { builder(options) }?;
         let trace = builder.create(path, metadata)?;
-        let t = Box::new(jets_trace { trace, records: Records::default() });
+        let t =
+            Box::new(jets_trace { trace, records: Records::default(), host: Default::default() });
         // SAFETY: checked non-NULL above.
         unsafe { out.write(Box::into_raw(t)) };
         Ok(())
@@ -433,13 +436,17 @@ unsafe fn close(t: *mut jets_trace, clk: Option<u64>, function: &str) -> c_int {
         }
         // SAFETY: a live pointer from `jets_open`, given up by the caller.
         let t = unsafe { Box::from_raw(t) };
+        // The monitor writes into the trace: it stops (last sample, record end) before the footer.
+        let host = crate::host::stop_running(&t);
         let result = match clk {
             Some(clk) => t.trace.close_at(clk),
             None => t.trace.close(),
         };
         t.records.clear();
         drop(t);
-        result.map(drop).map_err(Failure::from)
+        // A write error outweighs a monitor's.
+        result.map_err(Failure::from)?;
+        host
     })
 }
 

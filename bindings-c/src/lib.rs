@@ -21,11 +21,13 @@ mod attrs;
 pub mod codes;
 mod cstr;
 mod failure;
+pub mod host;
 pub mod intern;
 mod records;
 pub mod types;
 
 pub use api::*;
 pub use codes::*;
+pub use host::*;
 pub use intern::jets_intern;
 pub use types::*;

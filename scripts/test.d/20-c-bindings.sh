@@ -50,6 +50,27 @@ read -r -a libs <<<"$(pkg-config --libs jets)"
 # pkg-config --static lists the system libraries; -l:libjets.a picks the archive over the .so.
 read -r -a static_libs <<<"$(pkg-config --static --libs jets | sed 's/-ljets/-l:libjets.a/')"
 
+# check_host: the host monitor's trace from the last api_test run (two monitor sessions).
+check_host() {
+    python3 "$check" "$work/host.jets"
+    python3 - "$work/host.jets" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+hosts = [l for l in lines if l.get("type") == "record" and l.get("record_type") == "HostProcess"]
+ends = {l["record_id"] for l in lines if l.get("type") == "record_end"}
+syncs = [l for l in lines if l.get("type") == "event" and l.get("name") == "HostSync"]
+caps = [l for l in lines if l.get("type") == "annotation" and l.get("name") == "HostCapabilities"]
+assert len(hosts) == 2, f"expected 2 HostProcess records, got {len(hosts)}"
+assert all(h["id"] in ends for h in hosts), "a HostProcess record was not ended"
+assert len(caps) == 2, f"expected 2 HostCapabilities annotations, got {len(caps)}"
+assert len(syncs) >= 2, f"expected HostSync samples, got {len(syncs)}"
+print(f"host monitor: {len(hosts)} sessions, {len(syncs)} HostSync samples")
+PY
+    if [ ${#validate[@]} -gt 0 ]; then
+        "${validate[@]}" "$work/host.jets"
+    fi
+}
+
 step() { printf -- '--- %s\n' "$*"; }
 
 # run NAME CMD...: runs a test program writing $work/NAME.jets; its stdout goes to $work/NAME.out.
@@ -63,6 +84,7 @@ run() {
 step "C99 test program (shared libjets, gcc)"
 gcc "${cflags[@]}" "${inc[@]}" -o "$work/api_test" "$tests/api_test.c" "${libs[@]}" -lpthread "$rpath"
 run api "$work/api_test" "$work/api.jets" "$work"
+check_host
 
 step "C99 test program (static libjets.a)"
 gcc "${cflags[@]}" "${inc[@]}" -o "$work/api_static" "$tests/api_test.c" "${static_libs[@]}" -lpthread
@@ -71,6 +93,7 @@ if ldd "$work/api_static" | grep -q libjets; then
     exit 1
 fi
 run api_static "$work/api_static" "$work/api_static.jets" "$work"
+check_host
 
 step "C++17 wrapper test program (jets.hpp)"
 g++ "${cxxflags[@]}" "${inc[@]}" -o "$work/wrapper_test" "$tests/wrapper_test.cpp" "${libs[@]}" -pthread "$rpath"
@@ -94,6 +117,7 @@ fi
 step "valgrind (memcheck, leaks)"
 vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible)
 run api_vg "${vg[@]}" "$work/api_test" "$work/api_vg.jets" "$work"
+check_host
 run wrapper_vg "${vg[@]}" "$work/wrapper_test" "$work/wrapper_vg.jets"
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer"
@@ -115,6 +139,7 @@ done
 [ "$sanitized" = 1 ] || { echo "FAIL: no compiler could build the sanitizer tests"; exit 1; }
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 run api_san "$work/api_san" "$work/api_san.jets" "$work"
+check_host
 run wrapper_san "$work/wrapper_san" "$work/wrapper_san.jets"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 

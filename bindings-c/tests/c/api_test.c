@@ -2,13 +2,16 @@
  * C99 test of libjets: every line type, several threads emitting under one parent, and every
  * documented error path. Usage: api_test TRACE_PATH SCRATCH_DIR
  * Prints "expect records=R record_ends=E events=V annotations=A" for check_trace.py.
+ * Also writes SCRATCH_DIR/host.jets with the host monitor running.
  */
+#define _POSIX_C_SOURCE 200112L
 #include <jets.h>
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int failures = 0;
 
@@ -240,6 +243,34 @@ static void error_paths(jets_trace *t, jets_id root, const char *scratch) {
 
     CHECK(strcmp(jets_status_name(JETS_ERR_RECORD_ENDED), "JETS_ERR_RECORD_ENDED") == 0);
     CHECK(strcmp(jets_status_name(12345), "JETS_ERR_UNRECOGNIZED") == 0);
+    CHECK(strcmp(jets_status_name(JETS_ERR_HOST), "JETS_ERR_HOST") == 0);
+}
+
+/* The host monitor samples this process into its own trace, twice (start, stop, start, close). */
+static void host_monitor(const char *scratch) {
+    char path[4096];
+    jets_trace *h = NULL;
+    jets_id r;
+    struct timespec nap;
+    nap.tv_sec = 0;
+    nap.tv_nsec = 30L * 1000 * 1000;
+    snprintf(path, sizeof path, "%s/host.jets", scratch);
+    CHECK(jets_open(path, "{\"hardware_model\":\"host-test\"}", &h) == JETS_OK);
+    if (h == NULL) return;
+    EXPECT_ERR(jets_host_monitor_stop(h), JETS_ERR_INVALID_ARGUMENT, "jets_host_monitor_stop");
+    EXPECT_ERR(jets_host_monitor_start(NULL, 5), JETS_ERR_INVALID_ARGUMENT,
+               "jets_host_monitor_start");
+    CHECK(jets_host_monitor_start(h, 5) == JETS_OK);
+    EXPECT_ERR(jets_host_monitor_start(h, 5), JETS_ERR_INVALID_ARGUMENT, "jets_host_monitor_start");
+    r = jets_record_begin(h, 0, 0, "work", "Work", NULL, NULL);
+    CHECK(r != 0);
+    CHECK(jets_set_clock(h, 1000) == JETS_OK);
+    nanosleep(&nap, NULL);
+    CHECK(jets_record_end(h, r, 1000) == JETS_OK);
+    CHECK(jets_host_monitor_stop(h) == JETS_OK);
+    CHECK(jets_host_monitor_start(h, 5) == JETS_OK); /* jets_close stops this one */
+    nanosleep(&nap, NULL);
+    CHECK(jets_close(h) == JETS_OK);
 }
 
 int main(int argc, char **argv) {
@@ -339,6 +370,8 @@ int main(int argc, char **argv) {
     CHECK(jets_record_end(t, root, 5002) == JETS_OK);
     record_ends += 2;
     CHECK(jets_close_at(t, 6000) == JETS_OK);
+
+    host_monitor(argv[2]);
 
     printf("expect records=%lu record_ends=%lu events=%lu annotations=%lu open=1 end_clk=6000\n",
            records, record_ends, events, annotations);
