@@ -596,7 +596,7 @@ pub fn host(shared: &Shared) -> Result<Vec<u8>, ApiError> {
                     o.push(b',');
                     write_f64(&mut o, s.cycles_per_sec);
                     o.push(b',');
-                    write_f64(&mut o, s.cpu_utilization);
+                    write_f64(&mut o, s.cpu_utilization.unwrap_or(f64::NAN)); // null when not recorded
                     o.push(b']');
                 }
             }

@@ -12,6 +12,7 @@ pub mod index;
 pub mod server;
 pub mod web;
 
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,9 +43,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     })?;
     let port = listener.local_addr().context("reading the server's address")?.port();
     let url = format!("http://127.0.0.1:{port}/");
-    // The first line of stdout is the address, so scripts and tests can read it.
-    println!("jets view: serving {} at {url}", args.file.display());
-    println!("press Ctrl-C to stop");
+    // The first line of stdout is the address, so scripts and tests can read it. A closed stdout
+    // must not stop the server, so write errors are ignored.
+    let mut out = std::io::stdout().lock();
+    let _ =
+        writeln!(out, "jets view: serving {} at {url}\npress Ctrl-C to stop", args.file.display());
+    let _ = out.flush();
+    drop(out);
     if !args.no_open {
         open_browser(&url);
     }

@@ -37,3 +37,26 @@ pub fn page_static(data: &[u8]) -> String {
         .replace("<!--DATA-->", &data)
         .replace("<!--SCRIPT-->", &format!("<script>{}</script>", JS.replace("</", "<\\/")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inlined_assets_cannot_close_their_element() {
+        assert!(!JS.contains("</"), "viewer.js must not contain `</`");
+        assert!(!CSS.contains("</"), "viewer.css must not contain `</`");
+    }
+
+    #[test]
+    fn inlined_data_is_inert() {
+        let data = br#"{"name":"</script><script>alert(1)</script> & \u2028"}"#;
+        let page = page_static(data);
+        assert_eq!(page.matches("<script").count(), 2, "the data element and the viewer script");
+        assert!(page.contains(
+            r#"\u003c/script\u003e\u003cscript\u003ealert(1)\u003c/script\u003e \u0026"#
+        ));
+        let live = page_live();
+        assert!(live.contains(r#"<script src="viewer.js"></script>"#) && !live.contains("<!--"));
+    }
+}

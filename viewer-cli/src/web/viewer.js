@@ -1,7 +1,7 @@
 // The JETS viewer front-end: vanilla JavaScript, no build step, no external resources.
 //
 // Data comes either from the `jets view` server (JSON API under api/) or, in a page written by
-// `jets gantt`, from a bundle inlined in a <script type="application/json"> element. Text from
+// `jets gantt`, from a bundle inlined in the page as a JSON script element. Text from
 // the trace only ever reaches the page through textContent or canvas fillText, never as markup.
 (() => {
   'use strict';
@@ -130,6 +130,13 @@
     if (a < 1) return (seconds * 1e3).toPrecision(3) + ' ms';
     return seconds.toPrecision(4) + ' s';
   }
+  // A tick's time, in the unit of the tick spacing and with as many decimals as it needs.
+  function fmtTimeTick(seconds, stepSeconds) {
+    const units = [[1, 's'], [1e-3, 'ms'], [1e-6, 'µs'], [1e-9, 'ns'], [1e-12, 'ps']];
+    const [scale, unit] = units.find(([u]) => stepSeconds >= u) || units[units.length - 1];
+    const decimals = clamp(-Math.floor(Math.log10(stepSeconds / scale) + 1e-9), 0, 6);
+    return (seconds / scale).toFixed(decimals) + ' ' + unit;
+  }
   function fmtCycles(c) {
     let s = fmtNum(c) + ' cyc';
     if (S.mhz) s += ' (' + fmtTime(c / (S.mhz * 1e6)) + ')';
@@ -215,7 +222,7 @@
       ctx.fillText(fmtNum(c), x + 3, 14);
       if (S.mhz) {
         ctx.fillStyle = '#6b7280';
-        ctx.fillText(fmtTime(c / (S.mhz * 1e6)), x + 3, 28);
+        ctx.fillText(fmtTimeTick(c / (S.mhz * 1e6), step / (S.mhz * 1e6)), x + 3, 28);
         ctx.fillStyle = '#374151';
       }
     }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The web viewer in a real browser: `jets view` and `jets gantt` pages in Debian's headless
+# Chromium, driven by playwright-core (from the npm registry; it never downloads a browser).
+# Bars, markers, zoom, details, escaping of names with markup, and following a file that another
+# process appends to. Screenshots are kept in target/viewer-artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root="$PWD"
+apt_install chromium nodejs ca-certificates
+if ! command -v npm >/dev/null 2>&1; then
+    apt_install npm
+fi
+
+target="${CARGO_TARGET_DIR:-$root/target}"
+cargo build -p jets-cli --locked --quiet
+artifacts="$root/target/viewer-artifacts"
+rm -rf "$artifacts"
+mkdir -p "$artifacts"
+
+cd viewer-cli/tests/browser
+npm ci --no-audit --no-fund --loglevel=error
+echo "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo unknown), node $(node --version)"
+JETS_BIN="$target/debug/jets" ARTIFACTS="$artifacts" node --test --test-reporter=spec viewer.test.mjs
+echo "screenshots: $artifacts"

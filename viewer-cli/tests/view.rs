@@ -1,0 +1,383 @@
+//! `jets view` and `jets gantt` end to end: the binary serves a trace written by the SDK, and the
+//! JSON API is asked what the page asks (summary, window, children, record, search), while the
+//! trace is complete, growing, damaged or compressed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jets::format::{MarkerStyle, Severity, Status};
+use jets::{Metadata, Trace};
+use serde_json::Value;
+
+const NASTY: &str = r#"ld "x" <script>window.__pwned=1</script> & 'y'"#;
+
+/// A `jets view` process, killed when dropped.
+struct Viewer {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn jets() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_jets"))
+}
+
+fn start(path: &Path) -> Viewer {
+    let mut child = jets()
+        .args(["view", "--port", "0", "--no-open"])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting jets view");
+    let mut first = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut first).expect("reading the address");
+    let port = first
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    Viewer { child, port }
+}
+
+/// GET `path`; returns (status, headers, body).
+fn http(port: u16, path: &str, host: Option<&str>) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let host = host.map_or(format!("127.0.0.1:{port}"), str::to_owned);
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap_or_else(|e| panic!("receiving {path}: {e}"));
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("end of headers");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+    (status, head, raw[split + 4..].to_vec())
+}
+
+fn api(v: &Viewer, path: &str) -> Value {
+    let (status, _, body) = http(v.port, path, None);
+    let json: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {}", String::from_utf8_lossy(&body)));
+    assert_eq!(status, 200, "{path}: {json}");
+    json
+}
+
+/// Waits (up to 20 s, a liveness bound, not a timing assertion) until `f` holds for the summary.
+fn wait_for(v: &Viewer, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+    let t = Instant::now();
+    loop {
+        let s = api(v, "/api/summary");
+        if f(&s) {
+            return s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}: {s}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Two cores (units 0 and 1) with 200 instructions each; names with markup and quotes.
+fn write_trace(path: &Path) -> Result<(), jets::Error> {
+    let trace =
+        Trace::create(path, Metadata::new().hardware_model("Tiny5").clock_frequency_mhz(500.0))?;
+    let core0 = trace.root("core0", "Core").unit_id(0).begin_at(0)?;
+    let core1 = trace
+        .root(NASTY, "Core")
+        .unit_id(1)
+        .color("#123456".parse().expect("color"))
+        .begin_at(0)?;
+    for i in 0..200u64 {
+        for core in [&core0, &core1] {
+            let mut b = core.child("add", "Instruction").field("pc", 0x1000 + 4 * i);
+            if i == 7 {
+                b = b.display_label("LBL7").status(Status::Stalled).criticality(0.5);
+            }
+            let h = b.begin_at(i * 4)?;
+            if i % 10 == 0 {
+                h.event("Miss")
+                    .severity(Severity::Error)
+                    .marker_style(MarkerStyle::Diamond)
+                    .icon("cache_miss")
+                    .emit_at(i * 4 + 1)?;
+            }
+            if i == 3 {
+                h.annotation("Operands").data_json(r#"{"rs1":2}"#).emit()?;
+            }
+            h.end_at(i * 4 + 3)?;
+        }
+    }
+    core0.end_at(1000)?;
+    core1.end_at(1000)?;
+    trace.close_at(1000)?;
+    Ok(())
+}
+
+fn all_rows(summary: &Value) -> String {
+    let mut rows = Vec::new();
+    for lane in summary["lanes"].as_array().expect("lanes") {
+        for r in lane["rows"].as_array().expect("rows") {
+            rows.push(r[0].to_string());
+        }
+    }
+    rows.join(",")
+}
+
+#[test]
+fn api_serves_a_complete_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    write_trace(&path).expect("write");
+    let v = start(&path);
+    let s = wait_for(&v, "the index", |s| s["done"] == true);
+    assert_eq!(s["counts"]["records"], 402);
+    assert_eq!(s["counts"]["events"], 40);
+    assert_eq!(s["counts"]["errors"], 0);
+    assert_eq!(s["extent"], serde_json::json!([0, 1000]));
+    assert_eq!(s["metadata"]["clock_frequency_mhz"], 500.0);
+    assert_eq!(s["following"], false, "a trace with a footer is complete");
+    let labels: Vec<&str> =
+        s["lanes"].as_array().expect("lanes").iter().filter_map(|l| l["label"].as_str()).collect();
+    assert_eq!(labels, ["unit 0", "unit 1"]);
+
+    // Whole run at 100 px: clusters, never more than a few items per pixel.
+    let rows = all_rows(&s);
+    let w = api(&v, &format!("/api/window?t0=0&t1=1001&px=100&rows={rows}"));
+    let mut counted = 0;
+    for row in w["rows"].as_array().expect("rows") {
+        let bars = row["bars"].as_array().expect("bars");
+        assert!(bars.len() <= 101, "{} items for 100 px", bars.len());
+        counted += bars.iter().map(|b| b[7].as_u64().expect("count")).sum::<u64>();
+    }
+    assert_eq!(counted, 402, "clusters count every record");
+
+    // Zoomed to 40 cycles: single bars with labels, the stalled one with its hints.
+    let w = api(&v, &format!("/api/window?t0=20&t1=60&px=800&rows={rows}"));
+    let bars: Vec<&Value> = w["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .flat_map(|r| r["bars"].as_array().expect("bars"))
+        .collect();
+    assert!(bars.iter().filter(|b| b[1].as_u64() < Some(1000)).all(|b| b[7] == 1));
+    let stalled = bars.iter().find(|b| b[9] == "LBL7").expect("the labelled bar");
+    assert_eq!((stalled[0].as_u64(), stalled[1].as_u64()), (Some(28), Some(31)));
+    assert_eq!(stalled[5], 2, "status stalled");
+    assert!((stalled[6].as_f64().expect("crit") - 0.5).abs() < 0.01);
+    let nasty = bars.iter().find(|b| b[4] == 0x123456).expect("the colored root bar");
+    assert_eq!(nasty[9], NASTY, "names come back exactly, escaped as JSON");
+    let markers: Vec<&Value> = w["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .flat_map(|r| r["markers"].as_array().expect("markers"))
+        .collect();
+    assert_eq!(markers.len(), 2, "the events at cycles 41 (two cores)");
+    assert_eq!(
+        (markers[0][0].as_u64(), markers[0][3].as_u64(), markers[0][4].as_u64()),
+        (Some(41), Some(2), Some(3))
+    );
+    assert_eq!(s["icons"][markers[0][6].as_u64().expect("icon") as usize], "cache_miss");
+
+    // Tree, details and search.
+    let roots = api(&v, "/api/children");
+    assert_eq!(roots["children"].as_array().expect("roots").len(), 2);
+    assert_eq!(roots["children"][1]["name"], NASTY);
+    let root0 = roots["children"][0]["id"].as_str().expect("id").to_owned();
+    let page = api(&v, &format!("/api/children?parent={root0}&limit=150"));
+    assert_eq!(page["children"].as_array().expect("kids").len(), 150);
+    assert_eq!(page["more"], true);
+    let last = page["children"][149]["id"].as_str().expect("id").to_owned();
+    let rest = api(&v, &format!("/api/children?parent={root0}&after={last}&limit=150"));
+    assert_eq!(rest["children"].as_array().expect("kids").len(), 50);
+    assert_eq!(rest["more"], false);
+    let with_ann = page["children"][3]["id"].as_str().expect("id");
+    let d = api(&v, &format!("/api/record?id={with_ann}"));
+    assert_eq!(d["line"]["name"], "add");
+    assert_eq!(
+        (d["start"].as_u64(), d["end"].as_u64(), d["duration"].as_u64()),
+        (Some(12), Some(15), Some(3))
+    );
+    assert_eq!(d["annotations"][0]["data"]["rs1"], 2);
+    assert_eq!(d["parent"], root0.as_str());
+    let found = api(&v, "/api/search?q=%3Cscript%3E");
+    assert_eq!(found["results"].as_array().expect("results").len(), 1);
+    assert_eq!(found["results"][0]["name"], NASTY);
+    let by_type = api(&v, "/api/search?q=instruction&limit=5");
+    assert_eq!(by_type["results"].as_array().expect("results").len(), 5);
+    assert_eq!(by_type["complete"], false);
+
+    // The page, its assets and the errors.
+    let (status, head, page) = http(v.port, "/", None);
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Security-Policy: default-src 'self'"), "{head}");
+    let page = String::from_utf8(page).expect("utf-8");
+    assert!(page.contains(r#"<script src="viewer.js"></script>"#));
+    assert_eq!(http(v.port, "/viewer.js", None).0, 200);
+    assert_eq!(http(v.port, "/api/summary", Some("attacker.example")).0, 403);
+    let (status, _, body) = http(v.port, "/api/window?t0=5&t1=5", None);
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("t1 (5) must be greater than t0 (5)"));
+    assert_eq!(http(v.port, "/api/record?id=999999", None).0, 404);
+    assert_eq!(http(v.port, "/api/record?id=abc", None).0, 400);
+    assert_eq!(http(v.port, "/api/nothing", None).0, 404);
+}
+
+#[test]
+fn follows_a_growing_file_and_waits_for_a_torn_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("grow.jets");
+    let mut f = std::fs::File::create(&path).expect("create");
+    writeln!(f, r#"{{"type":"header","version":"2.0","metadata":{{}}}}"#).expect("write");
+    writeln!(f, r#"{{"clk":0,"type":"record","name":"root","record_type":"Core","id":1,"parent_id":null,"description":""}}"#).expect("write");
+    f.flush().expect("flush");
+    let v = start(&path);
+    let s = wait_for(&v, "the first record", |s| s["counts"]["records"] == 1);
+    assert_eq!(s["following"], true);
+    assert_eq!(s["counts"]["open"], 1);
+
+    // Half a line: nothing new, and no error.
+    let line = r#"{"clk":5,"type":"record","name":"child","record_type":"Op","id":2,"parent_id":1,"description":""}"#;
+    write!(f, "{}", &line[..40]).expect("write");
+    f.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(300));
+    let s = api(&v, "/api/summary");
+    assert_eq!(
+        (s["counts"]["records"].as_u64(), s["counts"]["errors"].as_u64()),
+        (Some(1), Some(0))
+    );
+
+    // The rest of it, then more lines.
+    writeln!(f, "{}", &line[40..]).expect("write");
+    writeln!(f, r#"{{"clk":9,"type":"record_end","record_id":2}}"#).expect("write");
+    f.flush().expect("flush");
+    let s = wait_for(&v, "the completed line", |s| {
+        s["counts"]["records"] == 2 && s["counts"]["open"] == 1
+    });
+    assert_eq!(s["extent"], serde_json::json!([0, 9]));
+    let w = api(&v, &format!("/api/window?t0=0&t1=10&px=100&rows={}", all_rows(&s)));
+    assert_eq!(w["now"], 9);
+    let open: Vec<&Value> = w["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .flat_map(|r| r["bars"].as_array().expect("bars"))
+        .filter(|b| b[8] == 1)
+        .collect();
+    assert_eq!(open.len(), 1, "the root is still open");
+    assert_eq!(open[0][1], 9, "and reaches the last cycle seen");
+
+    // The footer ends following.
+    writeln!(f, r#"{{"clk":12,"type":"record_end","record_id":1}}"#).expect("write");
+    writeln!(f, r#"{{"type":"footer","capture_end_clk":12}}"#).expect("write");
+    f.flush().expect("flush");
+    let s = wait_for(&v, "the footer", |s| s["following"] == false && s["done"] == true);
+    assert_eq!(s["counts"]["open"], 0);
+    assert_eq!(s["extent"][1], 12);
+}
+
+#[test]
+fn damaged_and_compressed_traces() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bad.jets");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"type":"header","version":"2.0","metadata":{}}"#,
+            "\n",
+            r#"{"clk":0,"type":"record","name":"r","record_type":"T","id":1,"parent_id":null,"description":""}"#,
+            "\n",
+            "{\"clk\":1,\"type\":\"record\"\n",
+            r#"{"clk":2,"type":"event","name":"e","record_id":77,"description":""}"#,
+            "\n",
+            r#"{"type":"footer"}"#,
+            "\n",
+        ),
+    )
+    .expect("write");
+    let v = start(&path);
+    let s = wait_for(&v, "the index", |s| s["done"] == true);
+    assert_eq!(s["counts"]["errors"], 2);
+    let errors: Vec<&str> =
+        s["errors"].as_array().expect("errors").iter().filter_map(Value::as_str).collect();
+    assert!(errors[0].starts_with("line 3: "), "{errors:?}");
+    assert_eq!(errors[1], "line 4: event on unknown record 77");
+    drop(v);
+
+    // A gzip trace is read through a spool file; details still come back by offset.
+    let gz = dir.path().join("t.jets.gz");
+    let plain = dir.path().join("t.jets");
+    write_trace(&plain).expect("write");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&std::fs::read(&plain).expect("read")).expect("gzip");
+    std::fs::write(&gz, enc.finish().expect("gzip")).expect("write");
+    let v = start(&gz);
+    let s = wait_for(&v, "the index", |s| s["done"] == true);
+    assert_eq!(s["counts"]["records"], 402);
+    assert!(s["note"].as_str().is_some_and(|n| n.contains("not followed")), "{s}");
+    let roots = api(&v, "/api/children");
+    let id = roots["children"][1]["id"].as_str().expect("id");
+    assert_eq!(api(&v, &format!("/api/record?id={id}"))["line"]["name"], NASTY);
+}
+
+#[test]
+fn missing_file_is_a_clear_error() {
+    let out = jets().args(["view", "--no-open", "/nonexistent/x.jets"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/x.jets"), "{err}");
+}
+
+#[test]
+fn gantt_writes_a_self_contained_escaped_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    write_trace(&path).expect("write");
+    let html = dir.path().join("t.html");
+    let out = jets().arg("gantt").arg(&path).arg("-o").arg(&html).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).expect("read");
+    assert!(!page.contains("src=\"viewer.js\""), "scripts are inlined");
+    assert!(!page.contains("http://") && !page.contains("https://"), "no external resources");
+    assert!(!page.contains("<script>window.__pwned"), "trace text never appears as markup");
+    let start =
+        page.find(r#"<script type="application/json" id="jets-data">"#).expect("data element");
+    let data = &page[start..];
+    let data = &data[data.find('>').expect(">") + 1..data.find("</script>").expect("end")];
+    let bundle: Value = serde_json::from_str(data).expect("the inlined data is JSON");
+    assert_eq!(bundle["summary"]["counts"]["records"], 402);
+    assert_eq!(bundle["nodes"].as_array().expect("nodes").len(), 402);
+    let bars: usize = bundle["window"]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["bars"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(bars, 402, "every bar, none merged");
+    assert!(bundle["records"]
+        .as_object()
+        .expect("records")
+        .values()
+        .any(|r| r["line"]["name"] == NASTY));
+
+    let out = jets()
+        .arg("gantt")
+        .arg(&path)
+        .arg("-o")
+        .arg(&html)
+        .args(["--max-records", "10"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("402 records is more than a static page should hold"));
+}
