@@ -119,6 +119,10 @@ fn nesting_events_late_fields_hints_and_typed_data() {
         clock.set(10);
         // Recorded after creation: an annotation named after the field.
         core.record("retired", 1u64);
+        let later =
+            tracing::info_span!(parent: None, "later", record_type = "Task", description = "l");
+        later.follows_from(&core);
+        drop(later);
         tracing::info!("no message fields");
         clock.set(12);
     });

@@ -7,6 +7,7 @@
 //! | event | `event` on the record of its span (explicit parent honoured, contextual otherwise); name = the message, else the callsite name |
 //! | event outside any span | `event` on one root record per thread (`record_type` `"Thread"`) |
 //! | `span.record(..)` later | `annotation` on the span's record, named after its first field |
+//! | `span.follows_from(other)` | `annotation` `follows_from` with `data.record_id` = the other's record |
 //!
 //! Field values keep their types in `data` (integers, floats, bools, strings; `?x` and `%x` are
 //! text). Reserved field names:
@@ -216,6 +217,17 @@ where
             }
             self.errors.check(a.emit());
         }
+    }
+
+    fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
+        let (Some(span), Some(cause)) = (ctx.span(id), ctx.span(follows)) else { return };
+        let Some(cause_id) = Self::with_record(Some(cause), |r| r.id()) else { return };
+        Self::with_record(Some(span), |rec| {
+            let a = rec.annotation("follows_from").field("record_id", cause_id);
+            self.errors.check(
+                a.description("the record this one follows from (tracing follows_from)").emit(),
+            );
+        });
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
