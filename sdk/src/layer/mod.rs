@@ -47,7 +47,7 @@ mod fields;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::{self, ThreadId};
 
 use tracing::span::{Attributes, Id, Record};
@@ -63,7 +63,6 @@ use fields::{Fields, Kind};
 /// The `tracing` Layer: see the [module documentation](self).
 pub struct JetsLayer {
     trace: Trace,
-    callsites: RwLock<HashMap<usize, &'static str, BuildHasherDefault<PtrHasher>>>,
     roots: Mutex<HashMap<ThreadId, Arc<RecordHandle>>>,
     errors: LayerErrors,
 }
@@ -77,12 +76,7 @@ struct SpanRecord {
 impl JetsLayer {
     /// A layer writing to `trace`, reading cycles from the trace's clock.
     pub fn new(trace: Trace) -> Self {
-        JetsLayer {
-            trace,
-            callsites: RwLock::default(),
-            roots: Mutex::default(),
-            errors: LayerErrors::default(),
-        }
+        JetsLayer { trace, roots: Mutex::default(), errors: LayerErrors::default() }
     }
 
     /// The errors this layer met: a layer cannot return them to the instrumented code, so it
@@ -92,15 +86,18 @@ impl JetsLayer {
         self.errors.clone()
     }
 
-    /// The callsite's `file:line`, built once per callsite. Callsites are static and finite, so
-    /// the text is leaked like `tracing`'s own metadata: every record then refers to it as a
-    /// `&'static str`, with no reference count touched per span.
-    fn callsite_description(&self, meta: &'static Metadata<'static>) -> Str {
+    /// The callsite's `file:line`, built once per callsite and process. Callsites are static and
+    /// finite, so the text is leaked like `tracing`'s own metadata: every record then refers to it
+    /// as a `&'static str`, with no reference count touched per span.
+    fn callsite_description(meta: &'static Metadata<'static>) -> Str {
+        type Map = HashMap<usize, &'static str, BuildHasherDefault<PtrHasher>>;
+        static CALLSITES: OnceLock<RwLock<Map>> = OnceLock::new();
+        let callsites = CALLSITES.get_or_init(RwLock::default);
         let key = meta as *const Metadata<'static> as usize;
-        if let Some(d) = self.callsites.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(d) = callsites.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Str::Static(d);
         }
-        let mut map = self.callsites.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = callsites.write().unwrap_or_else(|p| p.into_inner());
         let text = map.entry(key).or_insert_with(|| {
             let text = match (meta.file(), meta.line()) {
                 (Some(file), Some(line)) => format!("{file}:{line}"),
@@ -177,7 +174,7 @@ where
         let record_type = fields.record_type.take().unwrap_or(Str::Static(meta.target()));
         let description = match fields.description.take() {
             Some(d) => d,
-            None => self.callsite_description(meta),
+            None => Self::callsite_description(meta),
         };
         let (clk, end_clk) = (fields.clk, fields.end_clk);
         // Moved into whichever builder is used: the parent's child, or a root.
