@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use jets::sync::{ClockMap, SyncPoint};
-//! let p = |clk, mono_ns| SyncPoint { clk, mono_ns, real_ns: mono_ns, cpu_ns: mono_ns, host_instructions: None };
+//! let p = |clk, mono_ns| SyncPoint { clk, mono_ns, real_ns: mono_ns, cpu_ns: None, host_instructions: None };
 //! let map = ClockMap::new(vec![p(0, 1_000), p(100, 2_000), p(300, 3_000)]).unwrap();
 //! assert_eq!(map.cycle_to_mono_ns(200.0), Some(2_500.0));
 //! assert_eq!(map.mono_ns_to_cycle(2_500.0), Some(200.0));
@@ -38,7 +38,8 @@ pub mod keys {
     pub const MONO_NS: &str = "mono_ns";
     /// `CLOCK_REALTIME` in ns since the Unix epoch (required).
     pub const REAL_NS: &str = "real_ns";
-    /// CPU time of the whole simulator process in ns (`CLOCK_PROCESS_CPUTIME_ID`, required).
+    /// CPU time of the whole simulator process in ns (`CLOCK_PROCESS_CPUTIME_ID`; absent in
+    /// samples imported from tools that do not record it).
     pub const CPU_NS: &str = "cpu_ns";
     /// Instructions retired by the simulator process so far (only when hardware counters work).
     pub const HOST_INSTRUCTIONS: &str = "host_instructions";
@@ -77,8 +78,8 @@ pub struct SyncPoint {
     pub mono_ns: u64,
     /// `CLOCK_REALTIME`, ns since the Unix epoch.
     pub real_ns: u64,
-    /// Process CPU time, ns.
-    pub cpu_ns: u64,
+    /// Process CPU time, ns, when recorded.
+    pub cpu_ns: Option<u64>,
     /// Host instructions retired so far, when counted.
     pub host_instructions: Option<u64>,
 }
@@ -93,7 +94,7 @@ impl SyncPoint {
             clk,
             mono_ns: get(keys::MONO_NS)?,
             real_ns: get(keys::REAL_NS)?,
-            cpu_ns: get(keys::CPU_NS)?,
+            cpu_ns: data.get(keys::CPU_NS).and_then(Value::as_u64),
             host_instructions: data.get(keys::HOST_INSTRUCTIONS).and_then(Value::as_u64),
         })
     }
@@ -169,8 +170,8 @@ pub struct IntervalSpeed {
     pub sim_instructions_per_sec: f64,
     /// Host instructions per simulated cycle, when host instructions were counted and cycles passed.
     pub host_instructions_per_cycle: Option<f64>,
-    /// Process CPU time over wall time (1.0 = one core busy).
-    pub cpu_utilization: f64,
+    /// Process CPU time over wall time (1.0 = one core busy), when both points have `cpu_ns`.
+    pub cpu_utilization: Option<f64>,
 }
 
 /// Piecewise-linear map between simulated cycles and host time, through the sync points.
@@ -272,7 +273,10 @@ impl ClockMap {
                     sim_instructions: n,
                     sim_instructions_per_sec: n as f64 / secs,
                     host_instructions_per_cycle: host_ipc,
-                    cpu_utilization: b.cpu_ns.saturating_sub(a.cpu_ns) as f64 / 1e9 / secs,
+                    cpu_utilization: match (a.cpu_ns, b.cpu_ns) {
+                        (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / 1e9 / secs),
+                        _ => None,
+                    },
                 }
             })
             .collect()
@@ -288,7 +292,7 @@ mod tests {
             clk,
             mono_ns,
             real_ns: mono_ns + 7,
-            cpu_ns: mono_ns / 2,
+            cpu_ns: Some(mono_ns / 2),
             host_instructions: Some(clk * 3),
         }
     }
@@ -339,7 +343,13 @@ mod tests {
         assert_eq!(c.points.len(), 1);
         assert_eq!(
             c.points[0].0,
-            SyncPoint { clk: 4, mono_ns: 9, real_ns: 10, cpu_ns: 11, host_instructions: None }
+            SyncPoint {
+                clk: 4,
+                mono_ns: 9,
+                real_ns: 10,
+                cpu_ns: Some(11),
+                host_instructions: None
+            }
         );
         assert_eq!(c.points[0].1["cpu_usage"], 50.0);
         assert_eq!(c.counted_clks, vec![0]);

@@ -214,15 +214,17 @@ impl Writer {
             clk,
             mono_ns: clock_ns(libc::CLOCK_MONOTONIC),
             real_ns: clock_ns(libc::CLOCK_REALTIME),
-            cpu_ns: clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID),
+            cpu_ns: Some(clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)),
             host_instructions: self.sampler.instructions_total(),
         };
         let mut e = self
             .root
             .event(SYNC_EVENT)
             .field(keys::MONO_NS, point.mono_ns)
-            .field(keys::REAL_NS, point.real_ns)
-            .field(keys::CPU_NS, point.cpu_ns);
+            .field(keys::REAL_NS, point.real_ns);
+        if let Some(c) = point.cpu_ns {
+            e = e.field(keys::CPU_NS, c);
+        }
         if let Some(i) = point.host_instructions {
             e = e.field(keys::HOST_INSTRUCTIONS, i);
         }

@@ -179,18 +179,20 @@ impl HostStats {
             let dt = (last.end_mono_ns - first.start_mono_ns) as f64 / 1e9;
             let cycles = (last.end_clk - first.start_clk) as f64;
             let instr: u64 = rows.iter().map(|r| r.sim_instructions).sum();
-            let cpu: f64 = rows
+            let cpu: Option<f64> = rows
                 .iter()
-                .map(|r| r.cpu_utilization * (r.end_mono_ns - r.start_mono_ns) as f64 / 1e9)
-                .sum::<f64>()
-                / dt;
+                .map(|r| {
+                    r.cpu_utilization.map(|u| u * (r.end_mono_ns - r.start_mono_ns) as f64 / 1e9)
+                })
+                .sum::<Option<f64>>()
+                .map(|busy| busy / dt);
+            let cpu = cpu.map_or("n/a".to_string(), |c| format!("{:.0}%", c * 100.0));
             let _ = writeln!(
                 o,
-                "                    {:>10.3} {:>14.0} {:>14.0} {:>9.0}%",
+                "                    {:>10.3} {:>14.0} {:>14.0} {cpu:>10}",
                 (first.start_mono_ns - t0) as f64 / 1e9,
                 cycles / dt,
                 instr as f64 / dt,
-                cpu * 100.0
             );
         }
         if let Some(ipc) =
