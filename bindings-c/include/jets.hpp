@@ -197,6 +197,12 @@ public:
     }
     /** Sets the cycle used by JETS_CLK_NOW (and by scoped records ending themselves). */
     void set_clock(uint64_t clk) { detail::check(jets_set_clock(t_, clk)); }
+    /** Starts sampling this process into the trace (jets_host_monitor_start; 0: every 100 ms). */
+    void host_monitor_start(uint32_t interval_ms = 0) {
+        detail::check(jets_host_monitor_start(t_, interval_ms));
+    }
+    /** Stops the host monitor (close() stops it too). */
+    void host_monitor_stop() { detail::check(jets_host_monitor_stop(t_)); }
     /** Waits until everything emitted so far is written. */
     void flush() { detail::check(jets_flush(t_)); }
     /** Writes the footer and completes the file; the trace is unusable afterwards. */

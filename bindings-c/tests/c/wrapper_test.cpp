@@ -110,6 +110,16 @@ int main(int argc, char **argv) {
         events += 400;
         ends += 400;
 
+        {
+            // The host monitor, into a trace of its own (its sample count depends on timing).
+            jets::trace h((std::string(argv[1]) + ".host").c_str());
+            CHECK(error_code_of([&] { h.host_monitor_stop(); }) == JETS_ERR_INVALID_ARGUMENT);
+            h.host_monitor_start(5);
+            CHECK(error_code_of([&] { h.host_monitor_start(5); }) == JETS_ERR_INVALID_ARGUMENT);
+            h.host_monitor_stop();
+            h.close();
+        }
+
         jets::record kept = top.child("kept-open", "Block", 30);
         records++;
         CHECK(kept.release() != 0);  // stays open: the footer counts it
