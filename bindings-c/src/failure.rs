@@ -92,3 +92,25 @@ pub(crate) fn last_code() -> c_int {
 pub(crate) fn with_last_message<R>(f: impl FnOnce(&CString) -> R) -> Option<R> {
     LAST.try_with(|slot| f(&slot.borrow().1)).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_internal_error_with_its_message() {
+        let got: Result<(), c_int> = run("jets_test", || panic!("boom"));
+        assert_eq!(got, Err(JETS_ERR_INTERNAL));
+        assert_eq!(last_code(), JETS_ERR_INTERNAL);
+        let text = with_last_message(|m| m.to_string_lossy().into_owned()).expect("slot");
+        assert_eq!(text, "jets_test: internal error (a bug): boom");
+    }
+
+    #[test]
+    fn a_nul_in_a_message_cuts_it_there() {
+        let got: Result<(), c_int> = run("jets_test", || Err(Failure::invalid("bad\0tail")));
+        assert_eq!(got, Err(JETS_ERR_INVALID_ARGUMENT));
+        let text = with_last_message(|m| m.to_string_lossy().into_owned()).expect("slot");
+        assert_eq!(text, "jets_test: bad");
+    }
+}

@@ -257,3 +257,36 @@ fn many_threads_on_one_record_while_it_ends() {
     assert_eq!(events, accepted, "every accepted event is in the file, and only those");
     assert_eq!(all.last().expect("footer")["total_events"], accepted);
 }
+
+#[test]
+fn options_select_the_drop_policy_and_are_size_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("drop.jets");
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let mut o = jets_options {
+        size: std::mem::size_of::<jets_options>() as u32,
+        policy: JETS_POLICY_DROP,
+        queue_capacity: 16,
+        flush_interval_us: 1_000,
+    };
+    let mut t = std::ptr::null_mut();
+    // SAFETY (all calls): valid strings, options and out pointer; `t` is open until jets_close.
+    unsafe {
+        o.size -= 1;
+        assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_ERR_INVALID_ARGUMENT);
+        assert!(t.is_null());
+        assert!(!path.exists(), "a refused open created the file");
+        o.size += 1;
+        assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_OK, "{}", last_error());
+        let root = jets_record_begin(t, 0, 0, c(c"root"), c(c"Root"), null(), null());
+        for clk in 0..20_000 {
+            assert_eq!(jets_event(t, root, clk, c(c"e"), null(), null()), JETS_OK);
+        }
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    let footer = all.last().expect("footer");
+    let written = all.iter().filter(|l| l["type"] == "event").count() as u64;
+    let dropped = footer["dropped_events"].as_u64().expect("dropped_events in the footer");
+    assert_eq!(written + dropped, 20_000, "every event is written or counted as dropped");
+}
