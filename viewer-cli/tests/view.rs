@@ -381,3 +381,50 @@ fn gantt_writes_a_self_contained_escaped_page() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("402 records is more than a static page should hold"));
 }
+
+#[test]
+fn host_tracks_come_from_hostsync_points() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("host.jets");
+    let mut text = String::from(r#"{"type":"header","version":"2.0","metadata":{}}"#);
+    text.push('\n');
+    text.push_str(r#"{"clk":0,"type":"record","name":"sim","record_type":"HostProcess","id":1,"parent_id":null,"description":""}"#);
+    text.push('\n');
+    text.push_str(r#"{"clk":0,"type":"record","name":"core","record_type":"Core","id":2,"parent_id":null,"description":""}"#);
+    text.push('\n');
+    for (i, (clk, cpu, rss)) in
+        [(0u64, 50.0, 1000u64), (1000, 100.0, 2048), (3000, 75.0, 4096)].iter().enumerate()
+    {
+        let mono = 1_000_000_000 + i as u64 * 1_000_000;
+        text.push_str(&format!(
+            r#"{{"clk":{clk},"type":"event","name":"HostSync","record_id":1,"description":"","data":{{"mono_ns":{mono},"real_ns":{mono},"cpu_ns":{},"cpu_usage":{cpu},"mem_rss_kb":{rss}}}}}"#,
+            i as u64 * 500_000
+        ));
+        text.push('\n');
+    }
+    // Not a host record: a marker like any other event.
+    text.push_str(r#"{"clk":5,"type":"event","name":"HostSync","record_id":2,"description":"","data":{"mono_ns":1,"real_ns":1,"cpu_ns":1}}"#);
+    text.push('\n');
+    std::fs::write(&path, text).expect("write");
+    let v = start(&path);
+    let s = wait_for(&v, "the index", |s| s["counts"]["events"] == 4);
+    assert_eq!(s["counts"]["host_samples"], 3);
+    let labels: Vec<&str> =
+        s["lanes"].as_array().expect("lanes").iter().filter_map(|l| l["label"].as_str()).collect();
+    assert_eq!(labels, ["records", "host process"], "the host lane comes last");
+    let h = api(&v, "/api/host");
+    assert_eq!(h["samples"][1], serde_json::json!([1000, 1_001_000_000u64, 100.0, 2048]));
+    let speed = h["speed"].as_array().expect("speed");
+    assert_eq!(speed.len(), 2);
+    // 1000 cycles in 1 ms, then 2000 cycles in 1 ms; half a core busy.
+    assert_eq!(speed[0], serde_json::json!([0, 1000, 1_000_000.0, 0.5]));
+    assert_eq!(speed[1][2], 2_000_000.0);
+    let w = api(&v, &format!("/api/window?t0=0&t1=3001&px=3001&rows={}", all_rows(&s)));
+    let markers: usize = w["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["markers"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(markers, 1, "only the HostSync on the non-host record is a marker");
+}

@@ -703,9 +703,12 @@ impl Index {
             severity: e.severity,
         });
         self.counts.events += 1;
+        // HostSync points of a HostProcess record are drawn as host tracks, not as markers.
         if let Some(s) = e.sync {
-            self.host.push(s);
-            return; // drawn as host tracks, not as markers
+            if self.lanes[self.rows[row as usize].lane as usize].key.host {
+                self.host.push(s);
+                return;
+            }
         }
         let group = e.severity.saturating_sub(1).min(2) as usize;
         let markers = &mut self.rows[row as usize].markers[group];
