@@ -258,3 +258,27 @@ fn a_clk_before_the_parent_is_counted_and_its_lines_go_to_the_nearest_recorded_a
     let event = text.lines().find(|l| l.contains("lands on parent")).unwrap();
     assert!(event.contains(r#""record_id":1"#), "{event}");
 }
+
+#[test]
+fn event_names_are_their_messages_even_when_they_change() {
+    let text = traced(|_| {
+        let s = tracing::info_span!("s", description = "s");
+        let _s = s.enter();
+        for i in 0..3u64 {
+            tracing::info!(i, "step {i}");
+            tracing::info!(i, "fixed");
+        }
+        tracing::info!(i = 9u64);
+    });
+    let names: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(r#""type":"event""#))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["name"].to_string())
+        .collect();
+    let callsite = names.last().unwrap().clone();
+    assert!(callsite.starts_with("\"event sdk/tests/layer_trace.rs:"), "{callsite}");
+    assert_eq!(
+        names[..6],
+        ["\"step 0\"", "\"fixed\"", "\"step 1\"", "\"fixed\"", "\"step 2\"", "\"fixed\""]
+    );
+}

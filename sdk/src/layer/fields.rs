@@ -33,14 +33,18 @@ pub(super) struct Fields {
     pub description: Option<Str>,
     pub clk: Option<u64>,
     pub end_clk: Option<u64>,
-    pub message: Option<String>,
+    /// The event's message text, when `has_message`: a reused buffer, so formatting it does
+    /// not allocate once the buffer has grown.
+    pub message: String,
+    pub has_message: bool,
     pub has_severity: bool,
     /// The first field copied into `data`: names an annotation made of late fields.
     pub first: Option<&'static str>,
 }
 
 impl Fields {
-    pub fn new(kind: Kind) -> Self {
+    pub fn new(kind: Kind, mut message: String) -> Self {
+        message.clear();
         Fields {
             kind,
             data: Data::new(),
@@ -48,7 +52,8 @@ impl Fields {
             description: None,
             clk: None,
             end_clk: None,
-            message: None,
+            message,
+            has_message: false,
             has_severity: false,
             first: None,
         }
@@ -151,7 +156,9 @@ impl Visit for Fields {
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == MESSAGE {
-            self.message = Some(value.to_owned());
+            self.message.clear();
+            self.message.push_str(value);
+            self.has_message = true;
         } else {
             self.put(field, Value::Str(value.to_owned().into()));
         }
@@ -160,12 +167,14 @@ impl Visit for Fields {
         self.put(field, Value::Str(value.to_string().into()));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let mut text = String::new();
         // Writing to a String cannot fail; a Debug impl that errors leaves what it wrote.
-        let _ = write!(text, "{value:?}");
         if field.name() == MESSAGE {
-            self.message = Some(text);
+            self.message.clear();
+            let _ = write!(self.message, "{value:?}");
+            self.has_message = true;
         } else {
+            let mut text = String::new();
+            let _ = write!(text, "{value:?}");
             self.put(field, Value::Str(text.into()));
         }
     }

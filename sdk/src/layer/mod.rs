@@ -42,16 +42,16 @@
 //! # Ok(()) }
 //! ```
 
+mod callsites;
 mod fields;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 
 use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
@@ -84,29 +84,6 @@ impl JetsLayer {
     /// layer to a subscriber.
     pub fn errors(&self) -> LayerErrors {
         self.errors.clone()
-    }
-
-    /// The callsite's `file:line`, built once per callsite and process. Callsites are static and
-    /// finite, so the text is leaked like `tracing`'s own metadata: every record then refers to it
-    /// as a `&'static str`, with no reference count touched per span.
-    fn callsite_description(meta: &'static Metadata<'static>) -> Str {
-        type Map = HashMap<usize, &'static str, BuildHasherDefault<PtrHasher>>;
-        static CALLSITES: OnceLock<RwLock<Map>> = OnceLock::new();
-        let callsites = CALLSITES.get_or_init(RwLock::default);
-        let key = meta as *const Metadata<'static> as usize;
-        if let Some(d) = callsites.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Str::Static(d);
-        }
-        let mut map = callsites.write().unwrap_or_else(|p| p.into_inner());
-        let text = map.entry(key).or_insert_with(|| {
-            let text = match (meta.file(), meta.line()) {
-                (Some(file), Some(line)) => format!("{file}:{line}"),
-                (Some(file), None) => file.to_owned(),
-                _ => meta.module_path().unwrap_or("").to_owned(),
-            };
-            Box::leak(text.into_boxed_str())
-        });
-        Str::Static(text)
     }
 
     /// The root record of the current thread, which holds events outside any span.
@@ -168,13 +145,13 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
-        let mut fields = Fields::new(Kind::Record);
+        let mut fields = Fields::new(Kind::Record, String::new());
         attrs.record(&mut fields);
         let name = Str::Static(meta.name());
         let record_type = fields.record_type.take().unwrap_or(Str::Static(meta.target()));
         let description = match fields.description.take() {
             Some(d) => d,
-            None => Self::callsite_description(meta),
+            None => callsites::description(meta),
         };
         let (clk, end_clk) = (fields.clk, fields.end_clk);
         // Moved into whichever builder is used: the parent's child, or a root.
@@ -200,7 +177,7 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let mut fields = Fields::new(Kind::Record);
+        let mut fields = Fields::new(Kind::Record, String::new());
         values.record(&mut fields);
         let mut ext = span.extensions_mut();
         let Some(rec) = ext.get_mut::<SpanRecord>() else { return };
@@ -229,12 +206,13 @@ where
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
-        let mut fields = Fields::new(Kind::Event);
+        let mut fields = Fields::new(Kind::Event, callsites::take_buffer());
         event.record(&mut fields);
-        let name: Str = match fields.message.take() {
-            Some(m) => m.into(),
-            None => Str::Static(meta.name()),
+        let name = match fields.has_message {
+            true => callsites::message(meta, &fields.message),
+            false => Str::Static(meta.name()),
         };
+        callsites::return_buffer(std::mem::take(&mut fields.message));
         let severity = match *meta.level() {
             Level::ERROR => Some(Severity::Error),
             Level::WARN => Some(Severity::Warning),
@@ -314,24 +292,5 @@ impl LayerErrors {
                 None
             }
         }
-    }
-}
-
-/// Hashes a callsite's address as it is: addresses are already unique.
-#[derive(Default)]
-struct PtrHasher(u64);
-
-impl Hasher for PtrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        // Spread the aligned low bits so the table's buckets are all used.
-        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
