@@ -174,3 +174,46 @@ fn stats_reports_simulation_speed_and_host_peaks() {
         "{text}"
     );
 }
+
+#[test]
+fn a_denet_file_converts_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/denet/tree_gzip_children.jsonl");
+    let out = dir.path().join("denet.map.json");
+    let o = jets(&[
+        "convert",
+        input.to_str().expect("utf8"),
+        "--to",
+        "map",
+        "--windows",
+        "4",
+        "-o",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("read")).expect("JSON");
+    assert_eq!(doc["info"]["runtime"], 775.0, "first to last sample, ms");
+    assert!(doc["info"]["command_line"].as_str().is_some_and(|c| c.starts_with("bash -c")));
+    assert_eq!(doc["info"]["metrics"]["wchar_total"]["max"], 107356160.0);
+    let m = &doc["samples"]["metrics"];
+    // The peak over the windows is denet's own peak_mem_rss_kb for this file.
+    let peak = m["mem_rss_kb"]["maxs"]
+        .as_array()
+        .expect("maxs")
+        .iter()
+        .filter_map(Value::as_f64)
+        .fold(0.0, f64::max);
+    assert_eq!(peak, 12800.0);
+    let procs = m["process_count"]["maxs"]
+        .as_array()
+        .expect("maxs")
+        .iter()
+        .filter_map(Value::as_f64)
+        .fold(0.0, f64::max);
+    assert_eq!(procs, 7.0);
+    assert!(m.get("psi_some_avg10").is_some(), "psi_mem flattened to the HostSync key names");
+    assert!(m.get("sim_cycles_per_sec").is_none(), "no sim_clk in this file");
+    assert_eq!(doc["samples"]["activity"], serde_json::json!({}));
+}

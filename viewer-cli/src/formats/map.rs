@@ -12,6 +12,10 @@
 //!
 //! Two passes over the trace: the first collects the sync points, the second spreads the records
 //! over the windows, keeping only open records in memory.
+//!
+//! A denet JSON Lines file (what `jets run` writes) converts too: its samples' `ts_ms` give the
+//! windows, `sim_clk` (when a simulator published it) the simulation speed; it has no records, so
+//! no simulated activity.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -137,10 +141,14 @@ fn iso8601(real_ns: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// Converts `input` (a JETS trace with host samples) into MAP JSON over `windows` windows.
+/// Converts `input` (a JETS trace with host samples, or a denet JSON Lines file) into MAP JSON over
+/// `windows` windows.
 pub fn convert(input: &Path, mut out: impl Write, windows: usize) -> Result<()> {
     if windows == 0 {
         bail!("--windows must be at least 1");
+    }
+    if crate::stats::detect(input)? == crate::stats::InputKind::Denet {
+        return convert_denet(input, out, windows);
     }
     let fp = first_pass(input)?;
     if fp.points.len() < 2 {
@@ -298,6 +306,125 @@ pub fn convert(input: &Path, mut out: impl Write, windows: usize) -> Result<()> 
             "window_start_offsets": (0..windows).map(|w| w as f64 * width / 1e9).collect::<Vec<_>>(),
             "metrics": metrics.iter().map(|(k, v)| (k.clone(), series(v))).collect::<Map<String, Value>>(),
             "activity": { "simulation": activity },
+        }
+    });
+    serde_json::to_writer_pretty(&mut out, &doc).context("writing the MAP JSON")?;
+    writeln!(out).context("writing the MAP JSON")?;
+    Ok(())
+}
+
+/// A denet sample's metrics under the `HostSync` key names (spec/host-sync.md).
+fn denet_fields(v: Value) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Value::Object(m) = v else { return out };
+    for (k, v) in m {
+        match (k.as_str(), v) {
+            ("ts_ms" | "uptime_secs" | "cpu_core" | "sim_clk", _) => {}
+            ("psi_mem", Value::Object(p)) => {
+                for (pk, pv) in p {
+                    out.insert(format!("psi_{pk}"), pv);
+                }
+            }
+            ("perf", Value::Object(p)) => {
+                for (pk, pv) in p {
+                    out.insert(format!("perf_{pk}"), pv);
+                }
+            }
+            ("perf_sw", Value::Object(p)) => {
+                for (pk, pv) in p {
+                    out.insert(format!("perf_{pk}"), pv);
+                }
+            }
+            (_, v @ Value::Number(_)) => {
+                out.insert(k, v);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// MAP JSON from a denet file: the windows cut its `ts_ms` span; `sim_cycles_per_sec` comes from
+/// `sim_clk` when the samples carry it; there are no records, so no simulated activity.
+fn convert_denet(input: &Path, mut out: impl Write, windows: usize) -> Result<()> {
+    let file = crate::formats::denet::read(input)?;
+    let samples: Vec<(u64, Map<String, Value>)> = if file.aggregated.is_empty() {
+        file.metrics.iter().map(|m| (m.ts_ms, denet_fields(json!(m)))).collect()
+    } else {
+        file.aggregated.iter().map(|a| (a.ts_ms, denet_fields(json!(a)))).collect()
+    };
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        bail!("{}: no denet samples (no `sample` or `tree` lines)", input.display());
+    };
+    let (t0, t1) = (first.0, last.0);
+    if t1 <= t0 {
+        bail!("{}: the samples span no time ({} ms to {} ms)", input.display(), t0, t1);
+    }
+    let width_ms = (t1 - t0) as f64 / windows as f64;
+    let window_of = |ts: u64| (((ts - t0) as f64 / width_ms) as usize).min(windows - 1);
+    let mut metrics: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
+    for (ts, data) in &samples {
+        for (k, v) in data {
+            if let Some(x) = v.as_f64() {
+                metrics.entry(k.clone()).or_insert_with(|| vec![Vec::new(); windows])
+                    [window_of(*ts)]
+                .push(x);
+            }
+        }
+    }
+    let clks: Vec<(u64, u64)> =
+        samples.iter().zip(&file.sim_clks).filter_map(|((ts, _), c)| Some((*ts, (*c)?))).collect();
+    if clks.len() >= 2 {
+        let mut speed = vec![Vec::new(); windows];
+        for w in clks.windows(2) {
+            let ((ta, ca), (tb, cb)) = (w[0], w[1]);
+            if tb > ta {
+                speed[window_of(tb)].push(cb.saturating_sub(ca) as f64 / ((tb - ta) as f64 / 1e3));
+            }
+        }
+        metrics.insert("sim_cycles_per_sec".into(), speed);
+    }
+    let last_data = &last.1;
+    let mut info_metrics = Map::new();
+    for (name, key) in
+        [("wchar_total", "syscall_write_bytes"), ("rchar_total", "syscall_read_bytes")]
+    {
+        info_metrics.insert(
+            name.into(),
+            last_data.get(key).and_then(Value::as_f64).map_or(Value::Null, once),
+        );
+    }
+    let env = file.env.map(Value::Object).unwrap_or(Value::Null);
+    let cpu = &env["lscpu"];
+    let cores = ["sockets", "cores_per_socket", "threads_per_core"]
+        .iter()
+        .map(|k| cpu[k].as_f64())
+        .try_fold(1.0, |acc, v| v.map(|v| acc * v));
+    info_metrics.insert("num_cores_per_node".into(), cores.map_or(Value::Null, once));
+    let mem_mb: Option<f64> =
+        env["numa"]["node_sizes_mb"].as_array().map(|a| a.iter().filter_map(Value::as_f64).sum());
+    info_metrics.insert(
+        "memory_per_node".into(),
+        mem_mb.map_or(Value::Null, |mb| once(mb * 1024.0 * 1024.0)),
+    );
+    let command = file.metadata.as_ref().map(|m| m.cmd.join(" ")).unwrap_or_default();
+    let doc = json!({
+        "info": {
+            "command_line": command,
+            "machine": env["host"].as_str().unwrap_or(""),
+            "notes": format!("converted by jets {} from the denet samples of {}", env!("CARGO_PKG_VERSION"), input.display()),
+            "number_of_nodes": 1,
+            "number_of_processes": 1,
+            "runtime": (t1 - t0) as f64,
+            "start_time": iso8601(t0 * 1_000_000),
+            "create_version": format!("jets {}", env!("CARGO_PKG_VERSION")),
+            "metrics": info_metrics,
+        },
+        "samples": {
+            "count": windows,
+            "window_start_offsets": (0..windows).map(|w| w as f64 * width_ms / 1e3).collect::<Vec<_>>(),
+            "metrics": metrics.iter().map(|(k, v)| (k.clone(), series(v))).collect::<Map<String, Value>>(),
+            "activity": {},
         }
     });
     serde_json::to_writer_pretty(&mut out, &doc).context("writing the MAP JSON")?;
