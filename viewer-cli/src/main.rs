@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod convert;
 mod demo;
 mod formats;
@@ -34,6 +35,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     // Subcommands, one line each (keep alphabetical):
+    /// Measure what tracing costs on this machine (producer, end to end, Layer, validation).
+    Bench(bench::Args),
     /// Convert a JETS trace to Chrome JSON, Perfetto, Kanata (Konata) or DFTracer.
     Convert(convert::Args),
     /// Run the bundled example simulator end to end: trace, validate, stats, exports.
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
         // Dispatch, one line each (keep alphabetical):
+        Command::Bench(a) => bench::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Gantt(a) => gantt::run(a),

@@ -1,0 +1,331 @@
+//! `jets bench [--format json] [--quick]`: what tracing costs on this machine.
+//!
+//! * Producer cost per event (the native API: an event with two typed fields), on one and on two
+//!   long-lived threads: each sample is the mean of a batch of calls timed together (one clock
+//!   read per call would cost more than the call); p50 and p99 over the samples. Only the emitting
+//!   calls are timed: between chunks the threads wait, untimed, for the writer to drain, as
+//!   `sdk/benches/write.rs` does. This is the cost while the writer keeps up.
+//! * End-to-end lines per second into a file: create, a record, eight events and an end per
+//!   instruction, close (footer and all), timed from create to close.
+//! * The `tracing` Layer: a span with two fields, created, entered, exited and closed.
+//! * Validation throughput over the end-to-end file, warm in the page cache, on every core.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::ValueEnum;
+use jets::read::Reader;
+use jets::validate::Validator;
+use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
+use serde_json::{json, Value};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// How `jets bench` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    #[default]
+    Human,
+    /// One JSON object, one field per figure.
+    Json,
+}
+
+/// Arguments of `jets bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Small sizes (about a second): rougher figures, for a smoke test.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for the end-to-end file (default: the system's temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// Work sizes.
+struct Sizes {
+    events_per_thread: u64,
+    end_to_end_lines: u64,
+    spans: u64,
+    validate_runs: usize,
+}
+
+/// Calls timed together for one sample.
+const BATCH: u64 = 32;
+/// Events per thread between two drains of the writer: well below the ring's capacity.
+const CHUNK: u64 = 1 << 13;
+
+/// Runs `jets bench`.
+pub fn run(args: Args) -> Result<ExitCode> {
+    let sizes = if args.quick {
+        Sizes {
+            events_per_thread: 1 << 16,
+            end_to_end_lines: 100_000,
+            spans: 1 << 14,
+            validate_runs: 2,
+        }
+    } else {
+        Sizes {
+            events_per_thread: 1 << 21,
+            end_to_end_lines: 2_000_000,
+            spans: 1 << 19,
+            validate_runs: 5,
+        }
+    };
+    let human = args.format == Format::Human;
+    let step = |what: &str| {
+        if human {
+            eprintln!("jets bench: {what}...");
+        }
+    };
+    step("producer, one thread");
+    let one = producer(1, sizes.events_per_thread)?;
+    step("producer, two threads");
+    let two = producer(2, sizes.events_per_thread)?;
+    let dir = TempDir::new(args.dir.as_deref())?;
+    step("end to end into a file");
+    let (lines_per_sec, file, bytes_per_line) = end_to_end(dir.path(), sizes.end_to_end_lines)?;
+    step("tracing Layer");
+    let span_ns = layer(sizes.spans)?;
+    step("validation");
+    let gb_per_sec = validation(&file, sizes.validate_runs)?;
+
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let report = json!({
+        "producer_event_ns_p50_1_thread": round(one.p50),
+        "producer_event_ns_p99_1_thread": round(one.p99),
+        "producer_event_ns_p50_2_threads": round(two.p50),
+        "producer_event_ns_p99_2_threads": round(two.p99),
+        "end_to_end_lines_per_sec": lines_per_sec.round(),
+        "end_to_end_bytes_per_line": round(bytes_per_line),
+        "layer_span_ns": round(span_ns),
+        "validation_gb_per_sec": round(gb_per_sec),
+        "cpus": cpus,
+        "cpu_model": cpu_model(),
+        "quick": args.quick,
+    });
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Human => print!("{}", to_text(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn to_text(r: &Value) -> String {
+    let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+    let mut s = String::new();
+    s += &format!(
+        "machine: {} ({} cpus){}\n\n",
+        r["cpu_model"].as_str().unwrap_or("unknown CPU"),
+        r["cpus"],
+        if r["quick"] == true { ", --quick sizes" } else { "" }
+    );
+    s += "what                                        p50          p99\n";
+    s += &format!(
+        "producer, event with 2 fields, 1 thread  {:>7.1} ns   {:>7.1} ns\n",
+        f("producer_event_ns_p50_1_thread"),
+        f("producer_event_ns_p99_1_thread")
+    );
+    s += &format!(
+        "producer, event with 2 fields, 2 threads {:>7.1} ns   {:>7.1} ns  (per thread)\n\n",
+        f("producer_event_ns_p50_2_threads"),
+        f("producer_event_ns_p99_2_threads")
+    );
+    s += &format!(
+        "end to end into a file    {:>10.2} M lines/s ({:.0} bytes per line)\n",
+        f("end_to_end_lines_per_sec") / 1e6,
+        f("end_to_end_bytes_per_line")
+    );
+    s += &format!(
+        "tracing Layer             {:>10.1} ns per span (new, enter, exit, close)\n",
+        f("layer_span_ns")
+    );
+    s += &format!(
+        "validation                {:>10.2} GB/s (warm file, all cores)\n",
+        f("validation_gb_per_sec")
+    );
+    s
+}
+
+/// Percentiles of per-call samples.
+struct Percentiles {
+    p50: f64,
+    p99: f64,
+}
+
+fn percentiles(mut samples: Vec<f64>) -> Result<Percentiles> {
+    if samples.is_empty() {
+        bail!("no samples");
+    }
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    Ok(Percentiles { p50: at(0.5), p99: at(0.99) })
+}
+
+#[inline(always)]
+fn emit(root: &RecordHandle, i: u64) -> Result<(), jets::Error> {
+    root.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1))
+}
+
+/// Per-event producer cost on `threads` long-lived threads.
+fn producer(threads: usize, events_per_thread: u64) -> Result<Percentiles> {
+    let trace = TraceBuilder::new().capacity(1 << 15).writer(std::io::sink(), Metadata::new())?;
+    let root = trace.root("bench", "Bench").begin_at(0)?;
+    let chunks = (events_per_thread / CHUNK).max(2);
+    let barrier = Barrier::new(threads);
+    let work = |leader: bool| -> Result<Vec<f64>> {
+        let mut samples = Vec::with_capacity((chunks * CHUNK / BATCH) as usize);
+        let mut i = 0u64;
+        for chunk in 0..chunks {
+            barrier.wait();
+            for _ in 0..CHUNK / BATCH {
+                let start = Instant::now();
+                for _ in 0..BATCH {
+                    emit(&root, i)?;
+                    i += 1;
+                }
+                // The first chunk warms the ring and the caches up.
+                if chunk > 0 {
+                    samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
+                }
+            }
+            barrier.wait();
+            if leader {
+                trace.flush()?;
+            }
+        }
+        Ok(samples)
+    };
+    let samples = thread::scope(|s| -> Result<Vec<f64>> {
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(|| work(false))).collect();
+        let mut all = work(true)?;
+        for h in others {
+            all.extend(h.join().map_err(|_| anyhow!("a producer thread panicked"))??);
+        }
+        Ok(all)
+    })?;
+    root.end_at(chunks * CHUNK + 1)?;
+    trace.close()?;
+    percentiles(samples)
+}
+
+/// Lines per second into a file; returns (lines/s, the file, bytes per line).
+fn end_to_end(dir: &Path, lines: u64) -> Result<(f64, PathBuf, f64)> {
+    let path = dir.join("bench.jets");
+    let start = Instant::now();
+    let trace = Trace::create(&path, Metadata::new().clock_frequency_mhz(1000.0))?;
+    let root = trace.root("bench", "Bench").begin_at(0)?;
+    // One record, eight events and one end per instruction: ten lines.
+    for i in 0..lines / 10 {
+        let clk = i * 4;
+        let rec = root.child("insn", "Instruction").field("pc", i * 4).begin_at(clk)?;
+        for stage in 0..8u64 {
+            rec.event("Stage").field("stage", stage).emit_at(clk + stage)?;
+        }
+        rec.end_at(clk + 8)?;
+    }
+    root.end_at(lines / 10 * 4 + 8)?;
+    let summary = trace.close().with_context(|| format!("writing {}", path.display()))?;
+    let secs = start.elapsed().as_secs_f64();
+    let written = summary.records + summary.record_ends + summary.events + summary.annotations;
+    Ok((written as f64 / secs, path, summary.bytes as f64 / written as f64))
+}
+
+#[inline(never)]
+fn span_workload(i: u64) {
+    let span = tracing::info_span!("stage", pc = i, taken = true);
+    let _enter = span.enter();
+}
+
+/// Median ns per span through `JetsLayer`.
+fn layer(spans: u64) -> Result<f64> {
+    const SPAN_CHUNK: u64 = 1 << 12;
+    let trace = TraceBuilder::new().capacity(1 << 14).writer(std::io::sink(), Metadata::new())?;
+    let layer = jets::JetsLayer::new(trace.clone());
+    let errors = layer.errors();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    let mut samples = Vec::new();
+    tracing::subscriber::with_default(subscriber, || -> Result<()> {
+        for chunk in 0..(spans / SPAN_CHUNK).max(2) {
+            let start = Instant::now();
+            for i in 0..SPAN_CHUNK {
+                span_workload(i);
+            }
+            if chunk > 0 {
+                samples.push(start.elapsed().as_nanos() as f64 / SPAN_CHUNK as f64);
+            }
+            trace.flush()?;
+        }
+        Ok(())
+    })?;
+    trace.close()?;
+    if let Some(e) = errors.first() {
+        bail!("the tracing layer failed: {e}");
+    }
+    Ok(percentiles(samples)?.p50)
+}
+
+/// Median GB/s of validating `file`.
+fn validation(file: &Path, runs: usize) -> Result<f64> {
+    let mut rates = Vec::new();
+    for _ in 0..runs.max(1) {
+        let mut reader = Reader::open(file).map_err(|e| anyhow!("{e}"))?;
+        let start = Instant::now();
+        let report = Validator::new().run(&mut reader, |_| {}).map_err(|e| anyhow!("{e}"))?;
+        let secs = start.elapsed().as_secs_f64();
+        if !report.is_valid() || report.warnings > 0 {
+            bail!("{}: the benchmark's own trace does not validate clean", file.display());
+        }
+        rates.push(report.bytes as f64 / secs / 1e9);
+    }
+    Ok(percentiles(rates)?.p50)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(parent: Option<&Path>) -> Result<TempDir> {
+        let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .subsec_nanos();
+        let dir = parent.join(format!("jets-bench-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(TempDir(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,36 @@
+//! `jets bench --quick --format json` reports every figure as a number.
+
+use std::process::Command;
+
+#[test]
+fn bench_json_has_every_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_jets"))
+        .args(["bench", "--quick", "--format", "json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    for field in [
+        "producer_event_ns_p50_1_thread",
+        "producer_event_ns_p99_1_thread",
+        "producer_event_ns_p50_2_threads",
+        "producer_event_ns_p99_2_threads",
+        "end_to_end_lines_per_sec",
+        "end_to_end_bytes_per_line",
+        "layer_span_ns",
+        "validation_gb_per_sec",
+    ] {
+        let x = v[field].as_f64().unwrap_or_else(|| panic!("{field} missing in {v}"));
+        assert!(x.is_finite() && x > 0.0, "{field} = {x}");
+    }
+    assert!(
+        v["producer_event_ns_p99_1_thread"].as_f64()
+            >= v["producer_event_ns_p50_1_thread"].as_f64()
+    );
+    assert!(v["cpus"].as_u64().unwrap() >= 1);
+    assert_eq!(v["quick"], true);
+    // The end-to-end file lives in --dir only while the bench runs.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
