@@ -64,6 +64,10 @@ pub struct Args {
     /// Do not create the clock beacon (no `sim_clk` in the samples).
     #[arg(long)]
     pub no_beacon: bool,
+    /// Also trace the command's file, block, page-cache, network, page-fault and io_uring
+    /// operations with eBPF into DIR, in io-tracer-linux's layout (root; feature `ebpf`).
+    #[arg(long, value_name = "DIR")]
+    pub io_trace: Option<PathBuf>,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -304,6 +308,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     sinks.line(&Line::Metadata(&meta).to_json())?;
 
+    let io = crate::formats::iotracer::start_collector(args.io_trace.as_deref(), child.pid as u32)?;
     child.resume(&argv0)?;
     let start = Instant::now();
     let mut seen = DenetFile::default();
@@ -365,6 +370,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     let code = child.wait()?;
+    crate::formats::iotracer::stop_collector(io)?;
     sinks.line(&json!({"kind": "exit", "ts_ms": now_ms(), "last_sample_to_exit_ms": now_ms().saturating_sub(last_line_ms), "exit_code": code}).to_string())?;
     if let Some(dir) = &beacon_dir {
         let _ = std::fs::remove_dir_all(dir);

@@ -3,6 +3,7 @@
 pub mod chrome;
 pub mod denet;
 pub mod dftracer;
+pub mod iotracer;
 pub mod kanata;
 pub mod map;
 pub mod perfetto;
