@@ -71,19 +71,15 @@
 #define JETS_ERR_IO -8
 
 /**
- * The trace is closed.
+ * A bug in libjets (a caught panic, or an SDK error the C layer should have prevented). Please
+ * report it with `jets_last_error()`.
  */
-#define JETS_ERR_CLOSED -9
-
-/**
- * A bug in libjets (a caught panic). Please report it with `jets_last_error()`.
- */
-#define JETS_ERR_INTERNAL -10
+#define JETS_ERR_INTERNAL -9
 
 /**
  * The host monitor could not start or stop (the message says why), or this platform has none.
  */
-#define JETS_ERR_HOST -11
+#define JETS_ERR_HOST -10
 
 /**
  * Pass as `clk` to use the trace clock (`jets_set_clock`) instead of an explicit cycle. The

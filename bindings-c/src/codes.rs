@@ -22,12 +22,11 @@ pub const JETS_ERR_UNKNOWN_STRING: c_int = -7;
 /// Writing the trace failed (disk full, permission denied...). The file holds a valid prefix and
 /// nothing more is written.
 pub const JETS_ERR_IO: c_int = -8;
-/// The trace is closed.
-pub const JETS_ERR_CLOSED: c_int = -9;
-/// A bug in libjets (a caught panic). Please report it with `jets_last_error()`.
-pub const JETS_ERR_INTERNAL: c_int = -10;
+/// A bug in libjets (a caught panic, or an SDK error the C layer should have prevented). Please
+/// report it with `jets_last_error()`.
+pub const JETS_ERR_INTERNAL: c_int = -9;
 /// The host monitor could not start or stop (the message says why), or this platform has none.
-pub const JETS_ERR_HOST: c_int = -11;
+pub const JETS_ERR_HOST: c_int = -10;
 
 /// The name of a status code, e.g. `"JETS_ERR_IO"`; `"JETS_ERR_UNRECOGNIZED"` for other values.
 /// The string is static: never free it.
@@ -43,7 +42,6 @@ pub extern "C" fn jets_status_name(code: c_int) -> *const c_char {
         JETS_ERR_CLK_BEFORE_START => b"JETS_ERR_CLK_BEFORE_START\0",
         JETS_ERR_UNKNOWN_STRING => b"JETS_ERR_UNKNOWN_STRING\0",
         JETS_ERR_IO => b"JETS_ERR_IO\0",
-        JETS_ERR_CLOSED => b"JETS_ERR_CLOSED\0",
         JETS_ERR_INTERNAL => b"JETS_ERR_INTERNAL\0",
         JETS_ERR_HOST => b"JETS_ERR_HOST\0",
         _ => b"JETS_ERR_UNRECOGNIZED\0",

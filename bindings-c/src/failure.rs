@@ -27,7 +27,8 @@ impl From<jets::Error> for Failure {
     fn from(e: jets::Error) -> Self {
         let code = match &e {
             jets::Error::ClkBeforeStart { .. } => JETS_ERR_CLK_BEFORE_START,
-            jets::Error::Closed => JETS_ERR_CLOSED,
+            // jets_close frees the trace, so no call can reach a closed one: a bug if it happens.
+            jets::Error::Closed => JETS_ERR_INTERNAL,
             jets::Error::InvalidJson(_) => JETS_ERR_INVALID_JSON,
             jets::Error::InvalidArgument(_) => JETS_ERR_INVALID_ARGUMENT,
             jets::Error::Io { .. } => JETS_ERR_IO,
