@@ -39,7 +39,8 @@ macro_rules! event {
 
 /// Emits an annotation with typed fields on a record: `annotate!(record, name, key = value, ...)`.
 ///
-/// Fields as in [`event!`](crate::event), without `clk` (annotations are not timed).
+/// Fields as in [`event!`](crate::event); annotations are not timed, so a `clk` key is an ordinary
+/// `data` field here.
 /// Evaluates to `Result<(), jets::Error>`.
 ///
 /// ```
