@@ -244,6 +244,15 @@ impl Reader {
         self.truncated.as_deref()
     }
 
+    /// The whole trace when it is memory-mapped (a plain file), for consumers that split it
+    /// themselves (the validator checks pieces of it on several threads at once).
+    pub fn mapped(&self) -> Option<&[u8]> {
+        match &self.data {
+            Data::Mmap(m) => Some(m),
+            Data::Stream(_) => None,
+        }
+    }
+
     /// The next block of whole lines, or `None` at the end of the trace.
     ///
     /// A chunk of a memory-mapped file borrows the map; a streamed chunk borrows the reader's

@@ -142,68 +142,25 @@ impl Validator {
     pub fn run(
         &mut self,
         reader: &mut Reader,
-        mut emit: impl FnMut(Diagnostic),
+        emit: impl FnMut(Diagnostic),
     ) -> Result<Report, ReadError> {
-        let mut order = Order::new(false);
-        let mut report = Report::default();
-        let mut parts: Vec<(Vec<Fact>, Vec<Diagnostic>)> = Vec::new();
-        let mut done = false;
-        let mut last_line = 0u64;
-        let allowed = self.allowed.clone();
-        let max_errors = self.max_errors;
-        let mut filtered = |d: Diagnostic, report: &mut Report| -> bool {
-            if allowed.contains(&d.rule) {
-                return false;
-            }
-            match d.severity() {
-                Severity::Error => report.errors += 1,
-                Severity::Warning => report.warnings += 1,
-            }
-            emit(d);
-            max_errors.is_some_and(|m| report.errors >= m)
+        let mut seq = Sequential {
+            order: Order::new(false),
+            report: Report::default(),
+            allowed: self.allowed.clone(),
+            max_errors: self.max_errors,
+            stop_at_footer: self.stop_at_footer,
+            emit,
+            last_line: 0,
+            done: false,
         };
-        while !done {
-            let Some(chunk) = reader.next_chunk()? else { break };
-            report.bytes += chunk.bytes.len() as u64;
-            let pieces = if chunk.bytes.len() >= PARALLEL_MIN && self.threads > 1 {
-                chunk.split(self.threads)
-            } else {
-                vec![chunk]
-            };
-            parts.resize_with(pieces.len(), Default::default);
-            check_parallel(&pieces, &mut parts);
-            'pieces: for (piece, (facts, local)) in pieces.iter().zip(&mut parts) {
-                let mut local = local.drain(..).peekable();
-                for fact in facts.iter() {
-                    while let Some(d) = local.next_if(|d| d.line <= fact.line) {
-                        if filtered(d, &mut report) {
-                            report.stopped_early = true;
-                            done = true;
-                            break 'pieces;
-                        }
-                    }
-                    let start = (fact.offset - piece.offset) as usize;
-                    let bytes = &piece.bytes[start..start + fact.len];
-                    let mut stop = false;
-                    order.apply(fact, bytes, &mut |d| stop |= filtered(d, &mut report));
-                    last_line = fact.line;
-                    if stop {
-                        report.stopped_early = true;
-                        done = true;
-                        break 'pieces;
-                    }
-                    if self.stop_at_footer && matches!(fact.kind, check::Kind::Footer { .. }) {
-                        done = true;
-                        break 'pieces;
-                    }
-                }
-            }
-            if let Some(p) = &mut self.progress {
-                p(reader.source_pos());
-            }
+        if let Some(bytes) = reader.mapped() {
+            self.run_mapped(bytes, &mut seq);
+        } else {
+            self.run_chunks(reader, &mut seq)?;
         }
-        if !done {
-            let end = last_line + 1;
+        if !seq.done {
+            let end = seq.last_line + 1;
             if let Some(why) = reader.truncated() {
                 let format = match reader.compression() {
                     crate::read::Compression::Gzip => "gzip",
@@ -212,21 +169,213 @@ impl Validator {
                     crate::read::Compression::None => "input",
                 };
                 let message = format!(
-                    "the {format} stream ends early or is corrupt after line {last_line}: {why}"
+                    "the {format} stream ends early or is corrupt after line {}: {why}",
+                    seq.last_line
                 );
-                filtered(end_diag(Rule::TruncatedStream, end, report.bytes, message), &mut report);
+                seq.emit(end_diag(Rule::TruncatedStream, end, seq.report.bytes, message));
             }
-            if last_line == 0 {
+            if seq.last_line == 0 {
                 let message = "the trace is empty: it must begin with a header".to_owned();
-                filtered(end_diag(Rule::FirstNotHeader, 1, 0, message), &mut report);
+                seq.emit(end_diag(Rule::FirstNotHeader, 1, 0, message));
             }
         }
-        report.counts = order.counts;
-        report.open_records = order.open;
-        report.ids_tracked = order.tracked() as u64;
-        report.footer = order.footer_seen();
+        let mut report = seq.report;
+        report.counts = seq.order.counts;
+        report.open_records = seq.order.open;
+        report.ids_tracked = seq.order.tracked() as u64;
+        report.footer = seq.order.footer_seen();
         Ok(report)
     }
+
+    /// A memory-mapped trace: `threads` workers check pieces of whole lines, each its own share
+    /// in turn, while this thread runs the ordering pass over the pieces in file order. Each
+    /// worker is at most two pieces ahead, so memory stays bounded.
+    fn run_mapped<F: FnMut(Diagnostic)>(&mut self, bytes: &[u8], seq: &mut Sequential<F>) {
+        const PIECE: usize = 2 << 20;
+        let len = bytes.len();
+        let pieces = len.div_ceil(PIECE).max(1);
+        // Piece i starts after the first newline at or after byte i * PIECE - 1.
+        let boundary = |i: usize| -> usize {
+            let at = i * PIECE;
+            if i == 0 {
+                0
+            } else if at >= len {
+                len
+            } else {
+                memchr::memchr(b'\n', &bytes[at - 1..]).map_or(len, |p| at + p)
+            }
+        };
+        let workers = self.threads.min(pieces).max(1);
+        let progress = &mut self.progress;
+        std::thread::scope(|s| {
+            let mut receivers = Vec::with_capacity(workers);
+            for w in 0..workers {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(2);
+                receivers.push(rx);
+                s.spawn(move || {
+                    for i in (w..pieces).step_by(workers) {
+                        let (a, b) = (boundary(i), boundary(i + 1));
+                        let chunk =
+                            Chunk { bytes: &bytes[a..b.max(a)], first_line: 1, offset: a as u64 };
+                        let mut piece = Piece { offset: a, ..Piece::default() };
+                        check_piece(&chunk, &mut piece);
+                        if tx.send(piece).is_err() {
+                            return; // the ordering pass stopped early
+                        }
+                    }
+                });
+            }
+            for i in 0..pieces {
+                let Ok(piece) = receivers[i % workers].recv() else { break };
+                seq.report.bytes += piece.len as u64;
+                let range = piece.offset..piece.offset + piece.len;
+                let end = range.end as u64;
+                seq.consume(piece, &bytes[range]);
+                if let Some(p) = progress.as_mut() {
+                    p(end);
+                }
+                if seq.done {
+                    break;
+                }
+            }
+            drop(receivers);
+        });
+    }
+
+    /// A streamed trace: each chunk is split and checked on all threads, then ordered.
+    fn run_chunks<F: FnMut(Diagnostic)>(
+        &mut self,
+        reader: &mut Reader,
+        seq: &mut Sequential<F>,
+    ) -> Result<(), ReadError> {
+        let mut parts: Vec<Piece> = Vec::new();
+        while !seq.done {
+            let Some(chunk) = reader.next_chunk()? else { break };
+            seq.report.bytes += chunk.bytes.len() as u64;
+            let pieces = if chunk.bytes.len() >= PARALLEL_MIN && self.threads > 1 {
+                chunk.split(self.threads)
+            } else {
+                vec![chunk]
+            };
+            parts.resize_with(pieces.len(), Piece::default);
+            check_parallel(&pieces, &mut parts);
+            for (chunk, piece) in pieces.iter().zip(&mut parts) {
+                // Stream pieces carry absolute line numbers already.
+                let piece = std::mem::take(piece);
+                seq.consume_numbered(piece, chunk.bytes);
+                if seq.done {
+                    break;
+                }
+            }
+            if let Some(p) = &mut self.progress {
+                p(reader.source_pos());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The checked lines of one piece of a trace.
+#[derive(Default)]
+struct Piece {
+    /// Byte offset of the piece in the trace.
+    offset: usize,
+    /// Length of the piece in bytes.
+    len: usize,
+    /// Lines in the piece.
+    lines: u64,
+    facts: Vec<Fact>,
+    local: Vec<Diagnostic>,
+}
+
+fn check_piece(chunk: &Chunk<'_>, piece: &mut Piece) {
+    piece.facts.clear();
+    piece.local.clear();
+    piece.offset = chunk.offset as usize;
+    piece.len = chunk.bytes.len();
+    let local = &mut piece.local;
+    piece.facts.extend(chunk.lines().map(|raw| check_line(&raw, local)));
+    piece.lines = piece.facts.len() as u64;
+}
+
+/// The ordering pass and the bookkeeping around it: allowed rules, counts, --max-errors.
+struct Sequential<F> {
+    order: Order,
+    report: Report,
+    allowed: Vec<Rule>,
+    max_errors: Option<u64>,
+    stop_at_footer: bool,
+    emit: F,
+    last_line: u64,
+    done: bool,
+}
+
+impl<F: FnMut(Diagnostic)> Sequential<F> {
+    /// Reports a diagnostic unless its rule is allowed; true when --max-errors is reached.
+    fn emit(&mut self, d: Diagnostic) -> bool {
+        filter(&self.allowed, self.max_errors, &mut self.report, &mut self.emit, d)
+    }
+
+    /// A piece whose line numbers start at 1: renumbers them after the lines seen so far.
+    fn consume(&mut self, mut piece: Piece, bytes: &[u8]) {
+        let base = self.last_line;
+        for f in &mut piece.facts {
+            f.line += base;
+        }
+        for d in &mut piece.local {
+            d.line += base;
+        }
+        self.consume_numbered(piece, bytes);
+    }
+
+    /// Applies the facts of a piece in order, with its local diagnostics before each line's own.
+    fn consume_numbered(&mut self, piece: Piece, bytes: &[u8]) {
+        let mut local = piece.local.into_iter().peekable();
+        for fact in &piece.facts {
+            while let Some(d) = local.next_if(|d| d.line <= fact.line) {
+                if self.emit(d) {
+                    self.report.stopped_early = true;
+                    self.done = true;
+                    return;
+                }
+            }
+            let start = fact.offset as usize - piece.offset;
+            let line = &bytes[start..start + fact.len];
+            let mut stop = false;
+            let (allowed, max_errors, report, emit) =
+                (&self.allowed, self.max_errors, &mut self.report, &mut self.emit);
+            self.order
+                .apply(fact, line, &mut |d| stop |= filter(allowed, max_errors, report, emit, d));
+            self.last_line = fact.line;
+            if stop {
+                self.report.stopped_early = true;
+                self.done = true;
+                return;
+            }
+            if self.stop_at_footer && matches!(fact.kind, check::Kind::Footer { .. }) {
+                self.done = true;
+                return;
+            }
+        }
+    }
+}
+
+fn filter(
+    allowed: &[Rule],
+    max_errors: Option<u64>,
+    report: &mut Report,
+    emit: &mut impl FnMut(Diagnostic),
+    d: Diagnostic,
+) -> bool {
+    if allowed.contains(&d.rule) {
+        return false;
+    }
+    match d.severity() {
+        Severity::Error => report.errors += 1,
+        Severity::Warning => report.warnings += 1,
+    }
+    emit(d);
+    max_errors.is_some_and(|m| report.errors >= m)
 }
 
 fn end_diag(rule: Rule, line: u64, offset: u64, message: String) -> Diagnostic {
@@ -236,26 +385,21 @@ fn end_diag(rule: Rule, line: u64, offset: u64, message: String) -> Diagnostic {
 }
 
 /// Checks each piece on its own thread (the first on this one).
-fn check_parallel(pieces: &[Chunk<'_>], parts: &mut [(Vec<Fact>, Vec<Diagnostic>)]) {
-    fn check_piece(piece: &Chunk<'_>, (facts, local): &mut (Vec<Fact>, Vec<Diagnostic>)) {
-        facts.clear();
-        local.clear();
-        facts.extend(piece.lines().map(|raw| check_line(&raw, local)));
-    }
-    let Some(((first_part, rest_parts), (first_piece, rest_pieces))) =
-        parts.split_first_mut().zip(pieces.split_first())
+fn check_parallel(chunks: &[Chunk<'_>], parts: &mut [Piece]) {
+    let Some(((first_part, rest_parts), (first_chunk, rest_chunks))) =
+        parts.split_first_mut().zip(chunks.split_first())
     else {
         return;
     };
-    if rest_pieces.is_empty() {
-        check_piece(first_piece, first_part);
+    if rest_chunks.is_empty() {
+        check_piece(first_chunk, first_part);
         return;
     }
     std::thread::scope(|s| {
-        for (piece, part) in rest_pieces.iter().zip(rest_parts.iter_mut()) {
-            s.spawn(move || check_piece(piece, part));
+        for (chunk, part) in rest_chunks.iter().zip(rest_parts.iter_mut()) {
+            s.spawn(move || check_piece(chunk, part));
         }
-        check_piece(first_piece, first_part);
+        check_piece(first_chunk, first_part);
     });
 }
 

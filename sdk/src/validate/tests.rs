@@ -169,3 +169,31 @@ fn repair_adds_a_header_when_there_is_none() {
     assert_eq!(rep.kept, 1);
     assert_eq!(validate_bytes(&out).0, vec![]);
 }
+
+#[test]
+fn mapped_pieces_and_streamed_chunks_give_the_same_result() {
+    let text = noisy_trace(150_000) + "{\"clk\":1,\"type\":\"ev";
+    assert!(text.len() > 3 * (2 << 20), "several pieces");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noisy.jets");
+    std::fs::write(&path, &text).unwrap();
+    let streamed = {
+        let mut r = Reader::from_read(Cursor::new(text.clone()), "mem").unwrap();
+        let mut d = Vec::new();
+        let report = Validator::new().threads(1).run(&mut r, |x| d.push(x)).unwrap();
+        (d, report)
+    };
+    assert_eq!(streamed.0.last().map(|d| d.rule), Some(Rule::TornLine));
+    for threads in [1, 2, 3] {
+        let mut r = Reader::open(&path).unwrap();
+        assert!(r.mapped().is_some());
+        let mut d = Vec::new();
+        let report = Validator::new().threads(threads).run(&mut r, |x| d.push(x)).unwrap();
+        assert_eq!(report, streamed.1, "threads {threads}");
+        assert_eq!(d, streamed.0, "threads {threads}");
+    }
+    // Stopping early leaves the workers without a reader; they must end.
+    let mut r = Reader::open(&path).unwrap();
+    let report = Validator::new().max_errors(1).run(&mut r, |_| {}).unwrap();
+    assert!(report.stopped_early);
+}
