@@ -52,7 +52,8 @@ read -r -a libs <<<"$(pkg-config --libs jets)"
 # pkg-config --static lists the system libraries; -l:libjets.a picks the archive over the .so.
 read -r -a static_libs <<<"$(pkg-config --static --libs jets | sed 's/-ljets/-l:libjets.a/')"
 
-# check_host: the host monitor's trace from the last api_test run (two monitor sessions).
+# check_host: the host monitor's trace from the last api_test run (two monitor sessions), and its
+# write-failure trace.
 check_host() {
     python3 "$check" "$work/host.jets"
     python3 - "$work/host.jets" <<'PY'
@@ -67,6 +68,15 @@ assert all(h["id"] in ends for h in hosts), "a HostProcess record was not ended"
 assert len(caps) == 2, f"expected 2 HostCapabilities annotations, got {len(caps)}"
 assert len(syncs) >= 2, f"expected HostSync samples, got {len(syncs)}"
 print(f"host monitor: {len(hosts)} sessions, {len(syncs)} HostSync samples")
+PY
+    # The write-failure trace: a prefix of whole JSON lines, within the 8 KiB file size limit.
+    python3 - "$work/full.jets" <<'PY'
+import json, os, sys
+data = open(sys.argv[1], "rb").read()
+assert 0 < len(data) <= 8192 and data.endswith(b"\n"), f"not a prefix of whole lines ({len(data)} bytes)"
+lines = [json.loads(l) for l in data.decode().splitlines()]
+assert lines[0]["type"] == "header" and lines[-1]["type"] != "footer", "unexpected first/last line"
+print(f"write failure: {len(lines)} whole lines kept ({len(data)} bytes)")
 PY
     if [ ${#validate[@]} -gt 0 ]; then
         "${validate[@]}" "$work/host.jets"

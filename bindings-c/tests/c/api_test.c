@@ -8,10 +8,14 @@
 #include <jets.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int failures = 0;
 
@@ -273,6 +277,46 @@ static void host_monitor(const char *scratch) {
     CHECK(jets_close(h) == JETS_OK);
 }
 
+/*
+ * A write failure in the middle of a run (a file size limit, in a child process so the limit
+ * stays there): flush reports JETS_ERR_IO naming the file, every later call refuses with it, and
+ * SCRATCH_DIR/full.jets keeps a valid prefix of whole lines (checked by the suite).
+ */
+static void io_failure(const char *scratch) {
+    int status = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl;
+        char path[4096];
+        jets_trace *t = NULL;
+        jets_id r;
+        int i, rc = JETS_OK;
+        signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead of killing us */
+        if (getrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(10);
+        rl.rlim_cur = 8192;
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(11);
+        snprintf(path, sizeof path, "%s/full.jets", scratch);
+        if (jets_open(path, NULL, &t) != JETS_OK) _exit(12);
+        r = jets_record_begin(t, 0, 0, "r", "R", NULL, NULL);
+        for (i = 0; i < 100000 && rc == JETS_OK; i++) {
+            rc = jets_event(t, r, (uint64_t)i, "e", NULL, "{\"payload\":\"0123456789\"}");
+            if (rc == JETS_OK && i % 100 == 99) rc = jets_flush(t);
+        }
+        if (rc != JETS_ERR_IO) _exit(13);
+        if (strstr(jets_last_error(), "full.jets") == NULL) _exit(14);
+        if (jets_event(t, r, 5, "e", NULL, NULL) != JETS_ERR_IO) _exit(15);
+        if (jets_record_begin(t, r, 5, "c", "C", NULL, NULL) != 0) _exit(16);
+        if (jets_close(t) != JETS_ERR_IO) _exit(17);
+        _exit(0);
+    }
+    CHECK(pid > 0);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        fprintf(stderr, "io_failure child: status %d\n", status);
+        failures++;
+    }
+}
+
 int main(int argc, char **argv) {
     jets_trace *t = NULL;
     jets_id root, core, insn, open_forever;
@@ -372,6 +416,7 @@ int main(int argc, char **argv) {
     CHECK(jets_close_at(t, 6000) == JETS_OK);
 
     host_monitor(argv[2]);
+    io_failure(argv[2]);
 
     printf("expect records=%lu record_ends=%lu events=%lu annotations=%lu open=1 end_clk=6000\n",
            records, record_ends, events, annotations);
