@@ -59,3 +59,29 @@ fn a_broken_line_is_an_error_naming_file_and_line() {
     let out = stats(&[empty.to_str().expect("utf8")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no denet samples"));
 }
+
+#[test]
+fn stats_of_an_imported_denet_file_reports_its_host_peaks_and_totals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("imported.jets");
+    let input = data("tree_gzip_children.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_jets"))
+        .args(["import", "--from", "denet", input.to_str().expect("utf8"), "-o"])
+        .arg(&trace)
+        .output()
+        .expect("jets import");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stats(&[trace.to_str().expect("utf8"), "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let host = &v["host"];
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(data("tree_gzip_children.summary.json")).expect("summary"),
+    )
+    .expect("denet JSON");
+    assert_eq!(host["metric_samples"], expected["sample_count"]);
+    assert_eq!(host["peaks"]["mem_rss_kb"].as_f64(), expected["peak_mem_rss_kb"].as_f64());
+    assert_eq!(host["totals"]["syscall_write_bytes"], expected["total_syscall_write_bytes"]);
+    assert_eq!(host["totals"]["disk_write_bytes"], expected["total_disk_write_bytes"]);
+    assert!(host["cycles_per_sec"].is_null(), "no sync points, so no speed: {host}");
+}

@@ -33,6 +33,9 @@ const TOTALS: [&str; 8] = [
     "sys_net_rx_bytes",
     "sys_net_tx_bytes",
 ];
+/// Per-sample metrics without host clocks, as `jets import --from denet` writes them
+/// (spec/host-sync.md, CV-DENET-1): they count for peaks and totals, not for speed.
+const SAMPLE_EVENT: &str = "HostSample";
 /// Rows of the speed-over-time table.
 const ROWS: usize = 10;
 
@@ -43,6 +46,8 @@ pub struct HostStats {
     pub instruction_type: String,
     /// The sync points.
     pub points: Vec<SyncPoint>,
+    /// `HostSample` events (metrics without a sync point, as imported from denet).
+    pub metric_samples: u64,
     /// Speed of every interval between sync points.
     pub intervals: Vec<IntervalSpeed>,
     /// Peak of each metric present.
@@ -62,6 +67,7 @@ impl HostStats {
         let (mut points, mut clks) = (Vec::new(), Vec::new());
         let (mut peaks, mut totals) = (Map::new(), Map::new());
         let mut capabilities = None;
+        let mut metric_samples = 0u64;
         while let Some(raw) = reader.next_line() {
             let raw = raw.with_context(|| format!("reading {}", path.display()))?;
             let n = raw.number;
@@ -79,13 +85,20 @@ impl HostStats {
                 {
                     capabilities = Some(a.data);
                 }
-                Line::Event(e) if e.name == SYNC_EVENT && hosts.contains(&e.record_id) => {
+                Line::Event(e)
+                    if (e.name == SYNC_EVENT || e.name == SAMPLE_EVENT)
+                        && hosts.contains(&e.record_id) =>
+                {
                     let data =
                         e.data.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
-                    points.push(
-                        SyncPoint::from_data(e.clk, &data)
-                            .with_context(|| format!("{}:{n}", path.display()))?,
-                    );
+                    if e.name == SYNC_EVENT {
+                        points.push(
+                            SyncPoint::from_data(e.clk, &data)
+                                .with_context(|| format!("{}:{n}", path.display()))?,
+                        );
+                    } else {
+                        metric_samples += 1;
+                    }
                     for k in PEAKS {
                         if let Some(v) = data.get(k).and_then(Value::as_f64) {
                             let peak = peaks.get(k).and_then(Value::as_f64).map_or(v, |p| p.max(v));
@@ -101,16 +114,21 @@ impl HostStats {
                 _ => {}
             }
         }
-        if points.is_empty() {
+        if points.is_empty() && metric_samples == 0 {
             return Ok(None);
         }
         clks.sort_unstable();
-        let map = ClockMap::new(points.clone())
-            .with_context(|| format!("{}: {SYNC_EVENT} points", path.display()))?;
-        let intervals = map.speed(&clks);
+        let intervals = if points.is_empty() {
+            Vec::new()
+        } else {
+            ClockMap::new(points.clone())
+                .with_context(|| format!("{}: {SYNC_EVENT} points", path.display()))?
+                .speed(&clks)
+        };
         Ok(Some(HostStats {
             instruction_type: instruction_type.into(),
             points,
+            metric_samples,
             intervals,
             peaks,
             totals,
@@ -118,29 +136,27 @@ impl HostStats {
         }))
     }
 
-    /// Whole-run speed: (seconds, cycles/s, instructions/s).
-    fn overall(&self) -> (f64, f64, f64) {
-        let (a, b) = (self.points[0], self.points[self.points.len() - 1]);
+    /// Whole-run speed: (seconds, cycles, cycles/s, instructions/s); `None` without two sync points.
+    fn overall(&self) -> Option<(f64, u64, f64, f64)> {
+        let (a, b) = (self.points.first()?, self.points.last()?);
         let secs = (b.mono_ns - a.mono_ns) as f64 / 1e9;
         let instr: u64 = self.intervals.iter().map(|i| i.sim_instructions).sum();
-        if secs > 0.0 {
-            (secs, (b.clk - a.clk) as f64 / secs, instr as f64 / secs)
-        } else {
-            (0.0, 0.0, 0.0)
-        }
+        (secs > 0.0)
+            .then(|| (secs, b.clk - a.clk, (b.clk - a.clk) as f64 / secs, instr as f64 / secs))
     }
 
     /// As JSON (the `host` member of `jets stats --format json`).
     pub fn to_json(&self) -> Value {
-        let (secs, cps, ips) = self.overall();
-        let t0 = self.points[0].mono_ns;
+        let overall = self.overall();
+        let t0 = self.points.first().map_or(0, |p| p.mono_ns);
         json!({
             "samples": self.points.len(),
-            "host_seconds": secs,
-            "cycles": self.points[self.points.len() - 1].clk - self.points[0].clk,
-            "cycles_per_sec": cps,
+            "metric_samples": self.metric_samples,
+            "host_seconds": overall.map(|o| o.0),
+            "cycles": overall.map(|o| o.1),
+            "cycles_per_sec": overall.map(|o| o.2),
             "instruction_record_type": self.instruction_type,
-            "sim_instructions_per_sec": ips,
+            "sim_instructions_per_sec": overall.map(|o| o.3),
             "speed": self.intervals.iter().map(|i| json!({
                 "t_secs": (i.start_mono_ns - t0) as f64 / 1e9,
                 "dt_secs": (i.end_mono_ns - i.start_mono_ns) as f64 / 1e9,
@@ -160,19 +176,32 @@ impl HostStats {
     /// For people: overall speed, speed over time in up to ten rows, peaks and totals.
     pub fn to_text(&self) -> String {
         let mut o = String::new();
-        let (secs, cps, ips) = self.overall();
-        let _ = writeln!(o, "\nhost ({} samples over {secs:.3} s)", self.points.len());
-        let _ = writeln!(
-            o,
-            "  simulation speed  {cps:.0} cycles/s, {ips:.0} {}/s",
-            self.instruction_type
-        );
-        let _ = writeln!(
-            o,
-            "  speed over time   {:>10} {:>14} {:>14} {:>10}",
-            "t (s)", "cycles/s", "instr/s", "cpu"
-        );
-        let t0 = self.points[0].mono_ns;
+        match self.overall() {
+            Some((secs, _, cps, ips)) => {
+                let _ = writeln!(o, "\nhost ({} samples over {secs:.3} s)", self.points.len());
+                let _ = writeln!(
+                    o,
+                    "  simulation speed  {cps:.0} cycles/s, {ips:.0} {}/s",
+                    self.instruction_type
+                );
+                let _ = writeln!(
+                    o,
+                    "  speed over time   {:>10} {:>14} {:>14} {:>10}",
+                    "t (s)", "cycles/s", "instr/s", "cpu"
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "\nhost ({} {SYNC_EVENT} points, {} {SAMPLE_EVENT} samples)\n  simulation \
+                     speed: unknown (needs two {SYNC_EVENT} points; imported samples carry no host \
+                     monotonic clock)",
+                    self.points.len(),
+                    self.metric_samples
+                );
+            }
+        }
+        let t0 = self.points.first().map_or(0, |p| p.mono_ns);
         let per_row = self.intervals.len().div_ceil(ROWS).max(1);
         for rows in self.intervals.chunks(per_row) {
             let (first, last) = (rows[0], rows[rows.len() - 1]);
@@ -201,6 +230,13 @@ impl HostStats {
             let _ = writeln!(o, "  host instructions per simulated cycle: up to {ipc:.1}");
         }
         for (k, v) in &self.peaks {
+            let v = v.as_f64().map_or(v.to_string(), |x| {
+                if x.fract() == 0.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.3}")
+                }
+            });
             let _ = writeln!(o, "  peak {k:<20} {v}");
         }
         for (k, v) in &self.totals {
