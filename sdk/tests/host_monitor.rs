@@ -86,6 +86,7 @@ fn simulator_with_host_monitor_and_beacon() {
         && w[0].mono_ns < w[1].mono_ns
         && w[0].real_ns <= w[1].real_ns));
     let map = ClockMap::new(points.clone()).expect("monotonic sync points");
+    assert_eq!(report.clock_map().expect("the report's own map"), map);
     let (lo, hi) = (points[0].clk, points[points.len() - 1].clk);
     assert!(hi > lo, "the clock advanced under monitoring");
     for k in 0..=20 {

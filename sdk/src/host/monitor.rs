@@ -80,6 +80,11 @@ impl HostReport {
     pub fn overhead(&self) -> f64 {
         self.sampler_cpu_ns as f64 / self.wall_ns.max(1) as f64
     }
+
+    /// The cycle ↔ host time map of this run, without reading the trace back.
+    pub fn clock_map(&self) -> Result<crate::sync::ClockMap, crate::sync::SyncError> {
+        crate::sync::ClockMap::new(self.sync_points.clone())
+    }
 }
 
 type Stop = Arc<(Mutex<bool>, Condvar)>;
