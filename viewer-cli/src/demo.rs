@@ -26,8 +26,8 @@ pub struct Args {
     /// Directory for the trace and its exports (created if missing).
     #[arg(long, default_value = "jets-demo")]
     pub out: PathBuf,
-    /// Words of the array the simulated program sorts (more words: a longer run).
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(2..=1024))]
+    /// Words of the array the simulated program sorts (up to 64: the Gantt page holds every record).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(2..=64))]
     pub words: u32,
 }
 

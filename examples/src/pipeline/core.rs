@@ -54,6 +54,10 @@ struct Slot {
     result: u32,
     addr: u32,
     store_value: u32,
+    /// Where EX took each source operand from, when forwarded (`"MEM"` or `"WB"`).
+    forwarded: [Option<&'static str>; 2],
+    /// The target of a taken branch or jump.
+    taken: Option<u32>,
     /// The cycle MEM completes, set when the instruction enters MEM.
     mem_ready: Option<u64>,
     /// The last stall episode reported on this instruction (one event per episode).
@@ -262,7 +266,7 @@ impl Pipeline {
         let mut redirect = None;
         if let Some(mut s) = self.id_ex.take() {
             if !s.executed {
-                redirect = self.execute(&mut s, wb_rd, c)?;
+                redirect = self.execute(&mut s, wb_rd)?;
             }
             self.id_ex = Some(s);
         }
@@ -367,6 +371,8 @@ impl Pipeline {
             result: 0,
             addr: 0,
             store_value: 0,
+            forwarded: [None; 2],
+            taken: None,
             mem_ready: None,
             stall_reported: 0,
         })
@@ -393,23 +399,12 @@ impl Pipeline {
     }
 
     /// Executes `s`; returns the redirect target of a taken branch or jump.
-    fn execute(
-        &mut self,
-        s: &mut Slot,
-        wb_rd: Option<u8>,
-        c: u64,
-    ) -> Result<Option<u32>, SimError> {
+    fn execute(&mut self, s: &mut Slot, wb_rd: Option<u8>) -> Result<Option<u32>, SimError> {
         s.executed = true;
         let [r1, r2] = s.insn.sources();
         let (a, fa) = r1.map_or((0, None), |r| self.operand(r, wb_rd));
         let (b, fb) = r2.map_or((0, None), |r| self.operand(r, wb_rd));
-        if let Some(rec) = &s.record {
-            for (from, which) in [(fa, "rs1"), (fb, "rs2")] {
-                if let Some(from) = from {
-                    rec.event("Forward").field("operand", which).field("from", from).emit_at(c)?;
-                }
-            }
-        }
+        s.forwarded = [fa, fb];
         let pc = s.pc;
         let mut target = None;
         match s.insn {
@@ -438,17 +433,10 @@ impl Pipeline {
             Insn::Op { op, .. } => s.result = op.apply(a, b),
             Insn::Ecall | Insn::Illegal(_) => {}
         }
-        if let Some(t) = target {
+        if target.is_some() {
             self.stats.taken_branches += 1;
-            if let Some(rec) = &s.record {
-                rec.event("Redirect")
-                    .description("taken: the two younger instructions are squashed")
-                    .field("target", u64::from(t))
-                    .severity(Severity::Info)
-                    .marker_style(MarkerStyle::Diamond)
-                    .emit_at(c)?;
-            }
         }
+        s.taken = target;
         Ok(target)
     }
 
@@ -536,16 +524,27 @@ impl Pipeline {
     }
 }
 
-/// The event marking `s`'s entry into `stage` at `clk`.
+/// The event marking `s`'s entry into `stage` at `clk`. What EX did (the address, forwarded
+/// operands, a taken branch's target) rides on the MEM event as fields, so that every event of an
+/// instruction is a pipeline stage (Kanata draws each event as a stage).
 fn stage_event(s: &Slot, stage: usize, clk: u64) -> Result<(), SimError> {
-    if let Some(r) = &s.record {
-        match (stage, s.insn) {
-            (MEM, Insn::Lw { .. } | Insn::Sw { .. }) => {
-                r.event(STAGES[stage]).field("addr", u64::from(s.addr)).emit_at(clk)?
-            }
-            _ => r.event(STAGES[stage]).emit_at(clk)?,
+    let Some(r) = &s.record else { return Ok(()) };
+    let mut e = r.event(STAGES[stage]);
+    if stage == MEM {
+        if matches!(s.insn.class(), Class::Load | Class::Store) {
+            e = e.field("addr", u64::from(s.addr));
+        }
+        if let Some(from) = s.forwarded[0] {
+            e = e.field("rs1_from", from);
+        }
+        if let Some(from) = s.forwarded[1] {
+            e = e.field("rs2_from", from);
+        }
+        if let Some(target) = s.taken {
+            e = e.field("taken_to", u64::from(target));
         }
     }
+    e.emit_at(clk)?;
     Ok(())
 }
 

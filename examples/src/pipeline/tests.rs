@@ -211,6 +211,8 @@ fn the_traced_run_validates_clean_and_is_right() {
     assert_eq!(count(r#""record_type":"PipelineStage""#), 5);
     assert_eq!(count(r#""record_type":"Phase""#), 3);
     assert!(count(r#""name":"Stall""#) >= stats.load_use_stalls);
+    assert_eq!(count(r#""taken_to""#), stats.taken_branches);
+    assert_eq!(count(r#""rs1_from""#) + count(r#""rs2_from""#), stats.forwards);
     if cfg!(target_os = "linux") {
         assert!(count(r#""name":"HostSync""#) >= 1, "the host collector writes sync points");
     }
