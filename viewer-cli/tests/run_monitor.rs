@@ -301,3 +301,20 @@ fn a_simulator_under_jets_run_publishes_its_cycle_consistently_with_its_trace() 
     }
     assert!(checked >= 5, "only {checked} samples inside the trace's sync range");
 }
+
+#[test]
+fn the_display_shows_each_sample_and_the_summary() {
+    let o = jets()
+        .args(["run", "--no-update", "--no-beacon", "-i", "20", "--", "sleep", "0.2"])
+        .output()
+        .expect("jets run");
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).expect("utf8");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(rows.len() >= 5, "{text}");
+    assert!(
+        rows.iter().all(|r| r.contains("cpu") && r.contains("rss") && r.contains("procs")),
+        "{text}"
+    );
+    assert!(text.contains("denet summary of sleep 0.2") && text.contains("samples"), "{text}");
+}
