@@ -3,6 +3,8 @@
 //! counted). After the run the bench prints the lost-record counters: the rate counts only if
 //! nothing was lost. Needs root; prints `unavailable: <reason>` otherwise.
 
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
 use std::os::fd::AsRawFd;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

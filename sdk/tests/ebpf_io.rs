@@ -133,6 +133,7 @@ fn collector_reports_known_io() {
         Err(IoTraceError::Unavailable(why)) => {
             println!("unavailable: {why}");
             let _ = child.kill();
+            let _ = child.wait();
             return;
         }
         Err(e) => panic!("{e}"),
@@ -296,4 +297,68 @@ fn without_privileges_the_collector_is_unavailable_not_a_crash() {
         .unwrap_or_else(|| panic!("no `unavailable:` line in {stdout}"));
     assert!(line.contains("CAP_BPF"), "{line}");
     println!("{line}");
+}
+
+/// Inside a simulator: the operations become events on a `HostIo` record, at the cycle the trace's
+/// clock showed when they happened, and the trace stays valid.
+#[test]
+fn start_in_writes_io_events_at_the_simulated_cycle() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(UNPRIV_ENV).is_ok() {
+        return;
+    }
+    let cap = capability();
+    if !cap.available {
+        println!("unavailable: {}", cap.reason.unwrap_or_default());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("sim.jets");
+    let trace = jets::Trace::create(&path, jets::Metadata::new()).unwrap();
+    let io = IoTracer::start_in(&trace, IoTraceConfig::default()).unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(60));
+    let file = tmp.path().join("checkpoint.bin");
+    trace.clock().set(1000);
+    pause();
+    std::fs::write(&file, vec![7u8; 3000]).unwrap();
+    pause();
+    trace.clock().set(2000);
+    pause();
+    assert_eq!(std::fs::read(&file).unwrap().len(), 3000);
+    pause();
+    let report = io.stop().unwrap();
+    assert_eq!(report.lost, [0; 7]);
+    trace.close().unwrap();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let root = lines.iter().find(|l| l["record_type"] == "HostIo").expect("a HostIo record");
+    assert_eq!(root["data"]["pid"], std::process::id());
+    let name = file.to_string_lossy().to_string();
+    let ops: Vec<(&str, u64, u64)> = lines
+        .iter()
+        .filter(|l| l["type"] == "event" && l["data"]["path"] == name.as_str())
+        .map(|l| {
+            (
+                l["name"].as_str().unwrap(),
+                l["clk"].as_u64().unwrap(),
+                l["data"]["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(&str, u64, u64)> = vec![
+        ("OPEN", 1000, 0),
+        ("WRITE", 1000, 3000),
+        ("CLOSE", 1000, 0),
+        ("OPEN", 2000, 0),
+        ("READ", 2000, 3000),
+        ("READ", 2000, 0),
+        ("CLOSE", 2000, 0),
+    ];
+    assert_eq!(ops, want);
+    for a in ["HostIoCapabilities", "HostIoStats"] {
+        assert!(lines.iter().any(|l| l["type"] == "annotation" && l["name"] == a), "{a}");
+    }
+    let (diagnostics, _) = jets::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
 }
