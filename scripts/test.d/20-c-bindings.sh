@@ -111,6 +111,8 @@ step "C++17 wrapper test program (jets.hpp)"
 g++ "${cxxflags[@]}" "${inc[@]}" -o "$work/wrapper_test" "$tests/wrapper_test.cpp" "${libs[@]}" -pthread "$rpath"
 run wrapper "$work/wrapper_test" "$work/wrapper.jets"
 python3 "$check" "$work/wrapper.jets.host"
+python3 "$check" "$work/wrapper.jets.late" --expect "records=2 record_ends=0 open=2"
+python3 "$check" "$work/wrapper.jets.dropped" --expect "records=1 record_ends=0 open=1"
 grep -q '"record_type":"HostProcess"' "$work/wrapper.jets.host"
 
 step "JETS_DISABLE: C99 and C++17, linked without libjets"

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,6 +119,25 @@ int main(int argc, char **argv) {
             CHECK(error_code_of([&] { h.host_monitor_start(5); }) == JETS_ERR_INVALID_ARGUMENT);
             h.host_monitor_stop();
             h.close();
+        }
+
+        {
+            // Records outliving their trace's close() or destruction touch nothing freed (the
+            // sanitizer and valgrind runs would say); a call on them reports the closed trace.
+            std::optional<jets::record> survivor;
+            {
+                jets::trace late((std::string(argv[1]) + ".late").c_str());
+                jets::record r = late.root("r", "R", 0);
+                survivor.emplace(late.root("s", "S", 0));
+                late.close();
+                CHECK(late.get() == nullptr);
+                CHECK(error_code_of([&] { r.event("late", 1); }) == JETS_ERR_INVALID_ARGUMENT);
+            }
+            {
+                jets::trace dropped((std::string(argv[1]) + ".dropped").c_str());
+                survivor.emplace(dropped.root("d", "D", 0));
+            }  // closed by its destructor, with the record still alive
+            survivor.reset();
         }
 
         jets::record kept = top.child("kept-open", "Block", 30);
