@@ -282,3 +282,50 @@ fn event_names_are_their_messages_even_when_they_change() {
         ["\"step 0\"", "\"fixed\"", "\"step 1\"", "\"fixed\"", "\"step 2\"", "\"fixed\""]
     );
 }
+
+#[test]
+fn varying_record_types_and_late_reserved_fields() {
+    let text = traced(|trace| {
+        for kind in ["Load", "Store", "Load"] {
+            let s = tracing::info_span!(
+                "op",
+                record_type = kind,
+                description = kind,
+                status = tracing::field::Empty,
+                record_type_later = tracing::field::Empty
+            );
+            // Late: hints map as on records; record_type is plain data now.
+            s.record("status", "ignored: not a hint without jets.");
+            drop(s);
+        }
+        let s = tracing::info_span!(
+            "late",
+            description = "l",
+            jets.status = tracing::field::Empty,
+            record_type = tracing::field::Empty
+        );
+        trace.clock().set(3);
+        s.record("jets.status", "stalled");
+        s.record("record_type", "Changed");
+    });
+    let records: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect();
+    let types: Vec<&str> = records
+        .iter()
+        .filter(|v| v["type"] == "record" && v["name"] == "op")
+        .map(|v| v["record_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["Load", "Store", "Load"]);
+    let late: Vec<String> = records
+        .iter()
+        .filter(|v| {
+            v["type"] == "annotation"
+                && v["record_id"] == records.iter().find(|r| r["name"] == "late").unwrap()["id"]
+        })
+        .map(|v| format!("{} {}", v["name"], v["data"]))
+        .collect();
+    assert_eq!(
+        late,
+        [r#""status" {"status":"stalled"}"#, r#""record_type" {"record_type":"Changed"}"#]
+    );
+}

@@ -1,9 +1,11 @@
-//! Texts built once per callsite: the `file:line` description of spans and the message of events.
+//! Texts kept once per callsite: a span's `file:line` description, and the first text seen for an
+//! event's message or a `record_type` or `description` field.
 //!
 //! Callsites are static and finite, so these texts are leaked like `tracing`'s own metadata and
-//! every line refers to them as `&'static str`: no allocation and no reference count per span or
-//! event. Each thread keeps its own small cache in front of the process-wide one, so the common
-//! path touches no shared cache line.
+//! every line refers to them as `&'static str`: a text that does not change from call to call (a
+//! literal, the usual case) costs no allocation and no reference count per span or event; a text
+//! that differs from the callsite's first one is copied. Each thread keeps its own small cache in
+//! front of the process-wide one, so the common path touches no shared cache line.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -14,9 +16,22 @@ use tracing::Metadata;
 
 use crate::format::Str;
 
-type Map = HashMap<usize, &'static str, BuildHasherDefault<PtrHasher>>;
+/// Which text of a callsite.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Slot {
+    /// The callsite's `file:line`.
+    Location,
+    /// An event's message.
+    Message,
+    /// A `record_type` field.
+    RecordType,
+    /// A `description` field.
+    Description,
+}
 
-/// The process-wide texts: descriptions and messages (keyed by different callsites, so one map).
+type Map = HashMap<(usize, Slot), &'static str, BuildHasherDefault<PtrHasher>>;
+
+/// The process-wide texts.
 static SHARED: OnceLock<RwLock<Map>> = OnceLock::new();
 
 thread_local! {
@@ -24,13 +39,13 @@ thread_local! {
     static BUFFER: Cell<String> = const { Cell::new(String::new()) };
 }
 
-fn key(meta: &'static Metadata<'static>) -> usize {
-    meta as *const Metadata<'static> as usize
-}
-
 /// The text for `meta`, from this thread's cache, else the process's, else made by `make`.
-fn cached(meta: &'static Metadata<'static>, make: impl FnOnce() -> String) -> &'static str {
-    let key = key(meta);
+fn cached(
+    meta: &'static Metadata<'static>,
+    slot: Slot,
+    make: impl FnOnce() -> String,
+) -> &'static str {
+    let key = (meta as *const Metadata<'static> as usize, slot);
     if let Some(t) = LOCAL.with(|l| l.borrow().get(&key).copied()) {
         return t;
     }
@@ -50,17 +65,16 @@ fn cached(meta: &'static Metadata<'static>, make: impl FnOnce() -> String) -> &'
 
 /// A span callsite's `file:line` (its file, or its module, when that is all there is).
 pub(super) fn description(meta: &'static Metadata<'static>) -> Str {
-    Str::Static(cached(meta, || match (meta.file(), meta.line()) {
+    Str::Static(cached(meta, Slot::Location, || match (meta.file(), meta.line()) {
         (Some(file), Some(line)) => format!("{file}:{line}"),
         (Some(file), None) => file.to_owned(),
         _ => meta.module_path().unwrap_or("").to_owned(),
     }))
 }
 
-/// An event's message as a line name: the callsite's first message is kept, so a message that
-/// never changes (the usual case, a literal) is static; a different one is copied.
-pub(super) fn message(meta: &'static Metadata<'static>, text: &str) -> Str {
-    let first = cached(meta, || text.to_owned());
+/// `text` as static when it is the callsite's first text for `slot`, else a copy.
+pub(super) fn text(meta: &'static Metadata<'static>, slot: Slot, text: &str) -> Str {
+    let first = cached(meta, slot, || text.to_owned());
     if first == text {
         Str::Static(first)
     } else {
@@ -88,10 +102,10 @@ impl Hasher for PtrHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
     fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 ^= (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }

@@ -3,6 +3,9 @@
 use std::fmt::{self, Write as _};
 
 use tracing::field::{Field, Visit};
+use tracing::Metadata;
+
+use super::callsites::{self, Slot};
 
 use crate::format::hints::{EVENT_HINT_KEYS, RECORD_HINT_KEYS};
 use crate::format::{Color, Data, Str, Value};
@@ -21,6 +24,9 @@ const HINT_PREFIX: &str = "jets.";
 pub(super) enum Kind {
     Record,
     Event,
+    /// Fields recorded on a span after its record was written (an annotation): `record_type`
+    /// can no longer change, so it is data there.
+    Late,
 }
 
 /// The fields of one span, event or `span.record(..)` call, sorted into `data` and the reserved
@@ -28,6 +34,8 @@ pub(super) enum Kind {
 /// are kept without allocating.
 pub(super) struct Fields {
     kind: Kind,
+    /// The callsite: literal `record_type`, `description` texts are kept once per callsite.
+    meta: &'static Metadata<'static>,
     pub data: Data,
     pub record_type: Option<Str>,
     pub description: Option<Str>,
@@ -43,10 +51,11 @@ pub(super) struct Fields {
 }
 
 impl Fields {
-    pub fn new(kind: Kind, mut message: String) -> Self {
+    pub fn new(kind: Kind, meta: &'static Metadata<'static>, mut message: String) -> Self {
         message.clear();
         Fields {
             kind,
+            meta,
             data: Data::new(),
             record_type: None,
             description: None,
@@ -69,7 +78,7 @@ impl Fields {
                 Some(c) => self.clk = Some(c),
                 None => self.push(name, value),
             },
-            END_CLK if self.kind == Kind::Record => match as_cycle(&value) {
+            END_CLK if self.kind != Kind::Event => match as_cycle(&value) {
                 Some(c) => self.end_clk = Some(c),
                 None => self.push(name, value),
             },
@@ -86,7 +95,7 @@ impl Fields {
 
     fn is_hint(&self, key: &str) -> bool {
         match self.kind {
-            Kind::Record => RECORD_HINT_KEYS.contains(&key),
+            Kind::Record | Kind::Late => RECORD_HINT_KEYS.contains(&key),
             Kind::Event => EVENT_HINT_KEYS.contains(&key),
         }
     }
@@ -155,12 +164,19 @@ impl Visit for Fields {
         self.put(field, Value::Bool(value));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == MESSAGE {
-            self.message.clear();
-            self.message.push_str(value);
-            self.has_message = true;
-        } else {
-            self.put(field, Value::Str(value.to_owned().into()));
+        match field.name() {
+            MESSAGE => {
+                self.message.clear();
+                self.message.push_str(value);
+                self.has_message = true;
+            }
+            RECORD_TYPE if self.kind == Kind::Record => {
+                self.record_type = Some(callsites::text(self.meta, Slot::RecordType, value))
+            }
+            DESCRIPTION => {
+                self.description = Some(callsites::text(self.meta, Slot::Description, value))
+            }
+            _ => self.put(field, Value::Str(value.to_owned().into())),
         }
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {

@@ -58,6 +58,7 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 use crate::error::Error;
 use crate::format::{Data, Severity, Str};
 use crate::write::{RecordBuilder, RecordHandle, Trace};
+use callsites::Slot;
 use fields::{Fields, Kind};
 
 /// The `tracing` Layer: see the [module documentation](self).
@@ -145,7 +146,7 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
-        let mut fields = Fields::new(Kind::Record, String::new());
+        let mut fields = Fields::new(Kind::Record, meta, String::new());
         attrs.record(&mut fields);
         let name = Str::Static(meta.name());
         let record_type = fields.record_type.take().unwrap_or(Str::Static(meta.target()));
@@ -177,7 +178,7 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let mut fields = Fields::new(Kind::Record, String::new());
+        let mut fields = Fields::new(Kind::Late, span.metadata(), String::new());
         values.record(&mut fields);
         let mut ext = span.extensions_mut();
         let Some(rec) = ext.get_mut::<SpanRecord>() else { return };
@@ -206,10 +207,10 @@ where
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
-        let mut fields = Fields::new(Kind::Event, callsites::take_buffer());
+        let mut fields = Fields::new(Kind::Event, meta, callsites::take_buffer());
         event.record(&mut fields);
         let name = match fields.has_message {
-            true => callsites::message(meta, &fields.message),
+            true => callsites::text(meta, Slot::Message, &fields.message),
             false => Str::Static(meta.name()),
         };
         callsites::return_buffer(std::mem::take(&mut fields.message));
