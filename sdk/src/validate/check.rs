@@ -53,13 +53,18 @@ pub(crate) enum Kind {
         id: Option<u64>,
         clk: Option<u64>,
     },
-    Footer {
-        capture_end: Option<u64>,
-        /// total_records, total_annotations, total_events.
-        totals: [Option<u64>; 3],
-        /// This SDK's `open_records` extension.
-        open_records: Option<u64>,
-    },
+    /// Boxed: footers are rare, and a small `Fact` keeps a piece's facts in cache.
+    Footer(Box<FooterFacts>),
+}
+
+/// The numbers a footer claims.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FooterFacts {
+    pub capture_end: Option<u64>,
+    /// total_records, total_annotations, total_events.
+    pub totals: [Option<u64>; 3],
+    /// This SDK's `open_records` extension.
+    pub open_records: Option<u64>,
 }
 
 /// A JSON value, classified. Strings borrow from the line unless they contain escapes.
@@ -667,7 +672,7 @@ fn check_fields(c: &mut LineCheck) -> Kind {
                 c.uint(what, Rule::WrongType, "total_events", &f.total_events, true),
             ];
             let open_records = c.uint(what, Rule::WrongType, "open_records", &f.open_records, true);
-            Kind::Footer { capture_end, totals, open_records }
+            Kind::Footer(Box::new(FooterFacts { capture_end, totals, open_records }))
         }
     }
 }

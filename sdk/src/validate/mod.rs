@@ -352,7 +352,7 @@ impl<F: FnMut(Diagnostic)> Sequential<F> {
                 self.done = true;
                 return;
             }
-            if self.stop_at_footer && matches!(fact.kind, check::Kind::Footer { .. }) {
+            if self.stop_at_footer && matches!(fact.kind, check::Kind::Footer(_)) {
                 self.done = true;
                 return;
             }

@@ -302,7 +302,8 @@ impl Order {
                     }
                 }
             }
-            Kind::Footer { capture_end, totals, open_records } => {
+            Kind::Footer(ref f) => {
+                let (capture_end, totals, open_records) = (f.capture_end, f.totals, f.open_records);
                 if self.footer_line.is_none() {
                     self.footer_line = Some(line);
                 }

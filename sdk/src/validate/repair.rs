@@ -98,7 +98,7 @@ pub fn repair(
             report.torn_tail = true;
             continue;
         }
-        if let Kind::Footer { .. } = fact.kind {
+        if let Kind::Footer(_) = fact.kind {
             report.old_footers += 1;
             continue;
         }
