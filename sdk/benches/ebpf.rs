@@ -41,9 +41,11 @@ fn traced_writes(c: &mut Criterion) {
     let report = tracer.stop().expect("stopping the collector");
     let lost: u64 = report.lost.iter().sum();
     println!(
-        "ebpf collector: {} records decoded, {} fs rows, {lost} lost{}",
+        "ebpf collector: {} records decoded, {} fs rows, {:.0} records per collector CPU-second, \
+         {lost} lost{}",
         report.records,
         report.rows[0],
+        report.records_per_cpu_second(),
         if lost == 0 { " (no loss)" } else { " — the rate above is NOT loss-free" }
     );
 }

@@ -144,6 +144,10 @@ pub struct IoReport {
     pub degraded: Vec<(String, String)>,
     /// The rows, when [`IoTraceConfig::keep_rows`] was set.
     pub kept: Vec<Row>,
+    /// CPU time the collector thread used (decoding and writing), ns.
+    pub collector_cpu_ns: u64,
+    /// Wall time the collector thread ran, ns.
+    pub wall_ns: u64,
 }
 
 impl IoReport {
@@ -158,6 +162,12 @@ impl IoReport {
         }
         json!({"streams": m, "records": self.records, "failed_syscalls": self.failed_syscalls,
                "decode_errors": self.decode_errors})
+    }
+
+    /// Records the collector can take per second of one core: records over its CPU time (its
+    /// capacity, as opposed to the rate the traced process happened to produce).
+    pub fn records_per_cpu_second(&self) -> f64 {
+        self.records as f64 / (self.collector_cpu_ns.max(1) as f64 / 1e9)
     }
 }
 
@@ -322,6 +332,9 @@ impl Collector {
     }
 
     fn run(mut self, stop: &AtomicBool) -> Result<IoReport, IoTraceError> {
+        let clock_ns = crate::host::procfs::clock_ns;
+        let (wall0, cpu0) =
+            (clock_ns(libc::CLOCK_MONOTONIC), clock_ns(libc::CLOCK_THREAD_CPUTIME_ID));
         let fd = self.loaded.ring.as_raw_fd();
         let poll_ms = self.config.poll.as_millis().clamp(1, 1000) as i32;
         loop {
@@ -341,6 +354,8 @@ impl Collector {
         self.write_rows()?;
         self.report.lost = self.loaded.lost();
         self.report.failed_syscalls = self.decoder.failed_syscalls;
+        self.report.wall_ns = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(wall0);
+        self.report.collector_cpu_ns = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
         if let Some(c) = self.csv.take() {
             self.report.output = Some(c.finish()?);
         }
