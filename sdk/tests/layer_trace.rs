@@ -161,27 +161,40 @@ fn explicit_parent_clk_end_clk_and_callsite_description() {
 #[test]
 fn threads_events_outside_spans_and_spans_moved_between_threads() {
     let text = traced(|trace| {
-        trace.clock().set(1);
-        tracing::info!(n = 1u64, "first");
-        tracing::info!(n = 2u64, "second");
         let dispatch = tracing::dispatcher::get_default(|d| d.clone());
-        // Created here, used on the worker: its events and children still hang off it.
-        let moved = tracing::info_span!("moved", record_type = "Task", description = "moved");
-        std::thread::Builder::new()
-            .name("worker".into())
-            .spawn(move || {
-                tracing::dispatcher::with_default(&dispatch, || {
-                    tracing::info!(n = 3u64, "third");
-                    let _in = moved.enter();
-                    tracing::info!(n = 4u64, "inside moved");
-                    let child =
-                        tracing::info_span!("child", record_type = "Task", description = "c");
-                    drop(child);
-                })
-            })
-            .unwrap()
-            .join()
-            .unwrap();
+        // Named threads, so the per-thread root records have stable names.
+        let on = move |name: &str, f: Box<dyn FnOnce() + Send>| {
+            let dispatch = dispatch.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || tracing::dispatcher::with_default(&dispatch, f))
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        trace.clock().set(1);
+        let worker = on.clone();
+        on(
+            "sim",
+            Box::new(move || {
+                tracing::info!(n = 1u64, "first");
+                tracing::info!(n = 2u64, "second");
+                // Created here, used on the worker: its events and children still hang off it.
+                let moved =
+                    tracing::info_span!("moved", record_type = "Task", description = "moved");
+                worker(
+                    "worker",
+                    Box::new(move || {
+                        tracing::info!(n = 3u64, "third");
+                        let _in = moved.enter();
+                        tracing::info!(n = 4u64, "inside moved");
+                        let child =
+                            tracing::info_span!("child", record_type = "Task", description = "c");
+                        drop(child);
+                    }),
+                );
+            }),
+        );
         trace.clock().set(2);
     });
     insta::assert_snapshot!(canonical(&text));
