@@ -341,3 +341,34 @@ fn varying_record_types_and_late_reserved_fields() {
         [r#""status" {"status":"stalled"}"#, r#""record_type" {"record_type":"Changed"}"#]
     );
 }
+
+#[test]
+fn wide_integers_errors_and_color_spellings() {
+    let text = traced(|_| {
+        let io = std::io::Error::other("disk full");
+        let s = tracing::info_span!(
+            "s",
+            description = "s",
+            big = u128::MAX,
+            small = 7u128,
+            neg = i128::MIN,
+            err = &io as &(dyn std::error::Error + 'static),
+            jets.color = 0xff8800u64,
+            jets.unknown = 1u64,
+        );
+        let _s = s.enter();
+        tracing::info!(jets.color = "#ABCDEF", jets.unit_id = 3u64, "e");
+    });
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let data = &lines.iter().find(|v| v["type"] == "record").unwrap()["data"];
+    assert_eq!(data["big"], u128::MAX.to_string(), "beyond 64 bits: exact digits as text");
+    assert_eq!(data["small"], 7);
+    assert_eq!(data["neg"], i128::MIN.to_string());
+    assert_eq!(data["err"], "disk full");
+    assert_eq!(data["color"], "#ff8800");
+    assert_eq!(data["jets.unknown"], 1, "an unknown jets. name stays as it is");
+    let event = &lines.iter().find(|v| v["type"] == "event").unwrap()["data"];
+    assert_eq!(event["color"], "#abcdef");
+    assert_eq!(event["jets.unit_id"], 3, "unit_id is a record hint, not an event one");
+}
