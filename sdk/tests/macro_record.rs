@@ -210,3 +210,27 @@ fn native_records_nest_through_handle() {
     sm.end_at(3).unwrap();
     insta::assert_snapshot!(finish(trace, out));
 }
+
+// ---- tracing mode: an explicit parent span
+
+#[jets::record(parent = owner, skip(owner), description = "adopted", clk = 2)]
+fn adopted(owner: &tracing::Span, x: u64) {}
+
+#[test]
+fn parent_option_names_the_span_to_hang_off() {
+    let (trace, out) = new_trace();
+    let layer = jets::JetsLayer::new(trace.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        let owner = tracing::info_span!("owner", description = "o", clk = 1u64);
+        let current = tracing::info_span!("current", description = "c", clk = 1u64);
+        let _c = current.enter();
+        adopted(&owner, 5);
+    });
+    let text = finish(trace, out);
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let id_of = |name: &str| lines.iter().find(|v| v["name"] == name).unwrap()["id"].clone();
+    let rec = lines.iter().find(|v| v["name"] == "adopted").unwrap();
+    assert_eq!(rec["parent_id"], id_of("owner"));
+    assert_eq!(rec["data"]["x"], 5);
+}
