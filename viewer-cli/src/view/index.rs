@@ -27,6 +27,8 @@ use serde_json::{Map, Value};
 pub const NONE: u32 = u32::MAX;
 /// The end of a record that has not ended yet.
 pub const OPEN: u64 = u64::MAX;
+/// Markers closer than this many pixels are one marker: they are drawn about that wide.
+const MARKER_PX: f64 = 8.0;
 /// How many line errors are kept with their text (all are counted).
 const MAX_ERRORS: usize = 50;
 
@@ -721,8 +723,8 @@ impl Index {
     }
 
     /// The bars, clusters and markers of `rows` within cycles `[t0, t1)` drawn `px` pixels wide:
-    /// bars closer than one pixel are merged into clusters, so each row answers at most about one
-    /// item and three markers per pixel.
+    /// bars closer than one pixel are merged into clusters, markers closer than a marker's width,
+    /// so each row answers at most about one item per pixel and three markers per 8 pixels.
     pub fn window(&self, t0: u64, t1: u64, px: u32, rows: &[u32]) -> Vec<RowWindow> {
         let t1 = t1.max(t0 + 1);
         let cpp = ((t1 - t0) as f64 / f64::from(px.max(1))).max(f64::MIN_POSITIVE);
@@ -732,7 +734,11 @@ impl Index {
             .map(|(r, row)| RowWindow {
                 row: r,
                 items: bars_in(&row.bars, t0, t1, cpp, now),
-                markers: row.markers.iter().flat_map(|m| markers_in(m, t0, t1, cpp)).collect(),
+                markers: row
+                    .markers
+                    .iter()
+                    .flat_map(|m| markers_in(m, t0, t1, cpp * MARKER_PX))
+                    .collect(),
             })
             .collect()
     }
@@ -836,7 +842,7 @@ fn bars_in(bars: &[Bar], t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
         let mut end = end_of(&bars[i], now);
         loop {
             let reach = (end as f64 + cpp).min(u64::MAX as f64) as u64;
-            let k = j + 1 + bars[j + 1..].partition_point(|b| b.start < reach);
+            let k = gallop(bars, j + 1, |b| b.start < reach);
             if k == j + 1 {
                 break;
             }
@@ -855,12 +861,26 @@ fn bars_in(bars: &[Bar], t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
     out
 }
 
+/// The first index at or after `from` where `pred` stops holding (`pred` holds on a prefix):
+/// an exponential search from `from`, so finding the end of the bars within one pixel costs
+/// O(log k) for k such bars, near each other in memory, instead of a search over the whole row.
+fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let (mut lo, mut hi, mut step) = (from, from, 1);
+    while hi < v.len() && pred(&v[hi]) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    let hi = hi.min(v.len());
+    lo + v[lo..hi].partition_point(pred)
+}
+
 fn markers_in(m: &[(u64, u32)], t0: u64, t1: u64, cpp: f64) -> Vec<Marker> {
     let mut out = Vec::new();
     let mut i = m.partition_point(|&(c, _)| c < t0);
     while i < m.len() && m[i].0 < t1 {
         let reach = (m[i].0 as f64 + cpp).min(u64::MAX as f64) as u64;
-        let k = (i + 1 + m[i + 1..].partition_point(|&(c, _)| c < reach)).max(i + 1);
+        let k = gallop(m, i + 1, |&(c, _)| c < reach);
         out.push(Marker { clk: m[i].0, ev: m[i].1, count: (k - i) as u32 });
         i = k;
     }
@@ -1036,6 +1056,17 @@ mod tests {
         let next = ix.children(root, first.last().copied(), 10);
         assert_eq!(ix.recs[next[0] as usize].id, 20);
         assert_eq!(ix.children(None, None, 10), vec![0]);
+    }
+
+    #[test]
+    fn gallop_finds_the_end_of_a_prefix() {
+        let v: Vec<u32> = (0..100).collect();
+        for from in [0, 1, 37, 99, 100] {
+            for limit in [0, 1, 2, 50, 98, 99, 100, 200] {
+                let expect = (limit as usize).clamp(from, 100);
+                assert_eq!(gallop(&v, from, |&x| x < limit), expect, "from {from} limit {limit}");
+            }
+        }
     }
 
     #[test]

@@ -133,7 +133,7 @@
   // A tick's time, in the unit of the tick spacing and with as many decimals as it needs.
   function fmtTimeTick(seconds, stepSeconds) {
     const units = [[1, 's'], [1e-3, 'ms'], [1e-6, 'µs'], [1e-9, 'ns'], [1e-12, 'ps']];
-    const [scale, unit] = units.find(([u]) => stepSeconds >= u) || units[units.length - 1];
+    const [scale, unit] = units.find(([u]) => stepSeconds >= u / 10) || units[units.length - 1];
     const decimals = clamp(-Math.floor(Math.log10(stepSeconds / scale) + 1e-9), 0, 6);
     return (seconds / scale).toFixed(decimals) + ' ' + unit;
   }
@@ -159,8 +159,10 @@
       out.push({ kind: 'lane', lane: li, label: lane.label, rows: lane.rows.length, y, h: LANE_H });
       y += LANE_H;
       if (S.collapsed.has(lane.label)) return;
+      let prev = -1;
       for (const [row, depth] of lane.rows) {
-        out.push({ kind: 'row', row, depth, lane: li, y, h: ROW_H });
+        out.push({ kind: 'row', row, depth, lane: li, y, h: ROW_H, first: depth !== prev });
+        prev = depth;
         y += ROW_H;
       }
     });
@@ -193,7 +195,7 @@
         });
         labelsEl.append(d);
       } else {
-        const d = el('div', 'rowlabel', 'depth ' + e.depth);
+        const d = el('div', 'rowlabel', e.first ? 'depth ' + e.depth : '');
         d.style.top = (e.y - S.scrollY) + 'px';
         labelsEl.append(d);
       }
@@ -233,7 +235,7 @@
   function drawMarker(ctx, m, x, y) {
     const color = m[5] !== null ? colorOf(m[5]) : SEV_COLOR[m[4]];
     const style = STYLE[m[3]] || (m[4] === 3 ? 'diamond' : 'circle');
-    const r = 4;
+    const r = m[2] > 1 ? 4.5 : 4;
     ctx.fillStyle = color; ctx.strokeStyle = '#ffffff'; ctx.lineWidth = 1;
     ctx.beginPath();
     if (style === 'line') {
@@ -246,10 +248,6 @@
     else if (style === 'diamond') { ctx.moveTo(x, y - r - 1); ctx.lineTo(x + r + 1, y); ctx.lineTo(x, y + r + 1); ctx.lineTo(x - r - 1, y); ctx.closePath(); }
     else ctx.arc(x, y, r, 0, Math.PI * 2);
     ctx.fill(); ctx.stroke();
-    if (m[2] > 1) {
-      ctx.fillStyle = '#111827'; ctx.font = '9px system-ui, sans-serif';
-      ctx.fillText(String(m[2]), x + r + 2, y - 2);
-    }
   }
 
   function draw() {
@@ -557,6 +555,15 @@
     }
     // New roots, and new children of open nodes whose list was complete, appear as the file grows.
     if (!rootEntry.more) await loadChildren(tree, null, rootEntry.last, 0, rootEntry);
+    // Records shown as open may have ended since.
+    const open = [...treeNodes.values()].filter((e) => e.node.end === null).slice(0, 50);
+    for (const entry of open) {
+      try {
+        const r = await src.record(entry.node.id);
+        entry.node.end = r.end;
+        entry.rowEl.querySelector('.du').textContent = durationText(entry.node);
+      } catch (e) { /* shown again on the next poll */ }
+    }
     for (const entry of treeNodes.values()) {
       if (entry.open && entry.loaded && !entry.more) {
         await loadChildren(entry.kidsEl, entry.node.id, entry.last, entry.depth + 1, entry);
