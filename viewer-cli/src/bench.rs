@@ -11,6 +11,7 @@
 //! * Validation throughput over the end-to-end file, warm in the page cache, on every core.
 
 use std::hint::black_box;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Barrier;
@@ -24,6 +25,20 @@ use jets::validate::Validator;
 use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
+
+/// `writeln!` to the locked stdout; a closed pipe is an error, not a panic.
+macro_rules! say {
+    ($o:expr, $($t:tt)*) => {
+        writeln!($o, $($t)*).context("writing to standard output")?
+    };
+}
+
+/// `write!` to the locked stdout.
+macro_rules! put {
+    ($o:expr, $($t:tt)*) => {
+        write!($o, $($t)*).context("writing to standard output")?
+    };
+}
 
 /// How `jets bench` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -111,9 +126,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "cpu_model": cpu_model(),
         "quick": args.quick,
     });
+    let mut o = std::io::stdout().lock();
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Human => print!("{}", to_text(&report)),
+        Format::Json => say!(o, "{}", serde_json::to_string_pretty(&report)?),
+        Format::Human => put!(o, "{}", to_text(&report)),
     }
     Ok(ExitCode::SUCCESS)
 }

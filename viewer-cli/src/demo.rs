@@ -6,6 +6,7 @@
 //! what to open with what. Everything goes through the same modules as `jets validate`, `jets
 //! stats`, `jets convert` and `jets gantt`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -19,6 +20,20 @@ use crate::convert::open_output;
 use crate::formats::{chrome, kanata};
 use crate::stats::{host::HostStats, trace::TraceStats};
 use crate::view::build;
+
+/// `writeln!` to the locked stdout; a closed pipe is an error, not a panic.
+macro_rules! say {
+    ($o:expr, $($t:tt)*) => {
+        writeln!($o, $($t)*).context("writing to standard output")?
+    };
+}
+
+/// `write!` to the locked stdout.
+macro_rules! put {
+    ($o:expr, $($t:tt)*) => {
+        write!($o, $($t)*).context("writing to standard output")?
+    };
+}
 
 /// Arguments of `jets demo`.
 #[derive(clap::Args, Debug)]
@@ -46,9 +61,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .with_context(|| format!("creating {}", args.out.display()))?;
     let trace = args.out.join(TRACE);
     let program = programs::bubble_sort(&programs::random_words(args.words as usize, 1))?;
+    let mut o = std::io::stdout().lock();
 
-    println!("== 1. simulate: Tiny5, a cycle-accurate in-order 5-stage RV32I pipeline");
-    println!(
+    say!(o, "== 1. simulate: Tiny5, a cycle-accurate in-order 5-stage RV32I pipeline");
+    say!(
+        o,
         "   program: {} (real RV32I machine code, {} instructions)",
         program.name,
         program.code.len()
@@ -56,39 +73,46 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let outcome = traced::run_to_file(&trace, &program, &traced::Options::default())
         .with_context(|| format!("running {} into {}", program.name, trace.display()))?;
     let s = &outcome.stats;
-    println!("   result checked: {}", outcome.verified);
-    println!(
+    say!(o, "   result checked: {}", outcome.verified);
+    say!(
+        o,
         "   {} cycles, {} instructions retired (IPC {:.2}), {} squashed by branches and halt",
         s.cycles,
         s.retired,
         s.retired as f64 / s.cycles.max(1) as f64,
         s.squashed
     );
-    println!(
+    say!(
+        o,
         "   {} load-use stalls, {} data-cache misses ({} stall cycles), {} operands forwarded",
-        s.load_use_stalls, s.dcache_misses, s.mem_stall_cycles, s.forwards
+        s.load_use_stalls,
+        s.dcache_misses,
+        s.mem_stall_cycles,
+        s.forwards
     );
     let secs = outcome.sim_time.as_secs_f64().max(1e-9);
     let lines = outcome.summary.records
         + outcome.summary.record_ends
         + outcome.summary.events
         + outcome.summary.annotations;
-    println!(
+    say!(o,
         "   simulation speed with tracing on: {:.0} cycles/s, {:.0} instructions/s, {:.0} trace lines/s",
         s.cycles as f64 / secs,
         s.retired as f64 / secs,
         lines as f64 / secs
     );
     match &outcome.host {
-        traced::HostOutcome::Sampled { samples, overhead } => println!(
+        traced::HostOutcome::Sampled { samples, overhead } => {
+            say!(o,
             "   host collector: {samples} HostSync sync points, sampler cost {:.2}% of one core",
             overhead * 100.0
-        ),
-        traced::HostOutcome::Unavailable(why) => println!("   host collector unavailable: {why}"),
+        )
+        }
+        traced::HostOutcome::Unavailable(why) => say!(o, "   host collector unavailable: {why}"),
         traced::HostOutcome::Off => {}
     }
 
-    println!("\n== 2. validate {}", trace.display());
+    say!(o, "\n== 2. validate {}", trace.display());
     let started = Instant::now();
     let mut reader = Reader::open(&trace).map_err(|e| anyhow!("{e}"))?;
     let mut problems = Vec::new();
@@ -106,21 +130,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
             report.warnings
         );
     }
-    println!(
+    say!(
+        o,
         "   valid, no warnings: {} lines, {:.1} MB in {:.0} ms",
         report.counts.lines,
         report.bytes as f64 / 1e6,
         started.elapsed().as_secs_f64() * 1e3
     );
 
-    println!("\n== 3. jets stats {}", trace.display());
+    say!(o, "\n== 3. jets stats {}", trace.display());
     let stats = TraceStats::from_path(&trace)?;
-    print!("{}", indent(&stats.to_text()));
+    put!(o, "{}", indent(&stats.to_text()));
     if let Some(host) = HostStats::from_path(&trace, "Instruction")? {
-        print!("{}", indent(&host.to_text()));
+        put!(o, "{}", indent(&host.to_text()));
     }
 
-    println!("\n== 4. export");
+    say!(o, "\n== 4. export");
     let chrome_path = args.out.join(CHROME);
     chrome::convert(&trace, open_output(&chrome_path)?)
         .with_context(|| format!("writing {}", chrome_path.display()))?;
@@ -136,10 +161,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     ] {
         let bytes =
             std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?.len();
-        println!("   {:<18} {} ({:.1} MB)", what, path.display(), bytes as f64 / 1e6);
+        say!(o, "   {:<18} {} ({:.1} MB)", what, path.display(), bytes as f64 / 1e6);
     }
 
-    println!("\n== what to open");
+    say!(o, "\n== what to open");
     let rows = [
         (GANTT, "in a web browser: units, instructions, stalls and misses as Gantt bars"),
         (CHROME, "in https://ui.perfetto.dev or chrome://tracing: the same as a timeline"),
@@ -147,9 +172,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (TRACE, "the JETS trace itself: `jets tree`, `jets view`, `jets stats` read it"),
     ];
     for (file, what) in rows {
-        println!("   {:<40} {what}", args.out.join(file).display());
+        say!(o, "   {:<40} {what}", args.out.join(file).display());
     }
-    println!(
+    say!(o,
         "\n   Next: instrument your own simulator; see README.md, \"From the demo to your simulator\"."
     );
     Ok(ExitCode::SUCCESS)
