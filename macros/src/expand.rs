@@ -54,6 +54,16 @@ fn capture(value: TokenStream, span: Span) -> TokenStream {
     })
 }
 
+/// `(&&&Capture(&x)).__jets_tracing()`: the value itself when `tracing` takes it as it is, else
+/// typed, else its Debug text (a `TracingArg` borrowing `x`).
+fn capture_for_tracing(value: TokenStream, span: Span) -> TokenStream {
+    quote_spanned!(span=> {
+        #[allow(unused_imports)]
+        use ::jets::__private::{TracingAsIs as _, TracingDebug as _, TracingTyped as _};
+        (&&&::jets::__private::Capture(&#value)).__jets_tracing()
+    })
+}
+
 /// The arguments captured into `data`, by name.
 fn captured_args(capture: &Capture, sig: &syn::Signature) -> syn::Result<Vec<Ident>> {
     let all: Vec<Ident> = sig
@@ -362,8 +372,8 @@ impl SpanFields {
         }
         let var = format_ident!("__jets_f{}", self.n);
         self.n += 1;
-        let v = capture(quote!((#value)), value.span());
-        self.lets.extend(quote!(let #var = ::jets::__private::TracingField::new(#v);));
+        let v = capture_for_tracing(quote!((#value)), value.span());
+        self.lets.extend(quote!(let #var = #v;));
         self.fields.push(quote!(#key = #var.as_dyn()));
     }
 }

@@ -314,6 +314,71 @@ pub mod __private {
         }
     }
 
+    /// Captures an argument for a `tracing` span: as it is when it is a `tracing::Value` already
+    /// (no conversion, no allocation: `&str`, `String`, integers, floats, bools, options of them),
+    /// else as [`ToValue`], else as its `Debug` text. Chosen at compile time by method resolution:
+    /// the generated code calls `(&&&Capture(&x)).__jets_tracing()` with [`TracingAsIs`],
+    /// [`TracingTyped`] and [`TracingDebug`] in scope.
+    #[cfg(feature = "tracing")]
+    pub enum TracingArg<'a> {
+        /// The argument itself.
+        AsIs(&'a dyn tracing::Value),
+        /// A converted value.
+        Converted(TracingField),
+    }
+
+    #[cfg(feature = "tracing")]
+    impl TracingArg<'_> {
+        /// The value for `tracing`'s span and event macros.
+        pub fn as_dyn(&self) -> &dyn tracing::Value {
+            match self {
+                TracingArg::AsIs(v) => *v,
+                TracingArg::Converted(f) => f.as_dyn(),
+            }
+        }
+    }
+
+    /// The first choice: the argument is a `tracing::Value`.
+    #[cfg(feature = "tracing")]
+    pub trait TracingAsIs<'a> {
+        /// The value.
+        fn __jets_tracing(&self) -> TracingArg<'a>;
+    }
+    #[cfg(feature = "tracing")]
+    impl<'a, T: tracing::Value> TracingAsIs<'a> for &&Capture<'a, T> {
+        #[inline]
+        fn __jets_tracing(&self) -> TracingArg<'a> {
+            TracingArg::AsIs(self.0)
+        }
+    }
+
+    /// The second choice: the argument converts to a JETS value.
+    #[cfg(feature = "tracing")]
+    pub trait TracingTyped<'a> {
+        /// The value.
+        fn __jets_tracing(&self) -> TracingArg<'a>;
+    }
+    #[cfg(feature = "tracing")]
+    impl<'a, T: ToValue + ?Sized> TracingTyped<'a> for &Capture<'a, T> {
+        fn __jets_tracing(&self) -> TracingArg<'a> {
+            TracingArg::Converted(TracingField::new(self.0.to_value()))
+        }
+    }
+
+    /// The last choice: the argument's `Debug` text.
+    #[cfg(feature = "tracing")]
+    pub trait TracingDebug<'a> {
+        /// The value.
+        fn __jets_tracing(&self) -> TracingArg<'a>;
+    }
+    #[cfg(feature = "tracing")]
+    impl<'a, T: fmt::Debug + ?Sized> TracingDebug<'a> for Capture<'a, T> {
+        fn __jets_tracing(&self) -> TracingArg<'a> {
+            let text = format!("{:?}", self.0);
+            TracingArg::Converted(TracingField::Text(tracing::field::display(Text(text.into()))))
+        }
+    }
+
     /// A captured value as a `tracing` field value (`tracing::Value` is sealed, so the macro
     /// hands `tracing` one of its own value types).
     #[cfg(feature = "tracing")]
