@@ -35,7 +35,7 @@ impl WallClock {
         mono_ns as i128 + self.real_minus_mono
     }
 
-    /// `YYYY-MM-DD HH:MM:SS.ffffff` (`sep` = `" "`, `frac` = true) or `YYYYMMDD_HHMMSS`.
+    /// `YYYY-MM-DD HH:MM:SS.ffffff`, or `YYYYMMDD_HHMMSS_mmm` when `compact`.
     pub fn local(&self, mono_ns: u64, compact: bool) -> String {
         let real = self.real_ns(mono_ns);
         let secs = real.div_euclid(1_000_000_000) as libc::time_t;
@@ -96,6 +96,8 @@ pub struct CsvOutput {
     rotate_rows: usize,
     clock: WallClock,
     line: String,
+    /// The last whole second formatted, as `localtime_r` is too slow to call per row.
+    second: (i128, String),
     mem_total_kb: u64,
     /// Rows written per stream ([`Stream`] index).
     pub rows: [u64; 7],
@@ -144,6 +146,7 @@ impl CsvOutput {
             rotate_rows: rotate_rows.max(1),
             clock,
             line: String::new(),
+            second: (i128::MIN, String::new()),
             mem_total_kb,
             rows: [0; 7],
         })
@@ -157,11 +160,16 @@ impl CsvOutput {
     /// Writes one row (failed syscalls never reach here; process events become snapshots).
     pub fn write(&mut self, row: &Row) -> Result<(), IoTraceError> {
         let w = row.who();
-        let ts = self.clock.local(w.ts, false);
+        let real = self.clock.real_ns(w.ts);
+        let sec = real.div_euclid(1_000_000_000);
+        if self.second.0 != sec {
+            let text = self.clock.local(w.ts, false);
+            self.second = (sec, text[..19].to_string());
+        }
         let l = &mut self.line;
         l.clear();
-        l.push_str(&ts);
-        l.push(',');
+        l.push_str(&self.second.1);
+        let _ = write!(l, ".{:06},", real.rem_euclid(1_000_000_000) / 1000);
         match row {
             Row::Fs(r) => {
                 let _ = write!(l, "{},{},", r.op, w.pid);
@@ -254,8 +262,11 @@ impl CsvOutput {
 
     fn emit(&mut self, s: Stream) -> Result<(), IoTraceError> {
         let i = s as usize;
-        let name_time = self.clock.local(procfs::clock_ns(libc::CLOCK_MONOTONIC), true);
         let r = &mut self.streams[i];
+        let name_time = match r.out {
+            Some(_) => String::new(),
+            None => self.clock.local(procfs::clock_ns(libc::CLOCK_MONOTONIC), true),
+        };
         let w = r.writer(&name_time)?;
         if let Err(e) = w.write_all(self.line.as_bytes()) {
             let path = r.out.as_ref().map(|o| o.0.clone()).unwrap_or_default();

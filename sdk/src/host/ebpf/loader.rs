@@ -112,10 +112,16 @@ pub fn has_bpf_privileges() -> bool {
 
 /// Loads the object, fills the syscall classes and attaches every program whose tracepoint
 /// exists with the expected layout. Fails when a required program cannot be attached.
-pub fn load() -> Result<Loaded, IoTraceError> {
+/// `ring_bytes` sizes the event ring buffer (rounded up to a power of two, at least one page).
+pub fn load(ring_bytes: usize) -> Result<Loaded, IoTraceError> {
     preflight().map_err(IoTraceError::Unavailable)?;
-    let mut bpf =
-        EbpfLoader::new().load(OBJECT).map_err(|e| bpf_err("loading the BPF object", e))?;
+    let ring = u32::try_from(ring_bytes.max(4096).next_power_of_two()).map_err(|_| {
+        IoTraceError::Bpf(format!("ring buffer of {ring_bytes} bytes: at most 2 GiB"))
+    })?;
+    let mut bpf = EbpfLoader::new()
+        .set_max_entries("events", ring)
+        .load(OBJECT)
+        .map_err(|e| bpf_err("loading the BPF object", e))?;
     {
         let map =
             bpf.map_mut("sysclass").ok_or_else(|| IoTraceError::Bpf("no sysclass map".into()))?;

@@ -98,6 +98,9 @@ pub struct IoTraceConfig {
     pub keep_rows: bool,
     /// How long the collector waits for records before it re-reads the simulator's clock.
     pub poll: Duration,
+    /// Size of the kernel → collector ring buffer (rounded up to a power of two). A bigger ring
+    /// rides out longer stalls of the collector thread before records are lost.
+    pub ring_bytes: usize,
 }
 
 impl Default for IoTraceConfig {
@@ -107,6 +110,7 @@ impl Default for IoTraceConfig {
             rotate_rows: 1000,
             keep_rows: false,
             poll: Duration::from_millis(20),
+            ring_bytes: 16 << 20,
         }
     }
 }
@@ -211,7 +215,7 @@ impl IoTracer {
         config: IoTraceConfig,
         out: Option<JetsOut>,
     ) -> Result<IoTracer, IoTraceError> {
-        let loaded = loader::load()?;
+        let loaded = loader::load(config.ring_bytes)?;
         if let Some(o) = &out {
             let mut caps = Map::new();
             for s in Stream::ALL {
