@@ -4,9 +4,9 @@
 /// Cache geometry and timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheConfig {
-    /// Number of lines (a power of two).
+    /// Number of lines (at least 1).
     pub lines: u32,
-    /// Bytes per line (a power of two, at least 4).
+    /// Bytes per line (at least 4).
     pub line_bytes: u32,
     /// Extra cycles a miss keeps the MEM stage busy (the refill).
     pub miss_penalty: u64,
@@ -45,9 +45,10 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// An empty (cold) cache.
-    pub fn new(config: CacheConfig) -> Cache {
-        assert!(config.lines.is_power_of_two() && config.line_bytes.is_power_of_two());
+    /// An empty (cold) cache. A geometry below the minimum is raised to it (1 line, 4 bytes).
+    pub fn new(mut config: CacheConfig) -> Cache {
+        config.lines = config.lines.max(1);
+        config.line_bytes = config.line_bytes.max(4);
         Cache { config, tags: vec![None; config.lines as usize], hits: 0, misses: 0 }
     }
 
@@ -59,7 +60,7 @@ impl Cache {
     /// Looks up `addr`, refilling its line on a miss (stores allocate too).
     pub fn access(&mut self, addr: u32) -> Access {
         let line = addr / self.config.line_bytes;
-        let set = line & (self.config.lines - 1);
+        let set = line % self.config.lines;
         let tag = line / self.config.lines;
         let slot = &mut self.tags[set as usize];
         if *slot == Some(tag) {
@@ -87,5 +88,14 @@ mod tests {
         assert_eq!(c.access(0x1040), Access::Miss { set: 0, evicted: Some(0x1000) });
         assert_eq!(c.access(0x1000), Access::Miss { set: 0, evicted: Some(0x1040) });
         assert_eq!((c.hits, c.misses), (1, 4));
+    }
+
+    #[test]
+    fn any_geometry_works() {
+        let mut c = Cache::new(CacheConfig { lines: 3, line_bytes: 12, miss_penalty: 1 });
+        assert_eq!(c.access(0), Access::Miss { set: 0, evicted: None });
+        assert_eq!(c.access(36), Access::Miss { set: 0, evicted: Some(0) });
+        let c = Cache::new(CacheConfig { lines: 0, line_bytes: 0, miss_penalty: 1 });
+        assert_eq!((c.config().lines, c.config().line_bytes), (1, 4));
     }
 }
