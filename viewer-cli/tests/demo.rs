@@ -75,3 +75,15 @@ fn demo_reports_an_unwritable_out_dir() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("a-file"), "{stderr}");
 }
+
+#[test]
+fn demo_defaults_to_jets_demo_in_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = jets().args(["demo", "--words", "4"]).current_dir(dir.path()).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    for name in
+        ["pipeline.jets", "pipeline.chrome.json", "pipeline.kanata.log", "pipeline.gantt.html"]
+    {
+        assert!(dir.path().join("jets-demo").join(name).is_file(), "{name}");
+    }
+}
