@@ -92,9 +92,9 @@ pub struct Pipeline {
 }
 
 /// The data cache's refill: a record on the cache unit from the miss to the data's arrival.
-#[jets::record(trace = dcache, name = "refill", record_type = "Refill", clk = now,
-    end_clk = now + penalty, skip(dcache), display_label = "refill", color = "#e15759",
-    unit_id = 6, status = "stalled")]
+#[jets::record(trace = dcache, name = "refill", record_type = "Refill",
+    description = "a data-cache line refilled from memory", clk = now, end_clk = now + penalty,
+    skip(dcache, now), display_label = "refill", color = "#e15759", unit_id = 6, status = "stalled")]
 fn refill(dcache: &RecordHandle, now: u64, penalty: u64, addr: u32, set: u32) -> u64 {
     now + penalty
 }
