@@ -54,13 +54,13 @@ fn capture(value: TokenStream, span: Span) -> TokenStream {
     })
 }
 
-/// `(&&&Capture(&x)).__jets_tracing()`: the value itself when `tracing` takes it as it is, else
-/// typed, else its Debug text (a `TracingArg` borrowing `x`).
-fn capture_for_tracing(value: TokenStream, span: Span) -> TokenStream {
+/// `(&&&Capture(x)).__jets_tracing()` on a reference `x`: the value itself when `tracing` takes
+/// it as it is, else typed, else its Debug text (a `TracingArg` borrowing `*x`).
+fn capture_for_tracing(reference: TokenStream, span: Span) -> TokenStream {
     quote_spanned!(span=> {
         #[allow(unused_imports)]
         use ::jets::__private::{TracingAsIs as _, TracingDebug as _, TracingTyped as _};
-        (&&&::jets::__private::Capture(&#value)).__jets_tracing()
+        (&&&::jets::__private::Capture(#reference)).__jets_tracing()
     })
 }
 
@@ -370,9 +370,12 @@ impl SpanFields {
             self.fields.push(quote!(#key = #value));
             return;
         }
-        let var = format_ident!("__jets_f{}", self.n);
+        let (val, var) = (format_ident!("__jets_v{}", self.n), format_ident!("__jets_f{}", self.n));
         self.n += 1;
-        let v = capture_for_tracing(quote!((#value)), value.span());
+        let v = capture_for_tracing(quote!(#val), value.span());
+        // `let x = &(expr);` keeps a temporary alive to the end of the block, where the span
+        // macro reads it.
+        self.lets.extend(quote_spanned!(value.span()=> let #val = &(#value);));
         self.lets.extend(quote!(let #var = #v;));
         self.fields.push(quote!(#key = #var.as_dyn()));
     }

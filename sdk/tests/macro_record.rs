@@ -234,3 +234,25 @@ fn parent_option_names_the_span_to_hang_off() {
     assert_eq!(rec["parent_id"], id_of("owner"));
     assert_eq!(rec["data"]["x"], 5);
 }
+
+// ---- tracing mode: fields and hints computed from temporaries
+
+#[jets::record(skip_all, description = "t", clk = 1, fields(sum = a + b, tag = format!("x{a}"), ratio = a as f64 / 4.0),
+    display_label = label.to_uppercase(), status = Status::Running, unit_id = u64::from(b))]
+fn temporaries(a: u32, b: u32, label: &str) {}
+
+#[test]
+fn tracing_mode_fields_from_temporaries() {
+    let (trace, out) = new_trace();
+    let layer = jets::JetsLayer::new(trace.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        temporaries(3, 4, "ld");
+    });
+    let text = finish(trace, out);
+    let rec = text.lines().find(|l| l.contains(r#""name":"temporaries""#)).unwrap();
+    let data = &serde_json::from_str::<serde_json::Value>(rec).unwrap()["data"];
+    assert_eq!(
+        data.to_string(),
+        r#"{"display_label":"LD","status":"running","unit_id":4,"sum":7,"tag":"x3","ratio":0.75}"#
+    );
+}
