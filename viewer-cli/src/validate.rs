@@ -241,6 +241,8 @@ fn write_json_summary(out: &mut dyn Write, file: &str, r: &Report) -> io::Result
         "open_records": r.open_records,
         "footer": r.footer,
         "bytes": r.bytes,
+        "ids_tracked": r.ids_tracked,
+        "ids_bytes": r.ids_bytes,
         "stopped_early": r.stopped_early,
     });
     serde_json::to_writer(&mut *out, &v)?;

@@ -1,12 +1,11 @@
 //! The sequential pass: the rules that depend on what came before (ids, parents, ends, footer).
 //!
-//! Memory is one 32-byte table entry per record id (plus the hash table's control byte and
-//! slack); nothing is kept per event, annotation or record_end.
-
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+//! Memory is one entry per record id (see [`IdTable`]); nothing is kept per event, annotation or
+//! record_end.
 
 use memchr::memmem;
+
+use super::ids::{IdTable, Slot};
 
 use super::check::{Fact, Kind};
 use super::rules::{source_text, Diagnostic, Note, Rule, Severity};
@@ -16,40 +15,6 @@ const ENDED: u64 = 1 << 63;
 /// The record's `clk` was invalid, so span checks against it are skipped.
 const NO_START: u64 = 1 << 62;
 const LINE: u64 = (1 << 62) - 1;
-
-/// What is kept per record id: 24 bytes, 32 with the key.
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    start: u64,
-    /// Valid when `line & ENDED`.
-    end: u64,
-    /// Line of the `record`, with the flags above.
-    line: u64,
-}
-
-/// Record ids are usually handed out in sequence, and a line mostly refers to a recent record.
-/// The low 16 bits of the id index the table unchanged, so nearby ids share cache lines; the rest
-/// is a multiply-fold mix, which also fills the top bits the table uses as tags. Trace ids are not
-/// adversarial keys, so SipHash's cost buys nothing here.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        let n = n ^ self.0;
-        let p = u128::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
-        let mixed = (p as u64) ^ ((p >> 64) as u64);
-        self.0 = (mixed & !0xffff) | (n & 0xffff);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// Counts of the lines seen, by type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,7 +33,7 @@ pub struct Counts {
 
 /// The state of the sequential pass.
 pub(crate) struct Order {
-    table: HashMap<u64, Slot, BuildHasherDefault<IdHasher>>,
+    table: IdTable,
     header_line: Option<u64>,
     footer_line: Option<u64>,
     after_footer_reported: bool,
@@ -92,7 +57,7 @@ struct Finding {
 impl Order {
     pub fn new(strict: bool) -> Order {
         Order {
-            table: HashMap::default(),
+            table: IdTable::default(),
             header_line: None,
             footer_line: None,
             after_footer_reported: false,
@@ -165,7 +130,7 @@ impl Order {
                 self.counts.records += 1;
                 self.clk(clk);
                 let Some(id) = id else { return };
-                if let Some(first) = self.table.get(&id) {
+                if let Some(first) = self.table.get(id) {
                     let message = format!("duplicate record id {id}");
                     let note = Note {
                         line: first.line & LINE,
@@ -176,7 +141,7 @@ impl Order {
                 }
                 let mut ok = true;
                 if let Some(Some(p)) = parent {
-                    match self.table.get(&p) {
+                    match self.table.get(p) {
                         None if p == id => {
                             let message = format!("record {id} names itself as its parent");
                             out.push(find(Rule::UnknownParent, Some("parent_id"), message, None));
@@ -234,7 +199,7 @@ impl Order {
                 self.counts.record_ends += 1;
                 self.clk(clk);
                 let Some(id) = id else { return };
-                let Some(slot) = self.table.get_mut(&id) else {
+                let Some(slot) = self.table.get_mut(id) else {
                     out.push(unknown(id, "record_end"));
                     return;
                 };
@@ -271,7 +236,7 @@ impl Order {
             Kind::Annotation { id } => {
                 self.counts.annotations += 1;
                 if let Some(id) = id {
-                    if !self.table.contains_key(&id) {
+                    if self.table.get(id).is_none() {
                         out.push(unknown(id, "annotation"));
                     }
                 }
@@ -280,7 +245,7 @@ impl Order {
                 self.counts.events += 1;
                 self.clk(clk);
                 let Some(id) = id else { return };
-                let Some(slot) = self.table.get(&id) else {
+                let Some(slot) = self.table.get(id) else {
                     out.push(unknown(id, "event"));
                     return;
                 };
@@ -359,10 +324,15 @@ impl Order {
             .table
             .iter()
             .filter(|(_, s)| s.line & ENDED == 0)
-            .map(|(id, s)| (s.line & LINE, *id))
+            .map(|(id, s)| (s.line & LINE, id))
             .collect();
         open.sort_unstable_by(|a, b| b.cmp(a));
         open.into_iter().map(|(line, id)| (id, line)).collect()
+    }
+
+    /// Bytes held for the record ids.
+    pub fn table_bytes(&self) -> usize {
+        self.table.bytes()
     }
 
     /// Number of record ids tracked.
