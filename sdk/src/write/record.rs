@@ -102,6 +102,7 @@ impl RecordHandle {
     }
 
     /// Ends the record at the trace clock's current cycle (or at its start if the clock is behind).
+    #[inline(always)]
     pub fn end(self) -> Result<(), Error> {
         let clk = self.inner.shared.clock.now().max(self.start);
         self.end_at(clk)
@@ -267,6 +268,7 @@ impl<'a> RecordBuilder<'a> {
     }
 
     /// Writes the `record` line at the trace clock's current cycle (never before the parent).
+    #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
         let clk = self.inner.shared.clock.now().max(self.parent_start);
         self.begin_at(clk)
@@ -314,6 +316,7 @@ impl EventBuilder<'_> {
     }
 
     /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
+    #[inline(always)]
     pub fn emit(self) -> Result<(), Error> {
         let clk = self.record.inner.shared.clock.now().max(self.record.start);
         self.emit_at(clk)
