@@ -5,7 +5,8 @@
 //! * `jets_layer`: `JetsLayer` writing a JETS trace;
 //! * `tracing_chrome`: `tracing-chrome`'s layer writing Chrome JSON (`include_args(true)`);
 //! * `native_record`: `#[jets::record(trace = ..)]` begin + end with the same two fields, no
-//!   `tracing`; `native_record_event` adds the event through `jets::event!`.
+//!   `tracing`; `write_api`: the same record written by hand through the writer API (the floor
+//!   of the macro's path); `native_record_event` adds the event through `jets::event!`.
 //!
 //! Every variant writes to `std::io::sink()` on its own background thread. Only the emitting code
 //! is timed, in chunks; between chunks the bench waits, untimed, for the JETS writer to drain, so
@@ -101,6 +102,25 @@ fn per_span(c: &mut Criterion) {
         b.iter_custom(|iters| {
             chunked(iters, |i| native(&root, i, true), || trace.flush().expect("flush"))
         });
+        trace.close().expect("close");
+    });
+
+    g.bench_function("write_api", |b| {
+        // The same record through the writer API by hand: what the macro's path costs at least.
+        let trace = quiet_trace();
+        let root = trace.root("bench", "Bench").begin_at(0).expect("root");
+        let record = |i: u64| {
+            let r = root
+                .child("native", module_path!())
+                .description(concat!(file!(), ":", line!()))
+                .field("pc", i)
+                .field("taken", true)
+                .begin();
+            if let Ok(r) = r {
+                let _ = r.end();
+            }
+        };
+        b.iter_custom(|iters| chunked(iters, record, || trace.flush().expect("flush")));
         trace.close().expect("close");
     });
 

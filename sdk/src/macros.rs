@@ -307,6 +307,7 @@ pub mod __private {
     }
 
     impl Drop for RecordGuard {
+        #[inline]
         fn drop(&mut self) {
             if let Some(h) = self.0.take() {
                 check(h.end());
