@@ -156,8 +156,12 @@ impl Pipeline {
             .field("line_bytes", u64::from(c.line_bytes))
             .field("miss_penalty", c.miss_penalty)
             .begin_at(self.cycle)?;
-        let names =
-            self.machine.program.iter().map(|w| Str::from(Insn::decode(*w).to_string())).collect();
+        let names = self
+            .machine
+            .program
+            .iter()
+            .map(|w| Str::Shared(Insn::decode(*w).to_string().into()))
+            .collect();
         self.clock = Some(trace.clock().clone());
         self.tracer = Some(Tracer { core, units, dcache, names });
         Ok(self)
