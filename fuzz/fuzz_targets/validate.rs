@@ -5,7 +5,9 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let (_, _) = jets::validate::validate_bytes(data);
-    if let Ok(mut reader) = jets::read::Reader::from_read(std::io::Cursor::new(data.to_vec()), "fuzz") {
+    if let Ok(mut reader) =
+        jets::read::Reader::from_read(std::io::Cursor::new(data.to_vec()), "fuzz")
+    {
         let mut out = Vec::new();
         if jets::validate::repair(&mut reader, &mut out, Default::default()).is_ok() {
             let (diagnostics, report) = jets::validate::validate_bytes(&out);
