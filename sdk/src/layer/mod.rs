@@ -56,8 +56,8 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 use crate::error::Error;
-use crate::format::{Data, Severity, Str};
-use crate::write::{RecordBuilder, RecordHandle, Trace};
+use crate::format::{Severity, Str};
+use crate::write::{RecordHandle, Trace};
 use callsites::Slot;
 use fields::{Fields, Kind};
 
@@ -108,18 +108,15 @@ impl JetsLayer {
         Some(root)
     }
 
-    /// The nearest span in `scope` (itself first) that has a record, and that record.
-    fn with_record<S, R>(
-        scope: Option<SpanRef<'_, S>>,
-        f: impl FnOnce(&RecordHandle) -> R,
-    ) -> Option<R>
+    /// The nearest span in `scope` (itself first) that has a record.
+    fn recorded<'a, S>(scope: Option<SpanRef<'a, S>>) -> Option<SpanRef<'a, S>>
     where
         S: for<'l> LookupSpan<'l>,
     {
         let mut span = scope;
         while let Some(s) = span {
-            if let Some(rec) = s.extensions().get::<SpanRecord>() {
-                return Some(f(&rec.handle));
+            if s.extensions().get::<SpanRecord>().is_some() {
+                return Some(s);
             }
             span = s.parent();
         }
@@ -155,22 +152,19 @@ where
             None => callsites::description(meta),
         };
         let (clk, end_clk) = (fields.clk, fields.end_clk);
-        // Moved into whichever builder is used: the parent's child, or a root.
-        let mut parts = Some((description, fields.data));
-        let mut begin = |b: RecordBuilder<'_>| {
-            let (description, data) = parts.take().unwrap_or((Str::EMPTY, Data::new()));
-            let b = b.description(description).data(data);
-            match clk {
-                Some(c) => b.begin_at(c),
-                None => b.begin(),
-            }
+        // Straight-line, so the line is built in place: no closure moving the data around.
+        let ancestor = Self::recorded(span.parent());
+        let ext = ancestor.as_ref().map(|a| a.extensions());
+        let builder = match ext.as_ref().and_then(|e| e.get::<SpanRecord>()) {
+            Some(parent) => parent.handle.child(name, record_type),
+            None => self.trace.root(name, record_type),
         };
-        let result = match Self::with_record(span.parent(), |p| {
-            begin(p.child(name.clone(), record_type.clone()))
-        }) {
-            Some(r) => r,
-            None => begin(self.trace.root(name, record_type)),
+        let builder = builder.description(description).data(fields.data);
+        let result = match clk {
+            Some(c) => builder.begin_at(c),
+            None => builder.begin(),
         };
+        drop(ext);
         if let Some(handle) = self.errors.check(result) {
             span.extensions_mut().insert(SpanRecord { handle, end_clk });
         }
@@ -196,13 +190,21 @@ where
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
         let (Some(span), Some(cause)) = (ctx.span(id), ctx.span(follows)) else { return };
-        let Some(cause_id) = Self::with_record(Some(cause), |r| r.id()) else { return };
-        Self::with_record(Some(span), |rec| {
-            let a = rec.annotation("follows_from").field("record_id", cause_id);
+        let (Some(span), Some(cause)) = (Self::recorded(Some(span)), Self::recorded(Some(cause)))
+        else {
+            return;
+        };
+        let cause_id = match cause.extensions().get::<SpanRecord>() {
+            Some(rec) => rec.handle.id(),
+            None => return,
+        };
+        let ext = span.extensions();
+        if let Some(rec) = ext.get::<SpanRecord>() {
+            let a = rec.handle.annotation("follows_from").field("record_id", cause_id);
             self.errors.check(
                 a.description("the record this one follows from (tracing follows_from)").emit(),
             );
-        });
+        }
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
@@ -219,30 +221,34 @@ where
             Level::WARN => Some(Severity::Warning),
             _ => None,
         };
-        let emit = |record: &RecordHandle| {
-            let mut e = record.event(name).data(fields.data);
-            if let Some(d) = fields.description {
-                e = e.description(d);
-            }
-            if let (Some(s), false) = (severity, fields.has_severity) {
-                e = e.severity(s);
-            }
-            self.errors.check(match fields.clk {
-                Some(c) => e.emit_at(c),
-                None => e.emit(),
-            });
+        let ancestor = match ctx.event_span(event) {
+            Some(span) => match Self::recorded(Some(span)) {
+                Some(a) => Some(a),
+                None => return,
+            },
+            None => None,
         };
-        match ctx.event_span(event) {
-            Some(span) => {
-                Self::with_record(Some(span), emit);
-            }
-            None => {
-                let clk = fields.clk.unwrap_or_else(|| self.trace.clock().now());
-                if let Some(root) = self.thread_root(clk) {
-                    emit(&root);
-                }
-            }
+        let ext = ancestor.as_ref().map(|a| a.extensions());
+        let root = match ancestor {
+            Some(_) => None,
+            None => self.thread_root(fields.clk.unwrap_or_else(|| self.trace.clock().now())),
+        };
+        let record = match (ext.as_ref().and_then(|e| e.get::<SpanRecord>()), &root) {
+            (Some(rec), _) => &rec.handle,
+            (None, Some(root)) => root,
+            (None, None) => return,
+        };
+        let mut e = record.event(name).data(fields.data);
+        if let Some(d) = fields.description {
+            e = e.description(d);
         }
+        if let (Some(s), false) = (severity, fields.has_severity) {
+            e = e.severity(s);
+        }
+        self.errors.check(match fields.clk {
+            Some(c) => e.emit_at(c),
+            None => e.emit(),
+        });
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
