@@ -262,6 +262,9 @@ fn run(mut reader: Reader, mut spool: Option<BufWriter<File>>, shared: &Shared) 
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
+    if let Ok(mut index) = shared.index.write() {
+        index.shrink();
+    }
     if let Some(t) = reader.truncated() {
         shared.set_state(|s| s.note = Some(format!("the compressed stream is truncated: {t}")));
     }

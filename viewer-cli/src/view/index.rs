@@ -1,20 +1,20 @@
 //! The viewer's index: a compact entry per record, event and annotation, laid out for time-window
 //! queries at any zoom.
 //!
-//! Nothing of the JSON is kept: a record is 56 bytes (ids, tree links, its bar's row and position,
+//! Nothing of the JSON is kept: a record is 64 bytes (ids, tree links, its bar's row and position,
 //! interned type and the hints a bar needs) plus a 24-byte bar; names, descriptions and data are
 //! read back from the trace by byte offset when a query needs them.
 //!
 //! Records are packed into *rows*: a lane (from `unit_id`/`thread_id`/`subunit_id`, inherited
 //! from the parent) holds one group of rows per tree depth, and a record takes the first row of its
 //! group that is free when it begins. So the bars of a row never overlap and are appended in start
-//! order: starts and ends are both sorted. That makes every row its own level-of-detail structure:
-//! [`Index::window`] walks a row one *pixel* at a time, jumping with binary searches over the bars
-//! that fall within a pixel of each other and reporting them as one cluster with its exact count.
-//! A query costs O(pixels × rows × log n) whatever the zoom, and answers at most a few items per
-//! pixel, without precomputed pyramids that would cost memory and need rebuilding while a trace
-//! grows. Event markers work the same way, one sorted list per row and severity, so an error marker
-//! is never hidden behind a cluster of info markers.
+//! order: starts and ends are both sorted, and the gap before a bar is fixed once it is in. Each
+//! row keeps level-of-detail summaries per block of 64, 4 096, ... bars (largest gap, largest
+//! duration), updated in O(1) as bars begin and end, so they follow a growing trace for free.
+//! [`Index::window`] merges bars closer than a pixel and narrower than a few pixels into one
+//! cluster with its exact count, skipping busy stretches a block at a time: it answers at most
+//! about one item per pixel and row whatever the zoom. Event markers have one sorted list per row
+//! and severity, so an error marker is never hidden behind a cluster of info markers.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -160,6 +160,100 @@ pub struct Row {
     /// Event markers `(clk, event index)` in clk order, one list per severity (none/info,
     /// warning, error).
     pub markers: [Vec<(u64, u32)>; 3],
+    /// Level-of-detail summaries of the bars: level `l` holds, per block of `FAN^(l+1)` bars,
+    /// the largest gap before a bar and the largest duration of an ended bar in the block.
+    summaries: Vec<Vec<Summary>>,
+}
+
+/// Bars per block of the first summary level (and blocks per block of the next).
+const FAN: usize = 64;
+/// Summary levels: blocks of 64, 4 096, 262 144 and 16 777 216 bars.
+const LEVELS: usize = 4;
+/// Bars at least this many pixels wide are never merged into a cluster.
+const WIDE_PX: f64 = 3.0;
+
+/// The largest gap and duration within a block of bars.
+#[derive(Clone, Copy, Debug, Default)]
+struct Summary {
+    gap: u64,
+    width: u64,
+}
+
+impl Row {
+    fn push_bar(&mut self, bar: Bar) -> u32 {
+        let i = self.bars.len();
+        // A row takes a bar only when its last one has ended by the new start (`take_row`).
+        let gap = self.bars.last().map_or(0, |p| bar.start.saturating_sub(p.end));
+        self.bars.push(bar);
+        self.summaries.resize_with(LEVELS, Vec::new);
+        let mut size = 1;
+        for level in &mut self.summaries {
+            size *= FAN;
+            let b = i / size;
+            if b == level.len() {
+                level.push(Summary { gap, width: 0 });
+            } else {
+                level[b].gap = level[b].gap.max(gap);
+            }
+        }
+        i as u32
+    }
+
+    fn end_bar(&mut self, pos: u32, clk: u64) {
+        let bar = &mut self.bars[pos as usize];
+        bar.end = clk.max(bar.start);
+        let width = bar.end - bar.start;
+        let mut size = 1;
+        for level in &mut self.summaries {
+            size *= FAN;
+            let s = &mut level[pos as usize / size];
+            s.width = s.width.max(width);
+        }
+    }
+
+    /// Where the cluster that starts with bar `i` ends: the first later bar that starts at or
+    /// after `t1`, or after a gap of at least `gap` cycles, or that is at least `wide` cycles long
+    /// (or open). Whole blocks whose summary shows none of these are skipped, so a row that is
+    /// busy across the window costs O(blocks), not O(bars).
+    fn cluster_end(&self, i: usize, t1: u64, gap: f64, wide: f64, now: u64) -> usize {
+        let bars = &self.bars;
+        let n = bars.len();
+        let width = |b: &Bar| (end_of(b, now) - b.start) as f64;
+        if b_is_wide(&bars[i], wide, width) {
+            return i + 1;
+        }
+        let open_last = bars.last().is_some_and(|b| b.end == OPEN);
+        let mut k = i + 1;
+        'walk: while k < n {
+            let mut size = FAN.pow(LEVELS as u32);
+            for level in self.summaries.iter().rev() {
+                if k % size == 0 {
+                    let end = (k + size).min(n);
+                    let s = level[k / size];
+                    let skip = (s.gap as f64) < gap
+                        && (s.width as f64) < wide
+                        && bars[end - 1].start < t1
+                        && !(open_last && end == n);
+                    if skip {
+                        k = end;
+                        continue 'walk;
+                    }
+                }
+                size /= FAN;
+            }
+            let b = &bars[k];
+            let g = b.start.saturating_sub(bars[k - 1].end);
+            if b.start >= t1 || g as f64 >= gap || b_is_wide(b, wide, width) {
+                return k;
+            }
+            k += 1;
+        }
+        n
+    }
+}
+
+fn b_is_wide(b: &Bar, wide: f64, width: impl Fn(&Bar) -> f64) -> bool {
+    b.end == OPEN || width(b) >= wide
 }
 
 /// A host sample from a `HostSync` event.
@@ -592,9 +686,7 @@ impl Index {
             }
         };
         let row = self.take_row(key, depth, r.clk);
-        let bars = &mut self.rows[row as usize].bars;
-        let pos = bars.len() as u32;
-        bars.push(Bar { start: r.clk, end: OPEN, rec: idx });
+        let pos = self.rows[row as usize].push_bar(Bar { start: r.clk, end: OPEN, rec: idx });
         let rtype = self.types.intern(&r.rtype);
         if rtype as usize >= self.type_counts.len() {
             self.type_counts.push(0);
@@ -670,11 +762,10 @@ impl Index {
         };
         let r = self.recs[rec as usize];
         let row = &mut self.rows[r.row as usize];
-        let bar = &mut row.bars[r.pos as usize];
-        if bar.end != OPEN {
+        if row.bars[r.pos as usize].end != OPEN {
             return self.error(line, || format!("record {id} ends twice"));
         }
-        bar.end = clk.max(bar.start);
+        row.end_bar(r.pos, clk);
         let (lane, depth) = (row.lane, row.depth);
         let slot =
             self.lanes[lane as usize].depths[depth as usize].iter().position(|&x| x == r.row);
@@ -733,7 +824,7 @@ impl Index {
             .filter_map(|&r| self.rows.get(r as usize).map(|row| (r, row)))
             .map(|(r, row)| RowWindow {
                 row: r,
-                items: bars_in(&row.bars, t0, t1, cpp, now),
+                items: bars_in(row, t0, t1, cpp, now),
                 markers: row
                     .markers
                     .iter()
@@ -799,6 +890,21 @@ impl Index {
         out
     }
 
+    /// Gives back the spare capacity of the tables once nothing more will be added.
+    pub fn shrink(&mut self) {
+        self.recs.shrink_to_fit();
+        self.evs.shrink_to_fit();
+        self.anns.shrink_to_fit();
+        self.roots.shrink_to_fit();
+        for row in &mut self.rows {
+            row.bars.shrink_to_fit();
+            row.markers.iter_mut().for_each(Vec::shrink_to_fit);
+        }
+        if let IdMap::Dense(v) = &mut self.ids {
+            v.shrink_to_fit();
+        }
+    }
+
     /// Bytes of memory the index holds (capacity of its tables).
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
@@ -832,31 +938,25 @@ fn end_of(b: &Bar, now: u64) -> u64 {
 }
 
 /// See [`Index::window`]. Bars of a row are sorted by start and do not overlap, so their ends are
-/// sorted too and both can be binary-searched.
-fn bars_in(bars: &[Bar], t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
+/// sorted too: the first bar in the window is a binary search away, and a cluster (bars closer
+/// than a pixel, each narrower than [`WIDE_PX`]) ends at the first large gap or wide bar, which
+/// the row's summaries find without visiting every bar.
+fn bars_in(row: &Row, t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
+    let bars = &row.bars;
     let mut out = Vec::new();
     // A bar ending exactly at t0 touches the window and is kept (zero-length bars included).
     let mut i = bars.partition_point(|b| b.end != OPEN && b.end < t0);
     while i < bars.len() && bars[i].start < t1 {
-        let mut j = i;
-        let mut end = end_of(&bars[i], now);
-        loop {
-            let reach = (end as f64 + cpp).min(u64::MAX as f64) as u64;
-            let k = gallop(bars, j + 1, |b| b.start < reach);
-            if k == j + 1 {
-                break;
-            }
-            j = k - 1;
-            end = end.max(end_of(&bars[j], now));
-        }
+        let k = row.cluster_end(i, t1, cpp, cpp * WIDE_PX, now);
+        let last = &bars[k - 1];
         out.push(Item {
             start: bars[i].start,
-            end,
+            end: end_of(last, now),
             rec: bars[i].rec,
-            count: (j - i + 1) as u32,
-            open: bars[j].end == OPEN,
+            count: (k - i) as u32,
+            open: last.end == OPEN,
         });
-        i = j + 1;
+        i = k;
     }
     out
 }
@@ -1056,6 +1156,34 @@ mod tests {
         let next = ix.children(root, first.last().copied(), 10);
         assert_eq!(ix.recs[next[0] as usize].id, 20);
         assert_eq!(ix.children(None, None, 10), vec![0]);
+    }
+
+    #[test]
+    fn touching_bars_merge_only_when_narrow() {
+        // 10 000 back-to-back stages of 10 cycles in one row: blocks of the summaries are used.
+        let mut lines = vec![rec(0, 1, None, "{}")];
+        for i in 0..10_000u64 {
+            lines.push(rec(i * 10, 2 + i, Some(1), "{}"));
+            lines.push(end(i * 10 + 10, 2 + i));
+        }
+        lines.push(rec(100_000, 20_000, Some(1), "{}")); // still open
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        let row = ix.rows.iter().position(|r| r.depth == 1).expect("row") as u32;
+        let items = |t0, t1, px| ix.window(t0, t1, px, &[row]).remove(0).items;
+        // 1 cycle per pixel: every stage is 10 px wide and drawn on its own.
+        let near = items(5_000, 6_000, 1_000);
+        assert_eq!(near.len(), 101);
+        assert!(near.iter().all(|i| i.count == 1));
+        // 5 cycles per pixel: 2-pixel stages merge into one cluster; the open bar stays apart.
+        let far = items(0, 100_100, 20_020);
+        assert_eq!(far.len(), 2, "{far:?}");
+        assert_eq!((far[0].count, far[0].start, far[0].end), (10_000, 0, 100_000));
+        assert!(far[1].open && far[1].count == 1);
+        // A window that ends inside the busy stretch cuts the cluster there.
+        let part = items(0, 50_000, 10_000);
+        assert_eq!(part.len(), 1);
+        assert_eq!(part[0].count, 5_000);
     }
 
     #[test]
