@@ -35,6 +35,21 @@ fn the_rjets_sample_trace_validates_clean() {
 }
 
 #[test]
+fn brotli_traces_are_read_and_a_cut_one_is_reported() {
+    let path = data("trace/rjets_tests_trace.jets.br");
+    let o = jets(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("valid (1222 lines"), "{}", stdout(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = dir.path().join("cut.jets.br");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let o = jets(&["validate", "--format", "json", cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("\"code\":\"E019\""), "{}", stdout(&o));
+}
+
+#[test]
 fn human_output_is_rustc_style_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(dir.path(), "dup.jets", &format!("{HEADER}\n{ROOT}\n{ROOT}\n"));
