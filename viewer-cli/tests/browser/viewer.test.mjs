@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { NASTY, writeTrace } from './trace.mjs';
 
@@ -179,7 +180,7 @@ test('names with <script> and quotes render as text', async () => {
 test('follows a file that another process is appending to', async () => {
   const file = path.join(work, 'growing.jets');
   fs.writeFileSync(file, '');
-  const writer = spawn(process.execPath, [path.join(import.meta.dirname, 'trace.mjs'), 'append', file, '16'], { stdio: 'inherit' });
+  const writer = spawn(process.execPath, [fileURLToPath(new URL('trace.mjs', import.meta.url)), 'append', file, '16'], { stdio: 'inherit' });
   children.push(writer);
   const { page, errors } = await openPage(await view(file));
   const first = await state(page);
