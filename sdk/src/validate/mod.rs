@@ -1,11 +1,13 @@
 //! Validating traces against JETS 2.0: rules with stable codes, and the engine behind
 //! `jets validate`.
 //!
-//! The engine reads a trace in chunks of whole lines ([`crate::read::Reader::next_chunk`]). Each
-//! chunk is split at line boundaries and its lines are parsed and checked on all cores; a
-//! sequential pass then applies the rules that depend on what came before (ids, parents, ends,
-//! footer) in file order. The sequential pass keeps 32 bytes per record id and nothing per event,
-//! so memory grows with the number of records, not with the file.
+//! Lines are parsed and checked on their own on all cores; a sequential pass then applies the
+//! rules that depend on what came before (ids, parents, ends, footer) in file order. A
+//! memory-mapped trace ([`crate::read::Reader::mapped`]) is cut into pieces of whole lines that
+//! worker threads check while the calling thread orders the finished ones; a streamed trace is
+//! checked chunk by chunk ([`crate::read::Reader::next_chunk`]). The sequential pass keeps 24
+//! bytes per record id (when ids are dense, as writers make them) and nothing per event, so memory
+//! grows with the number of records, not with the file.
 //!
 //! ```
 //! use jets::validate::{validate_bytes, Rule};
