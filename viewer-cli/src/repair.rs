@@ -28,14 +28,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let in_name = args.input.display().to_string();
     let out_name = args.output.display().to_string();
-    if args.input.as_os_str() != "-" && args.output.as_os_str() != "-" && args.output.exists() {
-        let same =
-            std::fs::canonicalize(&args.input).ok() == std::fs::canonicalize(&args.output).ok();
-        if same {
-            bail!(
-                "{out_name} is the input; repair never modifies its input, choose another output"
-            );
-        }
+    let files = args.input.as_os_str() != "-" && args.output.as_os_str() != "-";
+    if files && args.output.exists() && same_file(&args.input, &args.output) {
+        bail!("{out_name} is the input; repair never modifies its input, choose another output");
     }
     let mut reader = Reader::open(&args.input).map_err(|e| anyhow!("{e}"))?;
     let options = RepairOptions { end_open_records: args.end_open };
@@ -82,4 +77,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     eprintln!("{msg}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether two paths name the same file (also through symlinks and hard links), so that creating
+/// the output would truncate the input.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
 }

@@ -141,8 +141,11 @@ fn repair_fixes_a_crashed_trace_and_never_touches_its_input() {
     let fixed = std::fs::read_to_string(&output).unwrap();
     assert!(fixed.contains(r#"{"clk":0,"type":"record_end","record_id":1}"#), "{fixed}");
     assert_eq!(jets(&["validate", "--strict", &output]).status.code(), Some(0));
-    // Repairing into the input is refused.
+    // Repairing into the input is refused, also through a hard link.
     assert_eq!(jets(&["repair", &input, "-o", &input]).status.code(), Some(2));
+    let link = dir.path().join("link.jets");
+    std::fs::hard_link(&input, &link).unwrap();
+    assert_eq!(jets(&["repair", &input, "-o", link.to_str().unwrap()]).status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
 }
 
