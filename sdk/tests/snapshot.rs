@@ -65,7 +65,7 @@ fn small_pipeline_trace() {
     drop(open); // left open: the footer counts it
     core.end_at(12).unwrap();
     let summary = trace.close().unwrap();
-    assert_eq!(summary.records, 3);
+    assert_eq!(summary.records, 4);
     assert_eq!(summary.open_records, 1);
     let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
     insta::assert_snapshot!(text);

@@ -135,6 +135,8 @@ hint_enum!(
         Stalled = "stalled",
         /// Finished normally.
         Complete = "complete",
+        /// Left without effect: squashed or flushed from a pipeline (Konata shows it as a flush).
+        Flushed = "flushed",
     }
 );
 

@@ -89,12 +89,20 @@ impl RecordHandle {
     /// On error the handle is gone and the record stays open.
     #[inline]
     pub fn end_at(self, clk: u64) -> Result<(), Error> {
+        self.end_line(clk, None)
+    }
+
+    #[inline(always)]
+    fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
         if !self.live {
             return Ok(());
         }
         let mut line = Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos));
         line.clk = clk;
+        if let Some(status) = status {
+            line.data.push("status", status);
+        }
         if ring::push(&self.inner.shared, line)?.is_none() {
             self.inner.shared.count_drop(DROP_END);
         }

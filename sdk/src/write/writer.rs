@@ -266,6 +266,12 @@ impl Writer {
             }
             Kind::End => {
                 format::write_record_end(out, line.clk, line.id);
+                // record_end has no `data` object in the spec: its few fields (a final status)
+                // are written as members of the line itself.
+                for (key, value) in line.data.fields() {
+                    format::json::write_key(out, key);
+                    value.write_json(out);
+                }
                 s.record_ends += 1;
             }
             Kind::Event => {
