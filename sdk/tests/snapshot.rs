@@ -60,6 +60,8 @@ fn small_pipeline_trace() {
         .unwrap();
     insn.annotation("Empty").emit().unwrap();
     insn.end_at(9).unwrap();
+    let squashed = core.child("beq", "Instruction").begin_at(9).unwrap();
+    squashed.end_with_status_at(10, Status::Flushed).unwrap();
     let open =
         core.child("ld", "Instruction").field("neg", -3i64).field("ok", true).begin_at(10).unwrap();
     drop(open); // left open: the footer counts it
