@@ -109,6 +109,20 @@ impl RecordHandle {
         Ok(())
     }
 
+    /// Ends the record at `clk` with a final `status` on the `record_end` line, for outcomes known
+    /// only at the end (an instruction squashed by a branch: [`Status::Flushed`]).
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// use jets::format::Status;
+    /// let insn = trace.root("addi", "Instruction").begin_at(10).unwrap();
+    /// insn.end_with_status_at(12, Status::Flushed).unwrap();
+    /// // writes {"clk":12,"type":"record_end","record_id":1,"status":"flushed"}
+    /// ```
+    pub fn end_with_status_at(self, clk: u64, status: Status) -> Result<(), Error> {
+        self.end_line(clk, Some(status))
+    }
+
     /// Ends the record at the trace clock's current cycle (or at its start if the clock is behind).
     #[inline(always)]
     pub fn end(self) -> Result<(), Error> {
