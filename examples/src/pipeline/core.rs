@@ -511,7 +511,8 @@ impl Pipeline {
                 .icon("flush")
                 .marker_style(MarkerStyle::Line)
                 .emit_at(at)?;
-            r.end_at(at)?;
+            // The status on the record_end makes Konata show a flush instead of a retire.
+            r.end_with_status_at(at, Status::Flushed)?;
         }
         Ok(())
     }
