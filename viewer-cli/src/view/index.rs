@@ -344,6 +344,7 @@ impl Parsed {
                         Some(Status::Running) => 1,
                         Some(Status::Stalled) => 2,
                         Some(Status::Complete) => 3,
+                        Some(Status::Flushed) => 4,
                     },
                     crit: h
                         .criticality

@@ -91,7 +91,7 @@
   const SEVERITY = ['', 'info', 'warning', 'error'];
   const SEV_COLOR = ['#475569', '#2563eb', '#d97706', '#dc2626'];
   const STYLE = ['', 'box', 'diamond', 'circle', 'line'];
-  const STATUS = ['', 'running', 'stalled', 'complete'];
+  const STATUS = ['', 'running', 'stalled', 'complete', 'flushed'];
 
   const S = {
     sum: null, version: -1, extent: [0, 1], t0: 0, t1: 1, fitted: true,
