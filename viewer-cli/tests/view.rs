@@ -208,6 +208,9 @@ fn api_serves_a_complete_trace() {
         (Some(12), Some(15), Some(3))
     );
     assert_eq!(d["annotations"][0]["data"]["rs1"], 2);
+    assert_eq!(d["status"], Value::Null);
+    let stalled_id = stalled[2].as_str().expect("id");
+    assert_eq!(api(&v, &format!("/api/record?id={stalled_id}"))["status"], "stalled");
     assert_eq!(d["parent"], root0.as_str());
     let found = api(&v, "/api/search?q=%3Cscript%3E");
     assert_eq!(found["results"].as_array().expect("results").len(), 1);

@@ -459,6 +459,11 @@ pub fn record(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
     } else {
         id_json(&mut o, ix.recs[r.parent as usize].id);
     }
+    write_key(&mut o, "status");
+    match ["", "running", "stalled", "complete", "flushed"].get(usize::from(r.status)) {
+        Some(s) if !s.is_empty() => write_str(&mut o, s),
+        _ => o.extend_from_slice(b"null"),
+    }
     write_key(&mut o, "row");
     write_u64(&mut o, u64::from(r.row));
     write_key(&mut o, "lane");
@@ -493,27 +498,33 @@ pub fn search(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
     }
     let limit: usize = num(p, "limit")?.unwrap_or(100).clamp(1, 1000);
     let lower = q.to_lowercase();
-    let ix = lock(shared)?;
-    let mut hits: Vec<u32> = Vec::new();
-    let types: Vec<bool> =
-        ix.types.names.iter().map(|t| t.to_lowercase().contains(&lower)).collect();
-    if types.iter().any(|&t| t) {
-        hits.extend(
+    // Types are matched under the lock (a pass over the compact records); names by reading the
+    // file without it, so a long scan never holds up the indexing of a growing trace.
+    let (mut hits, range) = {
+        let ix = lock(shared)?;
+        let types: Vec<bool> =
+            ix.types.names.iter().map(|t| t.to_lowercase().contains(&lower)).collect();
+        let hits: Vec<u32> = if types.iter().any(|&t| t) {
             (0..ix.recs.len() as u32)
                 .filter(|&i| types[ix.recs[i as usize].rtype as usize])
-                .take(limit),
-        );
-    }
+                .take(limit)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (hits, ix.recs.first().zip(ix.recs.last()).map(|(a, b)| (a.offset, b.offset)))
+    };
     let mut scanned_all = true;
-    if hits.len() < limit && !ix.recs.is_empty() {
+    let mut offsets = Vec::new();
+    if let (true, Some((first, last))) = (hits.len() < limit, range) {
         // The needle as it is spelled inside a JSON string, lower-cased like the line.
         let mut needle = Vec::new();
         write_str(&mut needle, &lower);
         let needle = &needle[1..needle.len() - 1];
         let finder = memchr::memmem::Finder::new(needle);
-        let last = ix.recs.last().map_or(0, |r| r.offset);
         let mut lowered = Vec::new();
-        let result = shared.store.scan(ix.recs[0].offset, |offset, line| {
+        let want = limit - hits.len();
+        let result = shared.store.scan(first, |offset, line| {
             if offset > last {
                 return false;
             }
@@ -525,23 +536,24 @@ pub fn search(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
             let Ok(text) = std::str::from_utf8(line) else { return true };
             if let Ok(Line::Record(r)) = Line::parse(text) {
                 if r.name.to_lowercase().contains(&lower) {
-                    let i = ix.recs.partition_point(|x| x.offset < offset);
-                    if ix
-                        .recs
-                        .get(i)
-                        .is_some_and(|x| x.offset == offset && !hits.contains(&(i as u32)))
-                    {
-                        hits.push(i as u32);
-                    }
+                    offsets.push(offset);
                 }
             }
-            if hits.len() >= limit {
+            if offsets.len() >= want {
                 scanned_all = false;
                 return false;
             }
             true
         });
         result.map_err(|e| internal(format!("reading the trace: {e}")))?;
+    }
+    let ix = lock(shared)?;
+    for offset in offsets {
+        let i = ix.recs.partition_point(|x| x.offset < offset);
+        let known = ix.recs.get(i).is_some_and(|x| x.offset == offset);
+        if known && !hits.contains(&(i as u32)) {
+            hits.push(i as u32);
+        }
     }
     let mut o = Vec::with_capacity(hits.len() * 128 + 64);
     o.extend_from_slice(b"{\"results\":[");

@@ -59,7 +59,7 @@ pub struct Rec {
     pub rtype: u32,
     /// `0x1rrggbb` when the record has a color hint, 0 otherwise.
     pub color: u32,
-    /// 0 none, 1 running, 2 stalled, 3 complete.
+    /// 0 none, 1 running, 2 stalled, 3 complete, 4 flushed.
     pub status: u8,
     /// Criticality × 255, or 255 + 1 = none (stored as `u16`).
     pub crit: u16,
@@ -280,6 +280,8 @@ pub enum Parsed {
         id: u64,
         /// Cycle.
         clk: u64,
+        /// A final status, when the line has one.
+        status: Option<u8>,
     },
     /// An annotation.
     Annotation {
@@ -339,13 +341,7 @@ impl Parsed {
                     thread: h.thread_id,
                     subunit: h.subunit_id,
                     color: h.color.map_or(0, |c| 0x100_0000 | c.value()),
-                    status: match h.status {
-                        None => 0,
-                        Some(Status::Running) => 1,
-                        Some(Status::Stalled) => 2,
-                        Some(Status::Complete) => 3,
-                        Some(Status::Flushed) => 4,
-                    },
+                    status: status_code(h.status),
                     crit: h
                         .criticality
                         .filter(|c| c.is_finite())
@@ -353,7 +349,17 @@ impl Parsed {
                     rtype: r.record_type.into_owned(),
                 })
             }
-            Line::RecordEnd(e) => Parsed::End { id: e.record_id, clk: e.clk },
+            Line::RecordEnd(e) => Parsed::End {
+                id: e.record_id,
+                clk: e.clk,
+                // A final status on the record_end line (WR-END-1) replaces the record's.
+                status: e
+                    .extra
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse().ok())
+                    .map(|s| status_code(Some(s))),
+            },
             Line::Annotation(a) => Parsed::Annotation { id: a.record_id },
             Line::Event(e) => {
                 let h = e.hints();
@@ -391,6 +397,17 @@ impl Parsed {
             }
             Line::Footer(f) => Parsed::Footer(f),
         }
+    }
+}
+
+/// The status as stored in [`Rec::status`].
+fn status_code(status: Option<Status>) -> u8 {
+    match status {
+        None => 0,
+        Some(Status::Running) => 1,
+        Some(Status::Stalled) => 2,
+        Some(Status::Complete) => 3,
+        Some(Status::Flushed) => 4,
     }
 }
 
@@ -630,7 +647,7 @@ impl Index {
                 self.footer = Some(f);
             }
             Parsed::Record(r) => self.add_record(r, line, offset),
-            Parsed::End { id, clk } => self.end_record(id, clk, line),
+            Parsed::End { id, clk, status } => self.end_record(id, clk, status, line),
             Parsed::Annotation { id } => {
                 let Some(rec) = self.ids.get(id) else {
                     return self.error(line, || format!("annotation on unknown record {id}"));
@@ -757,7 +774,7 @@ impl Index {
         row
     }
 
-    fn end_record(&mut self, id: u64, clk: u64, line: u64) {
+    fn end_record(&mut self, id: u64, clk: u64, status: Option<u8>, line: u64) {
         let Some(rec) = self.ids.get(id) else {
             return self.error(line, || format!("record_end of unknown record {id}"));
         };
@@ -767,6 +784,9 @@ impl Index {
             return self.error(line, || format!("record {id} ends twice"));
         }
         row.end_bar(r.pos, clk);
+        if let Some(status) = status {
+            self.recs[rec as usize].status = status;
+        }
         let (lane, depth) = (row.lane, row.depth);
         let slot =
             self.lanes[lane as usize].depths[depth as usize].iter().position(|&x| x == r.row);
@@ -1102,6 +1122,7 @@ mod tests {
             r#"{"clk":9,"type":"event","name":"Info","record_id":3,"description":""}"#.to_owned(),
             r#"{"type":"annotation","name":"A","record_id":3,"description":"","data":1}"#.to_owned(),
             end(20, 3),
+            r#"{"clk":20,"type":"record_end","record_id":4,"status":"flushed"}"#.to_owned(),
         ];
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         let ix = index(&refs);
@@ -1114,11 +1135,12 @@ mod tests {
         assert_eq!(lane(4).unit, None);
         let r2 = ix.recs[ix.rec_by_id(2).expect("2") as usize];
         assert_eq!((r2.color, r2.status, r2.crit), (0x1ff0000, 2, 255));
+        assert_eq!(ix.recs[ix.rec_by_id(4).expect("4") as usize].status, 4);
         assert_eq!(ix.now(), 20);
         let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
         let w = ix.window(0, 30, 300, &rows);
         let open: Vec<&Item> = w.iter().flat_map(|r| &r.items).filter(|i| i.open).collect();
-        assert_eq!(open.len(), 3);
+        assert_eq!(open.len(), 2);
         assert!(open.iter().all(|i| i.end == 20));
         let markers: Vec<&Marker> = w.iter().flat_map(|r| &r.markers).collect();
         assert_eq!(markers.len(), 2, "an error and an info marker at the same cycle both show");

@@ -289,7 +289,7 @@
         const bx = Math.max(-2, x0), bw = Math.max(1, Math.min(w + 2, x1) - bx);
         const color = barColor(b);
         const cluster = b[7] > 1;
-        ctx.globalAlpha = cluster ? 0.55 : 1;
+        ctx.globalAlpha = cluster ? 0.55 : (b[5] === 4 ? 0.35 : 1); // flushed: faded
         ctx.fillStyle = color;
         ctx.fillRect(bx, top, bw, BAR_H);
         ctx.globalAlpha = 1;
@@ -602,7 +602,7 @@
     const parts = [el('h2', null, line.name)];
     const badges = el('div');
     badges.append(el('span', 'badge', r.type));
-    if (data && typeof data.status === 'string') badges.append(el('span', 'badge ' + data.status, data.status));
+    if (typeof r.status === 'string') badges.append(el('span', 'badge ' + r.status, r.status));
     if (r.end === null) badges.append(el('span', 'badge running', 'open'));
     parts.push(badges);
     let parentLink = null;
