@@ -167,25 +167,25 @@ impl<'de: 'a, 'a> Deserialize<'de> for Val<'a> {
 }
 
 /// The visualization hints found in a `data` object (any of them, for records and events).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Hints<'a> {
-    color: Val<'a>,
-    unit_id: Val<'a>,
-    thread_id: Val<'a>,
-    subunit_id: Val<'a>,
-    display_label: Val<'a>,
-    status: Val<'a>,
-    criticality: Val<'a>,
-    icon: Val<'a>,
-    severity: Val<'a>,
-    marker_style: Val<'a>,
+    pub(super) color: Val<'a>,
+    pub(super) unit_id: Val<'a>,
+    pub(super) thread_id: Val<'a>,
+    pub(super) subunit_id: Val<'a>,
+    pub(super) display_label: Val<'a>,
+    pub(super) status: Val<'a>,
+    pub(super) criticality: Val<'a>,
+    pub(super) icon: Val<'a>,
+    pub(super) severity: Val<'a>,
+    pub(super) marker_style: Val<'a>,
 }
 
 /// A `data` field: its JSON type, and the hints when it is an object.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct DataField<'a> {
-    val: Val<'a>,
-    hints: Option<Box<Hints<'a>>>,
+    pub(super) val: Val<'a>,
+    pub(super) hints: Option<Box<Hints<'a>>>,
 }
 
 /// A map key, borrowed unless escaped.
@@ -273,24 +273,24 @@ impl<'de: 'a, 'a> Deserialize<'de> for DataField<'a> {
 }
 
 /// Every field any line type names; what a line type does not use is ignored.
-#[derive(Default)]
-struct Fields<'a> {
-    ty: Val<'a>,
-    version: Val<'a>,
-    metadata: Val<'a>,
-    clk: Val<'a>,
-    id: Val<'a>,
-    parent_id: Val<'a>,
-    record_id: Val<'a>,
-    name: Val<'a>,
-    record_type: Val<'a>,
-    description: Val<'a>,
-    data: DataField<'a>,
-    capture_end_clk: Val<'a>,
-    total_records: Val<'a>,
-    total_annotations: Val<'a>,
-    total_events: Val<'a>,
-    open_records: Val<'a>,
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Fields<'a> {
+    pub(super) ty: Val<'a>,
+    pub(super) version: Val<'a>,
+    pub(super) metadata: Val<'a>,
+    pub(super) clk: Val<'a>,
+    pub(super) id: Val<'a>,
+    pub(super) parent_id: Val<'a>,
+    pub(super) record_id: Val<'a>,
+    pub(super) name: Val<'a>,
+    pub(super) record_type: Val<'a>,
+    pub(super) description: Val<'a>,
+    pub(super) data: DataField<'a>,
+    pub(super) capture_end_clk: Val<'a>,
+    pub(super) total_records: Val<'a>,
+    pub(super) total_annotations: Val<'a>,
+    pub(super) total_events: Val<'a>,
+    pub(super) open_records: Val<'a>,
 }
 
 /// Fills a [`Fields`] in place (a derived `Deserialize` would build it field by field and then
@@ -355,7 +355,7 @@ impl<'de: 'a, 'a> Visitor<'de> for FieldsSeed<'_, 'a> {
 }
 
 /// Parses a line into `f`.
-fn parse_fields<'a>(text: &'a str, f: &mut Fields<'a>) -> Result<(), serde_json::Error> {
+pub(super) fn parse_fields<'a>(text: &'a str, f: &mut Fields<'a>) -> Result<(), serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_str(text);
     FieldsSeed(f).deserialize(&mut de)?;
@@ -545,8 +545,13 @@ fn check_fields(c: &mut LineCheck) -> Kind {
         }
     };
     let mut fields = Fields::default();
-    if let Err(e) = parse_fields(text, &mut fields) {
-        return json_error(c, e);
+    if super::fast::parse(text, &mut fields).is_none() {
+        // Anything the fast path does not handle (escapes, signs, fractions, errors) goes through
+        // serde_json, which also words the error.
+        fields = Fields::default();
+        if let Err(e) = parse_fields(text, &mut fields) {
+            return json_error(c, e);
+        }
     }
     if !c.raw.terminated {
         c.report(

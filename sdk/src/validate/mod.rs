@@ -25,6 +25,7 @@
 //! The rules, their codes and the decisions they encode are listed in `spec/rules.md`.
 
 mod check;
+mod fast;
 mod ids;
 mod order;
 mod repair;

@@ -115,7 +115,7 @@ rules! {
     BadColor = "W006", Warning, "`color` is not #rrggbb";
     /// A `criticality` hint is not a number in [0, 1].
     BadCriticality = "W007", Warning, "`criticality` is not a number in [0, 1]";
-    /// A `status` hint is not running, stalled or complete.
+    /// A `status` hint is not running, stalled, complete or (this SDK's) flushed.
     BadStatus = "W008", Warning, "unknown `status`";
     /// A `severity` hint is not info, warning or error.
     BadSeverity = "W009", Warning, "unknown `severity`";
