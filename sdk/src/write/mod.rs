@@ -3,7 +3,7 @@
 //! # Design
 //!
 //! Every emitting call builds a small message on the caller's stack and pushes it into the calling
-//! thread's own single-producer ring ([`ring`]); a background thread pops the rings, formats lines
+//! thread's own single-producer ring (module `ring`); a background thread pops the rings, formats lines
 //! with [`crate::format::json`] and writes large batches. The caller never formats, allocates (for
 //! static names and up to [`crate::format::Data::INLINE`] typed fields), locks or makes a syscall,
 //! unless its ring is full under [`Policy::Block`].
