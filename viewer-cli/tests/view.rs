@@ -212,6 +212,21 @@ fn api_serves_a_complete_trace() {
     let stalled_id = stalled[2].as_str().expect("id");
     assert_eq!(api(&v, &format!("/api/record?id={stalled_id}"))["status"], "stalled");
     assert_eq!(d["parent"], root0.as_str());
+    // Tree mode: each record's own bar and markers.
+    let first_kid = page["children"][0]["id"].as_str().expect("id");
+    let b = api(&v, &format!("/api/bars?ids={root0},{first_kid},424242&t0=0&t1=100&px=1000"));
+    let rows = b["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "unknown ids are left out");
+    assert_eq!(rows[0]["bars"][0][0], 0);
+    assert_eq!(rows[0]["bars"][0][1], 1000);
+    assert_eq!(rows[0]["bars"][0][9], "core0");
+    assert_eq!(
+        (rows[1]["bars"][0][0].as_u64(), rows[1]["bars"][0][1].as_u64()),
+        (Some(0), Some(3))
+    );
+    assert_eq!(rows[1]["markers"][0][0], 1, "instruction 0's miss at cycle 1");
+    let b = api(&v, &format!("/api/bars?ids={first_kid}&t0=500&t1=600"));
+    assert_eq!(b["rows"][0]["bars"].as_array().map(Vec::len), Some(0), "outside the window");
     let found = api(&v, "/api/search?q=%3Cscript%3E");
     assert_eq!(found["results"].as_array().expect("results").len(), 1);
     assert_eq!(found["results"][0]["name"], NASTY);

@@ -66,6 +66,7 @@ pub fn handle(shared: &Shared, name: &str, p: &Params) -> Result<Vec<u8>, ApiErr
         "record" => record(shared, p),
         "search" => search(shared, p),
         "host" => host(shared),
+        "bars" => bars(shared, p),
         _ => Err(not_found(format!("no API endpoint {name:?}"))),
     }
 }
@@ -621,5 +622,95 @@ pub fn host(shared: &Shared) -> Result<Vec<u8>, ApiError> {
         None => o.extend_from_slice(b"null"),
     }
     o.push(b'}');
+    Ok(o)
+}
+
+/// At most this many events of one record are looked at for its markers in a `bars` answer.
+const MAX_RECORD_EVENTS: usize = 100_000;
+
+/// `bars?ids=1,2&t0=&t1=&px=`: each record's own bar and event markers in `[t0, t1)`, for the
+/// timeline's tree mode (one row per record). Bars and markers have the [`window`] layout; markers
+/// closer than 8 pixels are one.
+pub fn bars(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
+    let t0: u64 = num(p, "t0")?.unwrap_or(0);
+    let t1: u64 = num(p, "t1")?.ok_or_else(|| bad("`t1` is required"))?;
+    if t1 <= t0 {
+        return Err(bad(format!("empty window: t1 ({t1}) must be greater than t0 ({t0})")));
+    }
+    let px: u32 = num(p, "px")?.unwrap_or(1000).clamp(1, 16384);
+    let cpp = (t1 - t0) as f64 / f64::from(px);
+    let ids: Vec<u64> = match p.get("ids").map(String::as_str) {
+        None | Some("") => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .take(2000)
+            .map(|r| r.trim().parse().map_err(|_| bad(format!("bad record id {r:?}"))))
+            .collect::<Result<_, _>>()?,
+    };
+    let ix = lock(shared)?;
+    let mut o = Vec::with_capacity(ids.len() * 128 + 64);
+    o.extend_from_slice(b"{\"version\":");
+    write_u64(&mut o, ix.version);
+    write_key(&mut o, "rows");
+    o.push(b'[');
+    let mut first = true;
+    for id in ids {
+        let Some(rec) = ix.rec_by_id(id) else { continue };
+        if !first {
+            o.push(b',');
+        }
+        first = false;
+        let bar = ix.bar(rec);
+        let end = if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end };
+        o.extend_from_slice(b"{\"row\":");
+        id_json(&mut o, id);
+        o.extend_from_slice(b",\"bars\":[");
+        if bar.start < t1 && end >= t0 {
+            let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
+            let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
+            let label = if wide { bar_label(shared, ix.recs[rec as usize].offset) } else { None };
+            bar_json(&mut o, &ix, &it, label.as_deref());
+        }
+        o.extend_from_slice(b"],\"markers\":[");
+        let mut events: Vec<u32> = ix.events_of(rec);
+        events.truncate(MAX_RECORD_EVENTS);
+        let mut clks: Vec<(u64, u32)> = events
+            .into_iter()
+            .map(|e| (ix.evs[e as usize].clk, e))
+            .filter(|&(c, _)| c >= t0 && c < t1)
+            .collect();
+        clks.sort_unstable();
+        let mut i = 0;
+        let mut n = 0;
+        while i < clks.len() {
+            let reach = clks[i].0 as f64 + cpp * 8.0;
+            let k = i + clks[i..].iter().take_while(|&&(c, _)| (c as f64) < reach).count();
+            let e = &ix.evs[clks[i].1 as usize];
+            if n > 0 {
+                o.push(b',');
+            }
+            n += 1;
+            o.push(b'[');
+            for v in
+                [clks[i].0, u64::from(clks[i].1), (k - i) as u64, e.style.into(), e.severity.into()]
+            {
+                write_u64(&mut o, v);
+                o.push(b',');
+            }
+            color_json(&mut o, e.color);
+            o.push(b',');
+            if e.icon == NONE {
+                o.extend_from_slice(b"null");
+            } else {
+                write_u64(&mut o, u64::from(e.icon));
+            }
+            o.push(b',');
+            id_json(&mut o, id);
+            o.push(b']');
+            i = k;
+        }
+        o.extend_from_slice(b"]}");
+    }
+    o.extend_from_slice(b"]}");
     Ok(o)
 }

@@ -79,6 +79,8 @@ pub struct Bar {
 /// One event.
 #[derive(Clone, Copy, Debug)]
 pub struct Ev {
+    /// Cycle.
+    pub clk: u64,
     /// Byte offset of its line in the line store.
     pub offset: u64,
     /// Index of its record.
@@ -808,6 +810,7 @@ impl Index {
         let prev = std::mem::replace(&mut r.last_ev, idx);
         let row = r.row;
         self.evs.push(Ev {
+            clk: e.clk,
             offset,
             rec,
             prev,

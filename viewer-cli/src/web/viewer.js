@@ -35,6 +35,7 @@
       children: (parent, after, limit) => get('children', { parent, after, limit }),
       record: (id) => get('record', { id }),
       search: (q) => get('search', { q, limit: 200 }),
+      bars: (ids, t0, t1, px) => get('bars', { ids: ids.join(','), t0, t1, px }),
       host: () => get('host'),
     };
   }
@@ -47,6 +48,14 @@
       kids.get(p).push(n);
     }
     const rows = new Map(bundle.window.rows.map((r) => [r.row, r]));
+    const barOf = new Map(), markersOf = new Map();
+    for (const r of bundle.window.rows) {
+      for (const b of r.bars) barOf.set(b[2], b);
+      for (const m of r.markers) {
+        if (!markersOf.has(m[7])) markersOf.set(m[7], []);
+        markersOf.get(m[7]).push(m);
+      }
+    }
     return {
       live: false,
       summary: async () => bundle.summary,
@@ -77,6 +86,17 @@
         return { results: results.slice(0, 200), complete: results.length <= 200 };
       },
       host: async () => bundle.host,
+      bars: async (ids, t0, t1) => ({
+        version: bundle.summary.version,
+        rows: ids.map((id) => {
+          const b = barOf.get(id);
+          return {
+            row: id,
+            bars: b && b[1] >= t0 && b[0] < t1 ? [b] : [],
+            markers: (markersOf.get(id) || []).filter((m) => m[0] >= t0 && m[0] < t1),
+          };
+        }),
+      }),
     };
   }
 
@@ -94,7 +114,7 @@
   const STATUS = ['', 'running', 'stalled', 'complete', 'flushed'];
 
   const S = {
-    sum: null, version: -1, extent: [0, 1], t0: 0, t1: 1, fitted: true,
+    mode: 'lanes', sum: null, version: -1, extent: [0, 1], t0: 0, t1: 1, fitted: true,
     layout: [], height: 0, scrollY: 0, collapsed: new Set(), win: null, winKey: '',
     selected: null, drawn: { bars: 0, clusters: 0, markers: 0, labels: 0 }, hits: [],
     mhz: null, types: [], icons: [], host: null, hostVersion: -1, error: null,
@@ -152,7 +172,27 @@
 
   // ---- layout: lanes and rows -------------------------------------------------------------------
 
+  // Tree mode: one row per record shown in the Records panel (expanded parents' children).
+  function treeLayout() {
+    const out = [];
+    let y = 0;
+    for (const rowEl of document.querySelectorAll('#tree .node')) {
+      if (rowEl.parentElement.closest('#tree [hidden]')) continue;
+      const entry = treeNodes.get(rowEl.dataset.id);
+      if (!entry) continue;
+      out.push({ kind: 'rec', row: entry.node.id, entry, y, h: ROW_H });
+      y += ROW_H;
+    }
+    return [out, y];
+  }
+
   function buildLayout() {
+    if (S.mode === 'tree') {
+      [S.layout, S.height] = treeLayout();
+      const [, h] = cssSize(canvas);
+      S.scrollY = clamp(S.scrollY, 0, Math.max(0, S.height - h));
+      return;
+    }
     const out = [];
     let y = 0;
     (S.sum.lanes || []).forEach((lane, li) => {
@@ -174,7 +214,7 @@
 
   function visibleRows() {
     const [, h] = cssSize(canvas);
-    return S.layout.filter((e) => e.kind === 'row' && e.y + e.h > S.scrollY && e.y < S.scrollY + h);
+    return S.layout.filter((e) => e.kind !== 'lane' && e.y + e.h > S.scrollY && e.y < S.scrollY + h);
   }
 
   function renderLabels() {
@@ -182,6 +222,18 @@
     labelsEl.replaceChildren();
     for (const e of S.layout) {
       if (e.y + e.h <= S.scrollY || e.y >= S.scrollY + h) continue;
+      if (e.kind === 'rec') {
+        const d = el('div', 'rowlabel treelabel' + (S.selected === e.row ? ' selected' : ''));
+        d.style.top = (e.y - S.scrollY) + 'px';
+        d.style.paddingLeft = (2 + e.entry.depth * 12) + 'px';
+        const tw = el('span', 'tw', e.entry.node.has_children ? (e.entry.open ? '▾' : '▸') : '');
+        tw.addEventListener('click', (ev) => { ev.stopPropagation(); toggle(e.entry); });
+        d.append(tw, el('span', null, e.entry.node.name));
+        d.title = e.entry.node.name + ' (' + e.entry.node.type + ')';
+        d.addEventListener('click', () => select(e.row, true));
+        labelsEl.append(d);
+        continue;
+      }
       if (e.kind === 'lane') {
         const d = el('div', 'lane');
         d.style.top = (e.y - S.scrollY) + 'px';
@@ -376,7 +428,9 @@
     inFlight = true;
     draw(); // redraw the previous answer at the new scale while the new one comes
     try {
-      S.win = rows.length ? await src.window(t0, t1, Math.round(w), rows) : { rows: [] };
+      if (!rows.length) S.win = { rows: [] };
+      else if (S.mode === 'tree') S.win = await src.bars(rows, t0, t1, Math.round(w));
+      else S.win = await src.window(t0, t1, Math.round(w), rows);
       S.error = null;
     } catch (e) {
       S.error = 'window: ' + e.message;
@@ -538,6 +592,7 @@
       b.addEventListener('click', () => loadChildren(container, parent, last, depth, entry));
       container.append(b);
     }
+    if (page.children.length) treeChanged();
   }
 
   const rootEntry = { last: null, more: false };
@@ -550,6 +605,12 @@
       entry.loaded = true;
       await loadChildren(entry.kidsEl, entry.node.id, null, entry.depth + 1, entry);
     }
+    treeChanged();
+  }
+
+  function treeChanged() {
+    if (S.mode !== 'tree' || !S.sum) return;
+    buildLayout(); renderLabels(); schedule();
   }
 
   async function refreshTree() {
@@ -647,6 +708,7 @@
     for (const e of document.querySelectorAll('.node.selected')) e.classList.remove('selected');
     const t = treeNodes.get(id);
     if (t) t.rowEl.classList.add('selected');
+    if (S.mode === 'tree') renderLabels();
     draw();
     await showDetails(id);
     if (!reveal) return;
@@ -657,7 +719,7 @@
       const span = Math.max(10, (end - r.start) * 1.6);
       setView(r.start - (span - (end - r.start)) / 2, r.start - (span - (end - r.start)) / 2 + span, false);
     }
-    const row = S.layout.find((e) => e.kind === 'row' && e.row === r.row);
+    const row = S.layout.find((e) => (e.kind === 'row' && e.row === r.row) || (e.kind === 'rec' && e.row === r.id));
     if (row) {
       const [, h] = cssSize(canvas);
       if (row.y < S.scrollY || row.y + row.h > S.scrollY + h) {
@@ -793,6 +855,15 @@
     else return;
     ev.preventDefault();
   });
+  function setMode(mode) {
+    S.mode = mode;
+    $('mode-lanes').classList.toggle('active', mode === 'lanes');
+    $('mode-tree').classList.toggle('active', mode === 'tree');
+    S.scrollY = 0; S.win = null;
+    if (S.sum) { buildLayout(); renderLabels(); schedule(); }
+  }
+  $('mode-lanes').addEventListener('click', () => setMode('lanes'));
+  $('mode-tree').addEventListener('click', () => setMode('tree'));
   $('zoom-in').addEventListener('click', () => zoom(0.5));
   $('zoom-out').addEventListener('click', () => zoom(2));
   $('zoom-fit').addEventListener('click', fit);
@@ -812,7 +883,7 @@
   window.jetsViewer = {
     state: () => ({
       t0: S.t0, t1: S.t1, extent: S.extent.slice(), version: S.version, selected: S.selected,
-      drawn: Object.assign({}, S.drawn), rows: S.layout.filter((e) => e.kind === 'row').length,
+      drawn: Object.assign({}, S.drawn), rows: S.layout.filter((e) => e.kind !== 'lane').length, mode: S.mode,
       records: S.sum ? S.sum.counts.records : 0, busy: inFlight || pending,
     }),
     // Where a drawn bar of record `id` is, in page coordinates (for clicking it).

@@ -134,6 +134,24 @@ test('renders bars and markers, zooms from the whole run to single cycles and ba
   assert.match(details, /duration/);
   assert.equal((await state(page)).selected, '61');
   await shot(page, 'view-details.png');
+
+  // Tree mode: one row per record, expanded from the timeline's own label column.
+  await page.click('#mode-tree');
+  await page.waitForFunction(() => window.jetsViewer.state().mode === 'tree' && window.jetsViewer.state().rows === 2);
+  await page.locator('#labels .treelabel .tw').first().click();
+  await page.waitForFunction(() => window.jetsViewer.state().rows > 100);
+  await page.evaluate(() => window.jetsViewer.setView(0, 60));
+  s = await settled(page);
+  assert.ok(s.drawn.bars >= 20 && s.drawn.markers > 0, JSON.stringify(s.drawn));
+  const labels = await page.locator('#labels .treelabel').allTextContents();
+  assert.equal(labels[0], '▾core0');
+  assert.match(labels[1], /^instruction 0$/);
+  const treeRect = await page.evaluate(() => window.jetsViewer.barRect('16'));
+  assert.ok(treeRect, 'instruction 2 of core 0 is drawn on its own row');
+  await page.mouse.click(treeRect.x + treeRect.w / 2, treeRect.y + treeRect.h / 2);
+  await page.waitForFunction(() => document.querySelector('#details-body').dataset.id === '16');
+  assert.equal(await page.locator('#tree .node.selected .nm').textContent(), 'store 2');
+  await shot(page, 'view-tree.png');
   assert.deepEqual(errors, []);
   await page.close();
 });
