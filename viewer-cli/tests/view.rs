@@ -348,6 +348,23 @@ fn damaged_and_compressed_traces() {
 }
 
 #[test]
+fn gantt_reads_standard_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    write_trace(&path).expect("write");
+    let html = dir.path().join("t.html");
+    let out = jets()
+        .args(["gantt", "-", "-o"])
+        .arg(&html)
+        .stdin(std::fs::File::open(&path).expect("open"))
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).expect("read");
+    assert!(page.contains(r#""records":402"#), "every record, none lost to a probe");
+}
+
+#[test]
 fn missing_file_is_a_clear_error() {
     let out = jets().args(["view", "--no-open", "/nonexistent/x.jets"]).output().expect("run");
     assert_eq!(out.status.code(), Some(2));

@@ -135,10 +135,12 @@ impl Shared {
 /// Opens the trace and starts indexing it on a background thread; with `follow`, a plain file is
 /// followed until its footer or until [`Shared::stop`] is set.
 pub fn start(path: &Path, follow: bool) -> Result<Arc<Shared>> {
-    let probe = Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let plain = probe.compression() == Compression::None
-        && std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(false);
-    drop(probe);
+    // Standard input (`-`) can be read only once: it is never probed, and always spooled.
+    let plain = path.as_os_str() != "-" && {
+        let probe = Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
+        probe.compression() == Compression::None
+            && std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(false)
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let mut note = None;
     let (reader, store, spool) = if plain {
