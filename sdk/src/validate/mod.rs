@@ -414,10 +414,18 @@ fn check_parallel(chunks: &[Chunk<'_>], parts: &mut [Piece]) {
 /// report. For tests, fuzzing and small traces.
 pub fn validate_bytes(bytes: &[u8]) -> (Vec<Diagnostic>, Report) {
     let mut diagnostics = Vec::new();
-    let report = Reader::from_read(Cursor::new(bytes.to_vec()), "<memory>")
+    match Reader::from_read(Cursor::new(bytes.to_vec()), "<memory>")
         .and_then(|mut r| Validator::new().run(&mut r, |d| diagnostics.push(d)))
-        .unwrap_or_default();
-    (diagnostics, report)
+    {
+        Ok(report) => (diagnostics, report),
+        // Only a decoder that cannot start gets here (memory cannot fail to read): the bytes
+        // are then an unreadable compressed stream, which is what E019 reports.
+        Err(e) => {
+            let message = format!("the data cannot be read: {e}");
+            diagnostics.push(end_diag(Rule::TruncatedStream, 1, 0, message));
+            (diagnostics, Report { errors: 1, ..Report::default() })
+        }
+    }
 }
 
 #[cfg(test)]
