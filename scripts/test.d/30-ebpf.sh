@@ -10,8 +10,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test -p jets-sdk --features ebpf --locked --test ebpf_io -- --nocapture --test-threads=1 2>&1 | tee "$log"
 cargo test -p jets-sdk --features ebpf --locked --lib host::ebpf
+# `jets run --io-trace` end to end, and back through `jets import --from io-tracer`.
+cargo test -p jets-cli --features ebpf --locked --test iotracer_run -- --nocapture 2>&1 | tee -a "$log"
 if grep -q "unavailable: " "$log"; then
-    # The unprivileged test always prints one such line (expected); more means the root test skipped.
+    # The unprivileged test always prints one such line (expected); more means a root test skipped.
     n=$(grep -c "unavailable: " "$log")
     if [ "$n" -gt 1 ]; then
         echo "SKIPPED: eBPF collector test on this machine: $(grep -m1 -o 'unavailable: .*' "$log")"

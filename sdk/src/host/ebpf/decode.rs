@@ -610,6 +610,15 @@ impl Decoder {
                 self.fds.insert((pid, ret), f);
                 return None;
             }
+            Sys::Fcntl => {
+                const F_DUPFD: u64 = 0;
+                const F_DUPFD_CLOEXEC: u64 = 1030;
+                if a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC {
+                    let f = self.fd(pid, fd0);
+                    self.fds.insert((pid, ret), f);
+                }
+                return None;
+            }
             Sys::UringEnter => {
                 // `push` moves it to the iouring stream.
                 row.op = "IO_URING_ENTER";

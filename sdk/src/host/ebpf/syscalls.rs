@@ -68,6 +68,8 @@ pub enum Sys {
     Lseek,
     /// `dup`-like: not reported, keeps the decoder's fd table right.
     Dup,
+    /// `fcntl`: not reported; `F_DUPFD`/`F_DUPFD_CLOEXEC` duplicate like `dup`.
+    Fcntl,
     /// `io_uring_enter(fd, to_submit, ...)`.
     UringEnter,
 }
@@ -93,6 +95,7 @@ pub const TABLE: &[Entry] = &[
     (28, "madvise", Sys::Madvise, &[]),
     (32, "dup", Sys::Dup, &[]),
     (33, "dup2", Sys::Dup, &[]),
+    (72, "fcntl", Sys::Fcntl, &[]),
     (40, "sendfile", Sys::Sendfile, &[]),
     (74, "fsync", Sys::Fsync, &[]),
     (75, "fdatasync", Sys::Fdatasync, &[]),
@@ -135,6 +138,7 @@ pub const TABLE: &[Entry] = &[
     (233, "madvise", Sys::Madvise, &[]),
     (23, "dup", Sys::Dup, &[]),
     (24, "dup3", Sys::Dup, &[]),
+    (25, "fcntl", Sys::Fcntl, &[]),
     (71, "sendfile", Sys::Sendfile, &[]),
     (82, "fsync", Sys::Fsync, &[]),
     (83, "fdatasync", Sys::Fdatasync, &[]),
