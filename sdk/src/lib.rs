@@ -25,7 +25,7 @@
 //!   validator.
 //! * [`read`]: a streaming line reader over a memory-mapped file or any `Read` (gz, zst, br).
 //! * [`validate`]: the rules (stable codes), the parallel validator and `repair`.
-//! * [`write`](mod@write): [`Trace`], record handles, the lock-free queue and the writer thread.
+//! * [`write`](mod@write): [`Trace`], record handles, per-thread lock-free rings and the writer thread.
 //! * [`clock`]: [`SimClock`], the simulator's shared cycle counter.
 //! * [`sync`]: host-time sync points (`HostSync` events) and the cycle ↔ time map.
 //! * `host` (feature `host`, Linux): the host sampler thread, `/proc` and perf collectors, the

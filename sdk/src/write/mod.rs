@@ -35,7 +35,7 @@ pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
 use ring::LocalRing;
 use sink::Sink;
 
-/// What an emitting call does when the queue to the writer thread is full.
+/// What an emitting call does when its thread's ring to the writer thread is full.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Policy {
     /// Wait for room: lossless (the default).
@@ -355,7 +355,7 @@ impl TraceBuilder {
     pub fn new() -> Self {
         Self::default()
     }
-    /// What to do when the queue is full.
+    /// What to do when an emitting thread's ring is full.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self

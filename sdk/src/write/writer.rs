@@ -62,7 +62,7 @@ pub(crate) struct Config {
     pub(crate) header_bytes: u64,
 }
 
-/// A batch is written once it reaches this size (or the queue runs dry, or the interval passes).
+/// A batch is written once it reaches this size (or the rings run dry, or the interval passes).
 const BATCH_BYTES: usize = 256 * 1024;
 /// The longest nap of an idle writer. Short enough to keep the flush interval, long enough to
 /// cost nothing measurable.
