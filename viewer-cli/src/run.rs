@@ -308,7 +308,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     sinks.line(&Line::Metadata(&meta).to_json())?;
 
-    let io = crate::formats::iotracer::start_collector(args.io_trace.as_deref(), child.pid as u32)?;
+    let io_trace = args.io_trace.as_deref();
+    let io = match crate::formats::iotracer::start_collector(io_trace, child.pid as u32) {
+        Ok(io) => io,
+        Err(e) => {
+            // The stopped command never runs: kill and reap it so nothing waits on its pipes.
+            // SAFETY: signalling our own stopped child.
+            unsafe { libc::kill(child.pid, libc::SIGKILL) };
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     child.resume(&argv0)?;
     let start = Instant::now();
     let mut seen = DenetFile::default();
