@@ -453,21 +453,6 @@ pub fn import_all(inputs: &[PathBuf], output: &Path) -> Result<ImportSummary> {
     Ok(summary)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn csv_quoting_and_timestamps() {
-        assert_eq!(split_csv(r#"a,"b,c","d""e",,"#).unwrap(), vec!["a", "b,c", "d\"e", "", ""]);
-        assert!(split_csv(r#"a,"b"#).is_err());
-        let t = parse_timestamp("2024-01-15 10:30:45.123456").unwrap();
-        assert_eq!(t - parse_timestamp("2024-01-15 10:30:45").unwrap(), 123_456);
-        assert_eq!(parse_timestamp("1970-01-02 00:00:00.5"), Some(86_400_500_000));
-        assert_eq!(parse_timestamp("2024-13-01 00:00:00"), None);
-    }
-}
-
 /// The eBPF collector `jets run --io-trace` drives (the SDK's, with feature `ebpf`).
 #[cfg(feature = "ebpf")]
 pub type Collector = jets::host::ebpf::IoTracer;
@@ -513,4 +498,19 @@ pub fn stop_collector(c: Option<Collector>) -> Result<()> {
     }
     #[cfg(not(feature = "ebpf"))]
     match c {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quoting_and_timestamps() {
+        assert_eq!(split_csv(r#"a,"b,c","d""e",,"#).unwrap(), vec!["a", "b,c", "d\"e", "", ""]);
+        assert!(split_csv(r#"a,"b"#).is_err());
+        let t = parse_timestamp("2024-01-15 10:30:45.123456").unwrap();
+        assert_eq!(t - parse_timestamp("2024-01-15 10:30:45").unwrap(), 123_456);
+        assert_eq!(parse_timestamp("1970-01-02 00:00:00.5"), Some(86_400_500_000));
+        assert_eq!(parse_timestamp("2024-13-01 00:00:00"), None);
+    }
 }
