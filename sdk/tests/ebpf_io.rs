@@ -41,6 +41,7 @@ fn child_workload() {
             f.write_all(&block).unwrap();
         }
         f.sync_all().unwrap();
+        println!("data_inode={}", f.metadata().unwrap().ino());
     }
     {
         let mut f = std::fs::File::open(&data).unwrap();
@@ -201,6 +202,32 @@ fn collector_reports_known_io() {
     assert_eq!(faults.len(), 2, "{faults:?}");
     assert!(faults.iter().all(|f| f.fault_type == "WRITE" && f.inode == inode), "{faults:?}");
     assert_eq!((faults[0].offset, faults[1].offset), (0, 1));
+
+    // The page cache: the 4 new pages were added (MISS) and dirtied, and evicted by the unlink.
+    // Only up to the unlink: map.bin, created next, may get the freed inode number.
+    let data_inode = var("data_inode");
+    let unlink = fs.iter().find(|r| r.op == "UNLINK").unwrap();
+    let unlink_end = unlink.who.ts + unlink.latency_ns;
+    let pages = |event: &str| -> (u64, Vec<u64>) {
+        let rows: Vec<_> = report
+            .kept
+            .iter()
+            .filter_map(|r| match r {
+                Row::Cache(c)
+                    if c.inode == data_inode && c.event == event && c.who.ts <= unlink_end =>
+                {
+                    Some(c)
+                }
+                _ => None,
+            })
+            .collect();
+        (rows.iter().map(|c| u64::from(c.count)).sum(), rows.iter().map(|c| c.index).collect())
+    };
+    let (added, _) = pages("MISS");
+    let (evicted, _) = pages("EVICT");
+    let (dirtied, dirty_index) = pages("DIRTY");
+    assert_eq!((added, evicted), (BLOCKS as u64, BLOCKS as u64), "pages added / evicted");
+    assert!(dirtied >= 1 && dirty_index.iter().all(|&i| i < BLOCKS as u64), "{dirty_index:?}");
 
     // TCP on loopback: 100 bytes one way, 50 back, each seen on both ends, with ports.
     let (cport, sport) = (var("client_port") as u16, var("server_port") as u16);

@@ -69,7 +69,7 @@ fn schema_1_headerless_gzip() {
     assert_eq!(block["data"]["dev"], "8:0");
     assert!(find("BLOCK_FLUSH")["data"].get("queue_time_ms").is_none(), "empty stays absent");
     assert_eq!(find("NET_RECEIVE")["data"]["size"], 1460);
-    assert_eq!(find("PAGE_FAULT")["data"]["severity"], "MAJOR");
+    assert_eq!(find("PAGE_FAULT")["data"]["fault_severity"], "MAJOR");
     assert_eq!(find("IOURING_IO_URING_ENTER")["data"]["length"], 32);
     assert_eq!(find("CACHE_WRITEBACK_START")["data"]["stream"], "cache");
     assert_eq!(find("PROCESS_SNAPSHOT")["data"]["cmdline"], "python3 /home/user/script.py");

@@ -367,7 +367,9 @@ fn parse_row(cells: &[String], columns: &[String], stream: &'static str) -> Resu
         } else {
             Value::from(cell.as_str())
         };
-        data.insert(col.to_string(), v);
+        // `severity` is a JETS event hint (info/warning/error, W009): the fault's goes elsewhere.
+        let key = if col == "severity" { "fault_severity" } else { col };
+        data.insert(key.to_string(), v);
     }
     let time = match data.get("mono_ns").and_then(Value::as_u64) {
         Some(ns) => ns,

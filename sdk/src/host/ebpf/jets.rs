@@ -137,7 +137,7 @@ pub fn emit(root: &RecordHandle, row: &Row, clk: u64) -> Result<(), crate::Error
         }
         Row::Fault(r) => e
             .field("fault_type", r.fault_type)
-            .field("severity", r.severity)
+            .field("fault_severity", r.severity)
             .field("address", r.address)
             .field("inode", r.inode)
             .field("offset", r.offset),
