@@ -94,6 +94,94 @@ fn child_workload() {
     };
     println!("map_addr={addr}");
     println!("map_inode={}", f.metadata().unwrap().ino());
+    println!("uring_res={}", uring_read(f.as_raw_fd(), BLOCK));
+}
+
+/// One `IORING_OP_READ` of `len` bytes at offset 0 of `fd` through a raw io_uring (no crate: the
+/// kernel ABI is small); returns the completion's result.
+fn uring_read(fd: i32, len: usize) -> i32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    #[repr(C)]
+    #[derive(Default)]
+    struct Offsets {
+        head: u32,
+        tail: u32,
+        ring_mask: u32,
+        ring_entries: u32,
+        a: u32,
+        b: u32,
+        c: u32,
+        resv: u32,
+        user_addr: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Params {
+        sq_entries: u32,
+        cq_entries: u32,
+        flags: u32,
+        sq_thread_cpu: u32,
+        sq_thread_idle: u32,
+        features: u32,
+        wq_fd: u32,
+        resv: [u32; 3],
+        sq_off: Offsets, // a = flags, b = dropped, c = array
+        cq_off: Offsets, // a = overflow, b = cqes, c = flags
+    }
+    const IORING_OP_READ: u8 = 22;
+    const IORING_FEAT_SINGLE_MMAP: u32 = 1;
+    const IORING_ENTER_GETEVENTS: u32 = 1;
+    const IORING_OFF_SQES: i64 = 0x1000_0000;
+    let mut p = Params::default();
+    let mut buf = vec![0u8; len];
+    // SAFETY: the io_uring ABI as documented in io_uring_setup(2)/io_uring_enter(2): the rings are
+    // mapped with the sizes the kernel returned and accessed within them; `buf` outlives the read.
+    unsafe {
+        let ring = libc::syscall(libc::SYS_io_uring_setup, 4u32, &mut p as *mut Params) as i32;
+        assert!(ring >= 0, "io_uring_setup: {}", std::io::Error::last_os_error());
+        assert!(p.features & IORING_FEAT_SINGLE_MMAP != 0);
+        let size = (p.sq_off.c as usize + p.sq_entries as usize * 4)
+            .max(p.cq_off.b as usize + p.cq_entries as usize * 16);
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let flags = libc::MAP_SHARED | libc::MAP_POPULATE;
+        let rings = libc::mmap(std::ptr::null_mut(), size, prot, flags, ring, 0) as *mut u8;
+        let sqes_len = p.sq_entries as usize * 64;
+        let sqes = libc::mmap(std::ptr::null_mut(), sqes_len, prot, flags, ring, IORING_OFF_SQES);
+        assert!(rings as *mut libc::c_void != libc::MAP_FAILED && sqes != libc::MAP_FAILED);
+        let sqe = sqes as *mut u8;
+        std::ptr::write_bytes(sqe, 0, 64);
+        *sqe = IORING_OP_READ;
+        *(sqe.add(4) as *mut i32) = fd;
+        *(sqe.add(16) as *mut u64) = buf.as_mut_ptr() as u64;
+        *(sqe.add(24) as *mut u32) = len as u32;
+        *(sqe.add(32) as *mut u64) = 0xfeed;
+        let sq_tail = &*(rings.add(p.sq_off.tail as usize) as *const AtomicU32);
+        let sq_mask = *(rings.add(p.sq_off.ring_mask as usize) as *const u32);
+        let t = sq_tail.load(Ordering::Acquire);
+        *(rings.add(p.sq_off.c as usize) as *mut u32).add((t & sq_mask) as usize) = 0;
+        sq_tail.store(t.wrapping_add(1), Ordering::Release);
+        let n = libc::syscall(
+            libc::SYS_io_uring_enter,
+            ring,
+            1u32,
+            1u32,
+            IORING_ENTER_GETEVENTS,
+            std::ptr::null::<u8>(),
+            0usize,
+        );
+        assert_eq!(n, 1, "io_uring_enter: {}", std::io::Error::last_os_error());
+        let cq_head = &*(rings.add(p.cq_off.head as usize) as *const AtomicU32);
+        let cq_mask = *(rings.add(p.cq_off.ring_mask as usize) as *const u32);
+        let h = cq_head.load(Ordering::Acquire);
+        let cqe = rings.add(p.cq_off.b as usize + (h & cq_mask) as usize * 16);
+        assert_eq!(*(cqe as *const u64), 0xfeed);
+        let res = *(cqe.add(8) as *const i32);
+        cq_head.store(h.wrapping_add(1), Ordering::Release);
+        libc::munmap(sqes, sqes_len);
+        libc::munmap(rings.cast(), size);
+        libc::close(ring);
+        res
+    }
 }
 
 fn fs_rows(rows: &[Row], dir: &Path) -> Vec<FsRow> {
@@ -228,6 +316,27 @@ fn collector_reports_known_io() {
     let (dirtied, dirty_index) = pages("DIRTY");
     assert_eq!((added, evicted), (BLOCKS as u64, BLOCKS as u64), "pages added / evicted");
     assert!(dirtied >= 1 && dirty_index.iter().all(|&i| i < BLOCKS as u64), "{dirty_index:?}");
+
+    // io_uring: the one READ request (submitted and completed) and the io_uring_enter batch.
+    assert_eq!(var("uring_res"), b);
+    let uring: Vec<_> = report
+        .kept
+        .iter()
+        .filter_map(|r| match r {
+            Row::Uring(u) if u.who.pid == child.id() => Some(u),
+            _ => None,
+        })
+        .collect();
+    let summary: Vec<_> =
+        uring.iter().map(|u| (u.opcode.as_str(), u.length, u.result, u.user_data)).collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("READ", None, Some(b as i64), Some(0xfeed)),
+            ("IO_URING_ENTER", Some(1), Some(1), None)
+        ]
+    );
+    assert!(uring.iter().all(|u| u.latency_ns.is_some_and(|l| l > 0)));
 
     // TCP on loopback: 100 bytes one way, 50 back, each seen on both ends, with ports.
     let (cport, sport) = (var("client_port") as u16, var("server_port") as u16);
