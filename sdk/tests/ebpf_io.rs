@@ -450,7 +450,14 @@ fn start_in_writes_io_events_at_the_simulated_cycle() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("sim.jets");
     let trace = jets::Trace::create(&path, jets::Metadata::new()).unwrap();
-    let io = IoTracer::start_in(&trace, IoTraceConfig::default()).unwrap();
+    let io = match IoTracer::start_in(&trace, IoTraceConfig::default()) {
+        Ok(io) => io,
+        Err(IoTraceError::Unavailable(why)) => {
+            println!("unavailable: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
     let pause = || std::thread::sleep(std::time::Duration::from_millis(60));
     let file = tmp.path().join("checkpoint.bin");
     trace.clock().set(1000);

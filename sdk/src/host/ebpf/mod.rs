@@ -10,6 +10,10 @@
 //! ([`csv`]) and, inside a simulator, JETS events on a `HostIo` record ([`jets`]). The convention
 //! is spec/host-io.md.
 //!
+//! Only the collector's own thread is left out: the trace writer's writes are I/O of the
+//! simulator and are reported. Run one collector per process: two would trace each other's
+//! threads.
+//!
 //! Without privileges, tracefs or a usable tracepoint layout, [`IoTracer::start`] returns
 //! [`IoTraceError::Unavailable`] with the reason, and [`capability`] says the same without trying.
 //!
