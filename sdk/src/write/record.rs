@@ -3,6 +3,7 @@
 //! Each builder holds the queued [`Line`] it will push, filled in place by the chained calls, so
 //! emitting moves the line exactly once: into the thread's ring.
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use super::ring::{self, Pos};
@@ -65,8 +66,7 @@ impl RecordHandle {
             inner: &self.inner,
             parent_start: self.start,
             parent_live: self.live,
-            line,
-            error: None,
+            p: Pending::new(line),
         }
     }
 
@@ -74,14 +74,14 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
         let line = Line::new(Kind::Event, self.id, name.into(), Some(self.pos));
-        EventBuilder { record: self, line, error: None }
+        EventBuilder { record: self, p: Pending::new(line) }
     }
 
     /// Starts describing an annotation on this record.
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let line = Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
-        AnnotationBuilder { record: self, line, error: None }
+        AnnotationBuilder { record: self, p: Pending::new(line) }
     }
 
     /// Ends the record at `clk` (not before its start).
@@ -98,12 +98,13 @@ impl RecordHandle {
         if !self.live {
             return Ok(());
         }
-        let mut line = Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos));
+        let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
         line.clk = clk;
         if let Some(status) = status {
             line.data.push("status", status);
         }
-        if ring::push(&self.inner.shared, line)?.is_none() {
+        // `line` is consumed by the push whatever it returns.
+        if ring::push(&self.inner.shared, &mut line)?.is_none() {
             self.inner.shared.count_drop(DROP_END);
         }
         Ok(())
@@ -139,14 +140,51 @@ impl RecordHandle {
     }
 
     /// Pushes an event or annotation line through this handle, counting it when dropped.
+    /// Consumes the builder's line (see [`Pending`]).
     #[inline(always)]
-    fn push(&self, line: Line, error: Option<Box<Error>>, drop_kind: usize) -> Result<(), Error> {
-        check_data(&line, error)?;
+    fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
+        check_data(&pending.line, pending.error.take())?;
         let shared = &self.inner.shared;
-        if !self.live || ring::push(shared, line)?.is_none() {
+        if !self.live {
+            shared.count_drop(drop_kind);
+            return Ok(());
+        }
+        if pending.push(shared)?.is_none() {
             shared.count_drop(drop_kind);
         }
         Ok(())
+    }
+}
+
+/// A builder's line, and the data error found while building it. The line is handed to the ring
+/// by reference and moved from here straight into the ring slot (one copy); `pushed` records that
+/// it is gone, so that dropping an unused builder still frees it.
+struct Pending {
+    line: ManuallyDrop<Line>,
+    error: Option<Box<Error>>,
+    pushed: bool,
+}
+
+impl Pending {
+    #[inline(always)]
+    fn new(line: Line) -> Pending {
+        Pending { line: ManuallyDrop::new(line), error: None, pushed: false }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
+        // The push consumes the line whatever it returns.
+        self.pushed = true;
+        ring::push(shared, &mut self.line)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.pushed {
+            // SAFETY: not pushed, so the line is still ours and dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(&mut self.line) }
+        }
     }
 }
 
@@ -174,29 +212,29 @@ macro_rules! data_methods {
         /// Sets the human-readable description (empty by default; the key is always written).
         #[inline(always)]
         pub fn description(mut self, text: impl Into<Str>) -> Self {
-            self.line.description = text.into();
+            self.p.line.description = text.into();
             self
         }
 
         /// Adds a typed field to `data`.
         #[inline(always)]
         pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
-            self.line.data.push(key, value);
+            self.p.line.data.push(key, value);
             self
         }
 
         /// Sets `data` wholesale from a prepared [`Data`], replacing fields added before.
         #[inline(always)]
         pub fn data(mut self, data: Data) -> Self {
-            self.line.data = data;
+            self.p.line.data = data;
             self
         }
 
         /// Sets `data` from JSON text; typed fields are merged into it when it is an object.
         /// A parse error is returned by the call that writes the line.
         pub fn data_json(mut self, text: &str) -> Self {
-            if let Err(e) = self.line.data.parse_json(text) {
-                self.error = Some(Box::new(Error::InvalidJson(e.to_string())));
+            if let Err(e) = self.p.line.data.parse_json(text) {
+                self.p.error = Some(Box::new(Error::InvalidJson(e.to_string())));
             }
             self
         }
@@ -209,8 +247,7 @@ pub struct RecordBuilder<'a> {
     inner: &'a Arc<Inner>,
     parent_start: u64,
     parent_live: bool,
-    line: Line,
-    error: Option<Box<Error>>,
+    p: Pending,
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -218,7 +255,7 @@ impl<'a> RecordBuilder<'a> {
     pub(super) fn root(inner: &'a Arc<Inner>, name: Str, record_type: Str) -> Self {
         let mut line = Line::new(Kind::Record, 0, name, None);
         line.record_type = record_type;
-        RecordBuilder { inner, parent_start: 0, parent_live: true, line, error: None }
+        RecordBuilder { inner, parent_start: 0, parent_live: true, p: Pending::new(line) }
     }
 
     data_methods!();
@@ -263,7 +300,7 @@ impl<'a> RecordBuilder<'a> {
     /// parent.
     #[inline(always)]
     pub fn begin_at(mut self, clk: u64) -> Result<RecordHandle, Error> {
-        if let Some(parent) = self.line.parent {
+        if let Some(parent) = self.p.line.parent {
             if clk < self.parent_start {
                 return Err(Error::ClkBeforeStart {
                     clk,
@@ -272,10 +309,10 @@ impl<'a> RecordBuilder<'a> {
                 });
             }
         }
-        check_data(&self.line, self.error)?;
-        self.line.clk = clk;
+        check_data(&self.p.line, self.p.error.take())?;
+        self.p.line.clk = clk;
         let shared = &self.inner.shared;
-        let pushed = if self.parent_live { ring::push(shared, self.line)? } else { None };
+        let pushed = if self.parent_live { self.p.push(shared)? } else { None };
         if pushed.is_none() {
             shared.count_drop(DROP_RECORD);
         }
@@ -301,8 +338,7 @@ impl<'a> RecordBuilder<'a> {
 #[must_use = "an event is written only by emit_at() or emit()"]
 pub struct EventBuilder<'a> {
     record: &'a RecordHandle,
-    line: Line,
-    error: Option<Box<Error>>,
+    p: Pending,
 }
 
 impl EventBuilder<'_> {
@@ -333,8 +369,8 @@ impl EventBuilder<'_> {
     #[inline(always)]
     pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
-        self.line.clk = clk;
-        self.record.push(self.line, self.error, DROP_EVENT)
+        self.p.line.clk = clk;
+        self.record.push(&mut self.p, DROP_EVENT)
     }
 
     /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
@@ -349,8 +385,7 @@ impl EventBuilder<'_> {
 #[must_use = "an annotation is written only by emit()"]
 pub struct AnnotationBuilder<'a> {
     record: &'a RecordHandle,
-    line: Line,
-    error: Option<Box<Error>>,
+    p: Pending,
 }
 
 impl AnnotationBuilder<'_> {
@@ -359,7 +394,7 @@ impl AnnotationBuilder<'_> {
     /// Writes the `annotation` line. With no data given, `data` is written as `{}` (the spec
     /// requires the key).
     #[inline(always)]
-    pub fn emit(self) -> Result<(), Error> {
-        self.record.push(self.line, self.error, DROP_ANNOTATION)
+    pub fn emit(mut self) -> Result<(), Error> {
+        self.record.push(&mut self.p, DROP_ANNOTATION)
     }
 }

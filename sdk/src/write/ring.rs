@@ -10,6 +10,7 @@
 //! can always make progress (see `writer::Writer::pop_ready`).
 
 use std::cell::UnsafeCell;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -69,8 +70,16 @@ impl LocalRing {
     }
 
     /// Pushes a line, giving a record its id first. `Ok(None)` when the drop policy dropped it.
+    ///
+    /// Always consumes `*line`: it is moved into the ring, or dropped. The caller must not use or
+    /// drop it afterwards. Taking it by reference lets the line go from the builder's storage
+    /// straight into the ring slot, one copy, instead of being passed down by value.
     #[inline(always)]
-    fn push(&mut self, shared: &Shared, mut line: Line) -> Result<Option<(Pos, u64)>, Error> {
+    fn push(
+        &mut self,
+        shared: &Shared,
+        line: &mut ManuallyDrop<Line>,
+    ) -> Result<Option<(Pos, u64)>, Error> {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
@@ -78,10 +87,23 @@ impl LocalRing {
             line.id = self.next_id(shared);
         }
         let id = line.id;
-        if let Err(PushError::Full(line)) = self.producer.push(line) {
-            match shared.policy {
-                Policy::Drop => return Ok(None),
-                Policy::Block => self.push_blocking(shared, line)?,
+        match self.producer.write_chunk_uninit(1) {
+            Ok(mut chunk) => {
+                // SAFETY: `*line` is initialized and, per this function's contract, not used again
+                // by the caller; the slot gets the only copy. `commit(1)` publishes exactly the one
+                // slot just written.
+                unsafe {
+                    chunk.as_mut_slices().0[0].write(ManuallyDrop::take(line));
+                    chunk.commit(1);
+                }
+            }
+            Err(_) => {
+                // SAFETY: as above; ownership moves out of `*line` here.
+                let line = unsafe { ManuallyDrop::take(line) };
+                match shared.policy {
+                    Policy::Drop => return Ok(None),
+                    Policy::Block => self.push_blocking(shared, line)?,
+                }
             }
         }
         let pos = Pos { ring: self.ring, index: self.pushed };
@@ -149,9 +171,17 @@ fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> usize {
 
 /// Pushes `line` on this thread's ring; a record gets its id here. Returns where the line went
 /// and its record id, or `None` when the drop policy dropped it.
+///
+/// Always consumes `*line` (into the ring, or dropped), whatever it returns: the caller must
+/// neither use nor drop it afterwards.
 #[inline(always)]
-pub(crate) fn push(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)>, Error> {
+pub(crate) fn push(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<Line>,
+) -> Result<Option<(Pos, u64)>, Error> {
     if shared.closed.load(Ordering::Relaxed) {
+        // SAFETY: consumed here, per the contract.
+        unsafe { ManuallyDrop::drop(line) };
         return Err(Error::Closed);
     }
     match local_ring(shared) {
@@ -165,7 +195,10 @@ pub(crate) fn push(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)
 /// No usable thread-local ring (this thread is being torn down, or re-entered): use the trace's
 /// shared ring behind a mutex. Slower, same ordering.
 #[cold]
-fn push_fallback(shared: &Arc<Shared>, line: Line) -> Result<Option<(Pos, u64)>, Error> {
+fn push_fallback(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<Line>,
+) -> Result<Option<(Pos, u64)>, Error> {
     let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
     fallback.get_or_insert_with(|| LocalRing::new(shared)).push(shared, line)
 }
