@@ -7,7 +7,7 @@
 //! and a line pushed through that handle on another thread carries it as a dependency. The writer
 //! emits a line only once the line it depends on has been written. Because a handle exists only
 //! after its record line was pushed, dependencies always point backwards in time, so the writer
-//! can always make progress (see `writer::Writer::pop_ready`).
+//! can always make progress (see `writer::Writer::drain_once`).
 
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
