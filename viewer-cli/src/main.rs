@@ -12,6 +12,7 @@ mod convert;
 mod demo;
 mod formats;
 mod gantt;
+mod human;
 mod import;
 mod progress;
 mod repair;

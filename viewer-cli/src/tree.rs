@@ -227,7 +227,7 @@ fn describe(n: &Node, matched: bool, mhz: Option<f64>) -> String {
             let d = e.saturating_sub(n.start);
             let _ = write!(s, "clk {}..{} ({d} cycles", n.start, e);
             if let Some(f) = mhz {
-                let _ = write!(s, ", {}", time(d as f64 / (f * 1e6)));
+                let _ = write!(s, ", {}", crate::human::seconds(d as f64 / (f * 1e6)));
             }
             s.push(')');
         }
@@ -239,18 +239,6 @@ fn describe(n: &Node, matched: bool, mhz: Option<f64>) -> String {
         let _ = write!(s, "  {} event{}", n.events, if n.events == 1 { "" } else { "s" });
     }
     s
-}
-
-fn time(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else if s >= 1e-6 {
-        format!("{:.3} µs", s * 1e6)
-    } else {
-        format!("{:.1} ns", s * 1e9)
-    }
 }
 
 /// Annotation data on one line, cut at 80 characters.

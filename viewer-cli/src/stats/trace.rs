@@ -320,7 +320,11 @@ impl TraceStats {
             (Some(f), Some(l)) => {
                 let _ = write!(s, "time      clk {f} .. {l} ({extent} cycles");
                 if let Some(mhz) = self.mhz {
-                    let _ = write!(s, ", {} at {mhz} MHz", seconds(extent as f64 / (mhz * 1e6)));
+                    let _ = write!(
+                        s,
+                        ", {} at {mhz} MHz",
+                        crate::human::seconds(extent as f64 / (mhz * 1e6))
+                    );
                 }
                 let _ = writeln!(s, ")");
             }
@@ -411,18 +415,6 @@ impl TraceStats {
             }
         }
         s
-    }
-}
-
-fn seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else if s >= 1e-6 {
-        format!("{:.3} µs", s * 1e6)
-    } else {
-        format!("{:.1} ns", s * 1e9)
     }
 }
 
