@@ -26,20 +26,6 @@ use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
 
-/// `writeln!` to the locked stdout; a closed pipe is an error, not a panic.
-macro_rules! say {
-    ($o:expr, $($t:tt)*) => {
-        writeln!($o, $($t)*).context("writing to standard output")?
-    };
-}
-
-/// `write!` to the locked stdout.
-macro_rules! put {
-    ($o:expr, $($t:tt)*) => {
-        write!($o, $($t)*).context("writing to standard output")?
-    };
-}
-
 /// How `jets bench` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {

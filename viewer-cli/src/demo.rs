@@ -21,20 +21,6 @@ use crate::formats::{chrome, kanata};
 use crate::stats::{host::HostStats, trace::TraceStats};
 use crate::view::build;
 
-/// `writeln!` to the locked stdout; a closed pipe is an error, not a panic.
-macro_rules! say {
-    ($o:expr, $($t:tt)*) => {
-        writeln!($o, $($t)*).context("writing to standard output")?
-    };
-}
-
-/// `write!` to the locked stdout.
-macro_rules! put {
-    ($o:expr, $($t:tt)*) => {
-        write!($o, $($t)*).context("writing to standard output")?
-    };
-}
-
 /// Arguments of `jets demo`.
 #[derive(clap::Args, Debug)]
 pub struct Args {

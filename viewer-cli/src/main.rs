@@ -7,6 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[macro_use]
+mod out;
+
 mod bench;
 mod convert;
 mod demo;
