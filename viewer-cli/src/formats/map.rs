@@ -275,18 +275,7 @@ pub fn convert(input: &Path, mut out: impl Write, windows: usize) -> Result<()> 
         info_metrics
             .insert(name.into(), last.get(key).and_then(Value::as_f64).map_or(Value::Null, once));
     }
-    let cpu = &env["lscpu"];
-    let cores = ["sockets", "cores_per_socket", "threads_per_core"]
-        .iter()
-        .map(|k| cpu[k].as_f64())
-        .try_fold(1.0, |acc, v| v.map(|v| acc * v));
-    info_metrics.insert("num_cores_per_node".into(), cores.map_or(Value::Null, once));
-    let mem_mb: Option<f64> =
-        env["numa"]["node_sizes_mb"].as_array().map(|a| a.iter().filter_map(Value::as_f64).sum());
-    info_metrics.insert(
-        "memory_per_node".into(),
-        mem_mb.map_or(Value::Null, |mb| once(mb * 1024.0 * 1024.0)),
-    );
+    insert_node_metrics(&mut info_metrics, &env);
 
     let doc = json!({
         "info": {
@@ -395,18 +384,7 @@ fn convert_denet(input: &Path, mut out: impl Write, windows: usize) -> Result<()
         );
     }
     let env = file.env.map(Value::Object).unwrap_or(Value::Null);
-    let cpu = &env["lscpu"];
-    let cores = ["sockets", "cores_per_socket", "threads_per_core"]
-        .iter()
-        .map(|k| cpu[k].as_f64())
-        .try_fold(1.0, |acc, v| v.map(|v| acc * v));
-    info_metrics.insert("num_cores_per_node".into(), cores.map_or(Value::Null, once));
-    let mem_mb: Option<f64> =
-        env["numa"]["node_sizes_mb"].as_array().map(|a| a.iter().filter_map(Value::as_f64).sum());
-    info_metrics.insert(
-        "memory_per_node".into(),
-        mem_mb.map_or(Value::Null, |mb| once(mb * 1024.0 * 1024.0)),
-    );
+    insert_node_metrics(&mut info_metrics, &env);
     let command = file.metadata.as_ref().map(|m| m.cmd.join(" ")).unwrap_or_default();
     let doc = json!({
         "info": {
@@ -430,6 +408,23 @@ fn convert_denet(input: &Path, mut out: impl Write, windows: usize) -> Result<()
     serde_json::to_writer_pretty(&mut out, &doc).context("writing the MAP JSON")?;
     writeln!(out).context("writing the MAP JSON")?;
     Ok(())
+}
+
+/// MAP's per-node figures from the env snapshot (denet's `env` record): cores per node from
+/// `lscpu`, memory per node from `numa`; `null` where the snapshot lacks them.
+fn insert_node_metrics(info_metrics: &mut Map<String, Value>, env: &Value) {
+    let cpu = &env["lscpu"];
+    let cores = ["sockets", "cores_per_socket", "threads_per_core"]
+        .iter()
+        .map(|k| cpu[k].as_f64())
+        .try_fold(1.0, |acc, v| v.map(|v| acc * v));
+    info_metrics.insert("num_cores_per_node".into(), cores.map_or(Value::Null, once));
+    let mem_mb: Option<f64> =
+        env["numa"]["node_sizes_mb"].as_array().map(|a| a.iter().filter_map(Value::as_f64).sum());
+    info_metrics.insert(
+        "memory_per_node".into(),
+        mem_mb.map_or(Value::Null, |mb| once(mb * 1024.0 * 1024.0)),
+    );
 }
 
 #[cfg(test)]
