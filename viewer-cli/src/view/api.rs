@@ -12,7 +12,7 @@ use jets::sync::ClockMap;
 use serde_json::value::RawValue;
 
 use super::build::Shared;
-use super::index::{Index, Item, NONE, OPEN};
+use super::index::{Ev, Index, Item, NONE, OPEN};
 
 /// Labels are read back from the trace only for bars at least this many pixels wide.
 const LABEL_MIN_PX: f64 = 24.0;
@@ -88,6 +88,26 @@ fn opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
 
 fn id_json(out: &mut Vec<u8>, id: u64) {
     write_str(out, &id.to_string());
+}
+
+/// One event marker as the page reads it: `[clk, event, count, style, severity, color, icon,
+/// record id]`; `count` > 1 when nearby events were merged into it.
+fn marker_json(out: &mut Vec<u8>, clk: u64, ev: u32, count: u64, e: &Ev, record_id: u64) {
+    out.push(b'[');
+    for v in [clk, u64::from(ev), count, e.style.into(), e.severity.into()] {
+        write_u64(out, v);
+        out.push(b',');
+    }
+    color_json(out, e.color);
+    out.push(b',');
+    if e.icon == NONE {
+        out.extend_from_slice(b"null");
+    } else {
+        write_u64(out, u64::from(e.icon));
+    }
+    out.push(b',');
+    id_json(out, record_id);
+    out.push(b']');
 }
 
 /// `summary`: header, extent, counts, lanes and their rows, record types, build state.
@@ -290,22 +310,7 @@ pub fn window_json(
                 o.push(b',');
             }
             let e = &ix.evs[m.ev as usize];
-            o.push(b'[');
-            for v in [m.clk, u64::from(m.ev), u64::from(m.count), e.style.into(), e.severity.into()]
-            {
-                write_u64(&mut o, v);
-                o.push(b',');
-            }
-            color_json(&mut o, e.color);
-            o.push(b',');
-            if e.icon == NONE {
-                o.extend_from_slice(b"null");
-            } else {
-                write_u64(&mut o, u64::from(e.icon));
-            }
-            o.push(b',');
-            id_json(&mut o, ix.recs[e.rec as usize].id);
-            o.push(b']');
+            marker_json(&mut o, m.clk, m.ev, u64::from(m.count), e, ix.recs[e.rec as usize].id);
         }
         o.extend_from_slice(b"]}");
     }
@@ -690,23 +695,7 @@ pub fn bars(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
                 o.push(b',');
             }
             n += 1;
-            o.push(b'[');
-            for v in
-                [clks[i].0, u64::from(clks[i].1), (k - i) as u64, e.style.into(), e.severity.into()]
-            {
-                write_u64(&mut o, v);
-                o.push(b',');
-            }
-            color_json(&mut o, e.color);
-            o.push(b',');
-            if e.icon == NONE {
-                o.extend_from_slice(b"null");
-            } else {
-                write_u64(&mut o, u64::from(e.icon));
-            }
-            o.push(b',');
-            id_json(&mut o, id);
-            o.push(b']');
+            marker_json(&mut o, clks[i].0, clks[i].1, (k - i) as u64, e, id);
             i = k;
         }
         o.extend_from_slice(b"]}");
