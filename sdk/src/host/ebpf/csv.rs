@@ -61,23 +61,32 @@ struct Rotating {
     rows: usize,
 }
 
+/// Creates the next file of a rotated stream, never overwriting one that exists.
+fn open_new(
+    dir: &Path,
+    prefix: &str,
+    name_time: &str,
+) -> Result<(PathBuf, GzEncoder<BufWriter<File>>), IoTraceError> {
+    let mut path = dir.join(format!("{prefix}_{name_time}.csv.gz"));
+    let mut n = 1;
+    while path.exists() {
+        path = dir.join(format!("{prefix}_{name_time}_{n}.csv.gz"));
+        n += 1;
+    }
+    let f = File::create(&path).map_err(|e| IoTraceError::io(&path, e))?;
+    Ok((path, GzEncoder::new(BufWriter::new(f), Compression::fast())))
+}
+
 impl Rotating {
     fn writer(&mut self, name_time: &str) -> Result<&mut GzEncoder<BufWriter<File>>, IoTraceError> {
-        if self.out.is_none() {
-            let mut path = self.dir.join(format!("{}_{name_time}.csv.gz", self.prefix));
-            let mut n = 1;
-            while path.exists() {
-                path = self.dir.join(format!("{}_{name_time}_{n}.csv.gz", self.prefix));
-                n += 1;
+        let (_, w) = match &mut self.out {
+            Some(out) => out,
+            slot @ None => {
+                self.rows = 0;
+                slot.insert(open_new(&self.dir, self.prefix, name_time)?)
             }
-            let f = File::create(&path).map_err(|e| IoTraceError::io(&path, e))?;
-            self.out = Some((path, GzEncoder::new(BufWriter::new(f), Compression::fast())));
-            self.rows = 0;
-        }
-        match &mut self.out {
-            Some((_, w)) => Ok(w),
-            None => unreachable!("opened above"),
-        }
+        };
+        Ok(w)
     }
 
     fn close(&mut self) -> Result<(), IoTraceError> {
