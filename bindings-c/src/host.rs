@@ -1,4 +1,4 @@
-//! The host monitor for C: `jets::host::HostMonitor` sampling this process (CPU, memory, I/O,
+//! The host monitor for C: `jets_host::HostMonitor` sampling this process (CPU, memory, I/O,
 //! perf counters where allowed) into the trace as `HostSync` events under a `HostProcess` root
 //! record. Linux only; elsewhere the calls return `JETS_ERR_HOST`.
 
@@ -10,7 +10,7 @@ use crate::codes::*;
 use crate::failure::{status, Failure};
 
 #[cfg(target_os = "linux")]
-type Monitor = jets::host::HostMonitor;
+type Monitor = jets_host::HostMonitor;
 #[cfg(not(target_os = "linux"))]
 type Monitor = ();
 
@@ -64,11 +64,11 @@ pub(crate) fn stop_running(t: &jets_trace) -> Result<(), Failure> {
 
 #[cfg(target_os = "linux")]
 fn start(t: &jets_trace, interval_ms: u32) -> Result<Monitor, Failure> {
-    let mut config = jets::host::HostConfig::default();
+    let mut config = jets_host::HostConfig::default();
     if interval_ms > 0 {
         config = config.interval(std::time::Duration::from_millis(u64::from(interval_ms)));
     }
-    jets::host::HostMonitor::start(&t.trace, config)
+    jets_host::HostMonitor::start(&t.trace, config)
         .map_err(|e| Failure::new(JETS_ERR_HOST, e.to_string()))
 }
 

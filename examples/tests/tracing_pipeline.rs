@@ -1,4 +1,4 @@
-//! The tracing_pipeline example runs and writes a trace that `jets::validate` finds clean.
+//! The tracing_pipeline example runs and writes a trace that `jets_read::validate` finds clean.
 
 use std::process::Command;
 
@@ -10,7 +10,7 @@ fn tracing_pipeline_writes_a_valid_trace() {
         Command::new(env!("CARGO_BIN_EXE_tracing_pipeline")).arg(&out).arg("16").output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
-    let (diagnostics, report) = jets::validate::validate_bytes(text.as_bytes());
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}");
     // 16 instructions of 4 stages each, under one core record.
     assert_eq!(report.counts.records, 1 + 16 * 5);

@@ -4,13 +4,13 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let (_, _) = jets::validate::validate_bytes(data);
+    let (_, _) = jets_read::validate::validate_bytes(data);
     if let Ok(mut reader) =
-        jets::read::Reader::from_read(std::io::Cursor::new(data.to_vec()), "fuzz")
+        jets_read::Reader::from_read(std::io::Cursor::new(data.to_vec()), "fuzz")
     {
         let mut out = Vec::new();
-        if jets::validate::repair(&mut reader, &mut out, Default::default()).is_ok() {
-            let (diagnostics, report) = jets::validate::validate_bytes(&out);
+        if jets_read::validate::repair(&mut reader, &mut out, Default::default()).is_ok() {
+            let (diagnostics, report) = jets_read::validate::validate_bytes(&out);
             assert_eq!(report.errors, 0, "{diagnostics:?}");
         }
     }

@@ -15,13 +15,7 @@ const OPTIONS: &str =
                        subunit_id, display_label, status, criticality";
 
 /// The record hints: option name = the spec's `data` key = the `RecordBuilder` method.
-pub const HINTS: [&str; 7] =
-    ["color", "unit_id", "thread_id", "subunit_id", "display_label", "status", "criticality"];
-
-/// The spelling of `Status` values. The macro cannot depend on the SDK (the SDK depends on the
-/// macro), so this list repeats `jets::format::Status` to check literals at compile time.
-const STATUS: [(&str, &str); 3] =
-    [("running", "Running"), ("stalled", "Stalled"), ("complete", "Complete")];
+pub const HINTS: [&str; 7] = jets_vocab::RECORD_HINT_KEYS;
 
 /// A `data` key in `fields(..)`: `a`, `a.b` or `"any text"`.
 pub struct Key {
@@ -263,14 +257,18 @@ fn hint_value(hint: &str, value: Expr) -> syn::Result<HintValue> {
             })
         }
         "status" => {
-            let Some((_, variant)) = STATUS.iter().find(|(s, _)| *s == text) else {
-                let expected: Vec<&str> = STATUS.iter().map(|(s, _)| *s).collect();
-                return Err(syn::Error::new_spanned(
-                    lit,
-                    format!("status {text:?} is not one of {}", expected.join(", ")),
-                ));
+            let status = match text.parse::<jets_vocab::Status>() {
+                Ok(status) => status,
+                Err(e) => {
+                    let expected = e.expected().split_whitespace().collect::<Vec<_>>().join(", ");
+                    return Err(syn::Error::new_spanned(
+                        lit,
+                        format!("status {text:?} is not one of {expected}"),
+                    ));
+                }
             };
-            let variant = Ident::new(variant, lit.span());
+            // The variant's name is its Debug spelling (`Flushed`), the same enum the SDK uses.
+            let variant = Ident::new(&format!("{status:?}"), lit.span());
             Ok(HintValue::Literal { native: quote!(::jets::format::Status::#variant), text })
         }
         _ => Ok(HintValue::Expr(value)),

@@ -8,8 +8,8 @@ apt_install clang llvm
 # tracefs is not always mounted on a fresh machine; the collector mounts it itself when it can.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test -p jets-sdk --features ebpf --locked --test ebpf_io -- --nocapture --test-threads=1 2>&1 | tee "$log"
-cargo test -p jets-sdk --features ebpf --locked --lib host::ebpf
+cargo test -p jets-host --features ebpf --locked --test ebpf_io -- --nocapture --test-threads=1 2>&1 | tee "$log"
+cargo test -p jets-host --features ebpf --locked --lib ebpf
 # `jets run --io-trace` end to end, and back through `jets import --from io-tracer`.
 cargo test -p jets-cli --features ebpf --locked --test iotracer_run -- --nocapture 2>&1 | tee -a "$log"
 if grep -q "unavailable: " "$log"; then

@@ -21,30 +21,26 @@
 //! ```
 //!
 //! Where things live:
-//! * [`format`](mod@format): the line types and the JSON encoder, shared by writer, reader and
-//!   validator.
-//! * [`read`]: a streaming line reader over a memory-mapped file or any `Read` (gz, zst, br).
-//! * [`validate`]: the rules (stable codes), the parallel validator and `repair`.
+//! * [`format`](mod@format): the line types and the JSON encoder (the `jets-format` crate,
+//!   re-exported), shared by writer, reader and validator; its closed vocabularies come from
+//!   `jets-vocab`.
 //! * [`write`](mod@write): [`Trace`], record handles, per-thread lock-free rings and the writer thread.
 //! * [`clock`]: [`SimClock`], the simulator's shared cycle counter.
-//! * [`sync`]: host-time sync points (`HostSync` events) and the cycle ↔ time map.
-//! * `host` (feature `host`, Linux): the host sampler thread, `/proc` and perf collectors, the
-//!   clock beacon and denet's data model.
 //! * [`layer`] (feature `tracing`): [`JetsLayer`], which turns `tracing` spans into records.
 //! * [`record`] (feature `macros`), [`event!`] and [`annotate!`]: one-line instrumentation.
+//!
+//! Reading, validating and repairing traces is the `jets-read` crate; the host collectors (the
+//! `/proc` and perf sampler, eBPF I/O, the clock beacon and cycle ↔ wall-time sync points) are
+//! `jets-host`. A simulator links only this crate.
 
 pub mod clock;
 mod error;
-pub mod format;
-#[cfg(all(feature = "host", target_os = "linux"))]
-pub mod host;
 #[cfg(feature = "tracing")]
 pub mod layer;
 mod macros;
-pub mod read;
-pub mod sync;
-pub mod validate;
 pub mod write;
+
+pub use jets_format as format;
 
 pub use clock::SimClock;
 pub use error::Error;

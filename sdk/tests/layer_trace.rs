@@ -22,7 +22,7 @@ impl Write for Buffer {
     }
 }
 
-/// Runs `f` with a `JetsLayer` on a fresh trace; returns the whole file, which `jets::validate`
+/// Runs `f` with a `JetsLayer` on a fresh trace; returns the whole file, which `jets_read::validate`
 /// finds clean (no error, no warning), and asserts the layer met no error.
 fn traced(f: impl FnOnce(&Trace)) -> String {
     let out = Buffer::default();
@@ -35,7 +35,7 @@ fn traced(f: impl FnOnce(&Trace)) -> String {
     trace.close().unwrap();
     assert_eq!(errors.count(), 0, "layer errors: {:?}", errors.first());
     let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-    let (diagnostics, report) = jets::validate::validate_bytes(text.as_bytes());
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}\n{text}");
     text
 }
@@ -265,7 +265,7 @@ fn a_clk_before_the_parent_is_counted_and_its_lines_go_to_the_nearest_recorded_a
         errors.first()
     );
     let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-    let (diagnostics, _) = jets::validate::validate_bytes(text.as_bytes());
+    let (diagnostics, _) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
     assert!(!text.contains(r#""name":"early""#));
     let event = text.lines().find(|l| l.contains("lands on parent")).unwrap();

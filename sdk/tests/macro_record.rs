@@ -27,11 +27,11 @@ fn new_trace() -> (Trace, Buffer) {
     (Trace::to_writer(out.clone(), meta).unwrap(), out)
 }
 
-/// Closes the trace and returns its text, which `jets::validate` finds clean (no error, no warning).
+/// Closes the trace and returns its text, which `jets_read::validate` finds clean (no error, no warning).
 fn finish(trace: Trace, out: Buffer) -> String {
     trace.close().unwrap();
     let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-    let (diagnostics, report) = jets::validate::validate_bytes(text.as_bytes());
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}\n{text}");
     text
 }

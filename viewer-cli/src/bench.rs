@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
-use jets::read::Reader;
-use jets::validate::Validator;
 use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
+use jets_read::validate::Validator;
+use jets_read::Reader;
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
 

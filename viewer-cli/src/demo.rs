@@ -12,9 +12,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use jets::read::Reader;
-use jets::validate::Validator;
 use jets_examples::pipeline::{self, programs, traced, Program};
+use jets_read::validate::Validator;
+use jets_read::Reader;
 
 use crate::convert::open_output;
 use crate::formats::{chrome, kanata};

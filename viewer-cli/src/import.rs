@@ -554,7 +554,7 @@ fn write_trace(
 }
 
 /// The metric keys of spec/host-sync.md for one denet sample.
-fn host_sample(m: &jets::host::denet::AggregatedMetrics, tree: bool) -> Map<String, Value> {
+fn host_sample(m: &jets_host::denet::AggregatedMetrics, tree: bool) -> Map<String, Value> {
     let mut d = Map::new();
     let mut put = |k: &str, v: Value| {
         d.insert(k.to_owned(), v);
@@ -608,7 +608,7 @@ pub const HOST_SAMPLE_EVENT: &str = "HostSample";
 /// Imports denet JSON Lines files into the JETS trace `output`: one `HostProcess` record each.
 pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<ImportSummary> {
     use crate::formats::denet;
-    use jets::host::denet::AggregatedMetrics;
+    use jets_host::denet::AggregatedMetrics;
     let mut files = Vec::new();
     for path in inputs {
         let f = denet::read(path)?;
@@ -654,7 +654,7 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
             samples.iter().map(|m| m.ts_ms.saturating_sub(t0).saturating_mul(1000)).collect()
         };
         let (first, last) = (clks[0], clks[clks.len() - 1]);
-        let mut rec = trace.root("host", jets::sync::HOST_RECORD_TYPE).description(format!(
+        let mut rec = trace.root("host", jets_host::sync::HOST_RECORD_TYPE).description(format!(
             "denet file {}",
             path.file_name()
                 .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
@@ -674,14 +674,14 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
         if let Some(env) = &f.env {
             let mut env = env.clone();
             env.remove("kind");
-            host.annotation(jets::sync::ENV_ANNOTATION)
+            host.annotation(jets_host::sync::ENV_ANNOTATION)
                 .description("denet env record")
                 .data_json(&serde_json::to_string(&env)?)
                 .emit()?;
         }
         if let Some(m) = &f.metadata {
             if let Some(caps) = &m.capabilities {
-                host.annotation(jets::sync::CAPABILITIES_ANNOTATION)
+                host.annotation(jets_host::sync::CAPABILITIES_ANNOTATION)
                     .description("denet metadata capabilities")
                     .data_json(&serde_json::to_string(caps)?)
                     .emit()?;

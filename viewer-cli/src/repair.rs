@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
-use jets::read::Reader;
-use jets::validate::{repair, RepairOptions};
+use jets_read::validate::{repair, RepairOptions};
+use jets_read::Reader;
 
 /// Arguments of `jets repair`.
 #[derive(Debug, clap::Args)]

@@ -20,8 +20,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use jets::host::denet::{Line, Metrics, ProcessMetadata, TreeSample};
-use jets::host::{Capability, ClockBeacon, SamplerOptions, Schedule, TreeSampler, BEACON_ENV};
+use jets_host::denet::{Line, Metrics, ProcessMetadata, TreeSample};
+use jets_host::{Capability, ClockBeacon, SamplerOptions, Schedule, TreeSampler, BEACON_ENV};
 use serde_json::json;
 
 use crate::formats::denet::DenetFile;
@@ -297,7 +297,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
     );
     if args.write_env {
-        sinks.line(&Line::Env(&jets::host::env::snapshot(std::process::id())).to_json())?;
+        sinks.line(&Line::Env(&jets_host::env::snapshot(std::process::id())).to_json())?;
     }
     let meta = ProcessMetadata {
         pid: child.pid as u32,

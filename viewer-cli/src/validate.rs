@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context};
-use jets::read::Reader;
-use jets::validate::{Diagnostic, Report, Rule, Validator};
+use jets_read::validate::{Diagnostic, Report, Rule, Validator};
+use jets_read::Reader;
 use serde_json::json;
 
 use crate::progress::Progress;

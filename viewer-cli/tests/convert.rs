@@ -450,7 +450,7 @@ fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let (diagnostics, report) =
-            jets::validate::validate_bytes(&std::fs::read(&back).expect("read"));
+            jets_read::validate::validate_bytes(&std::fs::read(&back).expect("read"));
         assert!(report.is_valid(), "{name}: {diagnostics:#?}");
         assert_eq!(shape(&back), shape(&input), "{name}");
         let header = |p: &Path| read(p).lines().next().map(str::to_owned);

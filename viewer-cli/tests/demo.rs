@@ -40,7 +40,7 @@ fn demo_writes_every_file_it_names_and_each_is_valid() {
         |suffix: &str| files.iter().find(|f| f.to_string_lossy().ends_with(suffix)).unwrap();
 
     let trace = std::fs::read(by_suffix(".jets")).unwrap();
-    let (diagnostics, report) = jets::validate::validate_bytes(&trace);
+    let (diagnostics, report) = jets_read::validate::validate_bytes(&trace);
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
     assert!(report.footer && report.counts.records > 100);
 

@@ -71,7 +71,7 @@ fn every_corpus_file_imports_into_a_valid_trace_with_one_record_per_complete_eve
         let o = import(&[&input], &out);
         assert!(o.status.success(), "{}: {}", input.display(), String::from_utf8_lossy(&o.stderr));
         let bytes = std::fs::read(&out).expect("read");
-        let (diagnostics, report) = jets::validate::validate_bytes(&bytes);
+        let (diagnostics, report) = jets_read::validate::validate_bytes(&bytes);
         assert!(report.is_valid(), "{}: {diagnostics:#?}", input.display());
         assert_eq!(report.warnings, 0, "{}: {diagnostics:#?}", input.display());
 

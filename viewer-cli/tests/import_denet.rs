@@ -49,7 +49,7 @@ fn every_denet_file_becomes_a_valid_trace_of_host_samples() {
             .expect("run jets");
         assert!(o.status.success(), "{}: {}", input.display(), String::from_utf8_lossy(&o.stderr));
         let bytes = std::fs::read(&out).expect("read");
-        let (diagnostics, report) = jets::validate::validate_bytes(&bytes);
+        let (diagnostics, report) = jets_read::validate::validate_bytes(&bytes);
         assert!(report.is_valid(), "{}: {diagnostics:#?}", input.display());
         let text = String::from_utf8(bytes).expect("utf8");
         let (mut hosts, mut events, mut env) = (0, 0, 0);

@@ -26,7 +26,7 @@ fn without_the_feature_io_trace_is_refused_clearly() {
 #[cfg(feature = "ebpf")]
 #[test]
 fn io_trace_round_trip_through_import() {
-    let cap = jets::host::ebpf::capability();
+    let cap = jets_host::ebpf::capability();
     if !cap.available {
         println!("unavailable: {}", cap.reason.unwrap_or_default());
         return;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use jets::host::{HostConfig, HostMonitor};
 use jets::{Metadata, Trace};
+use jets_host::{HostConfig, HostMonitor};
 use serde_json::Value;
 
 /// A core that runs for ~400 ms: every step opens an instruction that lasts 8 cycles, 4 cycles

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use jets::host::denet::{AggregatedMetrics, TreeSample};
+use jets_host::denet::{AggregatedMetrics, TreeSample};
 use serde_json::Value;
 
 const CHILD_ALLOC: usize = 48 << 20;
@@ -32,7 +32,7 @@ fn write_file(path: &Path, len: usize) {
 fn workload() {
     let Ok(role) = std::env::var("JETS_RUN_WORKLOAD") else { return };
     let dir = PathBuf::from(std::env::var("JETS_RUN_DIR").expect("dir"));
-    let beacon = jets::host::ClockBeacon::from_env().expect("beacon");
+    let beacon = jets_host::ClockBeacon::from_env().expect("beacon");
     if role == "sim" {
         simulator(&dir);
         return;
@@ -81,8 +81,8 @@ fn workload() {
 fn simulator(dir: &Path) {
     let trace = jets::Trace::create(dir.join("sim.jets"), jets::Metadata::new()).expect("trace");
     let clock = trace.clock().clone();
-    let config = jets::host::HostConfig::default().interval(Duration::from_millis(50));
-    let monitor = jets::host::HostMonitor::start(&trace, config).expect("monitor");
+    let config = jets_host::HostConfig::default().interval(Duration::from_millis(50));
+    let monitor = jets_host::HostMonitor::start(&trace, config).expect("monitor");
     let core = trace.root("core0", "Core").begin_at(0).expect("core");
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(600) {
@@ -265,12 +265,12 @@ fn a_simulator_under_jets_run_publishes_its_cycle_consistently_with_its_trace() 
 
     // The simulator's own trace: valid, with its sync points.
     let text = std::fs::read_to_string(dir.path().join("sim.jets")).expect("trace");
-    let (diagnostics, report) = jets::validate::validate_bytes(text.as_bytes());
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(report.is_valid(), "{diagnostics:?}");
     let lines = text.lines().map(|l| jets::format::Line::parse(l).expect("line"));
-    let collected = jets::sync::collect(lines, "Instruction").expect("sync points");
-    let map =
-        jets::sync::ClockMap::new(collected.points.iter().map(|(p, _)| *p).collect()).expect("map");
+    let collected = jets_host::sync::collect(lines, "Instruction").expect("sync points");
+    let map = jets_host::sync::ClockMap::new(collected.points.iter().map(|(p, _)| *p).collect())
+        .expect("map");
 
     // The monitor's samples: sim_clk from the beacon. By the trace's own clock map, a sample's
     // cycle maps to the sample's time within: the beacon's staleness (its 10 ms publish period,

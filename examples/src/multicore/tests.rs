@@ -14,7 +14,7 @@ fn sums_are_right_and_the_trace_validates_clean() {
     assert!(outcome.queued_cycles > 0, "three cores share one port: some requests wait");
 
     let bytes = std::fs::read(&path).unwrap();
-    let (diagnostics, report) = jets::validate::validate_bytes(&bytes);
+    let (diagnostics, report) = jets_read::validate::validate_bytes(&bytes);
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
     assert_eq!(report.open_records, 0);
     assert_eq!(summary.records, report.counts.records);

@@ -197,7 +197,7 @@ fn the_traced_run_validates_clean_and_is_right() {
     assert_eq!(out.stats, stats, "tracing must not change the simulation");
 
     let bytes = std::fs::read(&path).unwrap();
-    let (diagnostics, report) = jets::validate::validate_bytes(&bytes);
+    let (diagnostics, report) = jets_read::validate::validate_bytes(&bytes);
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
     assert!(report.footer);
     assert_eq!(report.open_records, 0);

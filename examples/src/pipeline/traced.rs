@@ -6,7 +6,7 @@
 //! * the pipeline itself uses the native API ([`super::core`]): an `Instruction` record per fetched
 //!   instruction with stage events, unit records with Gantt hints, stall and miss events and
 //!   records: tens of lines per cycle, where the native API's cost matters;
-//! * the host collector ([`jets::host::HostMonitor`]) samples the process and writes `HostSync`
+//! * the host collector ([`jets_host::HostMonitor`]) samples the process and writes `HostSync`
 //!   sync points that map cycles to host time.
 
 use std::path::Path;
@@ -170,15 +170,15 @@ pub fn run_to_file(path: &Path, program: &Program, options: &Options) -> Result<
 }
 
 #[cfg(target_os = "linux")]
-type Monitor = jets::host::HostMonitor;
+type Monitor = jets_host::HostMonitor;
 #[cfg(not(target_os = "linux"))]
 type Monitor = std::convert::Infallible;
 
 #[cfg(target_os = "linux")]
 fn start_host(trace: &Trace, interval: Option<Duration>) -> (Option<Monitor>, HostOutcome) {
     let Some(interval) = interval else { return (None, HostOutcome::Off) };
-    let config = jets::host::HostConfig::default().interval(interval);
-    match jets::host::HostMonitor::start(trace, config) {
+    let config = jets_host::HostConfig::default().interval(interval);
+    match jets_host::HostMonitor::start(trace, config) {
         Ok(m) => (Some(m), HostOutcome::Off),
         Err(e) => (None, HostOutcome::Unavailable(e.to_string())),
     }

@@ -252,7 +252,7 @@ impl Writer {
         match line.kind {
             Kind::Record => {
                 let rt = &*line.record_type;
-                format::write_record(
+                format::encode::write_record(
                     out,
                     line.clk,
                     name,
@@ -265,7 +265,7 @@ impl Writer {
                 s.records += 1;
             }
             Kind::End => {
-                format::write_record_end(out, line.clk, line.id);
+                format::encode::write_record_end(out, line.clk, line.id);
                 // record_end has no `data` object in the spec: its few fields (a final status)
                 // are written as members of the line itself.
                 for (key, value) in line.data.fields() {
@@ -275,11 +275,11 @@ impl Writer {
                 s.record_ends += 1;
             }
             Kind::Event => {
-                format::write_event(out, line.clk, name, line.id, description, data);
+                format::encode::write_event(out, line.clk, name, line.id, description, data);
                 s.events += 1;
             }
             Kind::Annotation => {
-                format::write_annotation(
+                format::encode::write_annotation(
                     out,
                     name,
                     line.id,
@@ -289,7 +289,7 @@ impl Writer {
                 s.annotations += 1;
             }
         }
-        format::close_line(out);
+        format::encode::close_line(out);
         if line.kind != Kind::Annotation {
             s.capture_end_clk = Some(s.capture_end_clk.map_or(line.clk, |m| m.max(line.clk)));
         }

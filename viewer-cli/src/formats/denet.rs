@@ -1,6 +1,6 @@
 //! denet JSON Lines (host process monitoring): reading, for `jets stats` and `jets import`.
 //!
-//! The data model is the SDK's ([`jets::host::denet`]), which `jets run` writes. Tagged lines
+//! The data model is the SDK's ([`jets_host::denet`]), which `jets run` writes. Tagged lines
 //! (`kind`: env, metadata, child, tree, sample, exit) and the legacy untagged shapes (no `kind`;
 //! `net_*` instead of `sys_net_*`) are both read, following denet 0.10's reader: a tree line counts
 //! through its `aggregated` metrics, a line with `aggregated: null` (the process had exited) is
@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use jets::host::denet::{AggregatedMetrics, Metrics, ProcessMetadata};
+use jets_host::denet::{AggregatedMetrics, Metrics, ProcessMetadata};
 use serde_json::{Map, Value};
 
 /// The samples of a denet file.

@@ -303,7 +303,7 @@ pub fn read_dir(dir: &Path) -> Result<IoDir> {
 
 fn read_file(path: &Path, stream: &'static str, def: &StreamDef, out: &mut IoDir) -> Result<()> {
     let mut reader =
-        jets::read::Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
+        jets_read::Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut columns: Vec<String> = def.columns.iter().map(|c| c.to_string()).collect();
     let mut lineno = 0u64;
     while let Some(line) = reader.next_line() {
@@ -457,7 +457,7 @@ pub fn import_all(inputs: &[PathBuf], output: &Path) -> Result<ImportSummary> {
 
 /// The eBPF collector `jets run --io-trace` drives (the SDK's, with feature `ebpf`).
 #[cfg(feature = "ebpf")]
-pub type Collector = jets::host::ebpf::IoTracer;
+pub type Collector = jets_host::ebpf::IoTracer;
 /// Without feature `ebpf` there is no collector: this type has no values.
 #[cfg(not(feature = "ebpf"))]
 pub type Collector = std::convert::Infallible;
@@ -467,8 +467,8 @@ pub fn start_collector(dir: Option<&Path>, pid: u32) -> Result<Option<Collector>
     let Some(dir) = dir else { return Ok(None) };
     #[cfg(feature = "ebpf")]
     {
-        let config = jets::host::ebpf::IoTraceConfig::default().output_dir(dir);
-        jets::host::ebpf::IoTracer::start(pid, config)
+        let config = jets_host::ebpf::IoTraceConfig::default().output_dir(dir);
+        jets_host::ebpf::IoTracer::start(pid, config)
             .map(Some)
             .with_context(|| format!("--io-trace {}", dir.display()))
     }

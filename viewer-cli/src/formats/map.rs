@@ -23,8 +23,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jets::format::Line;
-use jets::read::Reader;
-use jets::sync::{keys, ClockMap, SyncPoint, ENV_ANNOTATION, HOST_RECORD_TYPE, SYNC_EVENT};
+use jets_host::sync::{keys, ClockMap, SyncPoint, ENV_ANNOTATION, HOST_RECORD_TYPE, SYNC_EVENT};
+use jets_read::Reader;
 use serde_json::{json, Map, Value};
 
 /// Keys of a `HostSync` event that are clocks or totals, not per-sample metrics.
@@ -154,7 +154,7 @@ pub fn convert(input: &Path, mut out: impl Write, windows: usize) -> Result<()> 
     if fp.points.len() < 2 {
         bail!(
             "{}: {} {SYNC_EVENT} sample(s) on a {HOST_RECORD_TYPE} record; MAP needs at least 2 \
-             (record the trace with jets::host::HostMonitor)",
+             (record the trace with jets_host::HostMonitor)",
             input.display(),
             fp.points.len()
         );

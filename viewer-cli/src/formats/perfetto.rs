@@ -327,8 +327,8 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
 
     fn instant(&mut self, i: &Instant<'_>) -> Result<()> {
         let e = i.event;
-        if e.name == jets::sync::SYNC_EVENT {
-            if let Some(Ok(p)) = jets::sync::SyncPoint::from_event(e) {
+        if e.name == jets_host::sync::SYNC_EVENT {
+            if let Some(Ok(p)) = jets_host::sync::SyncPoint::from_event(e) {
                 let mut cs = Vec::new();
                 for (id, ts) in [
                     (CLOCK_BOOTTIME, self.ns(e.clk)),

@@ -346,14 +346,14 @@ impl<S: TimelineSink> Timeline<S> {
     }
 }
 
-/// Reads a JETS trace (plain, `.gz`, `.zst`, `.br`) line by line with [`jets::read::Reader`],
+/// Reads a JETS trace (plain, `.gz`, `.zst`, `.br`) line by line with [`jets_read::Reader`],
 /// handing each parsed line and its number to `f`; errors name the file and the line. A
 /// compressed trace cut short is an error too: converting it would silently drop its tail. Shows
 /// a progress bar on stderr when it is a terminal.
 pub fn read_trace(path: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -> Result<()> {
     // The SDK's errors already name the file and the cause; `anyhow!` keeps them from being
     // printed twice (once as the message, once as the source).
-    let mut reader = jets::read::Reader::open(path).map_err(|e| anyhow!("{e}"))?;
+    let mut reader = jets_read::Reader::open(path).map_err(|e| anyhow!("{e}"))?;
     let name = reader.name().to_owned();
     // A bar on a TTY only (see crate::progress); updated every 64Ki lines, not per line.
     let progress = crate::progress::Progress::bytes(reader.source_len(), &name);

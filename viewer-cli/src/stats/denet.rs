@@ -36,7 +36,7 @@ pub struct MemoryCharacterization {
 impl MemoryCharacterization {
     /// From (perf deltas, PSI some) per sample; `None` when neither source has data.
     fn from_samples(
-        samples: impl Iterator<Item = (Option<jets::host::denet::PerfCounters>, Option<f32>)>,
+        samples: impl Iterator<Item = (Option<jets_host::denet::PerfCounters>, Option<f32>)>,
     ) -> Option<Self> {
         let (mut cyc, mut ins, mut refs, mut miss, mut stall) = (0u64, 0u64, 0u64, 0u64, 0u64);
         let (mut perf_seen, mut psi_total, mut psi_pressured) = (false, 0usize, 0usize);

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use jets::format::Line;
-use jets::read::Reader;
-use jets::sync::{
+use jets_host::sync::{
     ClockMap, IntervalSpeed, SyncPoint, CAPABILITIES_ANNOTATION, HOST_RECORD_TYPE, SYNC_EVENT,
 };
+use jets_read::Reader;
 use serde_json::{json, Map, Value};
 
 /// Metrics whose maximum is a peak.

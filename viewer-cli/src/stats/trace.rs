@@ -253,7 +253,7 @@ impl TraceStats {
     /// The report as JSON.
     pub fn to_json(&self) -> Value {
         let mut lines = Map::new();
-        for t in LineType::ALL {
+        for &t in LineType::ALL {
             lines.insert(t.as_str().into(), self.count(t).into());
         }
         let mut types = Map::new();
@@ -333,7 +333,7 @@ impl TraceStats {
             }
         }
         let _ = write!(s, "lines    ");
-        for t in LineType::ALL {
+        for &t in LineType::ALL {
             let _ = write!(s, " {} {}", t.as_str(), self.count(t));
         }
         let _ = writeln!(s);

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use jets::format::json::{write_f64, write_key, write_str, write_u64};
 use jets::format::Line;
-use jets::sync::ClockMap;
+use jets_host::sync::ClockMap;
 use serde_json::value::RawValue;
 
 use super::build::Shared;

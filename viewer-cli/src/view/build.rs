@@ -1,7 +1,7 @@
 //! Building the index in the background, following the trace while it grows, and reading lines
 //! back by offset.
 //!
-//! A plain file is followed with [`jets::read::Reader::follow`]: complete lines are indexed as they
+//! A plain file is followed with [`jets_read::Reader::follow`]: complete lines are indexed as they
 //! arrive, a torn last line is waited for, and following stops at the footer. A compressed trace
 //! (or a pipe) cannot be read at an offset, so its lines are copied to a *spool* file (unlinked at
 //! once, so it disappears with the process) and read back from there.
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::{Context, Result};
-use jets::read::{Chunk, Compression, LineError, Reader};
+use jets_read::{Chunk, Compression, LineError, Reader};
 
 use super::index::{Index, Parsed};
 

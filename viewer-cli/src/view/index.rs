@@ -19,8 +19,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use jets::format::{Line, MarkerStyle, Severity, Status};
-use jets::read::{LineError, RawLine};
-use jets::sync::{SyncPoint, HOST_RECORD_TYPE, SYNC_EVENT};
+use jets_host::sync::{SyncPoint, HOST_RECORD_TYPE, SYNC_EVENT};
+use jets_read::{LineError, RawLine};
 use serde_json::{Map, Value};
 
 /// "No entry" in the `u32` links.

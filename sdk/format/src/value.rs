@@ -1,0 +1,351 @@
+//! Typed values for the `data` of lines being written.
+//!
+//! A simulator's hot path hands the SDK static names and a few numbers. [`Str`] and [`Value`] carry
+//! them without allocating, and [`Data`] keeps up to [`Data::INLINE`] fields inline, so emitting a
+//! line with a couple of typed fields never touches the allocator. Arbitrary JSON is accepted too
+//! (as validated raw text), for data that is not known until run time.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use arrayvec::ArrayVec;
+use serde_json::value::RawValue;
+
+use super::hints::Color;
+use super::json;
+
+/// A string that is static, owned or shared: names on the hot path are usually `&'static str`.
+///
+/// ```
+/// use jets_format::Str;
+/// let a: Str = "Decode".into();
+/// let b: Str = format!("core{}", 3).into();
+/// assert_eq!(&*a, "Decode");
+/// assert_eq!(&*b, "core3");
+/// ```
+#[derive(Clone)]
+pub enum Str {
+    /// A string with static lifetime: no allocation, no reference count.
+    Static(&'static str),
+    /// A string owned by this value.
+    Owned(Box<str>),
+    /// A string shared with others (an interned name).
+    Shared(Arc<str>),
+}
+
+impl Str {
+    /// The empty string.
+    pub const EMPTY: Str = Str::Static("");
+
+    /// The text.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Str::Static(s) => s,
+            Str::Owned(s) => s,
+            Str::Shared(s) => s,
+        }
+    }
+}
+
+impl Deref for Str {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for Str {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for Str {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<&'static str> for Str {
+    #[inline]
+    fn from(s: &'static str) -> Self {
+        Str::Static(s)
+    }
+}
+impl From<String> for Str {
+    fn from(s: String) -> Self {
+        Str::Owned(s.into_boxed_str())
+    }
+}
+impl From<Box<str>> for Str {
+    fn from(s: Box<str>) -> Self {
+        Str::Owned(s)
+    }
+}
+impl From<Arc<str>> for Str {
+    fn from(s: Arc<str>) -> Self {
+        Str::Shared(s)
+    }
+}
+impl From<&Arc<str>> for Str {
+    fn from(s: &Arc<str>) -> Self {
+        Str::Shared(Arc::clone(s))
+    }
+}
+
+/// One typed value of a `data` field.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// JSON `null`.
+    Null,
+    /// JSON `true` / `false`.
+    Bool(bool),
+    /// A non-negative integer.
+    U64(u64),
+    /// A signed integer.
+    I64(i64),
+    /// A float (`null` in the file when not finite, as JSON has no NaN).
+    F64(f64),
+    /// A string.
+    Str(Str),
+    /// A color, written as `"#rrggbb"`.
+    Color(Color),
+}
+
+impl Value {
+    /// Appends this value as JSON.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(b) => json::write_bool(out, *b),
+            Value::U64(v) => json::write_u64(out, *v),
+            Value::I64(v) => json::write_i64(out, *v),
+            Value::F64(v) => json::write_f64(out, *v),
+            Value::Str(s) => json::write_str(out, s),
+            Value::Color(c) => json::write_str(out, c.to_hex().as_str()),
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($($t:ty => $variant:ident as $as:ty),* $(,)?) => {$(
+        impl From<$t> for Value {
+            #[inline]
+            fn from(v: $t) -> Self { Value::$variant(v as $as) }
+        }
+    )*};
+}
+value_from!(
+    u8 => U64 as u64, u16 => U64 as u64, u32 => U64 as u64, u64 => U64 as u64, usize => U64 as u64,
+    i8 => I64 as i64, i16 => I64 as i64, i32 => I64 as i64, i64 => I64 as i64, isize => I64 as i64,
+    f32 => F64 as f64, f64 => F64 as f64,
+);
+impl From<bool> for Value {
+    #[inline]
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+impl From<&'static str> for Value {
+    #[inline]
+    fn from(v: &'static str) -> Self {
+        Value::Str(Str::Static(v))
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Str(v.into())
+    }
+}
+impl From<Str> for Value {
+    fn from(v: Str) -> Self {
+        Value::Str(v)
+    }
+}
+impl From<Arc<str>> for Value {
+    fn from(v: Arc<str>) -> Self {
+        Value::Str(Str::Shared(v))
+    }
+}
+impl From<Color> for Value {
+    fn from(v: Color) -> Self {
+        Value::Color(v)
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// The `data` of a line being written: typed fields, optionally merged with raw JSON.
+///
+/// Up to [`Data::INLINE`] fields with static keys are stored inline; more spill to the heap.
+#[derive(Clone, Debug)]
+pub struct Data {
+    /// Only the used slots are ever initialized: a line with no data costs nothing here.
+    inline: ArrayVec<(&'static str, Value), { Data::INLINE }>,
+    /// Rare parts live behind one pointer, so the common case stays small to copy.
+    extra: Option<Box<Extra>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Extra {
+    spill: Vec<(Str, Value)>,
+    json: Option<Box<RawValue>>,
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Data::new()
+    }
+}
+
+impl Data {
+    /// How many fields with static keys are kept without allocating.
+    pub const INLINE: usize = 4;
+
+    /// No data.
+    pub const fn new() -> Self {
+        Data { inline: ArrayVec::new_const(), extra: None }
+    }
+
+    /// Adds a field. Later fields with the same key are written too; readers keep the last.
+    #[inline(always)]
+    pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
+        let (key, value) = (key.into(), value.into());
+        match key {
+            Str::Static(k) if !self.inline.is_full() && self.extra.is_none() => {
+                self.inline.push((k, value));
+            }
+            key => self.extra.get_or_insert_with(Box::default).spill.push((key, value)),
+        }
+    }
+
+    /// Sets raw JSON data, already validated. Typed fields are merged into it when it is an object.
+    pub fn set_json(&mut self, raw: Box<RawValue>) {
+        self.extra.get_or_insert_with(Box::default).json = Some(raw);
+    }
+
+    fn spill(&self) -> &[(Str, Value)] {
+        self.extra.as_ref().map_or(&[], |e| &e.spill)
+    }
+
+    fn json(&self) -> Option<&RawValue> {
+        self.extra.as_ref().and_then(|e| e.json.as_deref())
+    }
+
+    /// Parses and sets raw JSON data.
+    ///
+    /// ```
+    /// let mut d = jets_format::Data::new();
+    /// d.parse_json(r#"{"x": 1}"#).unwrap();
+    /// assert!(d.parse_json("{oops").is_err());
+    /// ```
+    pub fn parse_json(&mut self, text: &str) -> Result<(), serde_json::Error> {
+        let raw: Box<RawValue> = serde_json::from_str(text)?;
+        self.set_json(raw);
+        Ok(())
+    }
+
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.inline.is_empty() && self.spill().is_empty() && self.json().is_none()
+    }
+
+    /// True when the data would be written as a JSON object (or is empty).
+    pub fn is_object(&self) -> bool {
+        self.json().is_none_or(|raw| raw.get().trim_start().starts_with('{'))
+    }
+
+    /// The typed fields in the order they were added.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let inline = self.inline.iter().map(|(k, v)| (*k, v));
+        inline.chain(self.spill().iter().map(|(k, v)| (k.as_str(), v)))
+    }
+
+    /// Appends the data as one JSON value: the raw JSON when it is the only content, otherwise an
+    /// object holding the typed fields followed by the raw object's own members.
+    ///
+    /// Call only when [`Data::is_object`] holds or there are no typed fields.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let raw = self.json().map(|r| r.get().trim());
+        if self.inline.is_empty() && self.spill().is_empty() {
+            if let Some(raw) = raw {
+                out.extend_from_slice(raw.as_bytes());
+                return;
+            }
+        }
+        out.push(b'{');
+        for (k, v) in self.fields() {
+            json::write_key(out, k);
+            v.write_json(out);
+        }
+        if let Some(raw) = raw {
+            // `raw` is a validated object: `{` members `}`. Splice its members in after ours.
+            let inner = raw[1..raw.len() - 1].trim();
+            if !inner.is_empty() {
+                if !matches!(out.last(), Some(b'{')) {
+                    out.push(b',');
+                }
+                out.extend_from_slice(inner.as_bytes());
+            }
+        }
+        out.push(b'}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(d: &Data) -> String {
+        let mut out = Vec::new();
+        d.write_json(&mut out);
+        String::from_utf8(out).expect("utf8")
+    }
+
+    #[test]
+    fn inline_and_spilled_fields_keep_order() {
+        let mut d = Data::new();
+        for (i, k) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
+            d.push(k, i as u64);
+        }
+        assert_eq!(enc(&d), r#"{"a":0,"b":1,"c":2,"d":3,"e":4,"f":5}"#);
+    }
+
+    #[test]
+    fn typed_values_and_merged_json() {
+        let mut d = Data::new();
+        d.push("s", "x\"y");
+        d.push("f", 1.5);
+        d.push("n", -3i32);
+        d.push("b", true);
+        d.parse_json(r#" { "z" : [1, 2] } "#).expect("json");
+        assert_eq!(enc(&d), r#"{"s":"x\"y","f":1.5,"n":-3,"b":true,"z" : [1, 2]}"#);
+        let v: serde_json::Value = serde_json::from_str(&enc(&d)).expect("valid json");
+        assert_eq!(v["z"][1], 2);
+    }
+
+    #[test]
+    fn raw_non_object_alone() {
+        let mut d = Data::new();
+        d.parse_json("[1,2]").expect("json");
+        assert!(!d.is_object());
+        assert_eq!(enc(&d), "[1,2]");
+        let mut e = Data::new();
+        e.parse_json("{}").expect("json");
+        e.push("k", 1u8);
+        assert_eq!(enc(&e), r#"{"k":1}"#);
+    }
+
+    #[test]
+    fn data_stays_small() {
+        assert!(std::mem::size_of::<Value>() <= 24, "{}", std::mem::size_of::<Value>());
+        // The queue copies a Data per line: keep an eye on its size.
+        assert!(std::mem::size_of::<Data>() <= 256, "{}", std::mem::size_of::<Data>());
+    }
+}
