@@ -9,7 +9,7 @@ use jets::write::{AnnotationBuilder, EventBuilder, RecordBuilder};
 
 use crate::codes::JETS_ERR_INVALID_JSON;
 use crate::cstr;
-use crate::failure::Failure;
+use crate::failure::{Failure, Msg};
 use crate::intern;
 use crate::types::*;
 
@@ -66,8 +66,22 @@ macro_rules! describe {
 describe!(RecordBuilder, EventBuilder, AnnotationBuilder);
 
 fn parse_json(data: &mut Data, text: &str, what: &str) -> Result<(), Failure> {
+    strict_json(text, what)?;
     data.parse_json(text)
         .map_err(|e| Failure::new(JETS_ERR_INVALID_JSON, format!("{what} is not valid JSON: {e}")))
+}
+
+/// Refuses JSON text that the SDK would pass through but readers of the trace reject (rule
+/// C-JSON-1 in spec/c-api-decisions.md): a number out of the range of a double (`1e999`), a lone
+/// UTF-16 surrogate escape (`"\ud800"`), and nesting deeper than 128 levels. `serde_json`'s own
+/// parser into a value is what `jets stats` and `jets convert` read with, so it is the referee.
+pub(crate) fn strict_json(text: &str, what: &str) -> Result<(), Failure> {
+    serde_json::from_str::<serde_json::Value>(text).map(drop).map_err(|e| {
+        Failure::new(
+            JETS_ERR_INVALID_JSON,
+            format!("{what} is not JSON that trace readers accept: {e}"),
+        )
+    })
 }
 
 /// Reads the plain-string arguments `description` and `data_json` (both optional).
@@ -138,6 +152,9 @@ impl Attrs {
         };
         // SAFETY: forwarded from the caller.
         let json = unsafe { cstr::optional(a.data_json, "attrs->data_json") }?;
+        if let Some(text) = json {
+            strict_json(text, "attrs->data_json")?;
+        }
         let fields: &[jets_field] = match (a.field_count, a.fields.is_null()) {
             (0, _) => &[],
             (n, true) => {
@@ -178,9 +195,9 @@ impl Checked<'_> {
     }
 }
 
-fn required(h: jets_str, what: &str) -> Result<&'static str, Failure> {
+fn required(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
     if h == 0 {
-        return Err(Failure::invalid(format!("{what} is 0 (required)")));
+        return Err(Failure::invalid(Msg::What(what, " is 0 (required)")));
     }
     intern::lookup(h, what)
 }

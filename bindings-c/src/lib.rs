@@ -23,6 +23,7 @@ mod cstr;
 mod failure;
 pub mod host;
 pub mod intern;
+pub mod process;
 mod records;
 pub mod types;
 
@@ -30,4 +31,5 @@ pub use api::*;
 pub use codes::*;
 pub use host::*;
 pub use intern::jets_intern;
+pub use process::jets_install_fatal_signal_flush;
 pub use types::*;

@@ -96,6 +96,8 @@ impl RecordHandle {
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
         if !self.live {
+            // The end of a dropped record is dropped too, and counted like everything on it.
+            self.inner.shared.count_drop(DROP_END);
             return Ok(());
         }
         let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
