@@ -48,6 +48,10 @@ pub(crate) struct Open {
     pub(crate) host: crate::host::Slot,
     /// The last id given to a dropped record, above [`DROPPED_ID_BASE`].
     dropped_ids: AtomicU64,
+    /// Run-time on/off, for the trace and per domain.
+    pub(crate) switches: crate::domains::Switches,
+    /// Clocks other than the trace's.
+    pub(crate) clocks: crate::clocks::Clocks,
 }
 
 impl Open {
@@ -69,7 +73,15 @@ impl Open {
     }
 
     /// Ends `record` at `clk` (or the clock), with an optional status.
-    fn end(&self, record: jets_id, clk: u64, status: Option<jets::format::Status>) -> Result<(), Failure> {
+    pub(crate) fn end(
+        &self,
+        record: jets_id,
+        clk: u64,
+        status: Option<jets::format::Status>,
+    ) -> Result<(), Failure> {
+        if record == JETS_ID_OFF {
+            return Ok(());
+        }
         self.check_healthy()?;
         let mut at = clk;
         let handle = self.records.take(record, "record", |h| {
@@ -125,7 +137,7 @@ impl Open {
 
 impl Open {
     /// [`Open::begin`] for checked `jets_attrs`, filling the builder in place.
-    fn begin_ex(
+    pub(crate) fn begin_ex(
         &self,
         parent: jets_id,
         clk: u64,
@@ -211,6 +223,7 @@ pub unsafe extern "C" fn jets_open_ex(
         // SAFETY: forwarded from the caller.
         let meta = unsafe { cstr::optional(header_metadata_json, "header_metadata_json") }?;
         let mut metadata = Metadata::new();
+        let mut base_mhz = None;
         if let Some(text) = meta {
             let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
                 .map_err(|e| {
@@ -219,6 +232,7 @@ pub unsafe extern "C" fn jets_open_ex(
                         format!("header_metadata_json is not a JSON object: {e}"),
                     )
                 })?;
+            base_mhz = map.get("clock_frequency_mhz").and_then(|v| v.as_f64());
             for (k, v) in map {
                 metadata = metadata.insert(k, v);
             }
@@ -226,12 +240,14 @@ pub unsafe extern "C" fn jets_open_ex(
         // SAFETY: forwarded from the caller.
         let builder = unsafe { builder(options) }?;
         let generation = crate::process::generation();
-        let trace = builder.create(path, metadata)?;
+        let trace = crate::process::with_signals_blocked(|| builder.create(path, metadata))?;
         let open = Box::new(Open {
             trace,
             records: Records::default(),
             host: Default::default(),
             dropped_ids: AtomicU64::new(0),
+            switches: Default::default(),
+            clocks: crate::clocks::Clocks::new(base_mhz),
         });
         let t = Box::into_raw(Box::new(jets_trace {
             open: AtomicPtr::new(Box::into_raw(open)),
@@ -303,6 +319,9 @@ pub unsafe extern "C" fn jets_record_begin(
     run("jets_record_begin", || {
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
+        if !t.switches.on() || parent == JETS_ID_OFF {
+            return Ok(JETS_ID_OFF);
+        }
         let name = unsafe { cstr::required(name, "name") }?;
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
         let parts = unsafe { attrs::text(description, data_json) }?;
@@ -327,8 +346,14 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
+        let Some(domain) = t.switches.route(a.domain())? else { return Ok(JETS_ID_OFF) };
+        if parent == JETS_ID_OFF {
+            return Ok(JETS_ID_OFF);
+        }
+        let clk = t.clocks.to_trace(a.clock(), clk)?;
         let (name, record_type) = (a.name()?, a.record_type()?);
-        let c = unsafe { a.check() }?;
+        let mut c = unsafe { a.check() }?;
+        c.domain = domain;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
     .unwrap_or(0)
@@ -390,6 +415,9 @@ pub unsafe extern "C" fn jets_event(
     status("jets_event", || {
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
+        if !t.switches.on() || record == JETS_ID_OFF {
+            return Ok(());
+        }
         let name = unsafe { cstr::required(name, "name") }?;
         let parts = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
@@ -415,6 +443,10 @@ pub unsafe extern "C" fn jets_event_ex(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
+        if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
+            return Ok(());
+        }
+        let clk = t.clocks.to_trace(a.clock(), clk)?;
         let name = a.name()?;
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
@@ -440,6 +472,9 @@ pub unsafe extern "C" fn jets_annotation(
     status("jets_annotation", || {
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
+        if !t.switches.on() || record == JETS_ID_OFF {
+            return Ok(());
+        }
         let name = unsafe { cstr::required(name, "name") }?;
         let parts = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
@@ -462,10 +497,40 @@ pub unsafe extern "C" fn jets_annotation_ex(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
+        if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
+            return Ok(());
+        }
         let name = a.name()?;
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(c.fill(h.annotation(name))?.emit()?))
+    })
+}
+
+/// Emits a counter sample on `record`: an event named `name` whose `data.value` is `value` (rule
+/// C-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
+///
+/// # Safety
+/// `t` is NULL or a handle from `jets_open`.
+#[no_mangle]
+pub unsafe extern "C" fn jets_counter(
+    t: *mut jets_trace,
+    record: jets_id,
+    clk: u64,
+    name: jets_str,
+    value: f64,
+) -> c_int {
+    status("jets_counter", || {
+        // SAFETY: forwarded from the caller.
+        let t = unsafe { trace(t) }?;
+        if !t.switches.on() || record == JETS_ID_OFF {
+            return Ok(());
+        }
+        let name = crate::intern::lookup(name, "name")?;
+        t.check_healthy()?;
+        t.records.with(record, "record", |h| {
+            Ok(h.event(name).field("value", value).emit_at(t.resolve(clk, h.start_clk()))?)
+        })
     })
 }
 

@@ -133,15 +133,15 @@ struct Entered;
 
 impl Entered {
     fn enter() -> Option<Entered> {
-        DEPTH
-            .try_with(|d| {
-                if d.get() > 0 {
-                    return None;
-                }
-                d.set(1);
-                Some(Entered)
-            })
-            .unwrap_or(Some(Entered))
+        // During thread teardown the depth is gone: let the call run (no handler can be nested).
+        let nested = DEPTH.try_with(|d| d.replace(1) > 0).unwrap_or(false);
+        // Build the guard only when entering (never eagerly, as `then_some` or `unwrap_or`
+        // would): dropping one resets the depth.
+        if nested {
+            None
+        } else {
+            Some(Entered)
+        }
     }
 }
 

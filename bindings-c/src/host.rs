@@ -68,7 +68,7 @@ fn start(t: &Open, interval_ms: u32) -> Result<Monitor, Failure> {
     if interval_ms > 0 {
         config = config.interval(std::time::Duration::from_millis(u64::from(interval_ms)));
     }
-    jets_host::HostMonitor::start(&t.trace, config)
+    crate::process::with_signals_blocked(|| jets_host::HostMonitor::start(&t.trace, config))
         .map_err(|e| Failure::new(JETS_ERR_HOST, e.to_string()))
 }
 

@@ -93,6 +93,12 @@ pub(crate) fn intern(text: &str) -> Result<jets_str, Failure> {
     Ok(handle)
 }
 
+/// The interned, `'static` copy of `text` (registered if new).
+pub(crate) fn text(text: &str) -> Result<&'static str, Failure> {
+    let h = intern(text)?;
+    lookup(h, "text")
+}
+
 /// Segment and index of handle `h` (> 0).
 fn locate(h: jets_str) -> (usize, usize) {
     let segment = (31 - h.leading_zeros()) as usize;

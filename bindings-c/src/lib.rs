@@ -18,16 +18,22 @@
 
 pub mod api;
 mod attrs;
+pub mod clocks;
 pub mod codes;
 mod cstr;
+pub mod domains;
 mod failure;
 pub mod host;
 pub mod intern;
+pub mod nesting;
 pub mod process;
 mod records;
 pub mod types;
 
 pub use api::*;
+pub use clocks::*;
+pub use domains::*;
+pub use nesting::*;
 pub use codes::*;
 pub use host::*;
 pub use intern::jets_intern;

@@ -50,6 +50,23 @@ extern "C" fn child() {
     crate::intern::release_after_fork();
 }
 
+/// Runs `f` (which starts libjets threads) with every blockable signal blocked, so that the
+/// threads it starts inherit that mask: a process-directed signal (SIGALRM, SIGINT...) is then
+/// never delivered to a libjets thread, whose handler would run in the middle of the writer's
+/// work. The caller's mask is restored.
+pub(crate) fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: plain libc calls on local sigset_t values.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
+    }
+}
+
 /// Open traces the fatal-signal handler flushes. Fixed and lock-free: a handler can walk it.
 const LIVE_SLOTS: usize = 64;
 static LIVE: [AtomicPtr<jets_trace>; LIVE_SLOTS] =
