@@ -21,7 +21,7 @@ use crate::types::*;
 ///
 /// The handle is a small shell that outlives the trace: closing frees everything the trace
 /// holds (writer thread, queues, record table) but keeps the shell, which from then on answers
-/// every call with `JETS_ERR_CLOSED` (rule C-LIFE-1 in spec/c-api-decisions.md). A shell is 24
+/// every call with `JETS_ERR_CLOSED` (rule CA-LIFE-1 in spec/c-api-decisions.md). A shell is 24
 /// bytes, kept reachable until the process exits.
 pub struct jets_trace {
     /// The open trace; null once closed.
@@ -173,7 +173,8 @@ pub(crate) unsafe fn trace<'a>(t: *mut jets_trace) -> Result<&'a Open, Failure> 
     let open = shell.open.load(Ordering::Acquire);
     // SAFETY: non-null means open; it is freed only by jets_close, which the contract keeps from
     // running concurrently.
-    unsafe { open.as_ref() }.ok_or(Failure::new(JETS_ERR_CLOSED, Msg::Static("the trace is closed")))
+    unsafe { open.as_ref() }
+        .ok_or(Failure::new(JETS_ERR_CLOSED, Msg::Static("the trace is closed")))
 }
 
 const FORKED: &str = "the trace was opened before fork() in the parent process; this child cannot write to it (open a new trace here)";
@@ -508,7 +509,7 @@ pub unsafe extern "C" fn jets_annotation_ex(
 }
 
 /// Emits a counter sample on `record`: an event named `name` whose `data.value` is `value` (rule
-/// C-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
+/// CA-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
 ///
 /// # Safety
 /// `t` is NULL or a handle from `jets_open`.
@@ -610,7 +611,8 @@ unsafe fn close(t: *mut jets_trace, clk: Option<u64>, function: &str) -> c_int {
         crate::process::unregister(t);
         // SAFETY: the pointer came from Box::into_raw in jets_open; swapping it out makes this
         // the only owner, and later calls see null (closed).
-        let open = unsafe { Box::from_raw(shell.open.swap(std::ptr::null_mut(), Ordering::AcqRel)) };
+        let open =
+            unsafe { Box::from_raw(shell.open.swap(std::ptr::null_mut(), Ordering::AcqRel)) };
         // Keep the shell reachable: push it on the closed list.
         let mut head = CLOSED.load(Ordering::Relaxed);
         loop {

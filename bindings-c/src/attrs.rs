@@ -72,7 +72,7 @@ fn parse_json(data: &mut Data, text: &str, what: &str) -> Result<(), Failure> {
 }
 
 /// Refuses JSON text that the SDK would pass through but readers of the trace reject (rule
-/// C-JSON-1 in spec/c-api-decisions.md): a number out of the range of a double (`1e999`), a lone
+/// CA-JSON-1 in spec/c-api-decisions.md): a number out of the range of a double (`1e999`), a lone
 /// UTF-16 surrogate escape (`"\ud800"`), and nesting deeper than 128 levels. `serde_json`'s own
 /// parser into a value is what `jets stats` and `jets convert` read with, so it is the referee.
 pub(crate) fn strict_json(text: &str, what: &str) -> Result<(), Failure> {

@@ -1,6 +1,6 @@
 //! More than one clock: a simulator whose cores, DRAM and network-on-chip tick at different rates
 //! gives each line's `clk` in its own clock, and the trace converts it to the trace's clock (the
-//! header's `clock_frequency_mhz`) so that all lines share one time axis (rule C-CLOCK-1).
+//! header's `clock_frequency_mhz`) so that all lines share one time axis (rule CA-CLK-3).
 
 use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, OnceLock};
@@ -37,11 +37,9 @@ impl Clocks {
         if c == 0 || clk == JETS_CLK_NOW {
             return Ok(clk);
         }
-        let ratio = self
-            .ratio
-            .get(c as usize - 1)
-            .and_then(|r| r.get())
-            .ok_or(Failure::invalid(Msg::Id("clock", u64::from(c), " was never created in this trace")))?;
+        let ratio = self.ratio.get(c as usize - 1).and_then(|r| r.get()).ok_or(
+            Failure::invalid(Msg::Id("clock", u64::from(c), " was never created in this trace")),
+        )?;
         // Exact for products below 2^53 cycles; beyond that within one part in 2^53.
         Ok((clk as f64 * ratio) as u64)
     }

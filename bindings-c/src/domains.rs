@@ -45,7 +45,10 @@ impl Switches {
     /// `Ok(None)` when a line in `domain` is to be skipped; otherwise the domain's name (`None`
     /// inside for no domain).
     #[inline(always)]
-    pub(crate) fn route(&self, domain: jets_domain) -> Result<Option<Option<&'static str>>, Failure> {
+    pub(crate) fn route(
+        &self,
+        domain: jets_domain,
+    ) -> Result<Option<Option<&'static str>>, Failure> {
         if !self.on() {
             return Ok(None);
         }
@@ -53,11 +56,11 @@ impl Switches {
             return Ok(Some(None));
         }
         let i = domain as usize - 1;
-        let name = self
-            .published
-            .get(i)
-            .and_then(|n| n.get())
-            .ok_or(Failure::invalid(Msg::Id("domain", u64::from(domain), " was never created in this trace")))?;
+        let name = self.published.get(i).and_then(|n| n.get()).ok_or(Failure::invalid(Msg::Id(
+            "domain",
+            u64::from(domain),
+            " was never created in this trace",
+        )))?;
         Ok(self.enabled[i].load(Ordering::Relaxed).then_some(Some(*name)))
     }
 }
@@ -85,7 +88,10 @@ pub unsafe extern "C" fn jets_set_enabled(t: *mut jets_trace, on: bool) -> c_int
 /// # Safety
 /// `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn jets_domain_create(t: *mut jets_trace, name: *const c_char) -> jets_domain {
+pub unsafe extern "C" fn jets_domain_create(
+    t: *mut jets_trace,
+    name: *const c_char,
+) -> jets_domain {
     run("jets_domain_create", || {
         // SAFETY (both): forwarded from the caller.
         let t = unsafe { trace(t) }?;

@@ -7,10 +7,10 @@
 //! double in size (segment `k` holds handles `2^k .. 2^(k+1)`), each allocated once and never
 //! moved, and a slot is published before its handle is returned. Registering takes a lock.
 
+use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::cell::UnsafeCell;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::codes::*;

@@ -32,10 +32,10 @@ pub mod types;
 
 pub use api::*;
 pub use clocks::*;
-pub use domains::*;
-pub use nesting::*;
 pub use codes::*;
+pub use domains::*;
 pub use host::*;
 pub use intern::jets_intern;
+pub use nesting::*;
 pub use process::jets_install_fatal_signal_flush;
 pub use types::*;

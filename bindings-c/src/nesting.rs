@@ -31,7 +31,11 @@ fn top(t: *mut jets_trace) -> Option<jets_id> {
 /// # Safety
 /// `t` is NULL or a handle from `jets_open`; `attrs` as in `jets_record_begin_ex`.
 #[no_mangle]
-pub unsafe extern "C" fn jets_push(t: *mut jets_trace, clk: u64, attrs: *const jets_attrs) -> jets_id {
+pub unsafe extern "C" fn jets_push(
+    t: *mut jets_trace,
+    clk: u64,
+    attrs: *const jets_attrs,
+) -> jets_id {
     run("jets_push", || {
         // SAFETY (all calls): forwarded from the caller.
         let open = unsafe { trace(t) }?;
@@ -65,7 +69,8 @@ pub unsafe extern "C" fn jets_pop(t: *mut jets_trace, clk: u64) -> c_int {
     status("jets_pop", || {
         // SAFETY: forwarded from the caller.
         let open = unsafe { trace(t) }?;
-        let id = top(t).ok_or(Failure::invalid("nothing is pushed on this thread for this trace"))?;
+        let id =
+            top(t).ok_or(Failure::invalid("nothing is pushed on this thread for this trace"))?;
         open.end(id, clk, None)?;
         STACK.with_borrow_mut(|s| {
             if let Some(i) = s.iter().rposition(|(k, _)| *k == t as usize) {

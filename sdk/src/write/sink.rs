@@ -1,6 +1,6 @@
 //! Where the writer thread puts bytes: a plain file, a compressed file, or any `Write`.
 //!
-//! Two promises hold for files (rules W-DURABLE-1 and W-DURABLE-2 in spec/c-api-decisions.md):
+//! Two promises hold for files (rules CA-DURABLE-1 and CA-DURABLE-2 in spec/c-api-decisions.md):
 //! * **Opening never destroys an existing trace before the new one works.** A regular file that
 //!   already exists at the path is replaced only once the new header is written: the trace is
 //!   written to a temporary file next to it, renamed over the old one on the first successful
@@ -174,7 +174,9 @@ impl FileSink {
         let mut written = 0;
         while written < bytes.len() {
             match self.file.write(&bytes[written..]) {
-                Ok(0) => return Err(self.cut_back(bytes, written, io::ErrorKind::WriteZero.into())),
+                Ok(0) => {
+                    return Err(self.cut_back(bytes, written, io::ErrorKind::WriteZero.into()))
+                }
                 Ok(n) => written += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.cut_back(bytes, written, e)),
