@@ -222,6 +222,17 @@ safety_checks() {
             echo "FAIL: safety_test $mode ($tag)"; cat "$d/$mode.out"; exit 1; }
         grep -v '^expect' "$d/$mode.out" || true
     done
+    # A fatal signal: the handler saves what was emitted, then the process dies of it.
+    if "$@" "$bin" fatal "$d/fatal.jets" >"$d/fatal.out" 2>&1; then
+        echo "FAIL: safety_test fatal survived abort()"; exit 1
+    fi
+    python3 - "$d/fatal.jets" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+events = sum(1 for l in lines if l["type"] == "event")
+assert events == 1000, f"the fatal-signal flush saved {events} of 1000 events"
+print("fatal signal: all 1000 unflushed events saved before SIGABRT")
+PY
     check_trace "$d/signal.jets" "$d/signal.out"
     check_trace "$d/badjson.jets" "$d/badjson.out"
     check_trace "$d/closed.jets" "$d/closed.out"

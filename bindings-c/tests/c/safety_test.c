@@ -16,6 +16,8 @@
  *   safety_test full PATH     writes until the disk is full (or the file size limit is hit):
  *                             the I/O error is reported, the file keeps a valid prefix
  *   safety_test open PATH     opens over an existing file on a full disk: fails, file intact
+ *   safety_test fatal PATH    jets_install_fatal_signal_flush, 1000 events never flushed, then
+ *                             abort(): the process dies of SIGABRT with the events on disk
  *
  * Each mode that leaves a trace prints "expect ..." lines for check_trace.py.
  */
@@ -470,6 +472,18 @@ static int mode_open(const char *path) {
     return failures ? 1 : 0;
 }
 
+static int mode_fatal(const char *path) {
+    jets_trace *t = open_or_die(path, NULL);
+    CHECK_RC(jets_install_fatal_signal_flush(), JETS_OK);
+    CHECK_RC(jets_install_fatal_signal_flush(), JETS_OK); /* idempotent */
+    jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
+    jets_attrs a = JETS_ATTRS_INIT;
+    a.name = jets_intern("Tick");
+    for (uint64_t i = 0; i < 1000; i++) CHECK_RC(jets_event_ex(t, r, i, &a), JETS_OK);
+    if (failures) return 1;
+    abort(); /* the handler flushes, then SIGABRT kills the process as it would have */
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|full|open DIR|PATH\n",
@@ -485,6 +499,7 @@ int main(int argc, char **argv) {
              : !strcmp(m, "parity")  ? mode_parity(argv[2])
              : !strcmp(m, "full")    ? mode_full(argv[2])
              : !strcmp(m, "open")    ? mode_open(argv[2])
+             : !strcmp(m, "fatal")   ? mode_fatal(argv[2])
                                      : 2;
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return rc;
