@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use memchr::memmem;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::rules::{source_text, Diagnostic, Rule};
@@ -99,6 +99,9 @@ impl fmt::Display for Val<'_> {
             Val::Bool => f.write_str("a boolean"),
             Val::U64(n) => write!(f, "{n}"),
             Val::Neg(n) => write!(f, "negative number {n}"),
+            // JSON has `-0`; serde_json reads it as a float, but it has neither fraction nor
+            // exponent (spec/rules.md, JV2).
+            Val::Float(x) if *x == 0.0 && x.is_sign_negative() => f.write_str("negative zero (-0)"),
             Val::Float(x) if x.fract() == 0.0 && *x >= 18446744073709551616.0 => {
                 f.write_str("an integer above 2^64-1")
             }
@@ -112,6 +115,58 @@ impl fmt::Display for Val<'_> {
             Val::Array => f.write_str("an array"),
             Val::Object => f.write_str("an object"),
         }
+    }
+}
+
+/// Any JSON value, read and thrown away, but judged by the rules every kept value follows
+/// (spec/rules.md, JV1 and JV3): strings and keys are decoded, so a lone surrogate is an error,
+/// and numbers are converted, so one beyond the range of a double is an error. serde's
+/// `IgnoredAny` would skip both unchecked, and a value would then be valid or not depending on
+/// where in the line it stands.
+pub(crate) struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_none<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
     }
 }
 
@@ -151,11 +206,11 @@ impl<'de> Visitor<'de> for ValVisitor {
         Ok(Val::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val<'de>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(Val::Array)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val<'de>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(Val::Object)
     }
 }
@@ -224,7 +279,7 @@ impl<'de> Visitor<'de> for DataVisitor {
                 "severity" => &mut hints.get_or_insert_with(h).severity,
                 "marker_style" => &mut hints.get_or_insert_with(h).marker_style,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skip>()?;
                     continue;
                 }
             };
@@ -340,7 +395,7 @@ impl<'de: 'a, 'a> Visitor<'de> for FieldsSeed<'_, 'a> {
                     continue;
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skip>()?;
                     continue;
                 }
             };

@@ -1,6 +1,7 @@
 use std::io::Cursor;
 
 use super::*;
+use crate::DEFAULT_CHUNK;
 
 const HEADER: &str = r#"{"type":"header","version":"2.0","metadata":{}}"#;
 
@@ -171,7 +172,7 @@ fn repair_adds_a_header_when_there_is_none() {
 }
 
 #[test]
-fn mapped_pieces_and_streamed_chunks_give_the_same_result() {
+fn pipelined_pieces_and_sequential_chunks_give_the_same_result() {
     let text = noisy_trace(150_000) + "{\"clk\":1,\"type\":\"ev";
     assert!(text.len() > 3 * (2 << 20), "several pieces");
     let dir = tempfile::tempdir().unwrap();
@@ -184,13 +185,12 @@ fn mapped_pieces_and_streamed_chunks_give_the_same_result() {
         (d, report)
     };
     assert_eq!(streamed.0.last().map(|d| d.rule), Some(Rule::TornLine));
-    for threads in [1, 2, 3] {
-        let mut r = Reader::open(&path).unwrap();
-        assert!(r.mapped().is_some());
+    for (threads, chunk) in [(1, DEFAULT_CHUNK), (2, DEFAULT_CHUNK), (3, DEFAULT_CHUNK), (2, 3 << 20)] {
+        let mut r = Reader::open(&path).unwrap().with_chunk_size(chunk);
         let mut d = Vec::new();
         let report = Validator::new().threads(threads).run(&mut r, |x| d.push(x)).unwrap();
-        assert_eq!(report, streamed.1, "threads {threads}");
-        assert_eq!(d, streamed.0, "threads {threads}");
+        assert_eq!(report, streamed.1, "threads {threads}, chunk {chunk}");
+        assert_eq!(d, streamed.0, "threads {threads}, chunk {chunk}");
     }
     // Stopping early leaves the workers without a reader; they must end.
     let mut r = Reader::open(&path).unwrap();
