@@ -133,7 +133,7 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
 
 /// Prints a diagnostic like rustc does: header, location, the line with a caret, note, help.
 fn write_human(out: &mut dyn Write, file: &str, d: &Diagnostic) -> io::Result<()> {
-    writeln!(out, "{}[{}]: {}", d.severity(), d.rule.code(), d.message)?;
+    writeln!(out, "{}[{}]: {}", d.level(), d.rule.code(), d.message)?;
     let gutter = d.line.to_string().len();
     let pad = " ".repeat(gutter);
     writeln!(out, "{pad}--> {file}:{}:{}", d.line, d.column)?;
@@ -203,7 +203,7 @@ fn write_json_diag(out: &mut dyn Write, file: &str, d: &Diagnostic) -> io::Resul
         "type": "diagnostic",
         "file": file,
         "code": d.rule.code(),
-        "severity": d.severity().as_str(),
+        "severity": d.level().as_str(),
         "line": d.line,
         "column": d.column,
         "offset": d.offset,

@@ -3,13 +3,13 @@
 
 use proptest::prelude::*;
 
-use jets_read::validate::{repair, validate_bytes, Severity};
+use jets_read::validate::{repair, validate_bytes, Level};
 
 const VALID: &str = include_str!("../../../spec/conformance/valid/full.jets");
 
 fn check(bytes: &[u8]) {
     let (diagnostics, report) = validate_bytes(bytes);
-    let errors = diagnostics.iter().filter(|d| d.severity() == Severity::Error).count() as u64;
+    let errors = diagnostics.iter().filter(|d| d.level() == Level::Error).count() as u64;
     assert_eq!(errors, report.errors);
     assert_eq!(diagnostics.len() as u64 - errors, report.warnings);
     assert!(diagnostics.windows(2).all(|w| w[0].line <= w[1].line), "in line order");
@@ -20,7 +20,7 @@ fn check(bytes: &[u8]) {
     // The SDK's own readers (stats, convert, view: the format model) read every line the
     // validator finds no error in (issue 17, item 11).
     let bad: std::collections::BTreeSet<u64> =
-        diagnostics.iter().filter(|d| d.severity() == Severity::Error).map(|d| d.line).collect();
+        diagnostics.iter().filter(|d| d.level() == Level::Error).map(|d| d.line).collect();
     let mut reader =
         jets_read::Reader::from_read(std::io::Cursor::new(bytes.to_vec()), "fuzz").unwrap();
     while let Some(Ok(raw)) = reader.next_line() {

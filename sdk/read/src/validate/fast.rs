@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::check::{DataField, Fields, Hints, Val};
+use super::check::{DataField, Fields, Hints, Val, DATA_BIT};
 
 /// Nesting beyond this falls back to serde_json (whose own limit is 128).
 const MAX_DEPTH: u32 = 100;
@@ -35,40 +35,23 @@ pub(crate) fn parse<'a>(text: &'a str, f: &mut Fields<'a>) -> Option<()> {
             s.ws();
             s.eat(b':')?;
             s.ws();
-            let (bit, slot) = match key {
-                "type" => (0, &mut f.ty),
-                "version" => (1, &mut f.version),
-                "metadata" => (2, &mut f.metadata),
-                "clk" => (3, &mut f.clk),
-                "id" => (4, &mut f.id),
-                "parent_id" => (5, &mut f.parent_id),
-                "record_id" => (6, &mut f.record_id),
-                "name" => (7, &mut f.name),
-                "record_type" => (8, &mut f.record_type),
-                "description" => (9, &mut f.description),
-                "capture_end_clk" => (10, &mut f.capture_end_clk),
-                "total_records" => (11, &mut f.total_records),
-                "total_annotations" => (12, &mut f.total_annotations),
-                "total_events" => (13, &mut f.total_events),
-                "open_records" => (14, &mut f.open_records),
-                "data" => {
-                    if seen & (1 << 15) != 0 {
-                        return None;
-                    }
-                    seen |= 1 << 15;
-                    f.data = s.data()?;
-                    if s.next_member()? {
-                        continue;
-                    }
-                    break;
+            if key == "data" {
+                if seen & (1 << DATA_BIT) != 0 {
+                    return None;
                 }
-                _ => {
-                    s.skip_value(0)?;
-                    if s.next_member()? {
-                        continue;
-                    }
-                    break;
+                seen |= 1 << DATA_BIT;
+                f.data = s.data()?;
+                if s.next_member()? {
+                    continue;
                 }
+                break;
+            }
+            let Some((bit, _, slot)) = f.member(key) else {
+                s.skip_value(0)?;
+                if s.next_member()? {
+                    continue;
+                }
+                break;
             };
             if seen & (1 << bit) != 0 {
                 return None;
@@ -210,23 +193,11 @@ impl<'a> Scan<'a> {
                 self.ws();
                 self.eat(b':')?;
                 self.ws();
-                let h = || -> Box<Hints<'a>> { Box::default() };
-                let slot = match key {
-                    "color" => Some(&mut hints.get_or_insert_with(h).color),
-                    "unit_id" => Some(&mut hints.get_or_insert_with(h).unit_id),
-                    "thread_id" => Some(&mut hints.get_or_insert_with(h).thread_id),
-                    "subunit_id" => Some(&mut hints.get_or_insert_with(h).subunit_id),
-                    "display_label" => Some(&mut hints.get_or_insert_with(h).display_label),
-                    "status" => Some(&mut hints.get_or_insert_with(h).status),
-                    "criticality" => Some(&mut hints.get_or_insert_with(h).criticality),
-                    "icon" => Some(&mut hints.get_or_insert_with(h).icon),
-                    "severity" => Some(&mut hints.get_or_insert_with(h).severity),
-                    "marker_style" => Some(&mut hints.get_or_insert_with(h).marker_style),
-                    _ => None,
-                };
-                match slot {
-                    Some(slot) => *slot = self.val()?,
-                    None => self.skip_value(1)?,
+                if Hints::is_hint(key) {
+                    let v = self.val()?;
+                    hints.get_or_insert_with(Box::default).set(key, v);
+                } else {
+                    self.skip_value(1)?;
                 }
                 if !self.next_member()? {
                     break;

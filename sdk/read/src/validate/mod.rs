@@ -35,7 +35,7 @@ use std::io::Cursor;
 
 pub use order::Counts;
 pub use repair::{repair, RepairError, RepairOptions, RepairReport};
-pub use rules::{Diagnostic, Note, Rule, Severity};
+pub use rules::{Diagnostic, Level, Note, Rule};
 
 use crate::{Chunk, ReadError, Reader};
 use check::{check_line, Fact};
@@ -407,9 +407,9 @@ fn filter(
     if allowed.contains(&d.rule) {
         return false;
     }
-    match d.severity() {
-        Severity::Error => report.errors += 1,
-        Severity::Warning => report.warnings += 1,
+    match d.level() {
+        Level::Error => report.errors += 1,
+        Level::Warning => report.warnings += 1,
     }
     emit(d);
     max_errors.is_some_and(|m| report.errors >= m)

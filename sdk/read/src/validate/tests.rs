@@ -4,6 +4,7 @@ use super::*;
 use crate::DEFAULT_CHUNK;
 
 const HEADER: &str = r#"{"type":"header","version":"2.0","metadata":{}}"#;
+const ROOT: &str = r#"{"clk":0,"type":"record","name":"r","record_type":"T","id":1,"parent_id":null,"description":""}"#;
 
 fn rec(id: u64, parent: Option<u64>, clk: u64) -> String {
     let p = parent.map_or("null".to_owned(), |p| p.to_string());
@@ -122,7 +123,7 @@ fn max_errors_and_allow() {
     let mut n = 0;
     let report = Validator::new()
         .max_errors(3)
-        .run(&mut r, |d| n += u64::from(d.severity() == Severity::Error))
+        .run(&mut r, |d| n += u64::from(d.level() == Level::Error))
         .unwrap();
     assert!(report.stopped_early);
     assert_eq!((report.errors, n), (3, 3));
@@ -196,4 +197,52 @@ fn pipelined_pieces_and_sequential_chunks_give_the_same_result() {
     let mut r = Reader::open(&path).unwrap();
     let report = Validator::new().max_errors(1).run(&mut r, |_| {}).unwrap();
     assert!(report.stopped_early);
+}
+
+/// The checking view takes its members and hints from the vocabulary (jets-vocab): every required
+/// member of every line type has a slot, and every record and event hint is checked by its type.
+/// A member or hint added to the vocabulary without a check here fails this test.
+#[test]
+fn the_checking_view_covers_every_list_of_the_vocabulary() {
+    use super::check::{Fields, Hints};
+    use jets_format::vocab::{LineType, EVENT_HINTS, RECORD_HINTS};
+    for t in LineType::ALL {
+        for key in t.required() {
+            assert!(*key == "data" || Fields::default().member(key).is_some(), "{t} {key}");
+        }
+        // Each required member, left out, is reported missing (E009).
+        if *t == LineType::Header || *t == LineType::Footer {
+            continue;
+        }
+        for key in t.required() {
+            let members: Vec<String> = t
+                .required()
+                .iter()
+                .filter(|k| *k != key)
+                .map(|k| match *k {
+                    "clk" | "id" | "record_id" => format!("\"{k}\":1"),
+                    "parent_id" => "\"parent_id\":null".into(),
+                    _ => format!("\"{k}\":\"x\""),
+                })
+                .collect();
+            let line = format!("{{\"type\":\"{t}\",{}}}", members.join(","));
+            let rules = rules_of(&format!("{HEADER}\n{}\n", line.replace(",}", "}")));
+            assert!(rules.contains(&(2, Rule::MissingField)), "{t} without {key}: {rules:?}");
+        }
+    }
+    // A value no hint accepts (an array), under each hint key, is reported under the hint's key.
+    for (table, line) in [
+        (&RECORD_HINTS[..], r#"{"clk":0,"type":"record","name":"n","record_type":"T","id":1,"parent_id":null,"description":"","data":{"K":[]}}"#),
+        (&EVENT_HINTS[..], r#"{"clk":0,"type":"event","name":"n","record_id":1,"description":"","data":{"K":[]}}"#),
+    ] {
+        for (key, _) in table {
+            assert!(Hints::is_hint(key));
+            let text = format!("{HEADER}\n{ROOT}\n{}\n", line.replace('K', key));
+            let (diagnostics, _) = validate_bytes(text.as_bytes());
+            assert!(
+                diagnostics.iter().any(|d| d.line == 3 && d.message.contains(&format!("`{key}`"))),
+                "{key}: {diagnostics:?}"
+            );
+        }
+    }
 }
