@@ -31,6 +31,8 @@
 //! before its end marker (a crashed writer's `.gz`) yields all its complete lines, then the reader
 //! reports [`Reader::truncated`].
 
+#![deny(clippy::print_stdout)]
+
 mod lines;
 mod source;
 pub mod validate;
