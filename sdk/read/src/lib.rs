@@ -37,6 +37,8 @@
 //! before its end marker (a crashed writer's `.gz`) yields all its complete lines, then the reader
 //! reports [`Reader::truncated`]; so does a plain file that shrank while it was read.
 
+#![deny(clippy::print_stdout)]
+
 mod lines;
 mod source;
 pub mod validate;
