@@ -112,7 +112,8 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
             Format::Json => write_json_diag(&mut out, &name, &d),
         };
         // Following a live trace, diagnostics appear as the lines arrive.
-        let printed = printed.and_then(|()| if follow { io::Write::flush(&mut out) } else { Ok(()) });
+        let printed =
+            printed.and_then(|()| if follow { io::Write::flush(&mut out) } else { Ok(()) });
         if let Err(e) = printed {
             write_error.get_or_insert(e);
         }

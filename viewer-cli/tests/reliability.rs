@@ -292,7 +292,12 @@ fn negative_zero_is_not_an_unsigned_integer_and_says_so() {
     let o = jets(&["validate", path.to_str().unwrap()]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("error[E011]: `id` must be an unsigned 64-bit integer, found negative zero (-0)"), "{out}");
+    assert!(
+        out.contains(
+            "error[E011]: `id` must be an unsigned 64-bit integer, found negative zero (-0)"
+        ),
+        "{out}"
+    );
     assert!(out.contains("error[E012]") && out.contains("warning[W011]"), "{out}");
     assert!(!out.contains("fraction"), "{out}");
 }

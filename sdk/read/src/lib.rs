@@ -348,7 +348,8 @@ impl Reader {
                     Ok(0) => s.eof = true,
                     Ok(n) => {
                         s.len += n;
-                        if self.follow.is_some() && memchr(b'\n', &s.buf[s.len - n..s.len]).is_some()
+                        if self.follow.is_some()
+                            && memchr(b'\n', &s.buf[s.len - n..s.len]).is_some()
                         {
                             break; // hand out lines as soon as they arrive
                         }

@@ -125,7 +125,11 @@ fn every_vocabulary_value_the_writer_writes_validates_clean() {
         let r = root.child("r", "T").status(*status).begin_at(i as u64).expect("child");
         for severity in Severity::ALL {
             for style in MarkerStyle::ALL {
-                r.event("e").severity(*severity).marker_style(*style).emit_at(i as u64).expect("ev");
+                r.event("e")
+                    .severity(*severity)
+                    .marker_style(*style)
+                    .emit_at(i as u64)
+                    .expect("ev");
             }
         }
         r.end_at(i as u64 + 1).expect("end");
@@ -134,5 +138,8 @@ fn every_vocabulary_value_the_writer_writes_validates_clean() {
     trace.close().expect("close");
     let (diagnostics, report) = jets_read::validate::validate_bytes(&std::fs::read(&path).unwrap());
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
-    assert_eq!(report.counts.events as usize, Status::ALL.len() * Severity::ALL.len() * MarkerStyle::ALL.len());
+    assert_eq!(
+        report.counts.events as usize,
+        Status::ALL.len() * Severity::ALL.len() * MarkerStyle::ALL.len()
+    );
 }

@@ -105,7 +105,8 @@ impl HostCollector {
                 }
                 for k in PEAKS {
                     if let Some(v) = data.get(k).and_then(Value::as_f64) {
-                        let peak = self.peaks.get(k).and_then(Value::as_f64).map_or(v, |p| p.max(v));
+                        let peak =
+                            self.peaks.get(k).and_then(Value::as_f64).map_or(v, |p| p.max(v));
                         self.peaks.insert(k.into(), json!(peak));
                     }
                 }

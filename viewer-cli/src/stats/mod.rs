@@ -46,8 +46,8 @@ pub fn detect(path: &Path) -> Result<InputKind> {
         Some(line) => line.map_err(|e| anyhow!("{e}"))?.bytes.to_vec(),
         None => bail!("{name}: empty file, neither a JETS trace nor denet JSON Lines"),
     };
-    let v: serde_json::Value = serde_json::from_slice(&first)
-        .map_err(|e| anyhow!("{name}:1: not a JSON line ({e})"))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&first).map_err(|e| anyhow!("{name}:1: not a JSON line ({e})"))?;
     if v.get("type").and_then(|t| t.as_str()) == Some("header") {
         Ok(InputKind::Jets)
     } else if v.get("kind").is_some() || v.get("ts_ms").is_some() || v.get("pid").is_some() {
@@ -61,7 +61,10 @@ pub fn detect(path: &Path) -> Result<InputKind> {
 }
 
 /// The statistics of a JETS trace and of its host samples, in one pass over the file.
-pub fn read(path: &Path, instruction_type: &str) -> Result<(trace::TraceStats, Option<host::HostStats>)> {
+pub fn read(
+    path: &Path,
+    instruction_type: &str,
+) -> Result<(trace::TraceStats, Option<host::HostStats>)> {
     let mut stats = trace::TraceStats::default();
     let mut host = host::HostCollector::new(instruction_type);
     read_trace(path, |_, line| {

@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
 
-
 /// Sub-buckets per power of two above the exact range.
 const SUB: u64 = 64;
 /// Values below this are counted exactly.

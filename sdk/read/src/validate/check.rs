@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use super::rules::{source_text, Diagnostic, Rule};
 use crate::RawLine;
-use jets_format::{Color, LineType, MarkerStyle, Severity, Status};
 use jets_format::vocab::{event_hint, record_hint, HintType, EVENT_HINTS, RECORD_HINTS};
+use jets_format::{Color, LineType, MarkerStyle, Severity, Status};
 
 /// What the ordering pass needs to know about a line.
 #[derive(Clone, Debug, PartialEq)]

@@ -223,8 +223,11 @@ impl Validator {
                 let (done_tx, done_rx) = sync_channel::<(Job, Piece)>(2);
                 s.spawn(move || {
                     for job in job_rx {
-                        let chunk =
-                            Chunk { bytes: &job.bytes[job.range.clone()], first_line: 1, offset: job.offset };
+                        let chunk = Chunk {
+                            bytes: &job.bytes[job.range.clone()],
+                            first_line: 1,
+                            offset: job.offset,
+                        };
                         let mut piece = Piece::default();
                         check_piece(&chunk, &mut piece);
                         if done_tx.send((job, piece)).is_err() {
@@ -244,7 +247,8 @@ impl Validator {
                     let mut start = 0;
                     while start < bytes.len() {
                         let at = (start + PIECE).min(bytes.len());
-                        let end = memchr::memchr(b'\n', &bytes[at - 1..]).map_or(bytes.len(), |p| at + p);
+                        let end =
+                            memchr::memchr(b'\n', &bytes[at - 1..]).map_or(bytes.len(), |p| at + p);
                         let job = Job {
                             bytes: bytes.clone(),
                             range: start..end,

@@ -186,7 +186,9 @@ fn pipelined_pieces_and_sequential_chunks_give_the_same_result() {
         (d, report)
     };
     assert_eq!(streamed.0.last().map(|d| d.rule), Some(Rule::TornLine));
-    for (threads, chunk) in [(1, DEFAULT_CHUNK), (2, DEFAULT_CHUNK), (3, DEFAULT_CHUNK), (2, 3 << 20)] {
+    for (threads, chunk) in
+        [(1, DEFAULT_CHUNK), (2, DEFAULT_CHUNK), (3, DEFAULT_CHUNK), (2, 3 << 20)]
+    {
         let mut r = Reader::open(&path).unwrap().with_chunk_size(chunk);
         let mut d = Vec::new();
         let report = Validator::new().threads(threads).run(&mut r, |x| d.push(x)).unwrap();
@@ -232,8 +234,14 @@ fn the_checking_view_covers_every_list_of_the_vocabulary() {
     }
     // A value no hint accepts (an array), under each hint key, is reported under the hint's key.
     for (table, line) in [
-        (&RECORD_HINTS[..], r#"{"clk":0,"type":"record","name":"n","record_type":"T","id":1,"parent_id":null,"description":"","data":{"K":[]}}"#),
-        (&EVENT_HINTS[..], r#"{"clk":0,"type":"event","name":"n","record_id":1,"description":"","data":{"K":[]}}"#),
+        (
+            &RECORD_HINTS[..],
+            r#"{"clk":0,"type":"record","name":"n","record_type":"T","id":1,"parent_id":null,"description":"","data":{"K":[]}}"#,
+        ),
+        (
+            &EVENT_HINTS[..],
+            r#"{"clk":0,"type":"event","name":"n","record_id":1,"description":"","data":{"K":[]}}"#,
+        ),
     ] {
         for (key, _) in table {
             assert!(Hints::is_hint(key));
