@@ -173,7 +173,17 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
                 || e.args.contains_key("jets_record_id")
         });
     let (metadata, nodes, evs) = if let (true, Some(meta)) = (from_jets, header) {
-        build_from_jets(meta, &events, &hashes)?
+        // Cycles per unit of `ts`/`dur`: one over the ns per cycle the writer states (CV-DFT-2),
+        // else the clock in cycles per µs (files from before integer ns).
+        let per_cycle = events.iter().find_map(|(_, e)| {
+            (e.kind == DfKind::Metadata && e.name == dftracer::HEADER_EVENT)
+                .then(|| e.args.get(dftracer::NS_PER_CYCLE).and_then(Value::as_f64))
+                .flatten()
+                .filter(|n| *n > 0.0)
+        });
+        let mhz = meta.get("clock_frequency_mhz").and_then(Value::as_f64).filter(|f| *f > 0.0);
+        let scale = per_cycle.map_or(mhz.unwrap_or(1.0), |ns| 1.0 / ns);
+        build_from_jets(meta, &events, &hashes, scale)?
     } else {
         build_foreign(&events, &hashes)?
     };
@@ -206,13 +216,13 @@ fn resolved_args(args: &Map<String, Value>, hashes: &Hashes) -> Map<String, Valu
     data
 }
 
+/// The original tree of a file `jets convert --to dftracer` wrote; `scale` is cycles per unit.
 fn build_from_jets(
     meta: Map<String, Value>,
     events: &[(String, DfEvent)],
     hashes: &Hashes,
+    scale: f64,
 ) -> Result<(Metadata, Vec<Node>, Vec<Ev>)> {
-    let scale = meta.get("clock_frequency_mhz").and_then(Value::as_f64).filter(|f| *f > 0.0);
-    let scale = scale.unwrap_or(1.0);
     let mut index: HashMap<u64, usize> = HashMap::new();
     let mut nodes = Vec::new();
     let mut parents = Vec::new();

@@ -458,6 +458,55 @@ fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
     }
 }
 
+/// DFTracer's readers take `ts`/`dur` as integers in the unit of the leading `CM` event: every
+/// duration of a cycle or more stays at least 1, at any clock, and the round trip through
+/// `jets import` gives the cycles back exactly (CV-DFT-2).
+#[test]
+fn dftracer_times_are_integers_no_cycle_becomes_zero_and_round_trip_exactly() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for mhz in [None, Some(700.0), Some(1000.0), Some(2520.0), Some(4000.0)] {
+        let input = dir.path().join("clock.jets");
+        let meta = match mhz {
+            Some(f) => Metadata::new().clock_frequency_mhz(f),
+            None => Metadata::new(),
+        };
+        let t = Trace::create(&input, meta).expect("create");
+        let root = t.root("core", "Core").begin_at(3).expect("root");
+        for i in 0..5u64 {
+            let r = root.child(format!("i{i}"), "Instruction").begin_at(10 + i).expect("r");
+            r.event("F").emit_at(10 + i).expect("e");
+            r.end_at(11 + i).expect("end");
+        }
+        root.end_at(1_000_003).expect("end");
+        t.close().expect("close");
+        let pfw = dir.path().join("clock.pfw");
+        convert(&input, "dftracer", &pfw, &[]);
+        let text = read(&pfw);
+        let events: Vec<Value> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(events[0]["name"], "CM", "{mhz:?}: the time metric leads");
+        assert_eq!(events[0]["args"]["value"], "NS");
+        for e in events.iter().filter(|e| e["ph"] == "X" && e["cat"] != "jets_event") {
+            assert!(e["ts"].is_u64() && e["dur"].is_u64(), "{mhz:?}: {e}");
+            assert!(e["dur"].as_u64() >= Some(1), "{mhz:?}: a cycle became 0: {e}");
+        }
+        let back = dir.path().join("back.jets");
+        let o = jets(&[
+            "import",
+            "--from",
+            "dftracer",
+            pfw.to_str().expect("utf8"),
+            "-o",
+            back.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(shape(&back), shape(&input), "{mhz:?}");
+    }
+}
+
 #[test]
 fn perfetto_links_host_sync_points_with_clock_snapshots() {
     let dir = tempfile::tempdir().expect("tmp");
