@@ -39,7 +39,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::Capability;
-use jets::{RecordHandle, Trace};
+use ::jets::{RecordHandle, Trace};
 
 pub mod csv;
 pub mod decode;
@@ -74,7 +74,7 @@ pub enum IoTraceError {
     Thread(String),
     /// Writing to the JETS trace failed.
     #[error("writing I/O events to the trace: {0}")]
-    Trace(#[from] jets::Error),
+    Trace(#[from] ::jets::Error),
 }
 
 impl IoTraceError {
