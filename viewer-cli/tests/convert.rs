@@ -3,8 +3,7 @@
 //! JETS → DFTracer → JETS keeps names, durations and nesting).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use jets::format::{Line, Status};
 use jets::{Metadata, Trace};

@@ -2,7 +2,6 @@
 //! README) into a valid JETS trace, and a clear error on a bad row.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 

@@ -2,7 +2,6 @@
 //! windows, and `jets stats` reports simulation speed over time and the host peaks.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jets::{Metadata, Trace};

@@ -1,8 +1,8 @@
 //! `jets validate` and `jets repair`, run as a user runs them.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
