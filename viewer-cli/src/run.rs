@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use jets_host::denet::{Line, Metrics, ProcessMetadata, TreeSample};
+use jets_host::denet::{ChildStart, Line, Metrics, ProcessMetadata, TreeSample};
 use jets_host::procfs::{self, ProcIo};
 use jets_host::{Capability, ClockBeacon, SamplerOptions, Schedule, TreeSampler, BEACON_ENV};
 use serde_json::json;
@@ -358,6 +358,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut seen = DenetFile::default();
     let mut last_line_ms = t0_ms;
     let mut tty_line = false;
+    let mut announced = std::collections::HashSet::new();
     let poll = Duration::from_millis(5);
     let mut next = Instant::now();
     loop {
@@ -394,6 +395,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     seen.sim_clks.push(sim_clk);
                 }
             } else if let Some(a) = &tree.aggregated {
+                // As denet's `run`: a `child` line for each descendant the first time it is seen.
+                for c in &tree.children {
+                    if announced.insert(c.pid) {
+                        if let Some(start) = ChildStart::read(c.pid, tree.ts_ms) {
+                            sinks.line(&Line::Child(&start).to_json())?;
+                        }
+                    }
+                }
                 sinks.line(&Line::Tree(&tree).to_json())?;
                 if live {
                     let m = Metrics {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use jets_host::denet::{AggregatedMetrics, TreeSample};
+use jets_host::denet::{AggregatedMetrics, ChildStart, TreeSample};
 use serde_json::Value;
 
 const CHILD_ALLOC: usize = 48 << 20;
@@ -153,11 +153,31 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().expect("kind")).collect();
     assert_eq!(&kinds[..2], ["env", "metadata"]);
     assert_eq!(kinds.last(), Some(&"exit"));
-    assert!(kinds[2..kinds.len() - 1].iter().all(|k| *k == "tree"), "{kinds:?}");
+    assert!(kinds[2..kinds.len() - 1].iter().all(|k| *k == "tree" || *k == "child"), "{kinds:?}");
     let trees: Vec<TreeSample> = lines[2..lines.len() - 1]
         .iter()
+        .filter(|l| l["kind"] == "tree")
         .map(|l| serde_json::from_value(l.clone()).expect("tree line"))
         .collect();
+    // As denet's `run`: one `child` line per descendant, before the first sample that has it,
+    // naming its parent (the command), its command line and executable.
+    let command_pid = lines[1]["pid"].as_u64().expect("pid");
+    let mut announced = std::collections::HashSet::new();
+    for l in &lines[2..lines.len() - 1] {
+        if l["kind"] == "child" {
+            let start: ChildStart = serde_json::from_value(l.clone()).expect("child line");
+            assert!(announced.insert(start.pid), "{l}: announced twice");
+            assert_eq!(u64::from(start.ppid), command_pid, "{l}");
+            assert!(!start.exe.is_empty(), "{l}");
+            assert!(start.cmd.iter().any(|a| a == "workload"), "{l}");
+        } else {
+            let t: TreeSample = serde_json::from_value(l.clone()).expect("tree line");
+            for c in &t.children {
+                assert!(announced.contains(&c.pid), "child {} sampled before its child line", c.pid);
+            }
+        }
+    }
+    assert!(announced.len() >= CHILDREN, "{announced:?}");
     assert!(trees.len() >= 10, "{} samples at 50 ms over ~0.8 s", trees.len());
     let caps = &lines[1]["capabilities"];
     assert!(
