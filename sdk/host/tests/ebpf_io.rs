@@ -637,8 +637,17 @@ fn io_events_carry_the_cycle_they_happened_at() {
         clock.set((i + 1) * STEP);
         f.write_all(&[0u8]).unwrap();
     }
-    clock.set((N + 1) * STEP);
     drop(f);
+    // A child process: the kernel cannot read the simulator's clock in it, so its write is
+    // interpolated between the collector's readings, within the bound it states.
+    let during_child = (N + 1) * STEP;
+    clock.set(during_child);
+    let child_file = tmp.path().join("child.txt");
+    let sh = format!("echo hi > '{}'", child_file.display());
+    assert!(Command::new("sh").args(["-c", &sh]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    clock.set(during_child + 5 * STEP);
+    std::thread::sleep(std::time::Duration::from_millis(50));
     let report = io.stop().unwrap();
     trace.close().unwrap();
 
@@ -665,6 +674,20 @@ fn io_events_carry_the_cycle_they_happened_at() {
         max_unc = max_unc.max(unc);
     }
     assert!(report.clk_uncertainty_max >= max_unc, "the stats cover every event");
+    let child_name = child_file.to_string_lossy().to_string();
+    let child: Vec<(u64, u64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["name"] == "WRITE" && l["data"]["path"] == child_name.as_str())
+        .map(|l| (l["clk"].as_u64().unwrap(), l["data"]["clk_uncertainty"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(child.len(), 1, "the child's write");
+    let (clk, unc) = child[0];
+    assert!(
+        clk.abs_diff(during_child) <= unc,
+        "child write: clk {clk} ± {unc}, true {during_child}"
+    );
+    println!("HIO1: the child's write at {clk} ± {unc} (true {during_child})");
     println!(
         "HIO1: {exact} of {N} writes at their exact cycle, {within_step} within one write's \
          interval ({STEP} cycles); uncertainty max {max_unc}, mean {:.0} cycles",

@@ -121,6 +121,14 @@ impl CycleMap {
         s
     }
 
+    /// A cycle the kernel read from the simulator's clock at the operation: exact (held at the
+    /// record's start if the simulator went back before it).
+    pub fn exact(&mut self, clk: u64) -> Stamp {
+        let clk = clk.max(self.start_clk);
+        self.max_clk = self.max_clk.max(clk);
+        Stamp { clk, uncertainty: Some(0) }
+    }
+
     /// The cycle to end the record at: the largest given out, or the latest reading.
     pub fn end(&self) -> u64 {
         self.max_clk.max(self.readings.back().map_or(0, |r| r.hi))

@@ -216,6 +216,8 @@ struct JetsOut {
     map: jets::CycleMap,
     /// Rows waiting for a clock reading later than their time (HIO1: no extrapolation).
     pending: Vec<Row>,
+    /// Where the simulator's cycle counter lives (the map holds a clone: it stays valid).
+    addr: u64,
 }
 
 impl IoTracer {
@@ -238,8 +240,9 @@ impl IoTracer {
             .field("pid", pid)
             .field("command", comm)
             .begin_at(clock.now())?;
+        let addr = clock.counter_address() as u64;
         let map = jets::CycleMap::new(clock, root.start_clk());
-        Self::spawn(pid, config, Some(JetsOut { root, map, pending: Vec::new() }))
+        Self::spawn(pid, config, Some(JetsOut { root, map, pending: Vec::new(), addr }))
     }
 
     fn spawn(
@@ -362,6 +365,8 @@ impl Collector {
         let tid = unsafe { libc::gettid() } as u32;
         self.loaded.ignore_tid(tid)?;
         if let Some(j) = &mut self.jets {
+            // The simulator's own operations carry the cycle read in the kernel (HIO1).
+            self.loaded.read_clock(pid, j.addr)?;
             j.map.sample(); // before the first traced operation
         }
         self.loaded.trace_pid(pid)?;
@@ -446,7 +451,10 @@ impl Collector {
         j.pending = wait;
         ready.sort_by_key(|r| r.who().ts);
         for row in ready {
-            let stamp = j.map.stamp(row.who().ts);
+            let stamp = match row.who().clk {
+                Some(c) => j.map.exact(c),
+                None => j.map.stamp(row.who().ts),
+            };
             if let Some(u) = stamp.uncertainty {
                 self.stamped += 1;
                 self.uncertainty_sum += u128::from(u);
