@@ -6,8 +6,8 @@
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
+use super::line::{Kind, Line};
 use super::ring::{self, Pos};
-use super::writer::{Kind, Line};
 use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::error::Error;
 use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};

@@ -1,61 +1,19 @@
 //! The writer thread: pops the rings in dependency order, formats lines, writes large batches.
 
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rtrb::Consumer;
-
+use super::line::{Entry, Kind};
 use super::ring::Pos;
 use super::sink::Sink;
+use super::spsc::Consumer;
 use super::{Control, Shared, Summary};
 use crate::error::Error;
-use crate::format::{self, Data, Footer, Str};
-
-/// Which line a [`Line`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Record,
-    End,
-    Event,
-    Annotation,
-}
-
-/// One queued line, built in place by the builders and moved into a ring once.
-///
-/// One shape for all four kinds keeps the hot path to a single move: the fields a kind does not
-/// use stay empty (an empty `Str` and `Data` cost a few stores, no allocation).
-pub(crate) struct Line {
-    pub(crate) kind: Kind,
-    pub(crate) clk: u64,
-    /// A record's own id; for the other kinds, the record referred to.
-    pub(crate) id: u64,
-    pub(crate) parent: Option<u64>,
-    pub(crate) name: Str,
-    pub(crate) record_type: Str,
-    pub(crate) description: Str,
-    pub(crate) data: Data,
-    /// The line this one must follow when that one is on another thread's ring.
-    pub(crate) after: Option<Pos>,
-}
-
-impl Line {
-    #[inline(always)]
-    pub(crate) fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Line {
-        Line {
-            kind,
-            clk: 0,
-            id,
-            parent: None,
-            name,
-            record_type: Str::EMPTY,
-            description: Str::EMPTY,
-            data: Data::new(),
-            after,
-        }
-    }
-}
+use crate::format::{self, Footer};
 
 pub(crate) struct Config {
     pub(crate) flush_interval: Duration,
@@ -73,7 +31,22 @@ const ROUND: usize = 4096;
 
 struct Ring {
     id: u32,
-    consumer: Consumer<Line>,
+    consumer: Consumer,
+}
+
+impl Drop for Ring {
+    /// Frees what the lines still queued own (only after the writer failed to drain, e.g. a panic).
+    fn drop(&mut self) {
+        while let Some(at) = self.consumer.peek() {
+            // SAFETY: a published entry, dropped once, then popped.
+            let words = unsafe {
+                let words = Entry::read(at).words;
+                Entry::drop_in_place(at);
+                words
+            };
+            self.consumer.pop(words);
+        }
+    }
 }
 
 struct Writer {
@@ -90,7 +63,44 @@ struct Writer {
     popped: Vec<u64>,
 }
 
+/// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
+/// rings and answers every waiting flush, so nobody waits for a writer that is gone.
+struct Exit(Arc<Shared>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        let shared = &self.0;
+        if thread::panicking() {
+            shared.fail(Error::io(
+                &shared.target,
+                io::Error::other("the JETS writer thread panicked"),
+            ));
+        }
+        if !shared.is_retired() {
+            // Only after a panic: a normal close has done this already. The consumers are gone,
+            // so a producer waiting for room sees its ring abandoned and returns.
+            shared.quiesce(thread::yield_now);
+            shared.retire();
+        }
+        shared.writer_gone();
+    }
+}
+
+/// Runs `f`, which calls into the user's `Write`, turning a panic into an I/O error: a panicking
+/// sink must fail the trace like a failing one, not kill the writer thread.
+fn guarded<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(io::Error::other(format!("the trace's Write panicked: {why}")))
+    })
+}
+
 pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
+    let _exit = Exit(Arc::clone(&shared));
     let mut w = Writer {
         summary: Summary { bytes: config.header_bytes, ..Summary::default() },
         shared,
@@ -136,7 +146,7 @@ impl Writer {
             return;
         }
         let new =
-            std::mem::take(&mut *self.shared.new_rings.lock().unwrap_or_else(|p| p.into_inner()));
+            std::mem::take(&mut self.shared.rings.lock().unwrap_or_else(|p| p.into_inner()).new);
         for (id, consumer) in new {
             let idx = id as usize;
             if self.popped.len() <= idx {
@@ -177,31 +187,39 @@ impl Writer {
         got
     }
 
-    /// Encodes up to [`ROUND`] lines of one ring in place, stopping at the first whose dependency
-    /// is not written yet, then releases their slots (which drops them). No line is copied.
+    /// Encodes up to [`ROUND`] lines of one ring where they lie, stopping at the first whose
+    /// dependency is not written yet, drops them there and hands their words back to the
+    /// producer. No line is copied.
     fn drain_ring(&mut self, ring: &mut Ring) -> usize {
-        let n = ring.consumer.slots().min(ROUND);
-        let Ok(chunk) = ring.consumer.read_chunk(n) else { return 0 };
-        let (first, second) = chunk.as_slices();
         let mut ready = 0;
-        for line in first.iter().chain(second) {
+        while ready < ROUND {
+            let Some(at) = ring.consumer.peek() else { break };
+            // SAFETY: a published entry; it stays in place until popped below.
+            let line = unsafe { Entry::read(at) };
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            self.encode(line);
+            self.encode(&line);
+            let words = line.words;
+            // SAFETY: encoded and not used again; dropped once, then popped.
+            unsafe { Entry::drop_in_place(at) };
+            ring.consumer.pop(words);
             ready += 1;
             if self.buf.len() >= BATCH_BYTES {
                 self.write_buf();
             }
         }
-        chunk.commit(ready);
+        ring.consumer.release();
         self.popped[ring.id as usize] += ready as u64;
         ready
     }
 
-    /// Pops until every ring has reached `targets` (ring id, lines popped).
-    fn drain_to(&mut self, targets: &[(u32, u64)]) {
-        while targets.iter().any(|&(r, n)| self.popped[r as usize] < n) {
+    /// Pops until every ring has reached `targets` (ring id, word position), or is gone.
+    fn drain_to(&mut self, targets: &[(u32, usize)]) {
+        let reached = |rings: &[Ring], (id, pos): (u32, usize)| {
+            rings.iter().find(|r| r.id == id).is_none_or(|r| r.consumer.position() >= pos)
+        };
+        while !targets.iter().all(|&t| reached(&self.rings, t)) {
             if self.drain_once() == 0 {
                 thread::yield_now();
             }
@@ -229,11 +247,8 @@ impl Writer {
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
         if !control.flushes.is_empty() {
             self.adopt_new_rings();
-            let targets: Vec<(u32, u64)> = self
-                .rings
-                .iter()
-                .map(|r| (r.id, self.popped[r.id as usize] + r.consumer.slots() as u64))
-                .collect();
+            let targets: Vec<(u32, usize)> =
+                self.rings.iter().map(|r| (r.id, r.consumer.published())).collect();
             self.drain_to(&targets);
             self.write_buf();
             self.flush_sink();
@@ -244,14 +259,14 @@ impl Writer {
         control.close
     }
 
-    fn encode(&mut self, line: &Line) {
+    fn encode(&mut self, line: &Entry<'_>) {
         let out = &mut self.buf;
         let s = &mut self.summary;
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
-        let (name, description) = (&*line.name, &*line.description);
+        let (name, description) = (&**line.name, &**line.description);
         match line.kind {
             Kind::Record => {
-                let rt = &*line.record_type;
+                let rt = &**line.record_type;
                 format::encode::write_record(
                     out,
                     line.clk,
@@ -302,7 +317,7 @@ impl Writer {
             return;
         }
         if let Some(sink) = self.sink.as_mut() {
-            match sink.write_lines(&self.buf) {
+            match guarded(|| sink.write_lines(&self.buf)) {
                 Ok(()) => {
                     self.summary.bytes += self.buf.len() as u64;
                     self.dirty = true;
@@ -316,7 +331,7 @@ impl Writer {
 
     fn flush_sink(&mut self) {
         if let Some(sink) = self.sink.as_mut() {
-            if let Err(e) = sink.flush() {
+            if let Err(e) = guarded(|| sink.flush()) {
                 self.fail(e);
             }
         }
@@ -324,13 +339,24 @@ impl Writer {
     }
 
     fn fail(&mut self, e: std::io::Error) {
-        self.sink = None;
+        let sink = self.sink.take();
+        // A sink that panicked may panic again when dropped.
+        let _ = guarded(|| {
+            drop(sink);
+            Ok(())
+        });
         self.shared.fail(Error::io(&self.shared.target, e));
     }
 
     fn close(mut self, end_clk: Option<u64>) -> Summary {
-        // Producers that raced with close may have pushed lines after setting out; their handles
-        // predate the footer, so they belong before it.
+        // Every push that returned Ok belongs before the footer: wait for pushes in progress
+        // (draining, so one waiting for room can finish), then drain everything.
+        let shared = Arc::clone(&self.shared);
+        shared.quiesce(|| {
+            if self.drain_once() == 0 {
+                thread::yield_now();
+            }
+        });
         self.drain_all();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
@@ -356,11 +382,11 @@ impl Writer {
         footer.write_json(&mut self.buf);
         self.write_buf();
         if let Some(sink) = self.sink.take() {
-            if let Err(e) = sink.finish() {
+            if let Err(e) = guarded(|| sink.finish()) {
                 self.shared.fail(Error::io(&self.shared.target, e));
             }
         }
-        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.retire();
         self.summary
     }
 }
