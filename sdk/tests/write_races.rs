@@ -55,12 +55,15 @@ impl Buf {
 /// was answered, `Closed` when it came too late), never wait for a writer that has exited.
 #[test]
 fn flush_racing_close_never_hangs() {
-    for round in 0..20 {
+    // Many more threads than cores, so that some are preempted between deciding to flush and
+    // queueing the request, the window in which the close used to slip through.
+    const FLUSHERS: usize = 64;
+    for round in 0..100 {
         bounded(&format!("round {round}"), || {
             let trace = Trace::to_writer(Buf::default(), Metadata::new()).expect("open");
             let root = trace.root("r", "R").begin_at(0).expect("root");
-            let start = Arc::new(Barrier::new(17));
-            let flushers: Vec<_> = (0..16)
+            let start = Arc::new(Barrier::new(FLUSHERS + 1));
+            let flushers: Vec<_> = (0..FLUSHERS)
                 .map(|_| {
                     let (trace, start) = (trace.clone(), Arc::clone(&start));
                     thread::spawn(move || {
