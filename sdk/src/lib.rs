@@ -33,6 +33,7 @@
 //! `/proc` and perf sampler, eBPF I/O, the clock beacon and cycle ↔ wall-time sync points) are
 //! `jets-host`. A simulator links only this crate.
 
+pub mod capture;
 pub mod clock;
 mod error;
 #[cfg(feature = "tracing")]
@@ -42,6 +43,7 @@ pub mod write;
 
 pub use jets_format as format;
 
+pub use capture::Capture;
 pub use clock::SimClock;
 pub use error::Error;
 pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder};

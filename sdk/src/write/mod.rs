@@ -28,6 +28,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
+use crate::capture::gate::Gate;
+use crate::capture::{Capture, LeftOut};
 use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
@@ -120,6 +122,10 @@ pub struct Summary {
     pub dropped: Dropped,
     /// Bytes handed to the sink (before compression).
     pub bytes: u64,
+    /// Lines left out by capture control (filters, window, sampling, recorder, capture off).
+    pub left_out: LeftOut,
+    /// How many times the flight recorder was written.
+    pub dumps: u64,
 }
 
 /// Exact counts of lines dropped under [`Policy::Drop`].
@@ -158,12 +164,21 @@ pub(crate) struct Shared {
     control_pending: AtomicBool,
     /// The ring used when a thread's own cannot be (thread-local storage torn down).
     fallback: Mutex<Option<LocalRing>>,
+    /// Capture control: what the emitting calls let through.
+    pub(crate) gate: Gate,
+    pub(crate) capture: Capture,
+    /// A fatal signal asked the writer to dump, write the footer and stop.
+    fatal: AtomicBool,
+    /// The writer has closed the file.
+    finished: AtomicBool,
 }
 
 /// Requests from `flush` and `close`, taken by the writer thread.
 #[derive(Default)]
 pub(crate) struct Control {
     flushes: Vec<Arc<Ack>>,
+    /// Flight-recorder dumps requested by `Trace::dump`.
+    dumps: Vec<Arc<Ack>>,
     /// `Some(end_clk)` once close was requested.
     close: Option<Option<u64>>,
 }
@@ -203,6 +218,16 @@ impl Shared {
             annotations: get(DROP_ANNOTATION),
             record_ends: get(DROP_END),
         }
+    }
+
+    /// From a signal handler: only atomics and an unpark (a futex wake).
+    pub(crate) fn request_fatal_close(&self) {
+        self.fatal.store(true, Ordering::SeqCst);
+        self.wake_writer();
+    }
+
+    pub(crate) fn finished(&self) -> bool {
+        self.finished.load(Ordering::SeqCst)
     }
 
     fn wake_writer(&self) {
@@ -251,17 +276,29 @@ impl Inner {
                 )),
             };
             *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            #[cfg(unix)]
+            if self.shared.capture.recorder.is_some() {
+                crate::capture::fatal::unregister(&self.shared);
+            }
         }
         drop(join);
         self.result.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(Err(Error::Closed))
     }
 
     fn flush(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        self.ask(timeout, |c, ack| c.flushes.push(ack))
+    }
+
+    fn dump(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        self.ask(timeout, |c, ack| c.dumps.push(ack))
+    }
+
+    fn ask(&self, timeout: Option<Duration>, f: impl FnOnce(&mut Control, Arc<Ack>)) -> Result<(), Error> {
         if self.shared.closed.load(Ordering::Relaxed) {
             return Err(Error::Closed);
         }
         let ack = Arc::new(Ack::default());
-        self.shared.request(|c| c.flushes.push(Arc::clone(&ack)));
+        self.shared.request(|c| f(c, Arc::clone(&ack)));
         ack.wait(timeout);
         match self.shared.error() {
             Some(e) => Err(e),
@@ -335,6 +372,7 @@ pub struct TraceBuilder {
     flush_interval: Duration,
     clock: Option<SimClock>,
     flush_on_panic: bool,
+    capture: Option<Capture>,
 }
 
 impl Default for TraceBuilder {
@@ -345,6 +383,7 @@ impl Default for TraceBuilder {
             flush_interval: Duration::from_millis(100),
             clock: None,
             flush_on_panic: false,
+            capture: None,
         }
     }
 }
@@ -383,6 +422,13 @@ impl TraceBuilder {
         self
     }
 
+    /// What to capture (see [`crate::capture`]). Without this call the `JETS_CAPTURE`
+    /// environment variable is read at open; a setting given here wins over it.
+    pub fn capture(mut self, capture: Capture) -> Self {
+        self.capture = Some(capture);
+        self
+    }
+
     /// Creates (truncates) the file at `path` and writes the header. `.gz` and `.zst` compress.
     pub fn create(self, path: impl AsRef<Path>, metadata: Metadata) -> Result<Trace, Error> {
         let path = path.as_ref();
@@ -401,11 +447,16 @@ impl TraceBuilder {
     }
 
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
+        let capture = match self.capture {
+            Some(c) => c,
+            None => Capture::from_env().map_err(Error::Capture)?.unwrap_or_default(),
+        };
+        let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
         Header::new(metadata.0).write_json(&mut header);
         sink.write_lines(&header).and_then(|()| sink.flush()).map_err(|e| Error::io(&target, e))?;
         let shared = Arc::new(Shared {
-            id: NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             policy: self.policy,
             ring_capacity: self.ring_capacity,
             clock: self.clock.unwrap_or_default(),
@@ -422,6 +473,10 @@ impl TraceBuilder {
             control: Mutex::new(Control::default()),
             control_pending: AtomicBool::new(false),
             fallback: Mutex::new(None),
+            gate: Gate::new(&capture, id),
+            capture,
+            fatal: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
         });
         let config = writer::Config {
             flush_interval: self.flush_interval,
@@ -441,6 +496,12 @@ impl TraceBuilder {
         if self.flush_on_panic {
             install_panic_flush(Arc::downgrade(&trace.0));
         }
+        if trace.0.shared.capture.recorder.is_some() {
+            // CAP-REC-2: a flight recorder is written on panic and on a fatal signal.
+            install_panic_dump(Arc::downgrade(&trace.0));
+            #[cfg(unix)]
+            crate::capture::fatal::register(&trace.0.shared);
+        }
         Ok(trace)
     }
 }
@@ -451,6 +512,16 @@ fn install_panic_flush(trace: Weak<Inner>) {
         if let Some(inner) = trace.upgrade() {
             // Bounded: a panic must not hang on a stuck disk.
             let _ = inner.flush(Some(Duration::from_secs(2)));
+        }
+        previous(info);
+    }));
+}
+
+fn install_panic_dump(trace: Weak<Inner>) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Some(inner) = trace.upgrade() {
+            let _ = inner.dump(Some(Duration::from_secs(2)));
         }
         previous(info);
     }));
@@ -513,6 +584,51 @@ impl Trace {
     /// Lines dropped so far under [`Policy::Drop`].
     pub fn dropped(&self) -> Dropped {
         self.0.shared.dropped()
+    }
+
+    /// The capture setting in force (given to [`TraceBuilder::capture`], or read from
+    /// `JETS_CAPTURE`).
+    pub fn capture(&self) -> &Capture {
+        &self.0.shared.capture
+    }
+
+    /// Turns capture on: lines emitted from now on are written (subject to the setting).
+    pub fn capture_on(&self) {
+        self.0.shared.gate.set_on(true);
+    }
+
+    /// Turns capture off: until [`Trace::capture_on`], emitting calls write nothing and cost a
+    /// load and a branch. Records begun while off are left out with their subtrees (CAP-OFF-1).
+    pub fn capture_off(&self) {
+        self.0.shared.gate.set_on(false);
+    }
+
+    /// Whether capture is on.
+    pub fn is_capturing(&self) -> bool {
+        self.0.shared.gate.on()
+    }
+
+    /// Opens a region of interest (for a setting with `roi`). Regions nest and may be opened
+    /// and closed on any thread; lines are captured while at least one is open.
+    pub fn roi_begin(&self) {
+        self.0.shared.gate.roi_begin();
+    }
+
+    /// Closes a region of interest. Returns false (and does nothing) when none was open.
+    pub fn roi_end(&self) -> bool {
+        self.0.shared.gate.roi_end()
+    }
+
+    /// Writes what the flight recorder holds (with the ancestors its lines need) and waits until
+    /// it is flushed to the OS. Without a recorder this is [`Trace::flush`].
+    pub fn dump(&self) -> Result<(), Error> {
+        self.0.dump(None)
+    }
+
+    /// Lines left out by capture control in the emitting calls so far (the writer's own count,
+    /// of held records never needed and recorder lines never dumped, is added at close).
+    pub fn left_out(&self) -> LeftOut {
+        self.0.shared.gate.left_out()
     }
 
     /// Writes the footer with exact totals and completes the file. Later calls return the same

@@ -10,6 +10,8 @@ use rtrb::Consumer;
 use super::ring::Pos;
 use super::sink::Sink;
 use super::{Control, Shared, Summary};
+use crate::capture::keep::{self, Keeper};
+use crate::capture::gate;
 use crate::error::Error;
 use crate::format::{self, Data, Footer, Str};
 
@@ -38,6 +40,8 @@ pub(crate) struct Line {
     pub(crate) data: Data,
     /// The line this one must follow when that one is on another thread's ring.
     pub(crate) after: Option<Pos>,
+    /// Capture control: a record queued only as a possible ancestor (CAP-ANC-1).
+    pub(crate) hold: bool,
 }
 
 impl Line {
@@ -53,6 +57,7 @@ impl Line {
             description: Str::EMPTY,
             data: Data::new(),
             after,
+            hold: false,
         }
     }
 }
@@ -88,6 +93,9 @@ struct Writer {
     /// Lines popped so far from each ring, by ring id: line `index` of ring `r` is written once
     /// `popped[r] > index`.
     popped: Vec<u64>,
+    /// Capture control's writer side, when the setting holds anything back.
+    keeper: Option<Keeper>,
+    scratch: Vec<u8>,
 }
 
 pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
@@ -101,9 +109,15 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         dirty: false,
         rings: Vec::new(),
         popped: Vec::new(),
+        keeper: None,
+        scratch: Vec::new(),
     };
+    w.keeper = Keeper::new(&w.shared.capture);
     let mut nap = Duration::from_micros(20);
     loop {
+        if w.shared.fatal.load(Ordering::Acquire) {
+            return w.close(None);
+        }
         if w.shared.control_pending.swap(false, Ordering::Acquire) {
             let control =
                 std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
@@ -174,6 +188,16 @@ impl Writer {
         // Rings adopted meanwhile (none: adoption happens only in this thread) plus the kept ones.
         rings.append(&mut self.rings);
         self.rings = rings;
+        if let Some(k) = self.keeper.as_mut() {
+            let (popped, rings) = (&self.popped, &self.rings);
+            k.end_pass(popped, || {
+                let mut pushed = popped.clone();
+                for r in rings {
+                    pushed[r.id as usize] += r.consumer.slots() as u64;
+                }
+                pushed
+            });
+        }
         got
     }
 
@@ -188,7 +212,11 @@ impl Writer {
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            self.encode(line);
+            if self.keeper.is_some() {
+                self.keep(line);
+            } else {
+                self.encode(line);
+            }
             ready += 1;
             if self.buf.len() >= BATCH_BYTES {
                 self.write_buf();
@@ -227,7 +255,7 @@ impl Writer {
     /// Serves flush requests: everything pushed before the request is written and flushed.
     /// Returns `Some(end_clk)` when close was requested.
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
-        if !control.flushes.is_empty() {
+        if !control.flushes.is_empty() || !control.dumps.is_empty() {
             self.adopt_new_rings();
             let targets: Vec<(u32, u64)> = self
                 .rings
@@ -235,9 +263,12 @@ impl Writer {
                 .map(|r| (r.id, self.popped[r.id as usize] + r.consumer.slots() as u64))
                 .collect();
             self.drain_to(&targets);
+            if !control.dumps.is_empty() {
+                self.dump();
+            }
             self.write_buf();
             self.flush_sink();
-            for ack in control.flushes {
+            for ack in control.flushes.into_iter().chain(control.dumps) {
                 ack.set();
             }
         }
@@ -245,8 +276,84 @@ impl Writer {
     }
 
     fn encode(&mut self, line: &Line) {
-        let out = &mut self.buf;
-        let s = &mut self.summary;
+        encode_line(&mut self.buf, line);
+        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
+        Counted { buf: &mut self.buf, summary: &mut self.summary }.count(kind_index(line.kind), clk);
+    }
+
+    /// Capture control: the keeper decides what of `line` (and of what it holds) reaches the
+    /// file now.
+    fn keep(&mut self, line: &Line) {
+        let Some(keeper) = self.keeper.as_mut() else { return };
+        self.scratch.clear();
+        encode_line(&mut self.scratch, line);
+        let meta = keep::Meta {
+            kind: kind_index(line.kind),
+            id: line.id,
+            parent: line.parent,
+            clk: line.clk,
+            hold: line.hold,
+            name: &line.name,
+            error: line.kind == Kind::Event
+                && line.data.fields().any(|(k, v)| {
+                    k == "severity" && matches!(v, format::Value::Str(s) if &**s == "error")
+                }),
+        };
+        let mut out = Counted { buf: &mut self.buf, summary: &mut self.summary };
+        if keeper.line(&meta, &self.scratch, &mut out) {
+            // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
+            keeper.dump(&mut out);
+        }
+    }
+
+    /// Writes the flight recorder's lines.
+    fn dump(&mut self) {
+        if let Some(keeper) = self.keeper.as_mut() {
+            keeper.dump(&mut Counted { buf: &mut self.buf, summary: &mut self.summary });
+        }
+    }
+}
+
+fn kind_index(kind: Kind) -> usize {
+    match kind {
+        Kind::Record => gate::RECORD,
+        Kind::End => gate::END,
+        Kind::Event => gate::EVENT,
+        Kind::Annotation => gate::ANNOTATION,
+    }
+}
+
+/// The writer's batch and the totals of what went into it.
+struct Counted<'a> {
+    buf: &'a mut Vec<u8>,
+    summary: &'a mut Summary,
+}
+
+impl Counted<'_> {
+    fn count(&mut self, kind: usize, clk: Option<u64>) {
+        let s = &mut *self.summary;
+        match kind {
+            gate::RECORD => s.records += 1,
+            gate::END => s.record_ends += 1,
+            gate::EVENT => s.events += 1,
+            _ => s.annotations += 1,
+        }
+        if let Some(clk) = clk {
+            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
+        }
+    }
+}
+
+impl keep::Out for Counted<'_> {
+    fn put(&mut self, kind: usize, clk: Option<u64>, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        self.count(kind, clk);
+    }
+}
+
+/// Encodes one line (with its newline) onto `out`.
+fn encode_line(out: &mut Vec<u8>, line: &Line) {
+    {
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
         let (name, description) = (&*line.name, &*line.description);
         match line.kind {
@@ -262,7 +369,6 @@ impl Writer {
                     description,
                     data,
                 );
-                s.records += 1;
             }
             Kind::End => {
                 format::encode::write_record_end(out, line.clk, line.id);
@@ -272,11 +378,9 @@ impl Writer {
                     format::json::write_key(out, key);
                     value.write_json(out);
                 }
-                s.record_ends += 1;
             }
             Kind::Event => {
                 format::encode::write_event(out, line.clk, name, line.id, description, data);
-                s.events += 1;
             }
             Kind::Annotation => {
                 format::encode::write_annotation(
@@ -286,14 +390,13 @@ impl Writer {
                     description,
                     data.unwrap_or(&EmptyObject),
                 );
-                s.annotations += 1;
             }
         }
         format::encode::close_line(out);
-        if line.kind != Kind::Annotation {
-            s.capture_end_clk = Some(s.capture_end_clk.map_or(line.clk, |m| m.max(line.clk)));
-        }
     }
+}
+
+impl Writer {
 
     /// Hands the batch to the sink. After a failure, output is discarded (and the error kept), so
     /// producers never block on a dead sink and the file keeps its valid prefix.
@@ -332,6 +435,8 @@ impl Writer {
         // Producers that raced with close may have pushed lines after setting out; their handles
         // predate the footer, so they belong before it.
         self.drain_all();
+        // CAP-REC-2: the recorder is written at close.
+        self.dump();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
@@ -353,6 +458,7 @@ impl Writer {
             footer.extra.insert("dropped_annotations".into(), d.annotations.into());
             footer.extra.insert("dropped_record_ends".into(), d.record_ends.into());
         }
+        self.capture_footer(&mut footer);
         footer.write_json(&mut self.buf);
         self.write_buf();
         if let Some(sink) = self.sink.take() {
@@ -361,7 +467,36 @@ impl Writer {
             }
         }
         self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.finished.store(true, Ordering::SeqCst);
         self.summary
+    }
+
+    /// CAP-FOOT-1: what capture control left out, and the setting that made the trace.
+    fn capture_footer(&mut self, footer: &mut Footer) {
+        let s = &mut self.summary;
+        let mut left = self.shared.gate.left_out();
+        if let Some(k) = &self.keeper {
+            // Lines the writer saw but never wrote: held records never needed, recorder lines
+            // never dumped.
+            left.records += k.seen[gate::RECORD].saturating_sub(s.records);
+            left.events += k.seen[gate::EVENT].saturating_sub(s.events);
+            left.annotations += k.seen[gate::ANNOTATION].saturating_sub(s.annotations);
+            left.record_ends += k.seen[gate::END].saturating_sub(s.record_ends);
+            s.dumps = k.dumps;
+        }
+        s.left_out = left;
+        let capture = &self.shared.capture;
+        if capture.is_full() && !capture.off && left.total() == 0 {
+            return;
+        }
+        footer.extra.insert("capture".into(), capture.to_string().into());
+        footer.extra.insert("left_out_records".into(), left.records.into());
+        footer.extra.insert("left_out_events".into(), left.events.into());
+        footer.extra.insert("left_out_annotations".into(), left.annotations.into());
+        footer.extra.insert("left_out_record_ends".into(), left.record_ends.into());
+        if capture.recorder.is_some() {
+            footer.extra.insert("recorder_dumps".into(), s.dumps.into());
+        }
     }
 }
 
