@@ -35,11 +35,16 @@ struct Entry {
     parent: Option<u64>,
     clk: u64,
     bytes: Vec<u8>,
-    /// Annotations queued while the record was not in the file.
+    /// Annotations queued while the record was not in the file, then its end once ended: a line
+    /// from another thread that needs the record may still arrive after its end (CAP-ANC-2).
     held: Vec<u8>,
     held_n: u64,
+    /// The cycle of the held end, if any (the last line of `held`).
+    end_clk: Option<u64>,
     /// Its own line is in the recorder's buffer.
     buffered: bool,
+    /// Selected (not only held): its end is a recorded line of its own.
+    selected: bool,
     open: bool,
     /// Ended, and no line referring to it can still be in a ring.
     safe: bool,
@@ -126,7 +131,9 @@ impl Keeper {
                         bytes: bytes.to_vec(),
                         held: Vec::new(),
                         held_n: 0,
+                        end_clk: None,
                         buffered,
+                        selected: !m.hold,
                         open: true,
                         safe: false,
                         children: 0,
@@ -156,8 +163,11 @@ impl Keeper {
                 if let Some(e) = self.table.get_mut(&m.id) {
                     e.open = false;
                     self.ended.push(m.id);
-                    if recording {
+                    if recording && e.selected {
                         self.record_item(END, m.id, m.clk, bytes);
+                    } else {
+                        e.held.extend_from_slice(bytes);
+                        e.end_clk = Some(m.clk);
                     }
                 } else if recording {
                     self.record_item(END, m.id, m.clk, bytes);
@@ -233,11 +243,13 @@ impl Keeper {
         for &id in chain.iter().rev() {
             let e = self.table.remove(&id).expect("in chain");
             out.put(RECORD, Some(e.clk), &e.bytes);
-            if e.held_n > 0 {
-                // Annotations carry no clk; they follow their record.
-                for line in e.held.split_inclusive(|&b| b == b'\n') {
-                    out.put(ANNOTATION, None, line);
-                }
+            // Annotations carry no clk; they follow their record, then its held end.
+            let mut held = e.held.split_inclusive(|&b| b == b'\n');
+            for line in held.by_ref().take(e.held_n as usize) {
+                out.put(ANNOTATION, None, line);
+            }
+            if let (Some(clk), Some(line)) = (e.end_clk, held.next()) {
+                out.put(END, Some(clk), line);
             }
         }
         self.scratch = chain;
