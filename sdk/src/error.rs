@@ -26,9 +26,6 @@ pub enum Error {
     /// An argument is not acceptable (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The capture setting (`JETS_CAPTURE`) is not valid: the message names the clause.
-    #[error("{0}")]
-    Capture(crate::capture::CaptureError),
     /// Reading or writing failed. The trace stops writing at the first failure; what was written
     /// before it is a valid prefix.
     #[error("I/O error on {target}: {source}")]

@@ -43,7 +43,6 @@ pub mod write;
 
 pub use jets_format as format;
 
-pub use capture::Capture;
 pub use clock::SimClock;
 pub use error::Error;
 pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder};

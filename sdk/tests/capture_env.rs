@@ -45,6 +45,6 @@ fn jets_capture_is_read_at_open_and_a_bad_clause_fails_it() {
     assert_eq!(explicit.capture().to_string(), "full");
     std::env::set_var(jets::capture::ENV, "types=Keep;clk=5");
     let err = TraceBuilder::new().writer(std::io::sink(), Metadata::new()).unwrap_err();
-    assert_eq!(err.to_string(), "JETS_CAPTURE clause `clk=5`: expected `clk=A..B` (cycles A included, B excluded), got `5`");
+    assert_eq!(err.to_string(), "invalid argument: JETS_CAPTURE clause `clk=5`: expected `clk=A..B` (cycles A included, B excluded), got `5`");
     std::env::remove_var(jets::capture::ENV);
 }

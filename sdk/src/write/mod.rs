@@ -423,7 +423,8 @@ impl TraceBuilder {
     }
 
     /// What to capture (see [`crate::capture`]). Without this call the `JETS_CAPTURE`
-    /// environment variable is read at open; a setting given here wins over it.
+    /// environment variable is read at open (a bad value fails the open with
+    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it.
     pub fn capture(mut self, capture: Capture) -> Self {
         self.capture = Some(capture);
         self
@@ -449,7 +450,7 @@ impl TraceBuilder {
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
         let capture = match self.capture {
             Some(c) => c,
-            None => Capture::from_env().map_err(Error::Capture)?.unwrap_or_default(),
+            None => Capture::from_env().map_err(|e| Error::InvalidArgument(e.to_string()))?.unwrap_or_default(),
         };
         let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);

@@ -486,6 +486,11 @@ impl Writer {
         }
         s.left_out = left;
         let capture = &self.shared.capture;
+        if !cfg!(feature = "enabled") {
+            // Built without the `enabled` feature: nothing was emitted, and nothing counted.
+            footer.extra.insert("capture".into(), "compiled out".into());
+            return;
+        }
         if capture.is_full() && !capture.off && left.total() == 0 {
             return;
         }
