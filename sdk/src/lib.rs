@@ -33,6 +33,7 @@
 //! `/proc` and perf sampler, eBPF I/O, the clock beacon and cycle ↔ wall-time sync points) are
 //! `jets-host`. A simulator links only this crate.
 
+pub mod capture;
 pub mod clock;
 mod error;
 #[cfg(feature = "tracing")]

@@ -40,6 +40,8 @@ pub(crate) struct Line {
     pub(crate) data: Data,
     /// The line this one must follow when that one is on another thread's ring.
     pub(crate) after: Option<Pos>,
+    /// Capture control: a record queued only as a possible ancestor (CAP-ANC-1).
+    pub(crate) hold: bool,
 }
 
 impl Line {
@@ -55,6 +57,7 @@ impl Line {
             description: Str::EMPTY,
             data: Data::new(),
             after,
+            hold: false,
         }
     }
 
@@ -62,7 +65,7 @@ impl Line {
     #[inline(always)]
     pub(crate) fn layout(&self) -> (u8, usize) {
         let data = self.data.as_ref();
-        let mut flags = 0;
+        let mut flags = if self.hold { HOLD } else { 0 };
         let mut words = FIXED;
         if self.after.is_some() {
             flags |= AFTER;
@@ -151,6 +154,7 @@ pub(crate) struct Entry<'a> {
     pub(crate) description: &'a Str,
     pub(crate) data: DataRef<'a>,
     pub(crate) after: Option<Pos>,
+    pub(crate) hold: bool,
     /// Its size in words.
     pub(crate) words: usize,
 }
@@ -236,6 +240,7 @@ impl<'a> Entry<'a> {
                     extra: parts.extra.map(|b| &**b),
                 },
                 after: parts.after.map(|p| Pos { ring: p.read() as u32, index: p.add(1).read() }),
+                hold: (parts.header >> 32) as u8 & HOLD != 0,
                 words: (parts.header & 0xffff) as usize,
             }
         }
@@ -279,6 +284,7 @@ const PARENT: u8 = 2;
 const RECORD_TYPE: u8 = 4;
 const DESCRIPTION: u8 = 8;
 const EXTRA: u8 = 16;
+const HOLD: u8 = 32;
 
 // Every part is a whole number of 8-byte words with at most 8-byte alignment, so parts can sit
 // back to back in a word array; and the largest entry fits the header's 16-bit size.

@@ -34,6 +34,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
+use crate::capture::gate::Gate;
+use crate::capture::{Capture, LeftOut};
 use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
@@ -126,6 +128,10 @@ pub struct Summary {
     pub dropped: Dropped,
     /// Bytes handed to the sink (before compression).
     pub bytes: u64,
+    /// Lines left out by capture control (filters, window, sampling, recorder, capture off).
+    pub left_out: LeftOut,
+    /// How many times the flight recorder was written.
+    pub dumps: u64,
 }
 
 /// Exact counts of lines dropped under [`Policy::Drop`].
@@ -165,12 +171,21 @@ pub(crate) struct Shared {
     control_pending: AtomicBool,
     /// The ring used when a thread's own cannot be (thread-local storage torn down).
     fallback: Mutex<Option<LocalRing>>,
+    /// Capture control: what the emitting calls let through.
+    pub(crate) gate: Gate,
+    pub(crate) capture: Capture,
+    /// A fatal signal asked the writer to dump, write the footer and stop.
+    fatal: AtomicBool,
+    /// The writer has closed the file.
+    finished: AtomicBool,
 }
 
 /// Requests from `flush` and `close`, taken by the writer thread.
 #[derive(Default)]
 pub(crate) struct Control {
     flushes: Vec<Arc<Ack>>,
+    /// Flight-recorder dumps requested by `Trace::dump`.
+    dumps: Vec<Arc<Ack>>,
     /// `Some(end_clk)` once close was requested.
     close: Option<Option<u64>>,
     /// Set by the writer thread as it exits (closed or died): no request is queued after it, so
@@ -220,24 +235,32 @@ impl Shared {
         answer
     }
 
-    /// Stops the producers: once this returns, every push that returned `Ok` has its line in a
-    /// ring, and every later push sees `closed` and writes nothing. `meanwhile` runs while a push
-    /// is still in progress (the writer drains there, so a push waiting for room can finish).
-    fn quiesce(&self, mut meanwhile: impl FnMut()) {
+    /// Stops the producers: once this returns true, every push that returned `Ok` has its line
+    /// in a ring, and every later push sees `closed` and writes nothing. `meanwhile` runs while a
+    /// push is still in progress (the writer drains there, so a push waiting for room can
+    /// finish). With `patience`, gives up after that long and returns false (a fatal signal: the
+    /// thread that took it may never finish its push).
+    fn quiesce(&self, mut meanwhile: impl FnMut(), patience: Option<Duration>) -> bool {
         self.closed.store(true, Ordering::SeqCst);
         fence::heavy();
         let slots: Vec<Arc<Slot>> = {
             let registry = self.rings.lock().unwrap_or_else(|p| p.into_inner());
             registry.slots.iter().filter_map(Weak::upgrade).collect()
         };
+        let deadline = patience.map(|p| std::time::Instant::now() + p);
         for slot in &slots {
             while slot.is_busy() {
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    return false;
+                }
                 meanwhile();
             }
         }
+        true
     }
 
-    /// Frees every ring's producer end and refuses new rings. Call after [`Shared::quiesce`].
+    /// Frees every ring's producer end and refuses new rings. Call only after
+    /// [`Shared::quiesce`] returned true.
     fn retire(&self) {
         let mut registry = self.rings.lock().unwrap_or_else(|p| p.into_inner());
         if registry.retired {
@@ -246,7 +269,8 @@ impl Shared {
         registry.retired = true;
         registry.new.clear();
         for slot in registry.slots.drain(..).filter_map(|s| s.upgrade()) {
-            // SAFETY: every caller has run `quiesce` first (the writer's close and its exit).
+            // SAFETY: every caller has seen `quiesce` return true first (the writer's close and
+            // its exit guard).
             unsafe { slot.retire() };
         }
     }
@@ -279,6 +303,16 @@ impl Shared {
             annotations: get(DROP_ANNOTATION),
             record_ends: get(DROP_END),
         }
+    }
+
+    /// From a signal handler: only atomics and an unpark (a futex wake).
+    pub(crate) fn request_fatal_close(&self) {
+        self.fatal.store(true, Ordering::SeqCst);
+        self.wake_writer();
+    }
+
+    pub(crate) fn finished(&self) -> bool {
+        self.finished.load(Ordering::SeqCst)
     }
 
     fn wake_writer(&self) {
@@ -327,21 +361,38 @@ impl Inner {
                 )),
             };
             *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            #[cfg(unix)]
+            if self.shared.capture.recorder.is_some() {
+                crate::capture::fatal::unregister(&self.shared);
+            }
         }
         drop(join);
         self.result.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(Err(Error::Closed))
     }
 
     fn flush(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        self.ask(timeout, |c, ack| c.flushes.push(ack))
+    }
+
+    fn dump(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        self.ask(timeout, |c, ack| c.dumps.push(ack))
+    }
+
+    /// Queues a request for the writer and waits for its answer (or `timeout`).
+    fn ask(
+        &self,
+        timeout: Option<Duration>,
+        f: impl FnOnce(&mut Control, Arc<Ack>),
+    ) -> Result<(), Error> {
         if self.shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let ack = Arc::new(Ack::default());
-        // Queued only while the writer runs; the writer answers every queued flush, at the
+        // Queued only while the writer runs; the writer answers every queued request, at the
         // latest as it exits (after the footer when it closes), so this wait always ends.
         let queued = self.shared.request(|c| {
             if !c.gone {
-                c.flushes.push(Arc::clone(&ack));
+                f(c, Arc::clone(&ack));
             }
             !c.gone
         });
@@ -349,7 +400,7 @@ impl Inner {
             return Err(Error::Closed);
         }
         if !ack.wait(timeout) {
-            let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "flush timed out");
+            let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
             return Err(Error::io(&self.shared.target, e));
         }
         match self.shared.error() {
@@ -426,6 +477,7 @@ pub struct TraceBuilder {
     flush_interval: Duration,
     clock: Option<SimClock>,
     flush_on_panic: bool,
+    capture: Option<Capture>,
 }
 
 impl Default for TraceBuilder {
@@ -436,6 +488,7 @@ impl Default for TraceBuilder {
             flush_interval: Duration::from_millis(100),
             clock: None,
             flush_on_panic: false,
+            capture: None,
         }
     }
 }
@@ -478,6 +531,14 @@ impl TraceBuilder {
         self
     }
 
+    /// What to capture (see [`crate::capture`]). Without this call the `JETS_CAPTURE`
+    /// environment variable is read at open (a bad value fails the open with
+    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it.
+    pub fn capture(mut self, capture: Capture) -> Self {
+        self.capture = Some(capture);
+        self
+    }
+
     /// Creates (truncates) the file at `path` and writes the header. `.gz` and `.zst` compress.
     pub fn create(self, path: impl AsRef<Path>, metadata: Metadata) -> Result<Trace, Error> {
         let path = path.as_ref();
@@ -497,11 +558,18 @@ impl TraceBuilder {
 
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
         fence::init();
+        let capture = match self.capture {
+            Some(c) => c,
+            None => Capture::from_env()
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?
+                .unwrap_or_default(),
+        };
+        let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
         Header::new(metadata.0).write_json(&mut header);
         sink.write_lines(&header).and_then(|()| sink.flush()).map_err(|e| Error::io(&target, e))?;
         let shared = Arc::new(Shared {
-            id: NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             policy: self.policy,
             // Sized for lines of 16 words (an event with two fields), and never smaller than
             // two of the largest line.
@@ -519,6 +587,10 @@ impl TraceBuilder {
             control: Mutex::new(Control::default()),
             control_pending: AtomicBool::new(false),
             fallback: Mutex::new(None),
+            gate: Gate::new(&capture, id),
+            capture,
+            fatal: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
         });
         let config = writer::Config {
             flush_interval: self.flush_interval,
@@ -535,8 +607,15 @@ impl TraceBuilder {
             join: Mutex::new(Some(handle)),
             result: Mutex::new(None),
         }));
-        if self.flush_on_panic {
-            panic_flush::register(Arc::downgrade(&trace.0));
+        let recorder = trace.0.shared.capture.recorder.is_some();
+        if self.flush_on_panic || recorder {
+            // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed.
+            panic_flush::register(Arc::downgrade(&trace.0), recorder);
+        }
+        if recorder {
+            // CAP-REC-2: and on a fatal signal.
+            #[cfg(unix)]
+            crate::capture::fatal::register(&trace.0.shared);
         }
         Ok(trace)
     }
@@ -599,6 +678,51 @@ impl Trace {
     /// Lines dropped so far under [`Policy::Drop`].
     pub fn dropped(&self) -> Dropped {
         self.0.shared.dropped()
+    }
+
+    /// The capture setting in force (given to [`TraceBuilder::capture`], or read from
+    /// `JETS_CAPTURE`).
+    pub fn capture(&self) -> &Capture {
+        &self.0.shared.capture
+    }
+
+    /// Turns capture on: lines emitted from now on are written (subject to the setting).
+    pub fn capture_on(&self) {
+        self.0.shared.gate.set_on(true);
+    }
+
+    /// Turns capture off: until [`Trace::capture_on`], emitting calls write nothing and cost a
+    /// load and a branch. Records begun while off are left out with their subtrees (CAP-OFF-1).
+    pub fn capture_off(&self) {
+        self.0.shared.gate.set_on(false);
+    }
+
+    /// Whether capture is on.
+    pub fn is_capturing(&self) -> bool {
+        self.0.shared.gate.on()
+    }
+
+    /// Opens a region of interest (for a setting with `roi`). Regions nest and may be opened
+    /// and closed on any thread; lines are captured while at least one is open.
+    pub fn roi_begin(&self) {
+        self.0.shared.gate.roi_begin();
+    }
+
+    /// Closes a region of interest. Returns false (and does nothing) when none was open.
+    pub fn roi_end(&self) -> bool {
+        self.0.shared.gate.roi_end()
+    }
+
+    /// Writes what the flight recorder holds (with the ancestors its lines need) and waits until
+    /// it is flushed to the OS. Without a recorder this is [`Trace::flush`].
+    pub fn dump(&self) -> Result<(), Error> {
+        self.0.dump(None)
+    }
+
+    /// Lines left out by capture control in the emitting calls so far (the writer's own count,
+    /// of held records never needed and recorder lines never dumped, is added at close).
+    pub fn left_out(&self) -> LeftOut {
+        self.0.shared.gate.left_out()
     }
 
     /// Writes the footer with exact totals and completes the file. Later calls return the same

@@ -12,6 +12,8 @@ use super::ring::Pos;
 use super::sink::Sink;
 use super::spsc::Consumer;
 use super::{Control, Shared, Summary};
+use crate::capture::gate;
+use crate::capture::keep::{self, Keeper};
 use crate::error::Error;
 use crate::format::{self, Footer};
 
@@ -25,6 +27,9 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// The longest nap of an idle writer. Short enough to keep the flush interval, long enough to
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
+
+/// How long a close after a fatal signal waits for pushes in progress.
+const FATAL_PATIENCE: Duration = Duration::from_millis(200);
 
 /// How many lines the writer takes from one ring before looking at the next (fairness).
 const ROUND: usize = 4096;
@@ -61,6 +66,12 @@ struct Writer {
     /// Lines popped so far from each ring, by ring id: line `index` of ring `r` is written once
     /// `popped[r] > index`.
     popped: Vec<u64>,
+    /// Words consumed so far from each ring, by ring id (a position capture control compares
+    /// with what was published).
+    consumed: Vec<u64>,
+    /// Capture control's writer side, when the setting holds anything back.
+    keeper: Option<Keeper>,
+    scratch: Vec<u8>,
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -76,11 +87,13 @@ impl Drop for Exit {
                 io::Error::other("the JETS writer thread panicked"),
             ));
         }
-        if !shared.is_retired() {
-            // Only after a panic: a normal close has done this already. The consumers are gone,
-            // so a producer waiting for room sees its ring abandoned and returns.
-            shared.quiesce(thread::yield_now);
-            shared.retire();
+        if !shared.is_retired() && !shared.finished() {
+            // Only after a panic: a normal close has done this already (a fatal-signal close
+            // leaves the rings to the dying process). The consumers are gone, so a producer
+            // waiting for room sees its ring abandoned and returns.
+            if shared.quiesce(thread::yield_now, None) {
+                shared.retire();
+            }
         }
         shared.writer_gone();
     }
@@ -111,9 +124,16 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         dirty: false,
         rings: Vec::new(),
         popped: Vec::new(),
+        consumed: Vec::new(),
+        keeper: None,
+        scratch: Vec::new(),
     };
+    w.keeper = Keeper::new(&w.shared.capture);
     let mut nap = Duration::from_micros(20);
     loop {
+        if w.shared.fatal.load(Ordering::Acquire) {
+            return w.close(None);
+        }
         if w.shared.control_pending.swap(false, Ordering::Acquire) {
             let control =
                 std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
@@ -151,6 +171,7 @@ impl Writer {
             let idx = id as usize;
             if self.popped.len() <= idx {
                 self.popped.resize(idx + 1, 0);
+                self.consumed.resize(idx + 1, 0);
             }
             self.rings.push(Ring { id, consumer });
         }
@@ -184,6 +205,16 @@ impl Writer {
         // Rings adopted meanwhile (none: adoption happens only in this thread) plus the kept ones.
         rings.append(&mut self.rings);
         self.rings = rings;
+        if let Some(k) = self.keeper.as_mut() {
+            let (consumed, rings) = (&self.consumed, &self.rings);
+            k.end_pass(consumed, || {
+                let mut published = consumed.clone();
+                for r in rings {
+                    published[r.id as usize] = r.consumer.published() as u64;
+                }
+                published
+            });
+        }
         got
     }
 
@@ -199,7 +230,11 @@ impl Writer {
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            self.encode(&line);
+            if self.keeper.is_some() {
+                self.keep(&line);
+            } else {
+                self.encode(&line);
+            }
             let words = line.words;
             // SAFETY: encoded and not used again; dropped once, then popped.
             unsafe { Entry::drop_in_place(at) };
@@ -211,6 +246,7 @@ impl Writer {
         }
         ring.consumer.release();
         self.popped[ring.id as usize] += ready as u64;
+        self.consumed[ring.id as usize] = ring.consumer.position() as u64;
         ready
     }
 
@@ -245,14 +281,17 @@ impl Writer {
     /// Serves flush requests: everything pushed before the request is written and flushed.
     /// Returns `Some(end_clk)` when close was requested.
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
-        if !control.flushes.is_empty() {
+        if !control.flushes.is_empty() || !control.dumps.is_empty() {
             self.adopt_new_rings();
             let targets: Vec<(u32, usize)> =
                 self.rings.iter().map(|r| (r.id, r.consumer.published())).collect();
             self.drain_to(&targets);
+            if !control.dumps.is_empty() {
+                self.dump();
+            }
             self.write_buf();
             self.flush_sink();
-            for ack in control.flushes {
+            for ack in control.flushes.into_iter().chain(control.dumps) {
                 ack.set();
             }
         }
@@ -260,8 +299,85 @@ impl Writer {
     }
 
     fn encode(&mut self, line: &Entry<'_>) {
-        let out = &mut self.buf;
-        let s = &mut self.summary;
+        encode_line(&mut self.buf, line);
+        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
+        Counted { buf: &mut self.buf, summary: &mut self.summary }
+            .count(kind_index(line.kind), clk);
+    }
+
+    /// Capture control: the keeper decides what of `line` (and of what it holds) reaches the
+    /// file now.
+    fn keep(&mut self, line: &Entry<'_>) {
+        let Some(keeper) = self.keeper.as_mut() else { return };
+        self.scratch.clear();
+        encode_line(&mut self.scratch, line);
+        let meta = keep::Meta {
+            kind: kind_index(line.kind),
+            id: line.id,
+            parent: line.parent,
+            clk: line.clk,
+            hold: line.hold,
+            name: line.name,
+            error: line.kind == Kind::Event
+                && line.data.fields().any(|(k, v)| {
+                    k == "severity" && matches!(v, format::Value::Str(s) if &**s == "error")
+                }),
+        };
+        let mut out = Counted { buf: &mut self.buf, summary: &mut self.summary };
+        if keeper.line(&meta, &self.scratch, &mut out) {
+            // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
+            keeper.dump(&mut out);
+        }
+    }
+
+    /// Writes the flight recorder's lines.
+    fn dump(&mut self) {
+        if let Some(keeper) = self.keeper.as_mut() {
+            keeper.dump(&mut Counted { buf: &mut self.buf, summary: &mut self.summary });
+        }
+    }
+}
+
+fn kind_index(kind: Kind) -> usize {
+    match kind {
+        Kind::Record => gate::RECORD,
+        Kind::End => gate::END,
+        Kind::Event => gate::EVENT,
+        Kind::Annotation => gate::ANNOTATION,
+    }
+}
+
+/// The writer's batch and the totals of what went into it.
+struct Counted<'a> {
+    buf: &'a mut Vec<u8>,
+    summary: &'a mut Summary,
+}
+
+impl Counted<'_> {
+    fn count(&mut self, kind: usize, clk: Option<u64>) {
+        let s = &mut *self.summary;
+        match kind {
+            gate::RECORD => s.records += 1,
+            gate::END => s.record_ends += 1,
+            gate::EVENT => s.events += 1,
+            _ => s.annotations += 1,
+        }
+        if let Some(clk) = clk {
+            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
+        }
+    }
+}
+
+impl keep::Out for Counted<'_> {
+    fn put(&mut self, kind: usize, clk: Option<u64>, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        self.count(kind, clk);
+    }
+}
+
+/// Encodes one line (with its newline) onto `out`.
+fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
+    {
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
         let (name, description) = (&**line.name, &**line.description);
         match line.kind {
@@ -277,7 +393,6 @@ impl Writer {
                     description,
                     data,
                 );
-                s.records += 1;
             }
             Kind::End => {
                 format::encode::write_record_end(out, line.clk, line.id);
@@ -287,11 +402,9 @@ impl Writer {
                     format::json::write_key(out, key);
                     value.write_json(out);
                 }
-                s.record_ends += 1;
             }
             Kind::Event => {
                 format::encode::write_event(out, line.clk, name, line.id, description, data);
-                s.events += 1;
             }
             Kind::Annotation => {
                 format::encode::write_annotation(
@@ -301,15 +414,13 @@ impl Writer {
                     description,
                     data.unwrap_or(&EmptyObject),
                 );
-                s.annotations += 1;
             }
         }
         format::encode::close_line(out);
-        if line.kind != Kind::Annotation {
-            s.capture_end_clk = Some(s.capture_end_clk.map_or(line.clk, |m| m.max(line.clk)));
-        }
     }
+}
 
+impl Writer {
     /// Hands the batch to the sink. After a failure, output is discarded (and the error kept), so
     /// producers never block on a dead sink and the file keeps its valid prefix.
     fn write_buf(&mut self) {
@@ -351,13 +462,20 @@ impl Writer {
     fn close(mut self, end_clk: Option<u64>) -> Summary {
         // Every push that returned Ok belongs before the footer: wait for pushes in progress
         // (draining, so one waiting for room can finish), then drain everything.
+        // After a fatal signal, the thread that took it may be stuck inside a push: wait briefly.
+        let patience = self.shared.fatal.load(Ordering::Acquire).then_some(FATAL_PATIENCE);
         let shared = Arc::clone(&self.shared);
-        shared.quiesce(|| {
-            if self.drain_once() == 0 {
-                thread::yield_now();
-            }
-        });
+        let all_idle = shared.quiesce(
+            || {
+                if self.drain_once() == 0 {
+                    thread::yield_now();
+                }
+            },
+            patience,
+        );
         self.drain_all();
+        // CAP-REC-2: the recorder is written at close.
+        self.dump();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
@@ -379,6 +497,7 @@ impl Writer {
             footer.extra.insert("dropped_annotations".into(), d.annotations.into());
             footer.extra.insert("dropped_record_ends".into(), d.record_ends.into());
         }
+        self.capture_footer(&mut footer);
         footer.write_json(&mut self.buf);
         self.write_buf();
         if let Some(sink) = self.sink.take() {
@@ -386,8 +505,44 @@ impl Writer {
                 self.shared.fail(Error::io(&self.shared.target, e));
             }
         }
-        self.shared.retire();
+        if all_idle {
+            self.shared.retire();
+        }
+        self.shared.finished.store(true, Ordering::SeqCst);
         self.summary
+    }
+
+    /// CAP-FOOT-1: what capture control left out, and the setting that made the trace.
+    fn capture_footer(&mut self, footer: &mut Footer) {
+        let s = &mut self.summary;
+        let mut left = self.shared.gate.left_out();
+        if let Some(k) = &self.keeper {
+            // Lines the writer saw but never wrote: held records never needed, recorder lines
+            // never dumped.
+            left.records += k.seen[gate::RECORD].saturating_sub(s.records);
+            left.events += k.seen[gate::EVENT].saturating_sub(s.events);
+            left.annotations += k.seen[gate::ANNOTATION].saturating_sub(s.annotations);
+            left.record_ends += k.seen[gate::END].saturating_sub(s.record_ends);
+            s.dumps = k.dumps;
+        }
+        s.left_out = left;
+        let capture = &self.shared.capture;
+        if !cfg!(feature = "enabled") {
+            // Built without the `enabled` feature: nothing was emitted, and nothing counted.
+            footer.extra.insert("capture".into(), "compiled out".into());
+            return;
+        }
+        if capture.is_full() && !capture.off && left.total() == 0 {
+            return;
+        }
+        footer.extra.insert("capture".into(), capture.to_string().into());
+        footer.extra.insert("left_out_records".into(), left.records.into());
+        footer.extra.insert("left_out_events".into(), left.events.into());
+        footer.extra.insert("left_out_annotations".into(), left.annotations.into());
+        footer.extra.insert("left_out_record_ends".into(), left.record_ends.into());
+        if capture.recorder.is_some() {
+            footer.extra.insert("recorder_dumps".into(), s.dumps.into());
+        }
     }
 }
 
