@@ -179,7 +179,7 @@
  *
  * The handle is a small shell that outlives the trace: closing frees everything the trace
  * holds (writer thread, queues, record table) but keeps the shell, which from then on answers
- * every call with `JETS_ERR_CLOSED` (rule C-LIFE-1 in spec/c-api-decisions.md). A shell is 24
+ * every call with `JETS_ERR_CLOSED` (rule CA-LIFE-1 in spec/c-api-decisions.md). A shell is 24
  * bytes, kept reachable until the process exits.
  */
 typedef struct jets_trace jets_trace;
@@ -459,7 +459,7 @@ int jets_annotation_ex(struct jets_trace *t, jets_id record, const struct jets_a
 
 /**
  * Emits a counter sample on `record`: an event named `name` whose `data.value` is `value` (rule
- * C-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
+ * CA-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
  *
  * # Safety
  * `t` is NULL or a handle from `jets_open`.
@@ -519,6 +519,49 @@ int jets_last_error_code(void);
  * The library version, e.g. `"0.1.0"`. Static: never free it.
  */
 const char *jets_version(void);
+
+/**
+ * Turns capture on: lines emitted from now on are written (subject to `JETS_CAPTURE`).
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_capture_on(struct jets_trace *t);
+
+/**
+ * Turns capture off: until `jets_capture_on`, emitting calls write nothing; records begun while
+ * off are left out with everything under them.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_capture_off(struct jets_trace *t);
+
+/**
+ * Opens a region of interest (used with the `roi` clause of `JETS_CAPTURE`). Regions nest and
+ * may be opened and closed on any thread.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_roi_begin(struct jets_trace *t);
+
+/**
+ * Closes a region of interest; `JETS_ERR_INVALID_ARGUMENT` when none is open.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_roi_end(struct jets_trace *t);
+
+/**
+ * Writes what the flight recorder holds (with the ancestors its lines need) and flushes it to
+ * the OS; without a recorder, the same as `jets_flush`.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_dump(struct jets_trace *t);
 
 /**
  * Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):

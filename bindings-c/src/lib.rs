@@ -18,6 +18,7 @@
 
 pub mod api;
 mod attrs;
+pub mod capture;
 pub mod clocks;
 pub mod codes;
 mod cstr;
@@ -31,6 +32,7 @@ mod records;
 pub mod types;
 
 pub use api::*;
+pub use capture::*;
 pub use clocks::*;
 pub use codes::*;
 pub use domains::*;
