@@ -175,10 +175,12 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 step "packaging: stripped artefacts, version macros, static library exports only jets_*"
 so="$(readlink -f "$prefix/lib/libjets.so")"
-if file "$so" | grep -q "not stripped"; then echo "FAIL: $so is not stripped"; exit 1; fi
-leaked="$(nm -g --defined-only "$prefix/lib/libjets.a" 2>/dev/null | awk 'NF==3 && $3 !~ /^jets_/ {print $3}' | head -n5)"
+if readelf -S "$so" | grep -q "\.symtab"; then echo "FAIL: $so is not stripped"; exit 1; fi
+# readelf, not nm: GNU nm loads the LLVM linker plugin, which aborts on Rust objects here.
+globals() { readelf -sW "$prefix/lib/libjets.a" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" { print $8 }'; }
+leaked="$(globals | grep -v '^jets_' | head -n5 || true)"
 [ -z "$leaked" ] || { echo "FAIL: libjets.a exports non-jets symbols: $leaked"; exit 1; }
-echo "libjets.so $(du -h "$so" | cut -f1), libjets.a $(du -h "$prefix/lib/libjets.a" | cut -f1); libjets.a exports $(nm -g --defined-only "$prefix/lib/libjets.a" | grep -c ' T jets_') jets_* functions and nothing else"
+echo "libjets.so $(du -h "$so" | cut -f1), libjets.a $(du -h "$prefix/lib/libjets.a" | cut -f1); libjets.a exports $(globals | grep -c '^jets_') jets_* functions and nothing else"
 # A program with its own zstd keeps its own: ZSTD_versionNumber is not ours.
 cat >"$work/own_zstd.c" <<'C'
 #include <jets.h>
@@ -227,7 +229,11 @@ safety_checks() {
     rm -rf "$d"
     mkdir -p "$d"
     for mode in fork signal drop badjson closed parity; do
-        timeout 300 "$@" "$bin" "$mode" "$d" >"$d/$mode.out" || {
+        local runner=("$@")
+        if [ "$tag" = valgrind ] && [ "$mode" = fork ]; then
+            runner=(valgrind -q --error-exitcode=99 --leak-check=no)
+        fi
+        timeout 300 "${runner[@]}" "$bin" "$mode" "$d" >"$d/$mode.out" || {
             echo "FAIL: safety_test $mode ($tag)"; cat "$d/$mode.out"; exit 1; }
         grep -v '^expect' "$d/$mode.out" || true
     done
@@ -264,6 +270,8 @@ PY
 step "safety tests (fork, signals, drop policy, bad JSON, closed traces, parity)"
 safety_checks "$work/safety" plain
 step "safety tests under valgrind"
+# A forked child holds the memory of threads that did not survive the fork (the writer's buffers),
+# which valgrind calls leaked in every child: the fork mode is checked for memory errors only.
 safety_checks "$work/safety" valgrind "${vg[@]}"
 
 # full_disk DIR: .gz, .zst and plain traces on a full disk keep a valid prefix that `jets repair`
@@ -311,7 +319,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 step "TSan: libjets built with -Zsanitizer=thread, C tests with -fsanitize=thread"
 tsan_ok=0
-if command -v rustup >/dev/null \
+if [ "${JETS_TSAN:-1}" = 0 ]; then
+    echo "NOTE: JETS_TSAN=0: the TSan pass is skipped"
+elif command -v rustup >/dev/null \
     && timeout 600 rustup toolchain install nightly --profile minimal --component rust-src >/dev/null 2>&1; then
     host="$(rustc -vV | sed -n 's/^host: //p')"
     tsan_target="$target/tsan"
