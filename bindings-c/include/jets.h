@@ -20,7 +20,7 @@
  * thread could hold forever, so a signal handler (a SIGALRM progress tick, a SIGINT handler) may
  * make them:
  *   jets_event_ex and jets_counter (interned names, typed fields other than JETS_FIELD_TEXT, at
- *   most 4 fields, no data_json), jets_flush, jets_set_clock, jets_last_error_code,
+ *   most 4 fields, no data_json), jets_flush (until a write failed), jets_set_clock, jets_last_error_code,
  *   jets_last_error, jets_status_name, jets_version;
  * on a thread that has already emitted a line to that trace outside the handler (its queue then
  * exists), and with the drop policy if the handler must never wait for the writer. Any call made

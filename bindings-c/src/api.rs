@@ -564,13 +564,14 @@ pub unsafe extern "C" fn jets_flush(t: *mut jets_trace) -> c_int {
         let t = unsafe { trace(t) }?;
         // No timeout in practice (about 34 years); the wait allocates nothing and takes no lock.
         if t.trace.flush_signal_safe(Duration::from_secs(1 << 30)) {
-            Ok(())
-        } else {
-            Err(Failure::new(
-                JETS_ERR_IO,
-                Msg::Static("writing the trace failed; jets_close returns the reason"),
-            ))
+            return Ok(());
         }
+        // Only a failed trace gets here: naming its I/O error copies it, which allocates (the
+        // one place this call does; the trace writes nothing more anyway).
+        Err(match t.trace.error() {
+            Some(e) => e.into(),
+            None => Failure::new(JETS_ERR_CLOSED, Msg::Static("the trace is closed")),
+        })
     })
 }
 
