@@ -9,28 +9,16 @@
 #   * Chrome JSON: DevTools' trace engine (npm `@paulirish/trace_engine`) loads the demo's Chrome
 #     trace: one slice per record, one instant per event, every thread named by our metadata.
 # Perfetto (its own protos) is scripts/test.d/40-perfetto.sh; Konata, which no registry has, is
-# viewer-cli/tests/kanata_konata.rs. Installs are cached under target/real-clients.
+# viewer-cli/tests/kanata_konata.rs. Installs are cached under target/real-clients
+# (scripts/lib/real-clients.bash).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
-cache="$target/real-clients"
-mkdir -p "$cache"
-
-apt_install python3-venv
-command -v npm >/dev/null || apt_install nodejs npm
-venv="$cache/venv"
-pins=(dftracer-utils==0.0.14 denet==0.10.3 'perfetto==0.59.1' 'protobuf>=4,<7')
-if [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pins[*]}" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q "${pins[@]}"
-    echo "${pins[*]}" >"$venv/.pins"
-fi
-engine="$cache/npm/node_modules/@paulirish/trace_engine"
-if [ ! -f "$engine/package.json" ] || ! grep -q '"version": "0.0.65"' "$engine/package.json"; then
-    mkdir -p "$cache/npm"
-    (cd "$cache/npm" && npm install --silent --no-audit --no-fund --prefix . @paulirish/trace_engine@0.0.65)
-fi
+source scripts/lib/real-clients.bash
+real_clients_python
+real_clients_npm
+engine="$REAL_CLIENTS_NPM/@paulirish/trace_engine"
+venv_py="$REAL_CLIENTS_PY"
 
 cargo build -q --locked -p jets-cli
 jets="$target/debug/jets"
@@ -43,7 +31,7 @@ trace="$work/demo/pipeline.jets"
 echo "--- DFTracer: dftracer-utils 0.0.14 reads jets convert --to dftracer"
 "$jets" convert "$trace" --to dftracer -o "$work/demo.pfw.gz"
 "$jets" import --from dftracer "$work/demo.pfw.gz" -o "$work/back.jets" 2>/dev/null
-"$venv/bin/python" - "$trace" "$work/demo.pfw.gz" "$work/back.jets" <<'PY'
+"$venv_py" - "$trace" "$work/demo.pfw.gz" "$work/back.jets" <<'PY'
 import json, sys
 from dftracer.utils import TraceViewer, set_log_level
 
@@ -100,7 +88,7 @@ echo "--- denet: denet 0.10.3 reads jets run output"
     sh -c 'sleep 0.4 & (sleep 0.3; true) & wait'
 "$jets" stats --format json "$work/run.jsonl" >"$work/run.stats.json"
 "$jets" import --from denet "$work/run.jsonl" -o "$work/run.jets" 2>/dev/null
-"$venv/bin/python" - "$work/run.jsonl" "$work/run.stats.json" "$work/run.jets" <<'PY'
+"$venv_py" - "$work/run.jsonl" "$work/run.stats.json" "$work/run.jets" <<'PY'
 import json, sys
 import denet
 from denet.analysis import load_metrics, process_tree_analysis
@@ -170,7 +158,7 @@ JS
 for t in demo rjets; do
     node "$work/engine.mjs" "$engine" "$work/$t.json" >"$work/$t.engine.json"
 done
-"$venv/bin/python" - "$trace" "$work/demo.engine.json" viewer-cli/tests/data/trace/rjets_tests_trace.jets "$work/rjets.engine.json" <<'PY'
+"$venv_py" - "$trace" "$work/demo.engine.json" viewer-cli/tests/data/trace/rjets_tests_trace.jets "$work/rjets.engine.json" <<'PY'
 import json, sys
 
 def counts(path):
