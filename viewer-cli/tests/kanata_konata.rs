@@ -197,7 +197,8 @@ fn demo_kanata_statistics_equal_the_simulators() {
     assert_eq!(k.ipc(), s.retired as f64 / s.cycles as f64, "Konata's IPC");
     assert_eq!(k.last_id, s.fetched, "Konata's fetched instructions");
     for rid in 1..=k.last_rid {
-        let id = k.retired_ops.get(&rid).unwrap_or_else(|| panic!("retire id {rid} maps to nothing"));
+        let id =
+            k.retired_ops.get(&rid).unwrap_or_else(|| panic!("retire id {rid} maps to nothing"));
         assert!(!k.ops[id].flush);
     }
     assert_eq!(k.ops.values().filter(|o| o.flush).count() as u64, s.squashed);

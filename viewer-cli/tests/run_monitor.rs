@@ -173,7 +173,11 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
         } else {
             let t: TreeSample = serde_json::from_value(l.clone()).expect("tree line");
             for c in &t.children {
-                assert!(announced.contains(&c.pid), "child {} sampled before its child line", c.pid);
+                assert!(
+                    announced.contains(&c.pid),
+                    "child {} sampled before its child line",
+                    c.pid
+                );
             }
         }
     }

@@ -477,8 +477,7 @@ impl<W: Write> PerfettoSink<W> {
         // descendants; the record's own track goes first among the process's tracks.
         let rank = -self.own_tracks;
         let key = (pid, u32::MAX - 1 - self.own_tracks as u32);
-        let uuid =
-            self.track(key, parent, &format!("{name} ({record_type})"), rank, None, true)?;
+        let uuid = self.track(key, parent, &format!("{name} ({record_type})"), rank, None, true)?;
         self.own.insert(id, uuid);
         self.seq += 1;
         let body = Body::Event {
@@ -640,8 +639,13 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
         let mut ann = Vec::new();
         annotations(&mut ann, &args);
         let track = self.lane_uuid(i.pid, 0);
-        let body =
-            Body::Event { track, kind: INSTANT, name: e.name.to_string(), category: None, annotations: ann };
+        let body = Body::Event {
+            track,
+            kind: INSTANT,
+            name: e.name.to_string(),
+            category: None,
+            annotations: ann,
+        };
         self.hold(vec![(ts, body)])
     }
 
