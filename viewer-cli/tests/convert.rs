@@ -3,20 +3,14 @@
 //! JETS → DFTracer → JETS keeps names, durations and nesting).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use jets::format::{Line, Status};
 use jets::{Metadata, Trace};
 use serde_json::Value;
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
-}
-
-fn jets(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_jets")).args(args).output().expect("run jets")
-}
+mod common;
+use common::{data, jets};
 
 fn convert(input: &Path, to: &str, out: &Path, extra: &[&str]) {
     let mut args = vec![
