@@ -1410,7 +1410,7 @@ mod tests {
         let first = ix.children(root, None, 10);
         assert_eq!(first.len(), 10);
         let next = ix.children(root, first.last().copied(), 10);
-        assert_eq!(ix.recs[next[0] as usize].id, 20);
+        assert_eq!({ ix.recs[next[0] as usize].id }, 20);
         assert_eq!(ix.children(None, None, 10), vec![0]);
     }
 
@@ -1448,7 +1448,7 @@ mod tests {
         let mut lines = vec![rec(0, 1, None, "{}")];
         for i in 0..1000u64 {
             lines.push(rec(i, 10 + i, Some(1), "{}"));
-            for (k, name) in ["IF", "EX"].iter().enumerate() {
+            for (k, name) in ["IF", "EX", "WB"].iter().enumerate() {
                 lines.push(format!(
                     r#"{{"clk":{},"type":"event","name":"{name}","record_id":{},"description":""}}"#,
                     i + k as u64,
@@ -1473,7 +1473,7 @@ mod tests {
             let warn: Vec<&&Marker> = markers.iter().filter(|m| m.severity == warning).collect();
             assert_eq!(warn.len(), 1, "the miss shows as a warning at {t0}..{t1} over {px} px");
             let total: u32 = markers.iter().map(|m| m.count).sum();
-            assert!(total >= 1 && (t1 - t0 > 100 || total <= 2 * (t1 - t0) as u32 + 1));
+            assert!(total >= 1 && (t1 - t0 > 100 || total <= 3 * (t1 - t0) as u32 + 1));
         }
         assert_eq!(ix.pipeline_type(), ix.types.names.iter().position(|t| &**t == "T").map(|t| t as u32));
         let seq = ix.seqs_of_type(0);

@@ -27,7 +27,7 @@ pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 /// Time one write of the answer may block.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// Serves the viewer on `listener` until the process ends.
 pub fn serve(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()> {
