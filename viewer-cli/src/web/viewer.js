@@ -71,7 +71,7 @@
       if (!kids.has(p)) kids.set(p, []);
       kids.get(p).push(n);
     }
-    const rows = new Map(bundle.window.rows.map((r) => [r.row, r]));
+    const rows = new Map(bundle.window.rows.map((r) => [String(r.row), r]));
     const barOf = new Map(), markersOf = new Map();
     for (const r of bundle.window.rows) {
       for (const b of r.bars) barOf.set(b.id, b);
@@ -86,8 +86,8 @@
       window: async (t0, t1, px, rowIds) => ({
         version: bundle.summary.version,
         now: bundle.window.now,
-        rows: rowIds.filter((r) => rows.has(r)).map((r) => {
-          const row = rows.get(r);
+        rows: rowIds.filter((r) => rows.has(String(r))).map((r) => {
+          const row = rows.get(String(r));
           return {
             row: r,
             bars: row.bars.filter((b) => b.end >= t0 && b.start < t1),
@@ -376,7 +376,7 @@
     const step = Math.max(1, niceStep((S.t1 - S.t0) / Math.max(1, w / 110)));
     ctx.font = '11px system-ui, sans-serif';
     ctx.strokeStyle = '#c7ccd4'; ctx.fillStyle = '#374151';
-    const first = Math.ceil(S.t0 / step) * step;
+    const first = Math.ceil(S.t0 / step) * step + 0; // + 0: never a tick labelled -0
     const ticks = [];
     for (let c = first; c <= S.t1; c += step) {
       const x = Math.round(xOf(c, w)) + 0.5;
@@ -436,7 +436,7 @@
       ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, h); ctx.stroke();
     }
     const rows = new Map();
-    if (S.win) for (const r of S.win.rows) rows.set(r.row, r);
+    if (S.win) for (const r of S.win.rows) rows.set(String(r.row), r);
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     if (S.mode === 'pipeline') { drawPipeline(ctx, w, h, drawn, hits); S.drawn = drawn; S.hits = hits; drawHost(); return; }
@@ -448,7 +448,7 @@
         ctx.fillStyle = '#dde1e7'; ctx.fillRect(0, y + e.h - 1, w, 1);
         continue;
       }
-      const data = rows.get(e.row);
+      const data = rows.get(String(e.row));
       if (!data) continue;
       const top = y + 2;
       for (const b of data.bars) {
@@ -544,9 +544,10 @@
           const color = PALETTE[st.name % PALETTE.length];
           ctx.fillStyle = color; ctx.fillRect(x0, top, x1 - x0, bh);
           ctx.fillStyle = 'rgba(255,255,255,0.6)'; ctx.fillRect(Math.round(x0), top, 1, bh);
-          const stall = r.markers.find((m) => m.severity !== null && m.clk > st.clk && m.clk < end);
-          if (stall) {
-            const sx = xOf(stall.clk, w);
+          // A warning or error inside a stage: its cycles after the first are a stall.
+          const stall = r.markers.find((m) => m.severity !== null && m.clk >= st.clk && m.clk < end);
+          if (stall && end - st.clk > 1) {
+            const sx = xOf(Math.max(stall.clk, st.clk + 1), w);
             ctx.save(); ctx.beginPath(); ctx.rect(sx, top, x1 - sx, bh); ctx.clip();
             ctx.strokeStyle = 'rgba(127,29,29,0.6)'; ctx.lineWidth = 1.5;
             for (let hx = sx - bh; hx < x1; hx += 5) { ctx.beginPath(); ctx.moveTo(hx, top + bh); ctx.lineTo(hx + bh, top); ctx.stroke(); }
@@ -671,6 +672,7 @@
   // Jump to a cycle ("1234") or an instruction ("#1234", its position in program order): in
   // pipeline mode the rows there come from the index by a binary search (api/jump).
   async function jump(text) {
+    $('follow').checked = false; // the user chose where to look: stop following the end
     const t = text.trim().replace(/[,_\s]/g, '');
     const byRow = t.startsWith('#');
     const n = Number(byRow ? t.slice(1) : t);
@@ -1047,6 +1049,7 @@
       row.addEventListener('click', async () => {
         for (const e of box.querySelectorAll('.selected')) e.classList.remove('selected');
         row.classList.add('selected');
+        $('follow').checked = false;
         if (S.mode === 'pipeline') { await jump(String(n.clk)); select(n.id, false); } else await select(n.id, true, n.clk);
       });
       return row;

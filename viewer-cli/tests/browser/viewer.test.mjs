@@ -254,6 +254,7 @@ function demoTrace(words) {
 test('pipeline mode on the demo trace: stage names per cycle, D-cache misses as warnings at every zoom', async () => {
   const file = demoTrace(24);
   const { page, errors } = await openPage(await view(file));
+  await page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 60000 });
   await page.waitForFunction(() => window.jetsViewer.state().drawn.markers > 0);
   let s = await settled(page);
   // First load with host samples: the canvas is drawn at its laid-out size.
