@@ -172,28 +172,25 @@ fn kanata_snapshot() {
 }
 
 /// Checks the Kanata 0004 command grammar and that time never goes back; returns the number of
-/// instructions and retirements.
+/// instructions and retirements. Ids count from 1 and retire ids number retired (not flushed)
+/// instructions from 1 (CV-KANATA-3); the log starts at `C=\t0` (CV-KANATA-3).
 fn check_kanata(text: &str) -> (usize, usize) {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("Kanata\t0004"));
-    let mut now: Option<u64> = None;
+    assert_eq!(lines.next(), Some("C=\t0"));
+    let mut now = 0u64;
     let mut live: HashMap<u64, bool> = HashMap::new();
-    let mut next_id = 0;
-    let (mut inserted, mut retired) = (0, 0);
+    let mut next_id = 1;
+    let (mut inserted, mut retired, mut committed) = (0, 0, 0u64);
     for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
         let num =
             |i: usize| -> u64 { f[i].parse().unwrap_or_else(|_| panic!("bad number: {line}")) };
         match f[0] {
-            "C=" => {
-                assert_eq!(f.len(), 2, "{line}");
-                assert!(now.is_none(), "C= after time started");
-                now = Some(num(1));
-            }
             "C" => {
                 assert_eq!(f.len(), 2, "{line}");
                 assert!(num(1) > 0, "zero advance: {line}");
-                now = Some(now.expect("C before C=") + num(1));
+                now += num(1);
             }
             "I" => {
                 assert_eq!(f.len(), 4, "{line}");
@@ -213,14 +210,17 @@ fn check_kanata(text: &str) -> (usize, usize) {
             "R" => {
                 assert_eq!(f.len(), 4, "{line}");
                 assert_eq!(live.insert(num(1), false), Some(true), "{line}: retired twice");
-                assert_eq!(num(2), retired as u64, "retire ids in order");
                 assert!(num(3) <= 1, "{line}");
+                if num(3) == 0 {
+                    committed += 1;
+                }
+                assert_eq!(num(2), committed, "{line}: retire ids number retired instructions");
                 retired += 1;
             }
             other => panic!("unknown Kanata command {other:?} in {line:?}"),
         }
-        assert!(now.is_some(), "command before the first C=: {line}");
     }
+    assert!(now > 0 || inserted == 0, "time never moved");
     (inserted, retired)
 }
 
@@ -232,9 +232,9 @@ fn kanata_follows_the_grammar_and_time_moves_forward() {
     let text = read(&out);
     // add, ld, br, mul; mul never ends.
     assert_eq!(check_kanata(&text), (4, 3));
-    assert!(text.contains("R\t2\t0\t1"), "br is flushed:\n{text}");
-    assert!(text.contains("S\t0\t1\tstall"), "the stall is on lane 1:\n{text}");
-    assert!(text.contains("S\t1\t1\tdcache"), "the stalled child record is on lane 1:\n{text}");
+    assert!(text.contains("R\t3\t0\t1"), "br is flushed:\n{text}");
+    assert!(text.contains("S\t1\t1\tstall"), "the stall is on lane 1:\n{text}");
+    assert!(text.contains("S\t2\t1\tdcache"), "the stalled child record is on lane 1:\n{text}");
     let out = dir.path().join("rjets.kanata");
     convert(&data("trace/rjets_tests_trace.jets"), "kanata", &out, &[]);
     assert_eq!(check_kanata(&read(&out)), (100, 100));
@@ -458,6 +458,55 @@ fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
     }
 }
 
+/// DFTracer's readers take `ts`/`dur` as integers in the unit of the leading `CM` event: every
+/// duration of a cycle or more stays at least 1, at any clock, and the round trip through
+/// `jets import` gives the cycles back exactly (CV-DFT-2).
+#[test]
+fn dftracer_times_are_integers_no_cycle_becomes_zero_and_round_trip_exactly() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for mhz in [None, Some(700.0), Some(1000.0), Some(2520.0), Some(4000.0)] {
+        let input = dir.path().join("clock.jets");
+        let meta = match mhz {
+            Some(f) => Metadata::new().clock_frequency_mhz(f),
+            None => Metadata::new(),
+        };
+        let t = Trace::create(&input, meta).expect("create");
+        let root = t.root("core", "Core").begin_at(3).expect("root");
+        for i in 0..5u64 {
+            let r = root.child(format!("i{i}"), "Instruction").begin_at(10 + i).expect("r");
+            r.event("F").emit_at(10 + i).expect("e");
+            r.end_at(11 + i).expect("end");
+        }
+        root.end_at(1_000_003).expect("end");
+        t.close().expect("close");
+        let pfw = dir.path().join("clock.pfw");
+        convert(&input, "dftracer", &pfw, &[]);
+        let text = read(&pfw);
+        let events: Vec<Value> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(events[0]["name"], "CM", "{mhz:?}: the time metric leads");
+        assert_eq!(events[0]["args"]["value"], "NS");
+        for e in events.iter().filter(|e| e["ph"] == "X" && e["cat"] != "jets_event") {
+            assert!(e["ts"].is_u64() && e["dur"].is_u64(), "{mhz:?}: {e}");
+            assert!(e["dur"].as_u64() >= Some(1), "{mhz:?}: a cycle became 0: {e}");
+        }
+        let back = dir.path().join("back.jets");
+        let o = jets(&[
+            "import",
+            "--from",
+            "dftracer",
+            pfw.to_str().expect("utf8"),
+            "-o",
+            back.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(shape(&back), shape(&input), "{mhz:?}");
+    }
+}
+
 #[test]
 fn perfetto_links_host_sync_points_with_clock_snapshots() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -533,7 +582,7 @@ fn kanata_reorders_lines_written_out_of_time_order() {
     convert(&input, "kanata", &out, &[]);
     let text = read(&out);
     assert_eq!(check_kanata(&text), (2, 2));
-    assert!(text.starts_with("Kanata\t0004\nC=\t10\nI\t0\t"), "{text}");
+    assert!(text.starts_with("Kanata\t0004\nC=\t0\nC\t10\nI\t1\t"), "{text}");
 }
 
 #[test]

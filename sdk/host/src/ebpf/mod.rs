@@ -39,7 +39,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::Capability;
-use jets::{RecordHandle, Trace};
+use ::jets::{RecordHandle, Trace};
 
 pub mod csv;
 pub mod decode;
@@ -74,7 +74,7 @@ pub enum IoTraceError {
     Thread(String),
     /// Writing to the JETS trace failed.
     #[error("writing I/O events to the trace: {0}")]
-    Trace(#[from] jets::Error),
+    Trace(#[from] ::jets::Error),
 }
 
 impl IoTraceError {
@@ -170,6 +170,25 @@ impl IoReport {
         }
         json!({"streams": m, "records": self.records, "failed_syscalls": self.failed_syscalls,
                "decode_errors": self.decode_errors})
+    }
+
+    /// One line for people: rows, and the losses per stream (a trace with losses is incomplete
+    /// for those streams, HIO3).
+    pub fn summary(&self) -> String {
+        let rows: u64 = self.rows.iter().sum();
+        let lost: Vec<String> = Stream::ALL
+            .iter()
+            .filter(|&&s| self.lost[s as usize] > 0)
+            .map(|&s| format!("{} {}", s.dir(), self.lost[s as usize]))
+            .collect();
+        if lost.is_empty() {
+            format!("{rows} rows, none lost")
+        } else {
+            format!(
+                "{rows} rows, lost (ring buffer full; these streams are incomplete): {}",
+                lost.join(", ")
+            )
+        }
     }
 
     /// Records the collector can take per second of one core: records over its CPU time (its
@@ -365,7 +384,7 @@ impl Collector {
         self.report.wall_ns = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(wall0);
         self.report.collector_cpu_ns = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
         if let Some(c) = self.csv.take() {
-            self.report.output = Some(c.finish()?);
+            self.report.output = Some(c.finish(&self.report.to_json())?);
         }
         if let Some(j) = self.jets.take() {
             j.root
@@ -416,5 +435,22 @@ impl Collector {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_each_stream_that_lost_records() {
+        let mut r = IoReport { rows: [5, 0, 2, 0, 0, 0, 1], ..IoReport::default() };
+        assert_eq!(r.summary(), "8 rows, none lost");
+        r.lost[Stream::Fs as usize] = 3;
+        r.lost[Stream::Cache as usize] = 1;
+        let s = r.summary();
+        assert!(s.starts_with("8 rows, lost"), "{s}");
+        assert!(s.ends_with(": fs 3, cache 1"), "{s}");
+        assert_eq!(r.to_json()["streams"]["fs"]["lost"], 3);
     }
 }
