@@ -115,7 +115,11 @@ fn main() {
     let seq = shared.index.read().expect("index").seqs_of_type(rtype).first().copied().unwrap_or(0);
     let other = [
         ("search_no_match", "search", q(&[("q", "zzz-no-such-name".to_owned())])),
-        ("jump_middle", "jump", q(&[("type", rtype.to_string()), ("clk", (extent / 2).to_string())])),
+        (
+            "jump_middle",
+            "jump",
+            q(&[("type", rtype.to_string()), ("clk", (extent / 2).to_string())]),
+        ),
         (
             "pipeline_50_rows",
             "pipeline",

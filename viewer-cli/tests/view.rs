@@ -147,12 +147,26 @@ fn api_serves_a_complete_trace() {
     assert_eq!(s["following"], false, "a trace with a footer is complete");
     let labels: Vec<&str> =
         s["lanes"].as_array().expect("lanes").iter().filter_map(|l| l["label"].as_str()).collect();
-    assert_eq!(labels, ["core0 · unit 0".to_owned(), format!("{NASTY} · unit 1")], "what runs there");
+    assert_eq!(
+        labels,
+        ["core0 · unit 0".to_owned(), format!("{NASTY} · unit 1")],
+        "what runs there"
+    );
     // The vocabularies and layouts come from one definition each.
-    let vocab = |k: &str| s["vocab"][k].as_array().expect("list").iter().map(|v| v.as_str().expect("s").to_owned()).collect::<Vec<_>>();
+    let vocab = |k: &str| {
+        s["vocab"][k]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| v.as_str().expect("s").to_owned())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(vocab("status"), Status::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>());
     assert_eq!(vocab("severity"), Severity::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-    assert_eq!(vocab("marker_style"), MarkerStyle::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(
+        vocab("marker_style"),
+        MarkerStyle::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>()
+    );
     assert_eq!(s["layouts"]["bar"][7], "count");
     assert_eq!(s["layouts"]["marker"][4], "severity");
 
@@ -191,7 +205,11 @@ fn api_serves_a_complete_trace() {
     assert_eq!(markers.len(), 2, "the events at cycles 41 (two cores)");
     assert_eq!(
         (markers[0][0].as_u64(), markers[0][3].as_u64(), markers[0][4].as_u64()),
-        (Some(41), Some(u64::from(MarkerStyle::Diamond.code())), Some(u64::from(Severity::Error.code())))
+        (
+            Some(41),
+            Some(u64::from(MarkerStyle::Diamond.code())),
+            Some(u64::from(Severity::Error.code()))
+        )
     );
     assert_eq!(s["icons"][markers[0][6].as_u64().expect("icon") as usize], "cache_miss");
 
@@ -243,7 +261,10 @@ fn api_serves_a_complete_trace() {
     assert_eq!(hits.len(), 3, "event names are searched");
     assert_eq!((hits[0]["event"].as_str(), hits[0]["clk"].as_u64()), (Some("Miss"), Some(1)));
     let none = api(&v, "/api/search?q=zzz-nothing");
-    assert_eq!((none["results"].as_array().map(Vec::len), none["complete"].as_bool()), (Some(0), Some(true)));
+    assert_eq!(
+        (none["results"].as_array().map(Vec::len), none["complete"].as_bool()),
+        (Some(0), Some(true))
+    );
     let by_type = api(&v, "/api/search?q=instruction&limit=5");
     assert_eq!(by_type["results"].as_array().expect("results").len(), 5);
     assert_eq!(by_type["complete"], false);
@@ -481,7 +502,8 @@ fn host_tracks_come_from_hostsync_points() {
 /// A pipeline: one core, instructions with stage events (IF ID EX WB, no severity), a warning
 /// on some, and a flushed one.
 fn write_pipeline(path: &Path, n: u64) -> Result<(), jets::Error> {
-    let trace = Trace::create(path, Metadata::new().hardware_model("P").clock_frequency_mhz(2000.0))?;
+    let trace =
+        Trace::create(path, Metadata::new().hardware_model("P").clock_frequency_mhz(2000.0))?;
     let core = trace.root("core0", "Core").unit_id(0).begin_at(0)?;
     for i in 0..n {
         let h = core.child(format!("insn {}", i % 7), "Instruction").begin_at(i)?;
@@ -509,10 +531,12 @@ fn pipeline_rows_come_from_the_index_by_position_and_time() {
     write_pipeline(&path, 5000).expect("write");
     let v = start(&path);
     let s = wait_for(&v, "the index", |s| s["done"] == true);
-    let types: Vec<&str> = s["types"].as_array().expect("types").iter().filter_map(|t| t["name"].as_str()).collect();
+    let types: Vec<&str> =
+        s["types"].as_array().expect("types").iter().filter_map(|t| t["name"].as_str()).collect();
     let insn = types.iter().position(|&t| t == "Instruction").expect("type");
     assert_eq!(s["pipeline_type"], insn, "the type whose events look like stages");
-    let group = s["groups"].as_array().expect("groups").iter().find(|g| g["rtype"] == insn).expect("group");
+    let group =
+        s["groups"].as_array().expect("groups").iter().find(|g| g["rtype"] == insn).expect("group");
     assert_eq!(group["count"], 5000);
     assert_eq!(group["label"], "core0 · unit 0");
     let seq = group["seq"].as_u64().expect("seq");
@@ -522,7 +546,10 @@ fn pipeline_rows_come_from_the_index_by_position_and_time() {
     let p = api(&v, &format!("/api/pipeline?t0=2490&t1=2520&px=600&groups={seq}:2500:3"));
     let rows = p["groups"][0]["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 3);
-    assert_eq!((rows[0]["k"].as_u64(), rows[0]["start"].as_u64(), rows[0]["end"].as_u64()), (Some(2500), Some(2500), Some(2504)));
+    assert_eq!(
+        (rows[0]["k"].as_u64(), rows[0]["start"].as_u64(), rows[0]["end"].as_u64()),
+        (Some(2500), Some(2500), Some(2504))
+    );
     assert_eq!(rows[0]["name"], "insn 1");
     let names = s["event_names"].as_array().expect("names");
     let stage_names: Vec<&str> = rows[0]["stages"]
@@ -533,7 +560,10 @@ fn pipeline_rows_come_from_the_index_by_position_and_time() {
         .collect();
     assert_eq!(stage_names, ["IF", "ID", "EX", "WB"]);
     let marker = &rows[0]["markers"][0];
-    assert_eq!((marker[0].as_u64(), marker[4].as_u64()), (Some(2502), Some(u64::from(Severity::Warning.code()))));
+    assert_eq!(
+        (marker[0].as_u64(), marker[4].as_u64()),
+        (Some(2502), Some(u64::from(Severity::Warning.code())))
+    );
     let p = api(&v, &format!("/api/pipeline?t0=0&t1=10&px=600&groups={seq}:3:1"));
     assert_eq!(p["groups"][0]["rows"][0]["status"], Status::Flushed.code());
     assert_eq!(http(v.port, "/api/pipeline?t0=0&t1=10&groups=1:2", None).0, 400);
@@ -597,7 +627,11 @@ fn idle_and_slow_clients_do_not_stall_others() {
     for _ in 0..5 {
         assert_eq!(http(v.port, "/api/summary", None).0, 200);
     }
-    assert!(t.elapsed() < Duration::from_secs(5), "served in {:?} despite idle and slow clients", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "served in {:?} despite idle and slow clients",
+        t.elapsed()
+    );
     // The slow ones are cut off at the deadline, with an answer, not left open.
     let mut answer = Vec::new();
     let mut s = slow.into_iter().next().expect("slow");
@@ -605,6 +639,10 @@ fn idle_and_slow_clients_do_not_stall_others() {
     let _ = s.read_to_end(&mut answer);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = dribble.join();
-    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"), "{:?}", String::from_utf8_lossy(&answer));
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
     drop(idle);
 }

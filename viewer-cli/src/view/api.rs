@@ -386,7 +386,8 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
                     let lane = ix.rows[r.row as usize].lane;
                     let ids = ix.lanes[lane as usize].key.ids();
                     let name = ix.names.get(r.name);
-                    let label = if ids.is_empty() { name.to_owned() } else { format!("{name} · {ids}") };
+                    let label =
+                        if ids.is_empty() { name.to_owned() } else { format!("{name} · {ids}") };
                     (Some({ r.id }.to_string()), label)
                 }
             };
@@ -664,7 +665,9 @@ pub struct NodesOut {
 pub fn nodes(shared: &Shared, p: &Params) -> Result<NodesOut, ApiError> {
     let ids: Vec<u64> = list(p, "ids", 5000)?;
     let ix = lock(shared)?;
-    Ok(NodesOut { nodes: ids.iter().filter_map(|&id| ix.rec_by_id(id)).map(|r| node(&ix, r)).collect() })
+    Ok(NodesOut {
+        nodes: ids.iter().filter_map(|&id| ix.rec_by_id(id)).map(|r| node(&ix, r)).collect(),
+    })
 }
 
 /// A line of the trace as it is (it parsed when it was indexed; checked again here).
@@ -678,8 +681,7 @@ pub fn raw_line(shared: &Shared, offset: u64) -> Box<RawValue> {
         Err(e) => return error(&e.to_string()),
     };
     let text = String::from_utf8_lossy(&bytes).trim_end().to_owned();
-    RawValue::from_string(text)
-        .unwrap_or_else(|e| error(&format!("the line changed on disk: {e}")))
+    RawValue::from_string(text).unwrap_or_else(|e| error(&format!("the line changed on disk: {e}")))
 }
 
 /// A record's details.
@@ -879,12 +881,17 @@ pub fn bars(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
             if bar.start < t1 && end >= t0 {
                 let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
                 let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
-                let label = if wide { bar_label(shared, ix.recs[rec as usize].offset) } else { None };
+                let label =
+                    if wide { bar_label(shared, ix.recs[rec as usize].offset) } else { None };
                 bars.push(bar_out(&ix, &it, label));
             }
             let evs = ix.events_of(rec, usize::MAX);
             let markers = ix.markers_of(&evs, t0, t1, cpp * MARKER_PX);
-            RowOut { row: id.to_string(), bars, markers: markers.iter().map(|m| marker_out(&ix, m)).collect() }
+            RowOut {
+                row: id.to_string(),
+                bars,
+                markers: markers.iter().map(|m| marker_out(&ix, m)).collect(),
+            }
         })
         .collect();
     Ok(WindowOut { version: ix.version, now: ix.now(), rows })
@@ -1003,10 +1010,6 @@ pub fn jump(shared: &Shared, p: &Params) -> Result<JumpOut, ApiError> {
     let clk: u64 = num(p, "clk")?.ok_or_else(|| bad("`clk` is required"))?;
     let ix = lock(shared)?;
     Ok(JumpOut {
-        rows: ix
-            .seqs_of_type(rtype)
-            .into_iter()
-            .map(|s| (s, ix.seq_find(s, clk) as u64))
-            .collect(),
+        rows: ix.seqs_of_type(rtype).into_iter().map(|s| (s, ix.seq_find(s, clk) as u64)).collect(),
     })
 }

@@ -855,7 +855,8 @@ impl Index {
             self.type_stages.push(0);
         }
         self.type_counts[rtype as usize] += 1;
-        let look = self.looks.intern(Look { rtype, color: r.color, status: r.status, crit: r.crit });
+        let look =
+            self.looks.intern(Look { rtype, color: r.color, status: r.status, crit: r.crit });
         let name = self.names.intern(&r.name);
         self.recs.push(Rec {
             id: r.id,
@@ -1027,7 +1028,12 @@ impl Index {
                 let c = clk(&list[i]);
                 let limit = (c as f64 + reach).min(u64::MAX as f64) as u64;
                 let k = gallop(list, i + 1, |e| clk(e) < limit);
-                all.push(Marker { clk: c, ev: list[i], count: (k - i) as u32, severity: sev as u8 });
+                all.push(Marker {
+                    clk: c,
+                    ev: list[i],
+                    count: (k - i) as u32,
+                    severity: sev as u8,
+                });
                 i = k;
             }
         }
@@ -1475,10 +1481,14 @@ mod tests {
             let total: u32 = markers.iter().map(|m| m.count).sum();
             assert!(total >= 1 && (t1 - t0 > 100 || total <= 3 * (t1 - t0) as u32 + 1));
         }
-        assert_eq!(ix.pipeline_type(), ix.types.names.iter().position(|t| &**t == "T").map(|t| t as u32));
+        assert_eq!(
+            ix.pipeline_type(),
+            ix.types.names.iter().position(|t| &**t == "T").map(|t| t as u32)
+        );
         let seq = ix.seqs_of_type(0);
         assert_eq!(seq.len(), 2, "the root and the instructions are separate sequences");
-        let instrs = seq.iter().copied().find(|&s| ix.seqs[s as usize].parent != NONE).expect("seq");
+        let instrs =
+            seq.iter().copied().find(|&s| ix.seqs[s as usize].parent != NONE).expect("seq");
         assert_eq!(ix.seq_find(instrs, 700), 700);
     }
 

@@ -110,8 +110,8 @@ fn handle(stream: TcpStream, shared: &Shared, port: u16) -> io::Result<()> {
             Some(name) => match api::handle(shared, name, &req.params) {
                 Ok(body) => respond(&mut out, 200, "application/json", &body),
                 Err(ApiError { status, message }) => {
-                    let body = serde_json::to_vec(&api::ErrorBody { error: &message })
-                        .unwrap_or_default();
+                    let body =
+                        serde_json::to_vec(&api::ErrorBody { error: &message }).unwrap_or_default();
                     respond(&mut out, status, "application/json", &body)
                 }
             },
