@@ -697,7 +697,7 @@
     if (!target) { S.error = 'jump: no instruction there'; renderStatus(); return; }
     const [, h] = cssSize(canvas);
     S.scrollY = clamp(target.g.rowsY + target.k * PIPE_H - h / 4, 0, Math.max(0, S.height - h));
-    const span = Math.min(S.t1 - S.t0, 120);
+    const span = Math.min(S.t1 - S.t0, 50); // cycles wide enough (≥ 12 px) to name every stage
     if (byRow) {
       // The row's start is not known before the answer: ask for it, then centre on it.
       S.pendingJump = { seq: target.g.seq, k: target.k, span };
