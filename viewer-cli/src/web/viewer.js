@@ -787,8 +787,9 @@
     const sel = $('pipe-type');
     const candidates = sum.types.map((t, i) => [t, i]).filter(([t]) => t.count > 0);
     if (S.pipe.type === null) S.pipe.type = sum.pipeline_type !== null ? sum.pipeline_type : (candidates.length ? candidates[0][1] : null);
-    if (sel.options.length !== candidates.length) {
-      sel.replaceChildren(...candidates.map(([t, i]) => { const o = el('option', null, t.name + ' (' + fmtNum(t.count) + ')'); o.value = String(i); return o; }));
+    const texts = candidates.map(([t]) => t.name + ' (' + fmtNum(t.count) + ')');
+    if ([...sel.options].map((o) => o.textContent).join('\n') !== texts.join('\n')) {
+      sel.replaceChildren(...candidates.map(([, i], j) => { const o = el('option', null, texts[j]); o.value = String(i); return o; }));
     }
     sel.value = String(S.pipe.type);
     S.pipe.groups = sum.groups.filter((g) => g.rtype === S.pipe.type);
