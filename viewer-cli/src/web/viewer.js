@@ -60,6 +60,23 @@
     };
   }
 
+  // Markers (in clk order) within `reach` cycles of a group's first merged into one with the
+  // count and the highest severity, as the server does (VW-MARK-2): the static page holds every
+  // event and merges them for the zoom it draws.
+  function mergeMarkers(list, reach) {
+    const out = [];
+    let first = -Infinity;
+    for (const m of list) {
+      const last = out[out.length - 1];
+      if (last && m.clk < first + reach) {
+        const merged = Object.assign({}, last, { count: last.count + m.count });
+        if ((m.severity ?? -1) > (last.severity ?? -1)) Object.assign(merged, { severity: m.severity, ev: m.ev, style: m.style, color: m.color, icon: m.icon, record: m.record, name: m.name });
+        out[out.length - 1] = merged;
+      } else { first = m.clk; out.push(m); }
+    }
+    return out;
+  }
+
   function staticSource(bundle) {
     LAYOUT = bundle.summary.layouts;
     decodeRows(bundle.window.rows);
@@ -91,7 +108,7 @@
           return {
             row: r,
             bars: row.bars.filter((b) => b.end >= t0 && b.start < t1),
-            markers: row.markers.filter((m) => m.clk >= t0 && m.clk < t1),
+            markers: mergeMarkers(row.markers.filter((m) => m.clk >= t0 && m.clk < t1).sort((a, b) => a.clk - b.clk), (t1 - t0) / px * 8),
           };
         }),
       }),
@@ -111,14 +128,14 @@
       },
       host: async () => bundle.host,
       nodes: async (ids) => ({ nodes: bundle.nodes.filter((n) => ids.includes(n.id)) }),
-      bars: async (ids, t0, t1) => ({
+      bars: async (ids, t0, t1, px) => ({
         version: bundle.summary.version,
         rows: ids.map((id) => {
           const b = barOf.get(id);
           return {
             row: id,
             bars: b && b.end >= t0 && b.start < t1 ? [b] : [],
-            markers: (markersOf.get(id) || []).filter((m) => m.clk >= t0 && m.clk < t1),
+            markers: mergeMarkers((markersOf.get(id) || []).filter((m) => m.clk >= t0 && m.clk < t1).sort((a, b) => a.clk - b.clk), (t1 - t0) / px * 8),
           };
         }),
       }),
