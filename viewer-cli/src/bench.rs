@@ -111,8 +111,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Three significant digits: a small figure (a debug build on a loaded machine) never reads 0.
 fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
 }
 
 fn to_text(r: &Value) -> String {

@@ -19,6 +19,7 @@
 //! first sample (the header then says `clock_frequency_mhz` 1 and `time_base`).
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -740,12 +741,14 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
                 .emit_at(clk)?;
             summary.events += 1;
             for c in f.tree_children.get(i).into_iter().flatten() {
-                if !procs.contains_key(&c.pid) {
-                    procs.insert(c.pid, (begin_child(c.pid, &c.command, clk)?, clk));
-                    order.push(c.pid);
-                    summary.records += 1;
-                }
-                let (rec, seen) = procs.get_mut(&c.pid).expect("just inserted");
+                let (rec, seen) = match procs.entry(c.pid) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => {
+                        order.push(c.pid);
+                        summary.records += 1;
+                        e.insert((begin_child(c.pid, &c.command, clk)?, clk))
+                    }
+                };
                 let mut one = AggregatedMetrics::from_metrics(c.metrics.ts_ms, [&c.metrics]);
                 one.perf = c.metrics.perf;
                 one.perf_sw = c.metrics.perf_sw;
@@ -758,10 +761,10 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
         }
         // Descendants seen only by a `child` line (gone before a sample included them).
         for s in &f.children {
-            if !procs.contains_key(&s.pid) {
+            if let Entry::Vacant(e) = procs.entry(s.pid) {
                 let at = samples.iter().position(|m| m.ts_ms >= s.ts_ms).unwrap_or(clks.len() - 1);
                 let command = s.cmd.first().map_or("", |c| c.rsplit('/').next().unwrap_or(c));
-                procs.insert(s.pid, (begin_child(s.pid, command, clks[at])?, clks[at]));
+                e.insert((begin_child(s.pid, command, clks[at])?, clks[at]));
                 order.push(s.pid);
                 summary.records += 1;
             }

@@ -134,7 +134,7 @@ fn parse_io(path: &Path, text: &str) -> io::Result<ProcIo> {
     let mut io = ProcIo::default();
     for line in text.lines() {
         let Some((k, v)) = line.split_once(':') else { continue };
-        let v: u64 = v.trim().parse().map_err(|_| invalid(&path, "non-numeric value"))?;
+        let v: u64 = v.trim().parse().map_err(|_| invalid(path, "non-numeric value"))?;
         match k {
             "rchar" => io.rchar = v,
             "wchar" => io.wchar = v,

@@ -602,3 +602,97 @@ fn start_in_writes_io_events_at_the_simulated_cycle() {
     let (diagnostics, _) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
 }
+
+/// HIO1: each I/O event inside a simulator carries the cycle interpolated from the clock readings
+/// around its time, and `clk_uncertainty` bounds its distance from the true cycle. The simulator
+/// sets its clock to a known cycle before each of 2,000 one-byte writes, so the true cycle of
+/// write `i` (at file offset `i`) is known.
+#[test]
+fn io_events_carry_the_cycle_they_happened_at() {
+    if [CHILD_ENV, UNPRIV_ENV, CAPS_ENV].iter().any(|v| std::env::var(v).is_ok()) {
+        return;
+    }
+    let cap = capability();
+    if !cap.available {
+        println!("unavailable: {}", cap.reason.unwrap_or_default());
+        return;
+    }
+    const N: u64 = 2000;
+    const STEP: u64 = 1000;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("sim.jets");
+    let trace = jets::Trace::create(&path, jets::Metadata::new()).unwrap();
+    let clock = trace.clock().clone();
+    let io = match IoTracer::start_in(&trace, IoTraceConfig::default()) {
+        Ok(io) => io,
+        Err(IoTraceError::Unavailable(why)) => {
+            println!("unavailable: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let file = tmp.path().join("ticks.bin");
+    let mut f = std::fs::File::create(&file).unwrap();
+    for i in 0..N {
+        clock.set((i + 1) * STEP);
+        f.write_all(&[0u8]).unwrap();
+    }
+    drop(f);
+    // A child process: the kernel cannot read the simulator's clock in it, so its write is
+    // interpolated between the collector's readings, within the bound it states.
+    let during_child = (N + 1) * STEP;
+    clock.set(during_child);
+    let child_file = tmp.path().join("child.txt");
+    let sh = format!("echo hi > '{}'", child_file.display());
+    assert!(Command::new("sh").args(["-c", &sh]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    clock.set(during_child + 5 * STEP);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let report = io.stop().unwrap();
+    trace.close().unwrap();
+
+    let name = file.to_string_lossy().to_string();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let writes: Vec<(u64, u64, u64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["name"] == "WRITE" && l["data"]["path"] == name.as_str())
+        .map(|l| {
+            let d = &l["data"];
+            let unc = d["clk_uncertainty"].as_u64().unwrap_or(0);
+            (d["offset"].as_u64().unwrap(), l["clk"].as_u64().unwrap(), unc)
+        })
+        .collect();
+    assert_eq!(writes.len() as u64, N);
+    let (mut exact, mut within_step, mut max_unc) = (0, 0, 0);
+    for &(offset, clk, unc) in &writes {
+        let truth = (offset + 1) * STEP;
+        let off = clk.abs_diff(truth);
+        assert!(off <= unc, "write at offset {offset}: clk {clk}, true {truth}, ± {unc}");
+        exact += usize::from(off == 0);
+        within_step += usize::from(off <= STEP);
+        max_unc = max_unc.max(unc);
+    }
+    assert!(report.clk_uncertainty_max >= max_unc, "the stats cover every event");
+    let child_name = child_file.to_string_lossy().to_string();
+    let child: Vec<(u64, u64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["name"] == "WRITE" && l["data"]["path"] == child_name.as_str())
+        .map(|l| (l["clk"].as_u64().unwrap(), l["data"]["clk_uncertainty"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(child.len(), 1, "the child's write");
+    let (clk, unc) = child[0];
+    assert!(
+        clk.abs_diff(during_child) <= unc,
+        "child write: clk {clk} ± {unc}, true {during_child}"
+    );
+    println!("HIO1: the child's write at {clk} ± {unc} (true {during_child})");
+    println!(
+        "HIO1: {exact} of {N} writes at their exact cycle, {within_step} within one write's \
+         interval ({STEP} cycles); uncertainty max {max_unc}, mean {:.0} cycles",
+        report.clk_uncertainty_mean
+    );
+    let (diagnostics, _) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+}

@@ -461,7 +461,8 @@ pub fn convert(input: &Path, out: Output, record_type: &str) -> Result<()> {
                     }
                     if stall {
                         inst.stall = Some((name.clone(), note.clone()));
-                    } else if let Some((prev, _)) = inst.stage.replace((name.clone(), note.clone())) {
+                    } else if let Some((prev, _)) = inst.stage.replace((name.clone(), note.clone()))
+                    {
                         em.push(e.clk, e.record_id, Kind::End { lane: 0, stage: prev })?;
                     }
                     let lane = u8::from(stall);
@@ -558,7 +559,8 @@ mod tests {
 
     #[test]
     fn a_squash_in_the_flush_cycle_becomes_a_label_on_the_current_stage() {
-        let (now, later) = fold_cycle(vec![s(1, "Squash"), e(1, "Squash"), e(0, "ID"), FLUSH], true);
+        let (now, later) =
+            fold_cycle(vec![s(1, "Squash"), e(1, "Squash"), e(0, "ID"), FLUSH], true);
         assert_eq!(now, vec![e(0, "ID"), l(2, "Squash note"), FLUSH]);
         assert!(later.is_empty());
     }

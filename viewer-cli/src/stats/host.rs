@@ -80,7 +80,10 @@ impl HostCollector {
     pub fn line(&mut self, line: &Line<'_>) -> Result<()> {
         match line {
             Line::Record(r) => {
-                if r.record_type == HOST_RECORD_TYPE {
+                // The monitored process is the root HostProcess record (spec/host-sync.md); its
+                // children (imported from denet `child` lines) carry per-process samples that
+                // are parts of the root's totals, not samples of their own.
+                if r.record_type == HOST_RECORD_TYPE && r.parent_id.is_none() {
                     self.hosts.insert(r.id);
                 }
                 if r.record_type == self.instruction_type.as_str() {

@@ -434,7 +434,7 @@ mod tests {
         let mut out = CsvOutput::create(tmp.path(), 2).unwrap();
         let row = |i: u64| {
             Row::Fs(FsRow {
-                who: Who { ts: 1_000 + i, pid: 1, tid: 2, cpu: 0, comm: "a,b".into() },
+                who: Who { ts: 1_000 + i, pid: 1, tid: 2, cpu: 0, comm: "a,b".into(), clk: None },
                 op: "WRITE",
                 syscall: "write",
                 path: "/t/f".into(),

@@ -24,11 +24,13 @@ pub struct Who {
     pub cpu: u32,
     /// Task name.
     pub comm: String,
+    /// The simulator's cycle at `ts`, when the kernel read it ([`Header::clk`]).
+    pub clk: Option<u64>,
 }
 
 impl From<&Header> for Who {
     fn from(h: &Header) -> Who {
-        Who { ts: h.ts, pid: h.pid, tid: h.tid, cpu: h.cpu, comm: h.comm.clone() }
+        Who { ts: h.ts, pid: h.pid, tid: h.tid, cpu: h.cpu, comm: h.comm.clone(), clk: h.clk }
     }
 }
 
@@ -979,7 +981,7 @@ mod tests {
     use super::*;
 
     fn h(tid: u32, ts: u64) -> Header {
-        Header { pid: 7, tid, cpu: 0, ts, comm: "t".into() }
+        Header { pid: 7, tid, cpu: 0, ts, comm: "t".into(), clk: None }
     }
 
     fn sys(nr: i64, ret: i64, args: [u64; 6], paths: Vec<PathArg>) -> Raw {
@@ -1089,7 +1091,7 @@ mod tests {
         let f = tempfile::tempfile().expect("file");
         let ino = f.metadata().expect("meta").ino();
         let me = std::process::id();
-        let hd = |ts| Header { pid: me, tid: me, cpu: 0, ts, comm: "t".into() };
+        let hd = |ts| Header { pid: me, tid: me, cpu: 0, ts, comm: "t".into(), clk: None };
         let mut d = Decoder::new();
         let mut out = Vec::new();
         let base = 0x7000_0000u64;

@@ -148,6 +148,10 @@ pub struct IoReport {
     pub decode_errors: u64,
     /// The io-tracer output directory, when one was written.
     pub output: Option<PathBuf>,
+    /// Inside a simulator: the largest `clk_uncertainty` of the events written, in cycles (HIO1).
+    pub clk_uncertainty_max: u64,
+    /// Inside a simulator: the mean `clk_uncertainty`, in cycles.
+    pub clk_uncertainty_mean: f64,
     /// Optional tracepoints that could not be used: tracepoint → reason.
     pub degraded: Vec<(String, String)>,
     /// The rows, when [`IoTraceConfig::keep_rows`] was set.
@@ -169,7 +173,9 @@ impl IoReport {
             );
         }
         json!({"streams": m, "records": self.records, "failed_syscalls": self.failed_syscalls,
-               "decode_errors": self.decode_errors})
+               "decode_errors": self.decode_errors,
+               "clk_uncertainty": {"max": self.clk_uncertainty_max,
+                                   "mean": self.clk_uncertainty_mean}})
     }
 
     /// One line for people: rows, and the losses per stream (a trace with losses is incomplete
@@ -208,6 +214,10 @@ pub struct IoTracer {
 struct JetsOut {
     root: RecordHandle,
     map: jets::CycleMap,
+    /// Rows waiting for a clock reading later than their time (HIO1: no extrapolation).
+    pending: Vec<Row>,
+    /// Where the simulator's cycle counter lives (the map holds a clone: it stays valid).
+    addr: u64,
 }
 
 impl IoTracer {
@@ -230,7 +240,9 @@ impl IoTracer {
             .field("pid", pid)
             .field("command", comm)
             .begin_at(clock.now())?;
-        Self::spawn(pid, config, Some(JetsOut { root, map: jets::CycleMap::new(clock) }))
+        let addr = clock.counter_address() as u64;
+        let map = jets::CycleMap::new(clock, root.start_clk());
+        Self::spawn(pid, config, Some(JetsOut { root, map, pending: Vec::new(), addr }))
     }
 
     fn spawn(
@@ -322,6 +334,8 @@ struct Collector {
     decoder: decode::Decoder,
     report: IoReport,
     rows: Vec<Row>,
+    stamped: u64,
+    uncertainty_sum: u128,
 }
 
 impl Collector {
@@ -341,6 +355,8 @@ impl Collector {
             decoder: decode::Decoder::new(),
             report: IoReport { degraded, ..IoReport::default() },
             rows: Vec::new(),
+            stamped: 0,
+            uncertainty_sum: 0,
         }
     }
 
@@ -348,10 +364,12 @@ impl Collector {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() } as u32;
         self.loaded.ignore_tid(tid)?;
-        self.loaded.trace_pid(pid)?;
         if let Some(j) = &mut self.jets {
-            j.map.sample();
+            // The simulator's own operations carry the cycle read in the kernel (HIO1).
+            self.loaded.read_clock(pid, j.addr)?;
+            j.map.sample(); // before the first traced operation
         }
+        self.loaded.trace_pid(pid)?;
         if let Some(c) = &mut self.csv {
             c.snapshot(pid, crate::procfs::clock_ns(libc::CLOCK_MONOTONIC))?;
         }
@@ -366,10 +384,13 @@ impl Collector {
         let poll_ms = self.config.poll.as_millis().clamp(1, 1000) as i32;
         loop {
             let stopping = stop.load(Ordering::Acquire);
+            self.drain()?;
+            // After the drain: a reading later than every operation drained so far (the last
+            // ones arrived during the drain), so every pending row gets one after it.
             if let Some(j) = &mut self.jets {
                 j.map.sample();
             }
-            self.drain()?;
+            self.stamp_ready(stopping)?;
             if stopping {
                 break;
             }
@@ -379,6 +400,7 @@ impl Collector {
         }
         self.decoder.flush(&mut self.rows);
         self.write_rows()?;
+        self.stamp_ready(true)?;
         self.report.lost = self.loaded.lost();
         self.report.failed_syscalls = self.decoder.failed_syscalls;
         self.report.wall_ns = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(wall0);
@@ -392,8 +414,7 @@ impl Collector {
                 .description("rows and lost records per stream")
                 .data_json(&self.report.to_json().to_string())
                 .emit()?;
-            let end = j.map.last();
-            j.root.end_at(end)?;
+            j.root.end_at(j.map.end())?;
         }
         Ok(self.report)
     }
@@ -420,18 +441,44 @@ impl Collector {
         }
     }
 
+    /// Writes the JETS events of the pending rows that a clock reading follows (all of them when
+    /// `all`), in time order, each at its interpolated cycle.
+    fn stamp_ready(&mut self, all: bool) -> Result<(), IoTraceError> {
+        let Some(j) = &mut self.jets else { return Ok(()) };
+        let latest = j.map.latest();
+        let (mut ready, wait): (Vec<Row>, Vec<Row>) =
+            j.pending.drain(..).partition(|r| all || r.who().ts <= latest);
+        j.pending = wait;
+        ready.sort_by_key(|r| r.who().ts);
+        for row in ready {
+            let stamp = match row.who().clk {
+                Some(c) => j.map.exact(c),
+                None => j.map.stamp(row.who().ts),
+            };
+            if let Some(u) = stamp.uncertainty {
+                self.stamped += 1;
+                self.uncertainty_sum += u128::from(u);
+                self.report.clk_uncertainty_max = self.report.clk_uncertainty_max.max(u);
+            }
+            jets::emit(&j.root, &row, stamp)?;
+        }
+        if self.stamped > 0 {
+            self.report.clk_uncertainty_mean = self.uncertainty_sum as f64 / self.stamped as f64;
+        }
+        Ok(())
+    }
+
     fn write_rows(&mut self) -> Result<(), IoTraceError> {
         for row in self.rows.drain(..) {
             self.report.rows[row.stream() as usize] += 1;
             if let Some(c) = &mut self.csv {
                 c.write(&row)?;
             }
-            if let Some(j) = &mut self.jets {
-                let clk = j.map.cycle_at(row.who().ts);
-                jets::emit(&j.root, &row, clk)?;
-            }
             if self.config.keep_rows {
-                self.report.kept.push(row);
+                self.report.kept.push(row.clone());
+            }
+            if let Some(j) = &mut self.jets {
+                j.pending.push(row);
             }
         }
         Ok(())
