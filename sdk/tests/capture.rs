@@ -177,7 +177,11 @@ fn roi_regions_nest_across_threads() {
 
 #[test]
 fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close() {
-    let c = Capture { recorder: Some(Recorder::Cycles(50)), triggers: vec![Trigger::Error], ..Capture::default() };
+    let c = Capture {
+        recorder: Some(Recorder::Cycles(50)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    };
     let (t, buf) = open(c);
     let core = t.root("core", "Core").begin_at(0).unwrap();
     let mut last = None;
@@ -204,7 +208,13 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     // The trigger at cycle 402 wrote the lines of cycles 353..402: the end of i35 (355) is one, so
     // i35 is written as its ancestor, with its real start; the dump (largest cycle 991) likewise
     // wrote i94 (ends at 945) to i99.
-    assert_eq!(recs, ["core", "i35", "i36", "i37", "i38", "i39", "i40", "i94", "i95", "i96", "i97", "i98", "i99"]);
+    assert_eq!(
+        recs,
+        [
+            "core", "i35", "i36", "i37", "i38", "i39", "i40", "i94", "i95", "i96", "i97", "i98",
+            "i99"
+        ]
+    );
     assert_eq!(lines.iter().find(|l| l["name"] == "i35").unwrap()["clk"], 350);
     let f = footer(&lines);
     assert_eq!(f["capture"], "recorder=50;trigger=error");
@@ -259,20 +269,29 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
         for (ti, nodes) in program.iter().enumerate() {
             let top = &top;
             s.spawn(move || {
-                let root = top.child(format!("t{ti}"), "Thread").unit_id(ti as u64 % 3).begin_at(0).unwrap();
+                let root = top
+                    .child(format!("t{ti}"), "Thread")
+                    .unit_id(ti as u64 % 3)
+                    .begin_at(0)
+                    .unwrap();
                 let mut open: Vec<(jets::RecordHandle, u64)> = Vec::new();
                 for (i, n) in nodes.iter().enumerate() {
                     let clk = 3 * i as u64;
                     let parent = n.parent.and_then(|p| open.get(p)).map_or(&root, |o| &o.0);
                     let clk = clk.max(parent.start_clk());
-                    let mut b = parent.child(format!("t{ti}n{i}"), TYPES[n.ty as usize]).field("seq", i as u64);
+                    let mut b = parent
+                        .child(format!("t{ti}n{i}"), TYPES[n.ty as usize])
+                        .field("seq", i as u64);
                     if let Some(u) = n.unit {
                         b = b.unit_id(u64::from(u));
                     }
                     let h = b.begin_at(clk).unwrap();
                     for (k, &(e, d)) in n.events.iter().enumerate() {
                         let at = clk + d % (n.len + 1);
-                        h.event(EVENTS[e as usize]).field("tag", format!("t{ti}n{i}e{k}")).emit_at(at).unwrap();
+                        h.event(EVENTS[e as usize])
+                            .field("tag", format!("t{ti}n{i}e{k}"))
+                            .emit_at(at)
+                            .unwrap();
                     }
                     for k in 0..n.annotations {
                         h.annotation(format!("t{ti}n{i}a{k}")).emit().unwrap();
@@ -322,14 +341,34 @@ fn model(text: &str) -> Model {
                 let seq = l["data"]["seq"].as_u64().unwrap_or(0);
                 m.recs.insert(
                     name.clone(),
-                    (parent, l["record_type"].as_str().unwrap().into(), l["data"]["unit_id"].as_u64(), l["clk"].as_u64().unwrap(), thread, seq),
+                    (
+                        parent,
+                        l["record_type"].as_str().unwrap().into(),
+                        l["data"]["unit_id"].as_u64(),
+                        l["clk"].as_u64().unwrap(),
+                        thread,
+                        seq,
+                    ),
                 );
                 m.order.push(name.clone());
                 m.lines.push((("record".into(), name.clone(), String::new()), l["clk"].as_u64()));
             }
-            "event" => m.lines.push((("event".into(), id_name("record_id"), l["data"]["tag"].as_str().unwrap_or(l["name"].as_str().unwrap()).to_owned()), l["clk"].as_u64())),
-            "annotation" => m.lines.push((("annotation".into(), id_name("record_id"), l["name"].as_str().unwrap().to_owned()), None)),
-            "record_end" => m.lines.push((("record_end".into(), id_name("record_id"), String::new()), l["clk"].as_u64())),
+            "event" => m.lines.push((
+                (
+                    "event".into(),
+                    id_name("record_id"),
+                    l["data"]["tag"].as_str().unwrap_or(l["name"].as_str().unwrap()).to_owned(),
+                ),
+                l["clk"].as_u64(),
+            )),
+            "annotation" => m.lines.push((
+                ("annotation".into(), id_name("record_id"), l["name"].as_str().unwrap().to_owned()),
+                None,
+            )),
+            "record_end" => m.lines.push((
+                ("record_end".into(), id_name("record_id"), String::new()),
+                l["clk"].as_u64(),
+            )),
             _ => {}
         }
     }
@@ -388,7 +427,10 @@ fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
             "record" => selected[r],
             "event" => {
                 let name = m_event_name(text, tag);
-                !dead[r] && matches[r] && window.contains(&clk.unwrap()) && c.events.as_ref().is_none_or(|e| e.contains(&name))
+                !dead[r]
+                    && matches[r]
+                    && window.contains(&clk.unwrap())
+                    && c.events.as_ref().is_none_or(|e| e.contains(&name))
             }
             _ => false,
         };
@@ -402,7 +444,9 @@ fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
     }
     for ((kind, rec, tag), _) in &m.lines {
         let in_file = written.contains(rec);
-        if (kind == "record_end" && in_file) || (kind == "annotation" && in_file && matches[rec.as_str()]) {
+        if (kind == "record_end" && in_file)
+            || (kind == "annotation" && in_file && matches[rec.as_str()])
+        {
             out.insert((kind.clone(), rec.clone(), tag.clone()));
         }
     }
@@ -420,7 +464,10 @@ fn m_event_name(text: &str, tag: &str) -> String {
 fn setting() -> impl Strategy<Value = Capture> {
     (
         proptest::option::of((0..60u64, 1..60u64)),
-        proptest::option::of(proptest::sample::subsequence(vec!["A", "B", "C", "Thread", "Top"], 1..4)),
+        proptest::option::of(proptest::sample::subsequence(
+            vec!["A", "B", "C", "Thread", "Top"],
+            1..4,
+        )),
         proptest::option::of(proptest::sample::subsequence(vec!["x", "y", "z"], 1..3)),
         proptest::option::of(proptest::sample::subsequence(vec![0u64, 1, 2], 1..3)),
         proptest::option::of((0..3usize, 1..4u64)),
@@ -484,4 +531,3 @@ proptest! {
         }
     }
 }
-

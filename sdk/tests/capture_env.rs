@@ -41,7 +41,10 @@ fn jets_capture_is_read_at_open_and_a_bad_clause_fails_it() {
     t.close().unwrap();
     let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
     assert_eq!(names(&text), ["b"]);
-    let explicit = TraceBuilder::new().capture(Capture::full()).writer(std::io::sink(), Metadata::new()).unwrap();
+    let explicit = TraceBuilder::new()
+        .capture(Capture::full())
+        .writer(std::io::sink(), Metadata::new())
+        .unwrap();
     assert_eq!(explicit.capture().to_string(), "full");
     std::env::set_var(jets::capture::ENV, "types=Keep;clk=5");
     let err = TraceBuilder::new().writer(std::io::sink(), Metadata::new()).unwrap_err();

@@ -20,7 +20,10 @@ fn a_window_of_instructions_is_valid_and_stats_say_it_is_a_part() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("valid, no warnings"), "{stdout}");
-    assert!(stdout.contains("capture: clk=100..200;types=Instruction: a PART of the run"), "{stdout}");
+    assert!(
+        stdout.contains("capture: clk=100..200;types=Instruction: a PART of the run"),
+        "{stdout}"
+    );
     let trace = std::fs::read_dir(dir.path().join("o"))
         .unwrap()
         .map(|e| e.unwrap().path())

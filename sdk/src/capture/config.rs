@@ -170,7 +170,9 @@ impl Capture {
             "sample" => {
                 let v = need(value)?;
                 let Some((ty, n)) = v.rsplit_once(':') else {
-                    return Err("expected `sample=TYPE:N` (keep 1 of every N records of TYPE)".into());
+                    return Err(
+                        "expected `sample=TYPE:N` (keep 1 of every N records of TYPE)".into()
+                    );
                 };
                 let ty = ty.trim();
                 if ty.is_empty() {
@@ -191,7 +193,11 @@ impl Capture {
             }
             "trigger" => {
                 let v = need(value)?;
-                self.triggers.push(if v == "error" { Trigger::Error } else { Trigger::Event(v.into()) });
+                self.triggers.push(if v == "error" {
+                    Trigger::Error
+                } else {
+                    Trigger::Event(v.into())
+                });
             }
             _ => {
                 return Err(format!(
@@ -332,7 +338,10 @@ mod tests {
         assert_eq!(c.triggers, vec![Trigger::Event("Squash".into()), Trigger::Error]);
         assert_eq!(c.to_string(), text);
         assert_eq!(Capture::parse(&c.to_string()).unwrap(), c);
-        assert_eq!(Capture::parse(" recorder = 64MiB ; ").unwrap().recorder, Some(Recorder::Bytes(64 << 20)));
+        assert_eq!(
+            Capture::parse(" recorder = 64MiB ; ").unwrap().recorder,
+            Some(Recorder::Bytes(64 << 20))
+        );
         assert_eq!(Capture::parse("").unwrap().to_string(), "full");
         assert!(Capture::parse("clk=1_000..2_000").unwrap().window == Some(1000..2000));
     }

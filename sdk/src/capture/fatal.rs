@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use crate::write::Shared;
 
-const SIGNALS: [libc::c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
+const SIGNALS: [libc::c_int; 5] =
+    [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
 const SLOTS: usize = 16;
 /// The longest a dying process waits for its recorders to be written.
 const WAIT: Duration = Duration::from_secs(3);
@@ -26,7 +27,8 @@ pub(crate) fn register(shared: &Arc<Shared>) -> bool {
     INSTALL.call_once(install);
     let raw = Arc::into_raw(Arc::clone(shared)).cast_mut();
     for slot in &TRACES {
-        if slot.compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if slot.compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        {
             return true;
         }
     }

@@ -137,12 +137,23 @@ impl Gate {
     /// Lines left out in the emitting calls so far.
     pub(crate) fn left_out(&self) -> LeftOut {
         let sum = |k: usize| self.left.iter().map(|s| s[k].load(Ordering::Relaxed)).sum();
-        LeftOut { records: sum(RECORD), events: sum(EVENT), annotations: sum(ANNOTATION), record_ends: sum(END) }
+        LeftOut {
+            records: sum(RECORD),
+            events: sum(EVENT),
+            annotations: sum(ANNOTATION),
+            record_ends: sum(END),
+        }
     }
 
     /// The verdict on a record line and the bits its handle keeps.
     #[inline(always)]
-    pub(crate) fn record(&self, record_type: &Str, data_unit: impl FnOnce() -> Option<u64>, clk: u64, parent: u8) -> (Verdict, u8) {
+    pub(crate) fn record(
+        &self,
+        record_type: &Str,
+        data_unit: impl FnOnce() -> Option<u64>,
+        clk: u64,
+        parent: u8,
+    ) -> (Verdict, u8) {
         if !self.on() {
             return (Verdict::Leave, bits::LEFT);
         }
@@ -153,7 +164,13 @@ impl Gate {
     }
 
     #[cold]
-    fn record_filtered(&self, record_type: &Str, unit: Option<u64>, clk: u64, parent: u8) -> (Verdict, u8) {
+    fn record_filtered(
+        &self,
+        record_type: &Str,
+        unit: Option<u64>,
+        clk: u64,
+        parent: u8,
+    ) -> (Verdict, u8) {
         if clk >= self.window.end {
             // Nothing under it can be in the window either (children start at or after it).
             return (Verdict::Leave, bits::LEFT);
@@ -176,7 +193,11 @@ impl Gate {
         if unit_ok && type_ok {
             b |= bits::MATCH;
         }
-        let verdict = if b & bits::MATCH != 0 && self.in_region(clk) { Verdict::Select } else { Verdict::Hold };
+        let verdict = if b & bits::MATCH != 0 && self.in_region(clk) {
+            Verdict::Select
+        } else {
+            Verdict::Hold
+        };
         (verdict, b)
     }
 
@@ -186,7 +207,10 @@ impl Gate {
         SAMPLED
             .try_with(|s| {
                 let mut s = s.borrow_mut();
-                let i = match s.iter().position(|(t, ty, _)| *t == self.trace_id && ty == record_type) {
+                let i = match s
+                    .iter()
+                    .position(|(t, ty, _)| *t == self.trace_id && ty == record_type)
+                {
                     Some(i) => i,
                     None => {
                         s.push((self.trace_id, record_type.to_owned(), 0));

@@ -274,7 +274,8 @@ impl Keeper {
     /// far and (lazily) their lines pushed so far.
     pub(crate) fn end_pass(&mut self, popped: &[u64], pushed: impl FnOnce() -> Vec<u64>) {
         while let Some((snapshot, _)) = self.graves.front() {
-            let passed = snapshot.iter().enumerate().all(|(r, &n)| popped.get(r).is_some_and(|&p| p >= n));
+            let passed =
+                snapshot.iter().enumerate().all(|(r, &n)| popped.get(r).is_some_and(|&p| p >= n));
             if !passed {
                 break;
             }

@@ -15,13 +15,19 @@
 //! `end` consumes the handle, so a record ends at most once, and [`Trace::close`] writes the footer
 //! after draining every ring.
 
+mod fence;
+mod line;
+mod panic_flush;
 mod record;
 mod ring;
 mod sink;
+mod spsc;
+#[cfg(test)]
+mod tests;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
@@ -34,7 +40,7 @@ use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
-use ring::LocalRing;
+use ring::{LocalRing, Slot};
 use sink::Sink;
 
 /// What an emitting call does when its thread's ring to the writer thread is full.
@@ -146,7 +152,8 @@ pub(crate) struct Shared {
     /// Unique per trace in this process: keys the thread-local rings.
     id: u64,
     policy: Policy,
-    ring_capacity: usize,
+    /// Size of each thread's ring, in 8-byte words.
+    ring_words: usize,
     clock: SimClock,
     next_id: AtomicU64,
     closed: AtomicBool,
@@ -155,9 +162,9 @@ pub(crate) struct Shared {
     dropped: [AtomicU64; 4],
     writer: OnceLock<Thread>,
     target: String,
-    /// Rings created by threads since the writer last looked, with their ids.
-    new_rings: Mutex<Vec<(u32, rtrb::Consumer<writer::Line>)>>,
-    next_ring: AtomicU32,
+    /// Every ring of this trace (see [`Registry`]).
+    rings: Mutex<Registry>,
+    /// Set when `rings` has new consumers for the writer.
     rings_pending: AtomicBool,
     /// Flush and close requests for the writer.
     control: Mutex<Control>,
@@ -181,6 +188,33 @@ pub(crate) struct Control {
     dumps: Vec<Arc<Ack>>,
     /// `Some(end_clk)` once close was requested.
     close: Option<Option<u64>>,
+    /// Set by the writer thread as it exits (closed or died): no request is queued after it, so
+    /// none waits for an answer that never comes.
+    gone: bool,
+}
+
+/// The rings of a trace, as the writer and `close` see them.
+#[derive(Default)]
+pub(crate) struct Registry {
+    /// Consumers of rings created since the writer last looked, with their ids.
+    new: Vec<(u32, spsc::Consumer)>,
+    /// The producer side of every ring. Weak: a thread that exits frees its ring.
+    slots: Vec<Weak<Slot>>,
+    next: u32,
+    /// Set at close once the rings are retired: no ring can be created any more.
+    retired: bool,
+}
+
+impl Registry {
+    /// Registers a new ring; returns its id.
+    fn add(&mut self, consumer: spsc::Consumer, slot: &Arc<Slot>) -> u32 {
+        let id = self.next;
+        self.next += 1;
+        self.new.push((id, consumer));
+        self.slots.retain(|s| s.strong_count() > 0);
+        self.slots.push(Arc::downgrade(slot));
+        id
+    }
 }
 
 const DROP_RECORD: usize = 0;
@@ -190,20 +224,71 @@ const DROP_END: usize = 3;
 
 static NEXT_TRACE_ID: AtomicU64 = AtomicU64::new(1);
 
-impl Shared {
-    /// Registers a new ring's consumer side with the writer; returns the ring's id.
-    fn adopt(&self, consumer: rtrb::Consumer<writer::Line>) -> u32 {
-        let mut rings = self.new_rings.lock().unwrap_or_else(|p| p.into_inner());
-        let id = self.next_ring.fetch_add(1, Ordering::Relaxed);
-        rings.push((id, consumer));
-        self.rings_pending.store(true, Ordering::Release);
-        id
-    }
+/// The line size [`TraceBuilder::capacity`] counts in, in words.
+const WORDS_PER_LINE: usize = 16;
 
-    fn request(&self, f: impl FnOnce(&mut Control)) {
-        f(&mut self.control.lock().unwrap_or_else(|p| p.into_inner()));
+impl Shared {
+    fn request<T>(&self, f: impl FnOnce(&mut Control) -> T) -> T {
+        let answer = f(&mut self.control.lock().unwrap_or_else(|p| p.into_inner()));
         self.control_pending.store(true, Ordering::Release);
         self.wake_writer();
+        answer
+    }
+
+    /// Stops the producers: once this returns true, every push that returned `Ok` has its line
+    /// in a ring, and every later push sees `closed` and writes nothing. `meanwhile` runs while a
+    /// push is still in progress (the writer drains there, so a push waiting for room can
+    /// finish). With `patience`, gives up after that long and returns false (a fatal signal: the
+    /// thread that took it may never finish its push).
+    fn quiesce(&self, mut meanwhile: impl FnMut(), patience: Option<Duration>) -> bool {
+        self.closed.store(true, Ordering::SeqCst);
+        fence::heavy();
+        let slots: Vec<Arc<Slot>> = {
+            let registry = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+            registry.slots.iter().filter_map(Weak::upgrade).collect()
+        };
+        let deadline = patience.map(|p| std::time::Instant::now() + p);
+        for slot in &slots {
+            while slot.is_busy() {
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    return false;
+                }
+                meanwhile();
+            }
+        }
+        true
+    }
+
+    /// Frees every ring's producer end and refuses new rings. Call only after
+    /// [`Shared::quiesce`] returned true.
+    fn retire(&self) {
+        let mut registry = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+        if registry.retired {
+            return;
+        }
+        registry.retired = true;
+        registry.new.clear();
+        for slot in registry.slots.drain(..).filter_map(|s| s.upgrade()) {
+            // SAFETY: every caller has seen `quiesce` return true first (the writer's close and
+            // its exit guard).
+            unsafe { slot.retire() };
+        }
+    }
+
+    fn is_retired(&self) -> bool {
+        self.rings.lock().unwrap_or_else(|p| p.into_inner()).retired
+    }
+
+    /// The writer thread is exiting: answer every waiting flush, refuse later ones.
+    fn writer_gone(&self) {
+        let flushes = {
+            let mut control = self.control.lock().unwrap_or_else(|p| p.into_inner());
+            control.gone = true;
+            std::mem::take(&mut control.flushes)
+        };
+        for ack in flushes {
+            ack.set();
+        }
     }
 
     fn count_drop(&self, kind: usize) {
@@ -293,13 +378,31 @@ impl Inner {
         self.ask(timeout, |c, ack| c.dumps.push(ack))
     }
 
-    fn ask(&self, timeout: Option<Duration>, f: impl FnOnce(&mut Control, Arc<Ack>)) -> Result<(), Error> {
-        if self.shared.closed.load(Ordering::Relaxed) {
+    /// Queues a request for the writer and waits for its answer (or `timeout`).
+    fn ask(
+        &self,
+        timeout: Option<Duration>,
+        f: impl FnOnce(&mut Control, Arc<Ack>),
+    ) -> Result<(), Error> {
+        if self.shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let ack = Arc::new(Ack::default());
-        self.shared.request(|c| f(c, Arc::clone(&ack)));
-        ack.wait(timeout);
+        // Queued only while the writer runs; the writer answers every queued request, at the
+        // latest as it exits (after the footer when it closes), so this wait always ends.
+        let queued = self.shared.request(|c| {
+            if !c.gone {
+                f(c, Arc::clone(&ack));
+            }
+            !c.gone
+        });
+        if !queued {
+            return Err(Error::Closed);
+        }
+        if !ack.wait(timeout) {
+            let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+            return Err(Error::io(&self.shared.target, e));
+        }
         match self.shared.error() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -332,7 +435,8 @@ impl Ack {
         self.cv.notify_all();
     }
 
-    fn wait(&self, timeout: Option<Duration>) {
+    /// Waits for the answer; false when `timeout` passed first.
+    fn wait(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         while !*done {
@@ -341,12 +445,13 @@ impl Ack {
                 Some(d) => {
                     let now = std::time::Instant::now();
                     if now >= d {
-                        return;
+                        return false;
                     }
                     done = self.cv.wait_timeout(done, d - now).unwrap_or_else(|p| p.into_inner()).0;
                 }
             }
         }
+        true
     }
 }
 
@@ -399,8 +504,11 @@ impl TraceBuilder {
         self.policy = policy;
         self
     }
-    /// How many lines each emitting thread's ring holds (at least 16). A line costs about 300
-    /// bytes in the ring; a larger ring absorbs longer bursts before the policy applies.
+    /// How many lines each emitting thread's ring holds (at least 16), counted as lines of 128
+    /// bytes (an event with two fields): the ring takes `lines * 128` bytes, rounded up to a
+    /// power of two, and a line takes only what it uses (a record with a name and type and no
+    /// fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
+    /// policy applies.
     pub fn capacity(mut self, lines: usize) -> Self {
         self.ring_capacity = lines.max(16);
         self
@@ -415,8 +523,9 @@ impl TraceBuilder {
         self.clock = Some(clock);
         self
     }
-    /// Install a panic hook that flushes this trace before the panic unwinds (chained with the
-    /// existing hook). A panicking simulator then leaves everything it emitted on disk.
+    /// Flush this trace when any thread panics, before the panic unwinds. A panicking simulator
+    /// then leaves everything it emitted on disk. One process-wide hook (chained with the hook
+    /// found when it is installed) serves every such trace; a trace leaves it when dropped.
     pub fn flush_on_panic(mut self, yes: bool) -> Self {
         self.flush_on_panic = yes;
         self
@@ -448,9 +557,12 @@ impl TraceBuilder {
     }
 
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
+        fence::init();
         let capture = match self.capture {
             Some(c) => c,
-            None => Capture::from_env().map_err(|e| Error::InvalidArgument(e.to_string()))?.unwrap_or_default(),
+            None => Capture::from_env()
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?
+                .unwrap_or_default(),
         };
         let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
@@ -459,7 +571,9 @@ impl TraceBuilder {
         let shared = Arc::new(Shared {
             id,
             policy: self.policy,
-            ring_capacity: self.ring_capacity,
+            // Sized for lines of 16 words (an event with two fields), and never smaller than
+            // two of the largest line.
+            ring_words: (self.ring_capacity * WORDS_PER_LINE).max(2 * line::MAX_WORDS),
             clock: self.clock.unwrap_or_default(),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
@@ -468,8 +582,7 @@ impl TraceBuilder {
             dropped: Default::default(),
             writer: OnceLock::new(),
             target: target.clone(),
-            new_rings: Mutex::new(Vec::new()),
-            next_ring: AtomicU32::new(0),
+            rings: Mutex::new(Registry::default()),
             rings_pending: AtomicBool::new(false),
             control: Mutex::new(Control::default()),
             control_pending: AtomicBool::new(false),
@@ -494,38 +607,18 @@ impl TraceBuilder {
             join: Mutex::new(Some(handle)),
             result: Mutex::new(None),
         }));
-        if self.flush_on_panic {
-            install_panic_flush(Arc::downgrade(&trace.0));
+        let recorder = trace.0.shared.capture.recorder.is_some();
+        if self.flush_on_panic || recorder {
+            // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed.
+            panic_flush::register(Arc::downgrade(&trace.0), recorder);
         }
-        if trace.0.shared.capture.recorder.is_some() {
-            // CAP-REC-2: a flight recorder is written on panic and on a fatal signal.
-            install_panic_dump(Arc::downgrade(&trace.0));
+        if recorder {
+            // CAP-REC-2: and on a fatal signal.
             #[cfg(unix)]
             crate::capture::fatal::register(&trace.0.shared);
         }
         Ok(trace)
     }
-}
-
-fn install_panic_flush(trace: Weak<Inner>) {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if let Some(inner) = trace.upgrade() {
-            // Bounded: a panic must not hang on a stuck disk.
-            let _ = inner.flush(Some(Duration::from_secs(2)));
-        }
-        previous(info);
-    }));
-}
-
-fn install_panic_dump(trace: Weak<Inner>) {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if let Some(inner) = trace.upgrade() {
-            let _ = inner.dump(Some(Duration::from_secs(2)));
-        }
-        previous(info);
-    }));
 }
 
 /// An open trace: the root of everything a simulator emits.

@@ -6,8 +6,8 @@
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
+use super::line::{Kind, Line};
 use super::ring::{self, Pos};
-use super::writer::{Kind, Line};
 use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
 use crate::error::Error;
@@ -345,7 +345,12 @@ impl<'a> RecordBuilder<'a> {
         let shared = &self.inner.shared;
         let line = &self.p.line;
         let (verdict, mut cap) = if self.parent_live {
-            shared.gate.record(&line.record_type, || gate::unit_of(line.data.fields()), clk, self.parent_cap)
+            shared.gate.record(
+                &line.record_type,
+                || gate::unit_of(line.data.fields()),
+                clk,
+                self.parent_cap,
+            )
         } else {
             (Verdict::Leave, self.parent_cap & bits::LEFT)
         };

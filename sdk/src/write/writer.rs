@@ -1,66 +1,21 @@
 //! The writer thread: pops the rings in dependency order, formats lines, writes large batches.
 
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rtrb::Consumer;
-
+use super::line::{Entry, Kind};
 use super::ring::Pos;
 use super::sink::Sink;
+use super::spsc::Consumer;
 use super::{Control, Shared, Summary};
-use crate::capture::keep::{self, Keeper};
 use crate::capture::gate;
+use crate::capture::keep::{self, Keeper};
 use crate::error::Error;
-use crate::format::{self, Data, Footer, Str};
-
-/// Which line a [`Line`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Record,
-    End,
-    Event,
-    Annotation,
-}
-
-/// One queued line, built in place by the builders and moved into a ring once.
-///
-/// One shape for all four kinds keeps the hot path to a single move: the fields a kind does not
-/// use stay empty (an empty `Str` and `Data` cost a few stores, no allocation).
-pub(crate) struct Line {
-    pub(crate) kind: Kind,
-    pub(crate) clk: u64,
-    /// A record's own id; for the other kinds, the record referred to.
-    pub(crate) id: u64,
-    pub(crate) parent: Option<u64>,
-    pub(crate) name: Str,
-    pub(crate) record_type: Str,
-    pub(crate) description: Str,
-    pub(crate) data: Data,
-    /// The line this one must follow when that one is on another thread's ring.
-    pub(crate) after: Option<Pos>,
-    /// Capture control: a record queued only as a possible ancestor (CAP-ANC-1).
-    pub(crate) hold: bool,
-}
-
-impl Line {
-    #[inline(always)]
-    pub(crate) fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Line {
-        Line {
-            kind,
-            clk: 0,
-            id,
-            parent: None,
-            name,
-            record_type: Str::EMPTY,
-            description: Str::EMPTY,
-            data: Data::new(),
-            after,
-            hold: false,
-        }
-    }
-}
+use crate::format::{self, Footer};
 
 pub(crate) struct Config {
     pub(crate) flush_interval: Duration,
@@ -73,12 +28,30 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
 
+/// How long a close after a fatal signal waits for pushes in progress.
+const FATAL_PATIENCE: Duration = Duration::from_millis(200);
+
 /// How many lines the writer takes from one ring before looking at the next (fairness).
 const ROUND: usize = 4096;
 
 struct Ring {
     id: u32,
-    consumer: Consumer<Line>,
+    consumer: Consumer,
+}
+
+impl Drop for Ring {
+    /// Frees what the lines still queued own (only after the writer failed to drain, e.g. a panic).
+    fn drop(&mut self) {
+        while let Some(at) = self.consumer.peek() {
+            // SAFETY: a published entry, dropped once, then popped.
+            let words = unsafe {
+                let words = Entry::read(at).words;
+                Entry::drop_in_place(at);
+                words
+            };
+            self.consumer.pop(words);
+        }
+    }
 }
 
 struct Writer {
@@ -93,12 +66,54 @@ struct Writer {
     /// Lines popped so far from each ring, by ring id: line `index` of ring `r` is written once
     /// `popped[r] > index`.
     popped: Vec<u64>,
+    /// Words consumed so far from each ring, by ring id (a position capture control compares
+    /// with what was published).
+    consumed: Vec<u64>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
     scratch: Vec<u8>,
 }
 
+/// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
+/// rings and answers every waiting flush, so nobody waits for a writer that is gone.
+struct Exit(Arc<Shared>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        let shared = &self.0;
+        if thread::panicking() {
+            shared.fail(Error::io(
+                &shared.target,
+                io::Error::other("the JETS writer thread panicked"),
+            ));
+        }
+        if !shared.is_retired() && !shared.finished() {
+            // Only after a panic: a normal close has done this already (a fatal-signal close
+            // leaves the rings to the dying process). The consumers are gone, so a producer
+            // waiting for room sees its ring abandoned and returns.
+            if shared.quiesce(thread::yield_now, None) {
+                shared.retire();
+            }
+        }
+        shared.writer_gone();
+    }
+}
+
+/// Runs `f`, which calls into the user's `Write`, turning a panic into an I/O error: a panicking
+/// sink must fail the trace like a failing one, not kill the writer thread.
+fn guarded<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(io::Error::other(format!("the trace's Write panicked: {why}")))
+    })
+}
+
 pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
+    let _exit = Exit(Arc::clone(&shared));
     let mut w = Writer {
         summary: Summary { bytes: config.header_bytes, ..Summary::default() },
         shared,
@@ -109,6 +124,7 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         dirty: false,
         rings: Vec::new(),
         popped: Vec::new(),
+        consumed: Vec::new(),
         keeper: None,
         scratch: Vec::new(),
     };
@@ -150,11 +166,12 @@ impl Writer {
             return;
         }
         let new =
-            std::mem::take(&mut *self.shared.new_rings.lock().unwrap_or_else(|p| p.into_inner()));
+            std::mem::take(&mut self.shared.rings.lock().unwrap_or_else(|p| p.into_inner()).new);
         for (id, consumer) in new {
             let idx = id as usize;
             if self.popped.len() <= idx {
                 self.popped.resize(idx + 1, 0);
+                self.consumed.resize(idx + 1, 0);
             }
             self.rings.push(Ring { id, consumer });
         }
@@ -189,47 +206,56 @@ impl Writer {
         rings.append(&mut self.rings);
         self.rings = rings;
         if let Some(k) = self.keeper.as_mut() {
-            let (popped, rings) = (&self.popped, &self.rings);
-            k.end_pass(popped, || {
-                let mut pushed = popped.clone();
+            let (consumed, rings) = (&self.consumed, &self.rings);
+            k.end_pass(consumed, || {
+                let mut published = consumed.clone();
                 for r in rings {
-                    pushed[r.id as usize] += r.consumer.slots() as u64;
+                    published[r.id as usize] = r.consumer.published() as u64;
                 }
-                pushed
+                published
             });
         }
         got
     }
 
-    /// Encodes up to [`ROUND`] lines of one ring in place, stopping at the first whose dependency
-    /// is not written yet, then releases their slots (which drops them). No line is copied.
+    /// Encodes up to [`ROUND`] lines of one ring where they lie, stopping at the first whose
+    /// dependency is not written yet, drops them there and hands their words back to the
+    /// producer. No line is copied.
     fn drain_ring(&mut self, ring: &mut Ring) -> usize {
-        let n = ring.consumer.slots().min(ROUND);
-        let Ok(chunk) = ring.consumer.read_chunk(n) else { return 0 };
-        let (first, second) = chunk.as_slices();
         let mut ready = 0;
-        for line in first.iter().chain(second) {
+        while ready < ROUND {
+            let Some(at) = ring.consumer.peek() else { break };
+            // SAFETY: a published entry; it stays in place until popped below.
+            let line = unsafe { Entry::read(at) };
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
             if self.keeper.is_some() {
-                self.keep(line);
+                self.keep(&line);
             } else {
-                self.encode(line);
+                self.encode(&line);
             }
+            let words = line.words;
+            // SAFETY: encoded and not used again; dropped once, then popped.
+            unsafe { Entry::drop_in_place(at) };
+            ring.consumer.pop(words);
             ready += 1;
             if self.buf.len() >= BATCH_BYTES {
                 self.write_buf();
             }
         }
-        chunk.commit(ready);
+        ring.consumer.release();
         self.popped[ring.id as usize] += ready as u64;
+        self.consumed[ring.id as usize] = ring.consumer.position() as u64;
         ready
     }
 
-    /// Pops until every ring has reached `targets` (ring id, lines popped).
-    fn drain_to(&mut self, targets: &[(u32, u64)]) {
-        while targets.iter().any(|&(r, n)| self.popped[r as usize] < n) {
+    /// Pops until every ring has reached `targets` (ring id, word position), or is gone.
+    fn drain_to(&mut self, targets: &[(u32, usize)]) {
+        let reached = |rings: &[Ring], (id, pos): (u32, usize)| {
+            rings.iter().find(|r| r.id == id).is_none_or(|r| r.consumer.position() >= pos)
+        };
+        while !targets.iter().all(|&t| reached(&self.rings, t)) {
             if self.drain_once() == 0 {
                 thread::yield_now();
             }
@@ -257,11 +283,8 @@ impl Writer {
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
         if !control.flushes.is_empty() || !control.dumps.is_empty() {
             self.adopt_new_rings();
-            let targets: Vec<(u32, u64)> = self
-                .rings
-                .iter()
-                .map(|r| (r.id, self.popped[r.id as usize] + r.consumer.slots() as u64))
-                .collect();
+            let targets: Vec<(u32, usize)> =
+                self.rings.iter().map(|r| (r.id, r.consumer.published())).collect();
             self.drain_to(&targets);
             if !control.dumps.is_empty() {
                 self.dump();
@@ -275,15 +298,16 @@ impl Writer {
         control.close
     }
 
-    fn encode(&mut self, line: &Line) {
+    fn encode(&mut self, line: &Entry<'_>) {
         encode_line(&mut self.buf, line);
         let clk = (line.kind != Kind::Annotation).then_some(line.clk);
-        Counted { buf: &mut self.buf, summary: &mut self.summary }.count(kind_index(line.kind), clk);
+        Counted { buf: &mut self.buf, summary: &mut self.summary }
+            .count(kind_index(line.kind), clk);
     }
 
     /// Capture control: the keeper decides what of `line` (and of what it holds) reaches the
     /// file now.
-    fn keep(&mut self, line: &Line) {
+    fn keep(&mut self, line: &Entry<'_>) {
         let Some(keeper) = self.keeper.as_mut() else { return };
         self.scratch.clear();
         encode_line(&mut self.scratch, line);
@@ -293,7 +317,7 @@ impl Writer {
             parent: line.parent,
             clk: line.clk,
             hold: line.hold,
-            name: &line.name,
+            name: line.name,
             error: line.kind == Kind::Event
                 && line.data.fields().any(|(k, v)| {
                     k == "severity" && matches!(v, format::Value::Str(s) if &**s == "error")
@@ -352,13 +376,13 @@ impl keep::Out for Counted<'_> {
 }
 
 /// Encodes one line (with its newline) onto `out`.
-fn encode_line(out: &mut Vec<u8>, line: &Line) {
+fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
     {
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
-        let (name, description) = (&*line.name, &*line.description);
+        let (name, description) = (&**line.name, &**line.description);
         match line.kind {
             Kind::Record => {
-                let rt = &*line.record_type;
+                let rt = &**line.record_type;
                 format::encode::write_record(
                     out,
                     line.clk,
@@ -397,7 +421,6 @@ fn encode_line(out: &mut Vec<u8>, line: &Line) {
 }
 
 impl Writer {
-
     /// Hands the batch to the sink. After a failure, output is discarded (and the error kept), so
     /// producers never block on a dead sink and the file keeps its valid prefix.
     fn write_buf(&mut self) {
@@ -405,7 +428,7 @@ impl Writer {
             return;
         }
         if let Some(sink) = self.sink.as_mut() {
-            match sink.write_lines(&self.buf) {
+            match guarded(|| sink.write_lines(&self.buf)) {
                 Ok(()) => {
                     self.summary.bytes += self.buf.len() as u64;
                     self.dirty = true;
@@ -419,7 +442,7 @@ impl Writer {
 
     fn flush_sink(&mut self) {
         if let Some(sink) = self.sink.as_mut() {
-            if let Err(e) = sink.flush() {
+            if let Err(e) = guarded(|| sink.flush()) {
                 self.fail(e);
             }
         }
@@ -427,13 +450,29 @@ impl Writer {
     }
 
     fn fail(&mut self, e: std::io::Error) {
-        self.sink = None;
+        let sink = self.sink.take();
+        // A sink that panicked may panic again when dropped.
+        let _ = guarded(|| {
+            drop(sink);
+            Ok(())
+        });
         self.shared.fail(Error::io(&self.shared.target, e));
     }
 
     fn close(mut self, end_clk: Option<u64>) -> Summary {
-        // Producers that raced with close may have pushed lines after setting out; their handles
-        // predate the footer, so they belong before it.
+        // Every push that returned Ok belongs before the footer: wait for pushes in progress
+        // (draining, so one waiting for room can finish), then drain everything.
+        // After a fatal signal, the thread that took it may be stuck inside a push: wait briefly.
+        let patience = self.shared.fatal.load(Ordering::Acquire).then_some(FATAL_PATIENCE);
+        let shared = Arc::clone(&self.shared);
+        let all_idle = shared.quiesce(
+            || {
+                if self.drain_once() == 0 {
+                    thread::yield_now();
+                }
+            },
+            patience,
+        );
         self.drain_all();
         // CAP-REC-2: the recorder is written at close.
         self.dump();
@@ -462,11 +501,13 @@ impl Writer {
         footer.write_json(&mut self.buf);
         self.write_buf();
         if let Some(sink) = self.sink.take() {
-            if let Err(e) = sink.finish() {
+            if let Err(e) = guarded(|| sink.finish()) {
                 self.shared.fail(Error::io(&self.shared.target, e));
             }
         }
-        self.shared.closed.store(true, Ordering::SeqCst);
+        if all_idle {
+            self.shared.retire();
+        }
         self.shared.finished.store(true, Ordering::SeqCst);
         self.summary
     }
