@@ -5,6 +5,8 @@
 //! * [`Data`], [`Value`] and [`Str`] carry typed `data` on the write path without allocating.
 //! * [`hints`] holds the visualization conventions (colors, swimlanes, status, markers).
 
+#![deny(clippy::print_stdout)]
+
 pub mod hints;
 pub mod json;
 mod lines;

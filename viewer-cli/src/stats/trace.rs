@@ -9,13 +9,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::Path;
 
-use anyhow::Result;
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
-
-use crate::formats::timeline::read_trace;
 
 /// Sub-buckets per power of two above the exact range.
 const SUB: u64 = 64;
@@ -133,18 +129,8 @@ pub struct TraceStats {
 }
 
 impl TraceStats {
-    /// Reads the trace at `path`.
-    pub fn from_path(path: &Path) -> Result<TraceStats> {
-        let mut s = TraceStats::default();
-        read_trace(path, |_, line| {
-            s.line(line);
-            Ok(())
-        })?;
-        s.finish();
-        Ok(s)
-    }
-
-    fn line(&mut self, line: Line<'_>) {
+    /// Takes one line of the trace.
+    pub fn line(&mut self, line: Line<'_>) {
         *self.lines.entry(line.line_type()).or_default() += 1;
         if let Some(c) = line.clk() {
             self.first_clk = Some(self.first_clk.map_or(c, |f| f.min(c)));
@@ -202,7 +188,8 @@ impl TraceStats {
         }
     }
 
-    fn finish(&mut self) {
+    /// Completes the figures after the last line.
+    pub fn finish(&mut self) {
         let mut ids: Vec<u64> = self.open.keys().copied().collect();
         ids.sort_unstable();
         self.unended_examples = ids.iter().take(10).copied().collect();
