@@ -20,7 +20,11 @@ use jets::{Metadata, Trace, TraceBuilder};
 const CHUNK: u64 = 1 << 14;
 
 fn trace(c: Capture) -> Trace {
-    TraceBuilder::new().capacity(1 << 16).capture(c).writer(std::io::sink(), Metadata::new()).expect("open")
+    TraceBuilder::new()
+        .capacity(1 << 16)
+        .capture(c)
+        .writer(std::io::sink(), Metadata::new())
+        .expect("open")
 }
 
 /// Times `iters` calls of `f` in chunks, draining the writer between chunks (untimed).
@@ -47,7 +51,11 @@ fn bench(c: &mut Criterion) {
         ("disabled", Capture { off: true, ..Capture::default() }, 0),
         ("window/outside", Capture::parse("clk=1000000000..1000000001").unwrap(), 0),
         ("window/inside", Capture::parse("clk=0..1000000000").unwrap(), 0),
-        ("recorder", Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() }, 0),
+        (
+            "recorder",
+            Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() },
+            0,
+        ),
     ];
     for (name, setting, _) in cases {
         let t = trace(setting);
@@ -59,7 +67,11 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{name}/event"), |b| {
             b.iter_custom(|iters| {
                 timed(&t, iters, |i| {
-                    root.event("Decode").field("pc", i).field("op", 7u64).emit_at(black_box(i)).unwrap()
+                    root.event("Decode")
+                        .field("pc", i)
+                        .field("op", 7u64)
+                        .emit_at(black_box(i))
+                        .unwrap()
                 })
             })
         });
