@@ -378,6 +378,113 @@ fn perfetto_snapshot_and_structure() {
     insta::assert_snapshot!(text);
 }
 
+/// Per sequence, packet timestamps never decrease, every track has a name, and slices balance;
+/// returns (sequences, track names).
+fn check_perfetto_order(bytes: &[u8]) -> (usize, Vec<String>) {
+    let trace = decode(bytes).expect("protobuf");
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut depth: HashMap<u64, i64> = HashMap::new();
+    for (_, packet) in &trace {
+        let Wire::Bytes(p) = packet else { panic!("packet") };
+        let fields = decode(p).expect("packet decodes");
+        let get = |msg: &[(u64, Wire)], n: u64| {
+            msg.iter().find_map(|(k, v)| match v {
+                Wire::Varint(u) if *k == n => Some(*u),
+                _ => None,
+            })
+        };
+        let seq = get(&fields, 10).expect("sequence id");
+        if let Some(ts) = get(&fields, 8) {
+            let prev = last.insert(seq, ts).unwrap_or(0);
+            assert!(ts >= prev, "sequence {seq}: {ts} after {prev}");
+        }
+        for (k, v) in &fields {
+            match (k, v) {
+                (60, Wire::Bytes(td)) => {
+                    let td = decode(td).expect("td");
+                    let uuid = get(&td, 1).expect("uuid");
+                    let name = td.iter().find_map(|(k, v)| match v {
+                        Wire::Bytes(b) if *k == 2 => Some(String::from_utf8_lossy(b).into_owned()),
+                        _ => None,
+                    });
+                    names.insert(uuid, name.expect("every track has a name"));
+                }
+                (11, Wire::Bytes(te)) => {
+                    let te = decode(te).expect("te");
+                    let track = get(&te, 11).expect("track");
+                    assert!(names.contains_key(&track), "track {track} before its descriptor");
+                    match get(&te, 9) {
+                        Some(1) => *depth.entry(track).or_default() += 1,
+                        Some(2) => {
+                            let d = depth.entry(track).or_default();
+                            *d -= 1;
+                            assert!(*d >= 0, "end without begin on {track}");
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(depth.values().all(|&d| d == 0), "unbalanced slices");
+    let mut list: Vec<String> = names.into_values().collect();
+    list.sort();
+    (last.len(), list)
+}
+
+/// A trace longer than the Perfetto writer's hold-back buffer, with a core and two threads open
+/// from start to end: timestamps still never go back on a sequence (CV-PERFETTO-1), the long
+/// records get tracks of their own named after them, and lanes carry core/thread names
+/// (CV-NEST-2).
+#[test]
+fn perfetto_packets_are_in_time_order_and_every_track_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("long.jets");
+    let t = Trace::create(&input, Metadata::new().clock_frequency_mhz(1000.0)).expect("create");
+    let root = t.root("cluster_0", "Cluster").begin_at(0).expect("root");
+    let core = root.child("core_0", "Core").begin_at(0).expect("core");
+    let threads: Vec<_> = (0..2)
+        .map(|i| core.child(format!("thread_{i}"), "Thread").begin_at(0).expect("thread"))
+        .collect();
+    let n = 8_000u64;
+    for i in 0..n {
+        let th = &threads[(i % 2) as usize];
+        let r = th.child(format!("i{i}"), "Instruction").begin_at(i).expect("insn");
+        r.event("F").emit_at(i).expect("F");
+        r.end_at(i + 3).expect("end");
+    }
+    for th in threads {
+        th.end_at(n + 10).expect("end");
+    }
+    core.end_at(n + 10).expect("end");
+    root.end_at(n + 10).expect("end");
+    t.close().expect("close");
+    let out = dir.path().join("long.pftrace");
+    convert(&input, "perfetto", &out, &[]);
+    let (sequences, names) = check_perfetto_order(&std::fs::read(&out).expect("read"));
+    assert_eq!(sequences, 1, "{names:?}");
+    for want in ["core_0 (Core)", "thread_0 (Thread)", "thread_1 (Thread)"] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    // The same trace in Chrome JSON: lanes named after the core and the threads.
+    let json = dir.path().join("long.json");
+    convert(&input, "chrome", &json, &[]);
+    let doc: Value = serde_json::from_str(&read(&json)).expect("json");
+    let mut lane_names: HashMap<(u64, u64), String> = HashMap::new();
+    for e in doc["traceEvents"].as_array().expect("events") {
+        if e["ph"] == "M" && e["name"] == "thread_name" {
+            let key = (e["pid"].as_u64().expect("pid"), e["tid"].as_u64().expect("tid"));
+            lane_names.insert(key, e["args"]["name"].as_str().expect("name").to_owned());
+        }
+    }
+    let last: Vec<&String> = lane_names.values().collect();
+    for want in ["core_0 (Core)", "thread_1 (Thread)"] {
+        assert!(last.iter().any(|n| *n == want), "{want} in {last:?}");
+    }
+}
+
 #[test]
 fn dftracer_snapshot() {
     let dir = tempfile::tempdir().expect("tmp");

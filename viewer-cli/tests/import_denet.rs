@@ -99,7 +99,7 @@ fn import(input: &Path, out: &Path) -> String {
     std::fs::read_to_string(out).expect("read")
 }
 
-/// Per-child metrics of a monitor file, rebuilt from the imported trace, equal the file's: for
+/// Per-child metrics of a monitor file, rebuilt from the imported trace, equal the file's (CV-DENET-2): for
 /// each child pid, every (sample index, metrics) of the tree lines; and each `child` line's
 /// `ppid`, `cmd` and `exe` are on that child's record.
 #[test]

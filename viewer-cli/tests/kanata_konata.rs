@@ -178,8 +178,8 @@ fn data(rel: &str) -> PathBuf {
 }
 
 /// The `jets demo` run: in Konata, committed = retired, IPC = the simulator's own, every retire
-/// id maps to an instruction, flushed instructions are the squashed ones, one thread, and every
-/// stage it parses it also draws.
+/// id maps to an instruction (CV-KANATA-3), flushed instructions are the squashed ones, one
+/// thread (CV-KANATA-4), and every stage it parses it also draws (CV-KANATA-5).
 #[test]
 fn demo_kanata_statistics_equal_the_simulators() {
     use jets_examples::pipeline::{programs, traced};
@@ -211,7 +211,8 @@ fn demo_kanata_statistics_equal_the_simulators() {
 }
 
 /// rjets' instructions end in the cycle of their `C` (commit) stage: Konata draws it one cycle
-/// long, and its cycles are the trace's (the first instruction starts at cycle 1000).
+/// long (CV-KANATA-5), and its cycles are the trace's (the first instruction starts at cycle
+/// 1000, CV-KANATA-3).
 #[test]
 fn rjets_commit_stage_is_drawn_and_cycles_are_the_traces() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -229,7 +230,7 @@ fn rjets_commit_stage_is_drawn_and_cycles_are_the_traces() {
 }
 
 /// Four hardware threads under one core: Konata's thread id is the thread, not the Gantt row
-/// hint the instructions carry; a `thread_id` set on the Thread record numbers it.
+/// hint the instructions carry; a `thread_id` set on the Thread record numbers it (CV-KANATA-4).
 #[test]
 fn thread_ids_come_from_thread_and_core_records() {
     let dir = tempfile::tempdir().expect("tmp");

@@ -159,8 +159,8 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
         .filter(|l| l["kind"] == "tree")
         .map(|l| serde_json::from_value(l.clone()).expect("tree line"))
         .collect();
-    // As denet's `run`: one `child` line per descendant, before the first sample that has it,
-    // naming its parent (the command), its command line and executable.
+    // As denet's `run` (CV-DENET-2): one `child` line per descendant, before the first sample
+    // that has it, naming its parent (the command), its command line and executable.
     let command_pid = lines[1]["pid"].as_u64().expect("pid");
     let mut announced = std::collections::HashSet::new();
     for l in &lines[2..lines.len() - 1] {

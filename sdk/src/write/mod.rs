@@ -528,7 +528,8 @@ impl TraceBuilder {
     }
     /// Flush this trace when any thread panics, before the panic unwinds. A panicking simulator
     /// then leaves everything it emitted on disk. One process-wide hook (chained with the hook
-    /// found when it is installed) serves every such trace; a trace leaves it when dropped.
+    /// found when it is installed) serves every such trace; a trace leaves it when dropped. Set
+    /// your own panic hook before opening the first such trace: a hook set later replaces it.
     pub fn flush_on_panic(mut self, yes: bool) -> Self {
         self.flush_on_panic = yes;
         self

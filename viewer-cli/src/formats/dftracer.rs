@@ -173,7 +173,7 @@ impl<W: Write> TimelineSink for DftracerSink<W> {
 
     fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()> {
         let mut args = Map::new();
-        args.insert("name".into(), format!("{name} {lane}").into());
+        args.insert("name".into(), name.into());
         self.metadata("thread_name", pid, lane as u64, &args);
         Ok(())
     }
