@@ -35,6 +35,7 @@
 
 #![deny(clippy::print_stdout)]
 
+pub mod capture;
 pub mod clock;
 mod error;
 #[cfg(feature = "tracing")]

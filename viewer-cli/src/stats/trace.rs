@@ -227,6 +227,22 @@ impl TraceStats {
         out
     }
 
+    /// The capture setting and left-out counts the SDK writes in the footer (CAP-FOOT-1), when the
+    /// trace is not the whole run: (setting, [(kind, count)]).
+    fn capture(&self) -> Option<(String, Vec<(&'static str, u64)>)> {
+        let extra = &self.footer.as_ref()?.extra;
+        let setting = extra.get("capture")?.as_str()?.to_owned();
+        let kinds = [
+            ("records", "left_out_records"),
+            ("events", "left_out_events"),
+            ("annotations", "left_out_annotations"),
+            ("record_ends", "left_out_record_ends"),
+        ];
+        let counts =
+            kinds.iter().filter_map(|(k, f)| Some((*k, extra.get(*f)?.as_u64()?))).collect();
+        Some((setting, counts))
+    }
+
     /// Whether a footer check passes. `capture_end_clk` may lie after the last line (a simulation
     /// can run on after its last traced cycle), never before it.
     fn agrees(name: &str, stated: u64, counted: u64) -> bool {
@@ -296,6 +312,11 @@ impl TraceStats {
                 "count": self.open.len(), "first_ids": self.unended_examples,
             },
             "footer": footer,
+            "capture": self.capture().map(|(setting, left)| {
+                let left: Map<String, Value> =
+                    left.into_iter().map(|(k, n)| (k.to_owned(), n.into())).collect();
+                json!({"setting": setting, "left_out": left})
+            }),
         })
     }
 
@@ -398,6 +419,15 @@ impl TraceStats {
                     let _ = writeln!(s, "footer: agrees ({} fields checked)", checks.len());
                 } else {
                     let _ = writeln!(s, "footer: DISAGREES: {}", bad.join("; "));
+                }
+                if let Some((setting, left)) = self.capture() {
+                    let left: Vec<String> = left.iter().map(|(k, n)| format!("{n} {k}")).collect();
+                    let _ = writeln!(
+                        s,
+                        "capture: {setting}: a PART of the run (left out: {}); figures above \
+                         describe the captured lines only",
+                        left.join(", ")
+                    );
                 }
             }
         }
