@@ -59,7 +59,7 @@ fn simulator_with_host_monitor_and_beacon() {
     let text = std::fs::read_to_string(&path).expect("read");
     let (diagnostics, validation) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(validation.is_valid(), "{diagnostics:?}");
-    let lines: Vec<Line> = text.lines().map(|l| Line::parse(l).expect("line parses")).collect();
+    let lines: Vec<Line<'_>> = text.lines().map(|l| Line::parse(l).expect("line parses")).collect();
     let host_records: Vec<u64> = lines
         .iter()
         .filter_map(|l| match l {

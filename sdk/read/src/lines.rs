@@ -154,7 +154,7 @@ mod tests {
         for parts in 1..6 {
             let pieces = chunk.split(parts);
             assert!(pieces.len() <= parts.max(1));
-            let all: Vec<RawLine> = pieces.iter().flat_map(|c| c.lines()).collect();
+            let all: Vec<RawLine<'_>> = pieces.iter().flat_map(|c| c.lines()).collect();
             assert_eq!(all.len(), 100);
             for (i, l) in all.iter().enumerate() {
                 assert_eq!(l.number, i as u64 + 1);

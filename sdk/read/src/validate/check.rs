@@ -466,7 +466,7 @@ impl LineCheck<'_, '_> {
     }
 
     /// A required string field.
-    fn string(&mut self, what: LineType, key: &str, v: &Val) {
+    fn string(&mut self, what: LineType, key: &str, v: &Val<'_>) {
         match v {
             Val::Str(_) => {}
             Val::Missing => self.missing(what, key),
@@ -487,7 +487,7 @@ impl LineCheck<'_, '_> {
         what: LineType,
         rule: Rule,
         key: &str,
-        v: &Val,
+        v: &Val<'_>,
         optional: bool,
     ) -> Option<u64> {
         match v {
@@ -506,15 +506,15 @@ impl LineCheck<'_, '_> {
     }
 
     /// Checks each hint of the vocabulary's table for records or events by its type.
-    fn hints(&mut self, hints: &Hints, record: bool) {
-        let (table, vals): (&[(&str, HintType)], &[Val]) =
+    fn hints(&mut self, hints: &Hints<'_>, record: bool) {
+        let (table, vals): (&[(&str, HintType)], &[Val<'_>]) =
             if record { (&RECORD_HINTS, &hints.record) } else { (&EVENT_HINTS, &hints.event) };
         for (&(key, ty), v) in table.iter().zip(vals) {
             self.hint_value(key, ty, v);
         }
     }
 
-    fn hint_value(&mut self, key: &str, ty: HintType, v: &Val) {
+    fn hint_value(&mut self, key: &str, ty: HintType, v: &Val<'_>) {
         match ty {
             HintType::Color => {
                 if let Val::Str(s) = v {
@@ -556,7 +556,7 @@ impl LineCheck<'_, '_> {
         self.report(rule, column, message, None)
     }
 
-    fn hint_string(&mut self, key: &str, v: &Val) {
+    fn hint_string(&mut self, key: &str, v: &Val<'_>) {
         if !matches!(v, Val::Missing | Val::Str(_)) {
             self.hint(Rule::BadHintType, key, format!("`{key}` must be a string, found {v}"));
         }
@@ -566,7 +566,7 @@ impl LineCheck<'_, '_> {
         &mut self,
         rule: Rule,
         key: &str,
-        v: &Val,
+        v: &Val<'_>,
     ) {
         match v {
             Val::Missing => {}
@@ -591,7 +591,7 @@ pub(crate) fn check_line(raw: &RawLine<'_>, out: &mut Vec<Diagnostic>) -> Fact {
     Fact { line: raw.number, offset: raw.offset, len: raw.bytes.len(), error, kind }
 }
 
-fn check_fields(c: &mut LineCheck) -> Kind {
+fn check_fields(c: &mut LineCheck<'_, '_>) -> Kind {
     let bytes = c.raw.bytes;
     // One UTF-8 check per line is cheaper than serde_json's check per string.
     let text = match std::str::from_utf8(bytes) {
@@ -750,7 +750,7 @@ fn check_fields(c: &mut LineCheck) -> Kind {
     }
 }
 
-fn json_error(c: &mut LineCheck, e: serde_json::Error) -> Kind {
+fn json_error(c: &mut LineCheck<'_, '_>, e: serde_json::Error) -> Kind {
     let bytes = c.raw.bytes;
     let column = e.column().max(1) as u64;
     let text = e.to_string();
