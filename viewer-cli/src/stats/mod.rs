@@ -3,6 +3,8 @@
 
 pub mod denet;
 pub mod host;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod trace;
 
 use std::io::{BufRead, BufReader};
@@ -20,13 +22,20 @@ pub enum Format {
     Human,
     /// One JSON object.
     Json,
+    /// One Parquet table of many traces, a row per run and record_type (needs `-o`).
+    Parquet,
 }
 
 /// Arguments of `jets stats`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The trace (JETS, plain or compressed) or denet JSON Lines file.
-    pub file: PathBuf,
+    /// The trace (JETS, plain or compressed) or denet JSON Lines file; several JETS traces with
+    /// `--format parquet`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Parquet: the file to write.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -68,10 +77,19 @@ pub fn detect(path: &Path) -> Result<InputKind> {
 
 /// Runs `jets stats`.
 pub fn run(args: Args) -> Result<ExitCode> {
-    match detect(&args.file)? {
+    if args.format == Format::Parquet {
+        return parquet(&args);
+    }
+    if args.output.is_some() {
+        bail!("-o is for --format parquet; the other formats print to standard output");
+    }
+    let [file] = &args.files[..] else {
+        bail!("{} files given: several traces need --format parquet -o FILE", args.files.len())
+    };
+    match detect(file)? {
         InputKind::Jets => {
-            let stats = trace::TraceStats::from_path(&args.file)?;
-            let host = host::HostStats::from_path(&args.file, &args.instruction_type)?;
+            let stats = trace::TraceStats::from_path(file)?;
+            let host = host::HostStats::from_path(file, &args.instruction_type)?;
             match args.format {
                 Format::Human => {
                     print!("{}", stats.to_text());
@@ -86,17 +104,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     }
                     println!("{}", serde_json::to_string_pretty(&v)?)
                 }
+                Format::Parquet => bail!("internal error: parquet is written above"),
             }
             Ok(ExitCode::SUCCESS)
         }
         InputKind::Denet => {
-            let file = denet::read(&args.file)?;
-            let summary = denet::summarize(&file, &args.file)?;
+            let denet_file = denet::read(file)?;
+            let summary = denet::summarize(&denet_file, file)?;
             match args.format {
-                Format::Human => print!("{}", denet::to_text(&summary, &args.file)),
+                Format::Human => print!("{}", denet::to_text(&summary, file)),
                 Format::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+                Format::Parquet => bail!("internal error: parquet is written above"),
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+#[cfg(feature = "parquet")]
+fn parquet(args: &Args) -> Result<ExitCode> {
+    let Some(out) = &args.output else { bail!("--format parquet writes a file: give -o FILE") };
+    let rows = parquet::write(&args.files, out)?;
+    eprintln!("{}: {rows} rows from {} traces", out.display(), args.files.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn parquet(_: &Args) -> Result<ExitCode> {
+    bail!("this jets was built without the `parquet` feature (a default feature of jets-cli)")
 }
