@@ -99,7 +99,9 @@ fn parquet(args: &Args) -> Result<()> {
 
 #[cfg(not(feature = "parquet"))]
 fn parquet(_: &Args) -> Result<()> {
-    anyhow::bail!("this jets was built without the `parquet` feature (a default feature of jets-cli)")
+    anyhow::bail!(
+        "this jets was built without the `parquet` feature (a default feature of jets-cli)"
+    )
 }
 
 /// Where a converter writes: a file or standard output, gzip-compressed when the name ends in
