@@ -105,7 +105,8 @@ import json, sys
 from pyspark.sql import SparkSession
 out, query = sys.argv[1], sys.argv[2]
 spark = (SparkSession.builder.master("local[1]").appName("jets-parquet-test")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "2")
          .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 for t in ("records", "events"):
