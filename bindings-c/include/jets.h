@@ -402,6 +402,49 @@ int jets_last_error_code(void);
 const char *jets_version(void);
 
 /**
+ * Turns capture on: lines emitted from now on are written (subject to `JETS_CAPTURE`).
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_capture_on(struct jets_trace *t);
+
+/**
+ * Turns capture off: until `jets_capture_on`, emitting calls write nothing; records begun while
+ * off are left out with everything under them.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_capture_off(struct jets_trace *t);
+
+/**
+ * Opens a region of interest (used with the `roi` clause of `JETS_CAPTURE`). Regions nest and
+ * may be opened and closed on any thread.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_roi_begin(struct jets_trace *t);
+
+/**
+ * Closes a region of interest; `JETS_ERR_INVALID_ARGUMENT` when none is open.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_roi_end(struct jets_trace *t);
+
+/**
+ * Writes what the flight recorder holds (with the ancestors its lines need) and flushes it to
+ * the OS; without a recorder, the same as `jets_flush`.
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_dump(struct jets_trace *t);
+
+/**
  * The name of a status code, e.g. `"JETS_ERR_IO"`; `"JETS_ERR_UNRECOGNIZED"` for other values.
  * The string is static: never free it.
  */

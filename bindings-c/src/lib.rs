@@ -18,6 +18,7 @@
 
 pub mod api;
 mod attrs;
+pub mod capture;
 pub mod codes;
 mod cstr;
 mod failure;
@@ -27,6 +28,7 @@ mod records;
 pub mod types;
 
 pub use api::*;
+pub use capture::*;
 pub use codes::*;
 pub use host::*;
 pub use intern::jets_intern;

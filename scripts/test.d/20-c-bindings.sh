@@ -98,6 +98,15 @@ gcc "${cflags[@]}" "${inc[@]}" -o "$work/api_test" "$tests/api_test.c" "${libs[@
 run api "$work/api_test" "$work/api.jets" "$work"
 check_host
 
+step "C99 capture control (JETS_CAPTURE read by jets_open, ROI, on/off, dump)"
+gcc "${cflags[@]}" "${inc[@]}" -o "$work/capture_test" "$tests/capture_test.c" "${libs[@]}" "$rpath"
+JETS_CAPTURE="roi;events=Keep" run capture "$work/capture_test" "$work/capture.jets"
+grep -q '"capture":"roi;events=Keep"' "$work/capture.jets" || { echo "FAIL: no capture setting in the footer"; exit 1; }
+if JETS_CAPTURE="clk=9..3" "$work/capture_test" "$work/capture-bad.jets" 2>"$work/capture-bad.err"; then
+    echo "FAIL: a bad JETS_CAPTURE clause did not fail jets_open"; exit 1
+fi
+grep -q 'JETS_CAPTURE clause `clk=9..3`: the window is empty' "$work/capture-bad.err" || { cat "$work/capture-bad.err"; echo "FAIL: the error does not name the clause"; exit 1; }
+
 step "C99 test program (static libjets.a)"
 gcc "${cflags[@]}" "${inc[@]}" -o "$work/api_static" "$tests/api_test.c" "${static_libs[@]}" -lpthread
 if ldd "$work/api_static" | grep -q libjets; then

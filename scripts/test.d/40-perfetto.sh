@@ -1,51 +1,84 @@
 #!/usr/bin/env bash
-# `jets convert --to perfetto` checked against Perfetto's own protobuf definitions: the output of a
-# real trace is decoded with the `perfetto` package's perfetto_trace_pb2 (from PyPI) and its
-# tracks, interned names and slices are checked. Our encoder is hand-written, so a wrong field
-# number would still "parse" in our own tests; this catches it.
+# `jets convert --to perfetto` checked against Perfetto's own protobuf definitions: the output is
+# decoded with the `perfetto` package's perfetto_trace_pb2 (from PyPI). Our encoder is
+# hand-written, so a wrong field number would still "parse" in our own tests; this catches it.
+# For the rjets test trace and the `jets demo` trace (longer than the writer's hold-back buffer):
+# tracks defined before use, every track named, slices balanced, packet timestamps never
+# decreasing on a sequence (CV-PERFETTO-1), lanes named after the core/thread/unit records on them
+# (CV-NEST-2), one slice per record and one instant per event.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-apt_install python3-venv
-venv="${TMPDIR:-/tmp}/jets-perfetto-venv"
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q 'perfetto==0.59.1' 'protobuf>=4,<7'
+source scripts/lib/real-clients.bash
+real_clients_python
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-cargo run -q --locked -p jets-cli -- convert viewer-cli/tests/data/trace/rjets_tests_trace.jets \
-    --to perfetto -o "$out/rjets.pftrace"
-"$venv/bin/python" - "$out/rjets.pftrace" <<'PY'
-import sys
+cargo build -q --locked -p jets-cli
+jets="${CARGO_TARGET_DIR:-$PWD/target}/debug/jets"
+"$jets" demo --out "$out/demo" --words 32 >/dev/null
+cp viewer-cli/tests/data/trace/rjets_tests_trace.jets "$out/rjets.jets"
+for t in rjets demo/pipeline; do
+    "$jets" convert "$out/$t.jets" --to perfetto -o "$out/$t.pftrace"
+done
+"$REAL_CLIENTS_PY" - "$out" <<'PY'
+import json, sys
 from collections import Counter
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
 
-t = Trace()
-t.ParseFromString(open(sys.argv[1], "rb").read())
-tracks, names, depth, slices = {}, {}, Counter(), Counter()
-for p in t.packet:
-    assert p.trusted_packet_sequence_id == 1
-    if p.HasField("track_descriptor"):
-        d = p.track_descriptor
-        assert d.uuid not in tracks, "track defined twice"
-        assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent before child"
-        tracks[d.uuid] = d
-    for n in p.interned_data.event_names:
-        names[n.iid] = n.name
-    if p.HasField("track_event"):
-        e = p.track_event
-        assert e.track_uuid in tracks, "event on an undefined track"
-        if e.type == TrackEvent.TYPE_SLICE_BEGIN:
-            depth[e.track_uuid] += 1
-            slices[names.get(e.name_iid, e.name)] += 1
-        elif e.type == TrackEvent.TYPE_SLICE_END:
-            depth[e.track_uuid] -= 1
-            assert depth[e.track_uuid] >= 0, "end without begin"
-        else:
-            assert e.type == TrackEvent.TYPE_INSTANT, e.type
-            assert e.name_iid in names, "instant name not interned"
-assert all(v == 0 for v in depth.values()), "unbalanced slices"
-root = [d for d in tracks.values() if not d.HasField("parent_uuid")]
-assert len(root) == 1 and root[0].name == "cluster_0 (Cluster)", root
-assert root[0].child_ordering == root[0].EXPLICIT
-assert sum(slices.values()) == 103, slices
-print(f"perfetto: {len(t.packet)} packets, {len(tracks)} tracks, {sum(slices.values())} slices: ok")
+def check(base, root_name, want_names):
+    records = events = 0
+    for line in open(base + ".jets"):
+        t = json.loads(line)["type"]
+        records += t == "record"
+        events += t == "event"
+    t = Trace()
+    t.ParseFromString(open(base + ".pftrace", "rb").read())
+    tracks, names, depth, slices, instants = {}, {}, Counter(), 0, 0
+    last, late = {}, 0
+    for p in t.packet:
+        seq = p.trusted_packet_sequence_id
+        assert seq >= 1
+        if p.HasField("timestamp"):
+            if p.timestamp < last.get(seq, 0):
+                late += 1
+            last[seq] = p.timestamp
+        if p.HasField("track_descriptor"):
+            d = p.track_descriptor
+            assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent before child"
+            assert d.sibling_merge_behavior == d.SIBLING_MERGE_BEHAVIOR_NONE, d
+            tracks[d.uuid] = d  # a descriptor written again renames its track
+        if seq == 1:
+            for n in p.interned_data.event_names:
+                names[n.iid] = n.name
+        if p.HasField("track_event"):
+            e = p.track_event
+            assert e.track_uuid in tracks, "event on an undefined track"
+            if e.type == TrackEvent.TYPE_SLICE_BEGIN:
+                depth[e.track_uuid] += 1
+                slices += 1
+                assert (names.get(e.name_iid) if e.HasField("name_iid") else e.name), "unnamed slice"
+            elif e.type == TrackEvent.TYPE_SLICE_END:
+                depth[e.track_uuid] -= 1
+                assert depth[e.track_uuid] >= 0, "end without begin"
+            else:
+                assert e.type == TrackEvent.TYPE_INSTANT, e.type
+                assert e.HasField("name_iid") and e.name_iid in names or e.name, "unnamed instant"
+                instants += 1
+    assert all(v == 0 for v in depth.values()), "unbalanced slices"
+    assert late == 0, f"{late} packets earlier than the one before them on their sequence"
+    unnamed = [u for u, d in tracks.items() if not d.name]
+    assert not unnamed, f"tracks without a name: {unnamed}"
+    root = [d for d in tracks.values() if not d.HasField("parent_uuid")]
+    assert any(d.name == root_name and d.child_ordering == d.EXPLICIT for d in root), root
+    have = {d.name for d in tracks.values()}
+    for n in want_names:
+        assert n in have, (n, sorted(have))
+    assert (slices, instants) == (records, events), (slices, instants, records, events)
+    print(f"perfetto: {base.rsplit('/', 1)[-1]}: {len(t.packet)} packets on {len(last)} "
+          f"sequence(s) in time order, {len(tracks)} named tracks, {slices} slices, "
+          f"{instants} instants: ok")
+
+d = sys.argv[1]
+check(d + "/rjets", "cluster_0 (Cluster)", ["core_0 (Core)"])
+check(d + "/demo/pipeline", "core0 (Core)",
+      ["IF (PipelineStage)", "WB (PipelineStage)", "dcache (Cache)"])
 PY

@@ -54,4 +54,12 @@ impl SimClock {
     pub fn tick(&self) -> u64 {
         self.advance(1)
     }
+
+    /// Where the counter (a native-endian `u64`) lives in this process's memory, valid while any
+    /// clone of this clock lives: for collectors that read the cycle from outside the program's
+    /// code (the eBPF I/O collector, `jets_host::ebpf`, reads it in the kernel at each traced
+    /// operation of this process, so each operation has the cycle it happened at).
+    pub fn counter_address(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
 }

@@ -20,6 +20,10 @@ pub enum Error {
     /// The trace was closed; nothing more can be written to it.
     #[error("the trace is closed")]
     Closed,
+    /// An emitting call was made while another one was running on the same thread (from a
+    /// global allocator, or a destructor run by the SDK, that emits). Refused: nothing written.
+    #[error("an emitting call was made from inside another emitting call on the same thread")]
+    Reentrant,
     /// `data` given as JSON text did not parse, or is not an object where one is required.
     #[error("invalid JSON data: {0}")]
     InvalidJson(String),

@@ -33,6 +33,9 @@
 //! `/proc` and perf sampler, eBPF I/O, the clock beacon and cycle ↔ wall-time sync points) are
 //! `jets-host`. A simulator links only this crate.
 
+#![deny(clippy::print_stdout)]
+
+pub mod capture;
 pub mod clock;
 mod error;
 #[cfg(feature = "tracing")]

@@ -97,15 +97,40 @@ fn main() {
     };
     eprintln!(
         "view bench: index build {:.2} s ({:.0} k lines/s), {} records, {} events, {} rows, \
-         index {:.0} MB ({:.0} B/record)",
+         index {:.0} MB ({:.1} B per record+event)",
         build.as_secs_f64(),
         count.lines as f64 / build.as_secs_f64() / 1e3,
         count.records,
         count.events,
         rows,
         bytes as f64 / 1e6,
-        bytes as f64 / count.records as f64
+        bytes as f64 / (count.records + count.events) as f64
     );
+    // The other queries the page makes: a search that matches nothing (every interned string
+    // looked at), a jump to the middle cycle, and 50 pipeline rows there.
+    let q = |pairs: &[(&str, String)]| -> api::Params {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+    };
+    let rtype = shared.index.read().expect("index").pipeline_type().unwrap_or(0);
+    let seq = shared.index.read().expect("index").seqs_of_type(rtype).first().copied().unwrap_or(0);
+    let other = [
+        ("search_no_match", "search", q(&[("q", "zzz-no-such-name".to_owned())])),
+        (
+            "jump_middle",
+            "jump",
+            q(&[("type", rtype.to_string()), ("clk", (extent / 2).to_string())]),
+        ),
+        (
+            "pipeline_50_rows",
+            "pipeline",
+            q(&[
+                ("t0", (extent / 2).to_string()),
+                ("t1", (extent / 2 + 100).to_string()),
+                ("px", "1600".to_owned()),
+                ("groups", format!("{seq}:{}:50", records / CORES / 2)),
+            ]),
+        ),
+    ];
     let all_rows: String = (0..rows.min(200)).map(|r| r.to_string()).collect::<Vec<_>>().join(",");
     let params = |t0: u64, t1: u64| -> api::Params {
         [
@@ -124,7 +149,7 @@ fn main() {
         ("200_cycles", extent / 3, extent / 3 + 200),
     ];
     for (name, t0, t1) in windows {
-        let answer = api::window(&shared, &params(t0, t1)).expect("window");
+        let answer = api::handle(&shared, "window", &params(t0, t1)).expect("window");
         eprintln!("view bench: {name}: {} rows, answer {} kB", rows.min(200), answer.len() / 1000);
     }
     // Wall time, and the query thread's CPU time: on a shared machine the second is what the
@@ -133,14 +158,17 @@ fn main() {
     let mut g = c.benchmark_group("view_window_wall");
     for (name, t0, t1) in windows {
         let p = params(t0, t1);
-        g.bench_function(name, |b| b.iter(|| api::window(&shared, &p).expect("window")));
+        g.bench_function(name, |b| b.iter(|| api::handle(&shared, "window", &p).expect("window")));
     }
     g.finish();
     let mut c = Criterion::default().with_measurement(ThreadCpu).configure_from_args();
     let mut g = c.benchmark_group("view_window_cpu");
     for (name, t0, t1) in windows {
         let p = params(t0, t1);
-        g.bench_function(name, |b| b.iter(|| api::window(&shared, &p).expect("window")));
+        g.bench_function(name, |b| b.iter(|| api::handle(&shared, "window", &p).expect("window")));
+    }
+    for (name, endpoint, p) in &other {
+        g.bench_function(*name, |b| b.iter(|| api::handle(&shared, endpoint, p).expect("query")));
     }
     g.finish();
     c.final_summary();

@@ -11,7 +11,6 @@
 //! * Validation throughput over the end-to-end file, warm in the page cache, on every core.
 
 use std::hint::black_box;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Barrier;
@@ -19,22 +18,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::ValueEnum;
 use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
 use jets_read::validate::Validator;
 use jets_read::Reader;
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
 
-/// How `jets bench` prints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A table for people.
-    #[default]
-    Human,
-    /// One JSON object, one field per figure.
-    Json,
-}
+use crate::out::Format;
 
 /// Arguments of `jets bench`.
 #[derive(clap::Args, Debug)]
@@ -112,16 +102,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "cpu_model": cpu_model(),
         "quick": args.quick,
     });
-    let mut o = std::io::stdout().lock();
+    let mut out = crate::out::Out::stdout();
     match args.format {
-        Format::Json => say!(o, "{}", serde_json::to_string_pretty(&report)?),
-        Format::Human => put!(o, "{}", to_text(&report)),
+        Format::Json => out.json(&report)?,
+        Format::Human => out.text(&to_text(&report))?,
     }
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// Three significant digits: a small figure (a debug build on a loaded machine) never reads 0.
 fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
 }
 
 fn to_text(r: &Value) -> String {

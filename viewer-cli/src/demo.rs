@@ -18,7 +18,6 @@ use jets_read::Reader;
 
 use crate::convert::open_output;
 use crate::formats::{chrome, kanata};
-use crate::stats::{host::HostStats, trace::TraceStats};
 use crate::view::build;
 
 /// Arguments of `jets demo`.
@@ -134,9 +133,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     );
 
     say!(o, "\n== 3. jets stats {}", trace.display());
-    let stats = TraceStats::from_path(&trace)?;
+    let (stats, host) = crate::stats::read(&trace, "Instruction")?;
     put!(o, "{}", indent(&stats.to_text()));
-    if let Some(host) = HostStats::from_path(&trace, "Instruction")? {
+    if let Some(host) = host {
         put!(o, "{}", indent(&host.to_text()));
     }
 

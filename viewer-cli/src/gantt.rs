@@ -48,6 +48,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Everything the static page reads, written by the same API functions as `jets view`'s answers.
+#[derive(serde::Serialize)]
+struct Bundle {
+    summary: api::Summary,
+    window: api::WindowOut,
+    host: api::HostOut,
+    nodes: Vec<api::Node>,
+    records: Vec<api::RecordOut>,
+}
+
 /// The static page of an indexed trace.
 pub fn page(shared: &build::Shared, max_records: u64) -> Result<String> {
     let api_err = |e: api::ApiError| anyhow!("{}", e.message);
@@ -67,40 +77,15 @@ pub fn page(shared: &build::Shared, max_records: u64) -> Result<String> {
     let t1 = ix.now().max(t0) + 1;
     // Less than a cycle per pixel (for any trace shorter than 4 G cycles): no bars are merged.
     let px = u32::MAX;
-    let bars = api::window_json(shared, &ix, t0, t1, px, &rows, true);
-    let mut o = Vec::with_capacity(bars.len() * 3 + summary.len() + 1024);
-    o.extend_from_slice(b"{\"summary\":");
-    o.extend_from_slice(&summary);
-    o.extend_from_slice(b",\"window\":");
-    o.extend_from_slice(&bars);
-    o.extend_from_slice(b",\"host\":");
-    o.extend_from_slice(&host);
-    o.extend_from_slice(b",\"nodes\":[");
-    for rec in 0..ix.recs.len() as u32 {
-        if rec > 0 {
-            o.push(b',');
-        }
-        api::node_json(&mut o, shared, &ix, rec);
-    }
-    o.extend_from_slice(b"],\"records\":{");
-    drop(ix);
-    let ids: Vec<u64> = shared
-        .index
-        .read()
-        .map_err(|_| anyhow!("index poisoned"))?
-        .recs
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        jets::format::json::write_str(&mut o, &id.to_string());
-        o.push(b':');
-        let params = [("id".to_owned(), id.to_string())].into_iter().collect();
-        o.extend_from_slice(&api::record(shared, &params).map_err(api_err)?);
-    }
-    o.extend_from_slice(b"}}");
-    Ok(web::page_static(&o))
+    let window = api::window_of(shared, &ix, t0, t1, px, &rows, true);
+    let all = 0..ix.recs.len() as u32;
+    let bundle = Bundle {
+        summary,
+        window,
+        host,
+        nodes: all.clone().map(|r| api::node(&ix, r)).collect(),
+        records: all.map(|r| api::record_of(shared, &ix, r)).collect(),
+    };
+    let data = serde_json::to_vec(&bundle).context("encoding the page's data")?;
+    Ok(web::page_static(&data))
 }

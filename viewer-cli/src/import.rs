@@ -19,6 +19,7 @@
 //! first sample (the header then says `clock_frequency_mhz` 1 and `time_base`).
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -173,7 +174,17 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
                 || e.args.contains_key("jets_record_id")
         });
     let (metadata, nodes, evs) = if let (true, Some(meta)) = (from_jets, header) {
-        build_from_jets(meta, &events, &hashes)?
+        // Cycles per unit of `ts`/`dur`: one over the ns per cycle the writer states (CV-DFT-2),
+        // else the clock in cycles per µs (files from before integer ns).
+        let per_cycle = events.iter().find_map(|(_, e)| {
+            (e.kind == DfKind::Metadata && e.name == dftracer::HEADER_EVENT)
+                .then(|| e.args.get(dftracer::NS_PER_CYCLE).and_then(Value::as_f64))
+                .flatten()
+                .filter(|n| *n > 0.0)
+        });
+        let mhz = meta.get("clock_frequency_mhz").and_then(Value::as_f64).filter(|f| *f > 0.0);
+        let scale = per_cycle.map_or(mhz.unwrap_or(1.0), |ns| 1.0 / ns);
+        build_from_jets(meta, &events, &hashes, scale)?
     } else {
         build_foreign(&events, &hashes)?
     };
@@ -206,13 +217,13 @@ fn resolved_args(args: &Map<String, Value>, hashes: &Hashes) -> Map<String, Valu
     data
 }
 
+/// The original tree of a file `jets convert --to dftracer` wrote; `scale` is cycles per unit.
 fn build_from_jets(
     meta: Map<String, Value>,
     events: &[(String, DfEvent)],
     hashes: &Hashes,
+    scale: f64,
 ) -> Result<(Metadata, Vec<Node>, Vec<Ev>)> {
-    let scale = meta.get("clock_frequency_mhz").and_then(Value::as_f64).filter(|f| *f > 0.0);
-    let scale = scale.unwrap_or(1.0);
     let mut index: HashMap<u64, usize> = HashMap::new();
     let mut nodes = Vec::new();
     let mut parents = Vec::new();
@@ -554,13 +565,19 @@ fn write_trace(
 }
 
 /// The metric keys of spec/host-sync.md for one denet sample.
+/// An `f32` as the number denet wrote (its shortest decimal), not the binary value widened to
+/// `f64` (70.70955 stays 70.70955, not 70.70954895019531).
+fn decimal(x: f32) -> Value {
+    x.to_string().parse::<f64>().map_or(Value::Null, Value::from)
+}
+
 fn host_sample(m: &jets_host::denet::AggregatedMetrics, tree: bool) -> Map<String, Value> {
     let mut d = Map::new();
     let mut put = |k: &str, v: Value| {
         d.insert(k.to_owned(), v);
     };
     put("real_ns", (m.ts_ms.saturating_mul(1_000_000)).into());
-    put("cpu_usage", f64::from(m.cpu_usage).into());
+    put("cpu_usage", decimal(m.cpu_usage));
     put("mem_rss_kb", m.mem_rss_kb.into());
     put("mem_vms_kb", m.mem_vms_kb.into());
     put("disk_read_bytes", m.disk_read_bytes.into());
@@ -584,8 +601,8 @@ fn host_sample(m: &jets_host::denet::AggregatedMetrics, tree: bool) -> Map<Strin
     }
     put("uptime_secs", m.uptime_secs.into());
     if let Some(p) = m.psi_mem {
-        put("psi_some_avg10", f64::from(p.some_avg10).into());
-        put("psi_full_avg10", f64::from(p.full_avg10).into());
+        put("psi_some_avg10", decimal(p.some_avg10));
+        put("psi_full_avg10", decimal(p.full_avg10));
     }
     if let Some(p) = m.perf {
         put("perf_cycles", p.cycles.into());
@@ -690,11 +707,72 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
                 serde_json::json!({"cmd": m.cmd, "executable": m.executable, "t0_ms": m.t0_ms});
             host.annotation("DenetMetadata").data_json(&about.to_string()).emit()?;
         }
-        for (m, &clk) in samples.iter().zip(&clks) {
+        if let Some(exit) = &f.exit {
+            let mut exit = exit.clone();
+            exit.remove("kind");
+            host.annotation("DenetExit").data_json(&serde_json::to_string(&exit)?).emit()?;
+        }
+        // Each descendant is a HostProcess record under the monitored one (flat, its `ppid` in
+        // its data, so a process that outlives its parent still nests), with its own HostSample
+        // events: the per-child metrics of the tree lines, and what its `child` line said.
+        let started: HashMap<u32, &jets_host::denet::ChildStart> =
+            f.children.iter().map(|c| (c.pid, c)).collect();
+        let mut procs: HashMap<u32, (RecordHandle, u64)> = HashMap::new();
+        let mut order: Vec<u32> = Vec::new();
+        let begin_child = |pid: u32, command: &str, clk: u64| -> Result<RecordHandle> {
+            let mut data = Map::new();
+            data.insert("pid".into(), pid.into());
+            data.insert("command".into(), command.into());
+            if let Some(s) = started.get(&pid) {
+                data.insert("ppid".into(), s.ppid.into());
+                data.insert("cmd".into(), s.cmd.clone().into());
+                data.insert("exe".into(), s.exe.clone().into());
+                data.insert("started_ms".into(), s.ts_ms.into());
+            }
+            host.child(command.to_owned(), jets_host::sync::HOST_RECORD_TYPE)
+                .description(format!("child process {pid}"))
+                .data_json(&serde_json::to_string(&data)?)
+                .begin_at(clk)
+                .with_context(|| format!("{}: child process {pid}", path.display()))
+        };
+        for (i, (m, &clk)) in samples.iter().zip(&clks).enumerate() {
             host.event(HOST_SAMPLE_EVENT)
                 .data_json(&serde_json::to_string(&host_sample(m, *tree))?)
                 .emit_at(clk)?;
             summary.events += 1;
+            for c in f.tree_children.get(i).into_iter().flatten() {
+                let (rec, seen) = match procs.entry(c.pid) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => {
+                        order.push(c.pid);
+                        summary.records += 1;
+                        e.insert((begin_child(c.pid, &c.command, clk)?, clk))
+                    }
+                };
+                let mut one = AggregatedMetrics::from_metrics(c.metrics.ts_ms, [&c.metrics]);
+                one.perf = c.metrics.perf;
+                one.perf_sw = c.metrics.perf_sw;
+                rec.event(HOST_SAMPLE_EVENT)
+                    .data_json(&serde_json::to_string(&host_sample(&one, false))?)
+                    .emit_at(clk)?;
+                *seen = clk;
+                summary.events += 1;
+            }
+        }
+        // Descendants seen only by a `child` line (gone before a sample included them).
+        for s in &f.children {
+            if let Entry::Vacant(e) = procs.entry(s.pid) {
+                let at = samples.iter().position(|m| m.ts_ms >= s.ts_ms).unwrap_or(clks.len() - 1);
+                let command = s.cmd.first().map_or("", |c| c.rsplit('/').next().unwrap_or(c));
+                e.insert((begin_child(s.pid, command, clks[at])?, clks[at]));
+                order.push(s.pid);
+                summary.records += 1;
+            }
+        }
+        for pid in order {
+            if let Some((rec, seen)) = procs.remove(&pid) {
+                rec.end_at(seen)?;
+            }
         }
         host.end_at(last)?;
         summary.complete_events += samples.len() as u64;

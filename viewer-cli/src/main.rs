@@ -81,6 +81,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of our output went away (`jets tree big.jets | head -1`): end quietly.
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::from(out::BROKEN_PIPE_EXIT),
         Err(e) => {
             eprintln!("jets: error: {e:#}");
             ExitCode::from(2)

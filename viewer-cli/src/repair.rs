@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
@@ -28,9 +28,13 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let in_name = args.input.display().to_string();
     let out_name = args.output.display().to_string();
-    let files = args.input.as_os_str() != "-" && args.output.as_os_str() != "-";
-    if files && args.output.exists() && same_file(&args.input, &args.output) {
-        bail!("{out_name} is the input; repair never modifies its input, choose another output");
+    if let (Some(a), Some(b)) = (identity(&args.input, true), identity(&args.output, false)) {
+        if a == b {
+            bail!(
+                "{out_name} is the same file as the input {in_name}; repair never modifies its \
+                 input, choose another output"
+            );
+        }
     }
     let mut reader = Reader::open(&args.input).map_err(|e| anyhow!("{e}"))?;
     let options = RepairOptions { end_open_records: args.end_open };
@@ -64,7 +68,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         msg += "; dropped the torn last line";
     }
     if report.truncated {
-        msg += "; the compressed input was cut short";
+        msg += "; the input was cut short (a compressed stream without its end, or a file that \
+                shrank while it was read)";
     }
     if report.header_added {
         msg += "; added a header (none was valid)";
@@ -79,15 +84,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether two paths name the same file (also through symlinks and hard links), so that creating
-/// the output would truncate the input.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-            return x.dev() == y.dev() && x.ino() == y.ino();
-        }
-    }
-    std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
+/// The identity (device, inode) of the regular file behind `path`, or, for `-`, behind stdin
+/// (`input`) or stdout. Compared by identity rather than by name, two names, links or redirections
+/// of one file are the same (`jets repair - -o F < F`), so creating the output can never truncate
+/// the input. Terminals and pipes have no identity here: `-` on both sides is fine.
+fn identity(path: &Path, input: bool) -> Option<(u64, u64)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let meta = if path.as_os_str() == "-" {
+        let fd = if input {
+            io::stdin().as_fd().try_clone_to_owned()
+        } else {
+            io::stdout().as_fd().try_clone_to_owned()
+        };
+        File::from(fd.ok()?).metadata().ok()?
+    } else {
+        std::fs::metadata(path).ok()?
+    };
+    meta.is_file().then(|| (meta.dev(), meta.ino()))
 }

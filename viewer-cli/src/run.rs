@@ -3,9 +3,12 @@
 //!
 //! The command is forked stopped (it raises SIGSTOP before exec), so the monitor opens its perf
 //! counters (inherited by everything the command starts) and primes its CPU deltas before the
-//! command runs a single instruction; the first written sample is taken right after exec. When the
-//! command exits, the monitor sees it without reaping it (`waitid(WNOWAIT)`), samples the zombie
-//! (its I/O counters include every child it reaped) and only then reaps it. jets exits with the
+//! command runs a single instruction; the first written sample is taken once exec has loaded the
+//! new program (not in the middle of `execve`, where the process has no memory yet). When the
+//! command exits, the monitor sees it without reaping it (`waitid(WNOWAIT)`) and samples the
+//! zombie; it then reaps it and takes the command's final I/O counters (its own and those of every
+//! child it reaped) from the growth of jets's own `/proc/self/io` across the reaping, which any
+//! user can read, where the zombie's `/proc/<pid>/io` belongs to root. jets exits with the
 //! command's exit code.
 //!
 //! A simulator built on the SDK finds the clock beacon through `JETS_CLOCK_BEACON` and publishes
@@ -20,7 +23,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use jets_host::denet::{Line, Metrics, ProcessMetadata, TreeSample};
+use jets_host::denet::{ChildStart, Line, Metrics, ProcessMetadata, TreeSample};
+use jets_host::procfs::{self, ProcIo};
 use jets_host::{Capability, ClockBeacon, SamplerOptions, Schedule, TreeSampler, BEACON_ENV};
 use serde_json::json;
 
@@ -138,6 +142,22 @@ impl Child {
         Ok(())
     }
 
+    /// Waits (at most 200 ms) until the kernel reports resident memory for the new program.
+    /// Right after `execve` the process has the new program mapped but nothing resident yet (and
+    /// the RSS the kernel shows lags behind by a batch of pages per CPU), so a sample then reads
+    /// RSS 0 for a program that is about to run its dynamic loader (rule HS7).
+    fn wait_exec_loaded(&self) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(200) {
+            match procfs::read_stat(self.pid as u32) {
+                Ok(s) if s.rss_pages > 0 || s.state == 'Z' || s.state == 'X' => return,
+                Ok(_) if !self.exited() => {}
+                _ => return,
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
     /// Whether the command has exited, without reaping it (its `/proc` entry stays readable).
     fn exited(&self) -> bool {
         // SAFETY: siginfo_t is plain data; waitid writes it for our own child.
@@ -147,6 +167,13 @@ impl Child {
         let rc = unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) };
         // SAFETY: si_pid is valid to read after waitid filled `info` (0 when nothing changed).
         rc == 0 && unsafe { info.si_pid() } != 0
+    }
+
+    /// Reaps the command; its exit code and its final I/O counters, as they reached jets's own
+    /// (see [`procfs::io_across`]: exact while no other jets thread does I/O).
+    fn reap_with_io(&self) -> Result<(u8, Option<ProcIo>)> {
+        let (code, io) = procfs::io_across(|| self.wait());
+        Ok((code?, io.ok()))
     }
 
     /// Reaps the command; its exit code (128 + signal when killed).
@@ -253,10 +280,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut sinks = Sinks { file, stdout_json: args.json };
     let live = !args.json && !args.quiet;
 
-    let beacon_dir = if args.no_beacon { None } else { Some(tempfile_dir()?) };
+    let beacon_dir = if args.no_beacon { None } else { Some(PrivateDir::create()?) };
     let beacon = match &beacon_dir {
         Some(dir) => {
-            let b = ClockBeacon::create(dir.join("clock")).context("creating the clock beacon")?;
+            let b =
+                ClockBeacon::create(dir.0.join("clock")).context("creating the clock beacon")?;
             // jets is single-threaded here; the command inherits the variable through exec.
             std::env::set_var(BEACON_ENV, b.path());
             Some(b)
@@ -319,17 +347,34 @@ pub fn run(args: Args) -> Result<ExitCode> {
             return Err(e);
         }
     };
-    child.resume(&argv0)?;
+    if let Err(e) = child.resume(&argv0) {
+        let _ = crate::formats::iotracer::stop_collector(io);
+        return Err(e);
+    }
+    child.wait_exec_loaded();
     let start = Instant::now();
+    let mut io = io;
+    let mut code = None;
     let mut seen = DenetFile::default();
     let mut last_line_ms = t0_ms;
     let mut tty_line = false;
+    let mut announced = std::collections::HashSet::new();
     let poll = Duration::from_millis(5);
     let mut next = Instant::now();
     loop {
         let done = child.exited();
         if done || Instant::now() >= next {
             let mut tree: TreeSample = sampler.sample();
+            if done {
+                // The collector is a thread of jets: stopped first, so that the growth of jets's
+                // own counters across the reaping is the command's alone.
+                crate::formats::iotracer::stop_collector(io.take())?;
+                let (c, reaped) = child.reap_with_io()?;
+                code = Some(c);
+                if let Some(r) = reaped {
+                    sampler.set_reaped_root_io(&mut tree, r);
+                }
+            }
             let sim_clk = beacon.as_ref().and_then(ClockBeacon::cycle);
             tree.sim_clk = sim_clk;
             last_line_ms = tree.ts_ms;
@@ -350,6 +395,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     seen.sim_clks.push(sim_clk);
                 }
             } else if let Some(a) = &tree.aggregated {
+                // As denet's `run`: a `child` line for each descendant the first time it is seen.
+                for c in &tree.children {
+                    if announced.insert(c.pid) {
+                        if let Some(start) = ChildStart::read(c.pid, tree.ts_ms) {
+                            sinks.line(&Line::Child(&start).to_json())?;
+                        }
+                    }
+                }
                 sinks.line(&Line::Tree(&tree).to_json())?;
                 if live {
                     let m = Metrics {
@@ -379,12 +432,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .max(Duration::from_micros(200)),
         );
     }
-    let code = child.wait()?;
-    crate::formats::iotracer::stop_collector(io)?;
+    let code = match code {
+        Some(c) => c,
+        None => child.wait()?,
+    };
     sinks.line(&json!({"kind": "exit", "ts_ms": now_ms(), "last_sample_to_exit_ms": now_ms().saturating_sub(last_line_ms), "exit_code": code}).to_string())?;
-    if let Some(dir) = &beacon_dir {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+    drop(beacon_dir);
     if tty_line {
         println!();
     }
@@ -409,16 +462,27 @@ fn show(line: &str, no_update: bool, tty_line: &mut bool) {
     let _ = out.flush();
 }
 
-/// A private directory for the beacon file.
-fn tempfile_dir() -> Result<PathBuf> {
-    let base = std::env::temp_dir();
-    for i in 0..100u32 {
-        let dir = base.join(format!("jets-run-{}-{}-{i}", std::process::id(), now_ms()));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+/// A private directory for the beacon file, removed when dropped: on every way out of `run`,
+/// errors included.
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn create() -> Result<PrivateDir> {
+        let base = std::env::temp_dir();
+        for i in 0..100u32 {
+            let dir = base.join(format!("jets-run-{}-{}-{i}", std::process::id(), now_ms()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(PrivateDir(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+            }
         }
+        bail!("could not create a private directory in {}", base.display())
     }
-    bail!("could not create a private directory in {}", base.display())
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -255,6 +255,9 @@ fn short_json(v: &Value) -> String {
 /// Runs `jets tree`.
 pub fn run(args: Args) -> Result<ExitCode> {
     let filter = Filter::from_args(&args)?;
-    print!("{}", render(&args.file, &filter)?);
+    let text = render(&args.file, &filter)?;
+    let mut out = crate::out::Out::stdout();
+    out.text(&text)?;
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,16 +11,8 @@ use jets_read::validate::{Diagnostic, Report, Rule, Validator};
 use jets_read::Reader;
 use serde_json::json;
 
+use crate::out::{is_broken_pipe, Format, Out};
 use crate::progress::Progress;
-
-/// How diagnostics are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// rustc-style, for people.
-    Human,
-    /// One JSON object per diagnostic, then one summary object per file.
-    Json,
-}
 
 /// Arguments of `jets validate`.
 #[derive(Debug, clap::Args)]
@@ -29,7 +21,8 @@ pub enum Format {
                         Rule codes and their meaning: spec/rules.md."
 )]
 pub struct Args {
-    /// Output format.
+    /// Output format: rustc-style for people, or one JSON object per diagnostic then one summary
+    /// object per file (JSON Lines).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
     /// Treat warnings as failures (exit 1).
@@ -66,6 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         let code = match check_file(&args, &allowed, file) {
             Ok(report) => verdict(&report, args.strict),
+            Err(e) if is_broken_pipe(&e) => return Err(e),
             Err(e) => {
                 eprintln!("jets: error: {e:#}");
                 2
@@ -109,8 +103,7 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
     if let Some(n) = args.max_errors {
         validator = validator.max_errors(n);
     }
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = Out::stdout();
     let mut write_error = None;
     let follow = args.follow;
     let report = validator.run(&mut reader, |d| {
@@ -119,7 +112,8 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
             Format::Json => write_json_diag(&mut out, &name, &d),
         };
         // Following a live trace, diagnostics appear as the lines arrive.
-        let printed = printed.and_then(|()| if follow { out.flush() } else { Ok(()) });
+        let printed =
+            printed.and_then(|()| if follow { io::Write::flush(&mut out) } else { Ok(()) });
         if let Err(e) = printed {
             write_error.get_or_insert(e);
         }
@@ -130,17 +124,17 @@ fn check_file(args: &Args, allowed: &[Rule], file: &Path) -> anyhow::Result<Repo
         Format::Human => write_human_summary(&mut out, &name, &report),
         Format::Json => write_json_summary(&mut out, &name, &report),
     }
-    .and_then(|()| out.flush())
-    .context("writing to stdout")?;
+    .context("writing to standard output")?;
+    out.finish()?;
     if let Some(e) = write_error {
-        return Err(e).context("writing to stdout");
+        return Err(e).context("writing to standard output");
     }
     Ok(report)
 }
 
 /// Prints a diagnostic like rustc does: header, location, the line with a caret, note, help.
 fn write_human(out: &mut dyn Write, file: &str, d: &Diagnostic) -> io::Result<()> {
-    writeln!(out, "{}[{}]: {}", d.severity(), d.rule.code(), d.message)?;
+    writeln!(out, "{}[{}]: {}", d.level(), d.rule.code(), d.message)?;
     let gutter = d.line.to_string().len();
     let pad = " ".repeat(gutter);
     writeln!(out, "{pad}--> {file}:{}:{}", d.line, d.column)?;
@@ -210,7 +204,7 @@ fn write_json_diag(out: &mut dyn Write, file: &str, d: &Diagnostic) -> io::Resul
         "type": "diagnostic",
         "file": file,
         "code": d.rule.code(),
-        "severity": d.severity().as_str(),
+        "severity": d.level().as_str(),
         "line": d.line,
         "column": d.column,
         "offset": d.offset,

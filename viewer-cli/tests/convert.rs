@@ -3,20 +3,14 @@
 //! JETS → DFTracer → JETS keeps names, durations and nesting).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use jets::format::{Line, Status};
 use jets::{Metadata, Trace};
 use serde_json::Value;
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
-}
-
-fn jets(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_jets")).args(args).output().expect("run jets")
-}
+mod common;
+use common::{data, jets};
 
 fn convert(input: &Path, to: &str, out: &Path, extra: &[&str]) {
     let mut args = vec![
@@ -172,28 +166,25 @@ fn kanata_snapshot() {
 }
 
 /// Checks the Kanata 0004 command grammar and that time never goes back; returns the number of
-/// instructions and retirements.
+/// instructions and retirements. Ids count from 1 and retire ids number retired (not flushed)
+/// instructions from 1 (CV-KANATA-3); the log starts at `C=\t0` (CV-KANATA-3).
 fn check_kanata(text: &str) -> (usize, usize) {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("Kanata\t0004"));
-    let mut now: Option<u64> = None;
+    assert_eq!(lines.next(), Some("C=\t0"));
+    let mut now = 0u64;
     let mut live: HashMap<u64, bool> = HashMap::new();
-    let mut next_id = 0;
-    let (mut inserted, mut retired) = (0, 0);
+    let mut next_id = 1;
+    let (mut inserted, mut retired, mut committed) = (0, 0, 0u64);
     for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
         let num =
             |i: usize| -> u64 { f[i].parse().unwrap_or_else(|_| panic!("bad number: {line}")) };
         match f[0] {
-            "C=" => {
-                assert_eq!(f.len(), 2, "{line}");
-                assert!(now.is_none(), "C= after time started");
-                now = Some(num(1));
-            }
             "C" => {
                 assert_eq!(f.len(), 2, "{line}");
                 assert!(num(1) > 0, "zero advance: {line}");
-                now = Some(now.expect("C before C=") + num(1));
+                now += num(1);
             }
             "I" => {
                 assert_eq!(f.len(), 4, "{line}");
@@ -213,14 +204,17 @@ fn check_kanata(text: &str) -> (usize, usize) {
             "R" => {
                 assert_eq!(f.len(), 4, "{line}");
                 assert_eq!(live.insert(num(1), false), Some(true), "{line}: retired twice");
-                assert_eq!(num(2), retired as u64, "retire ids in order");
                 assert!(num(3) <= 1, "{line}");
+                if num(3) == 0 {
+                    committed += 1;
+                }
+                assert_eq!(num(2), committed, "{line}: retire ids number retired instructions");
                 retired += 1;
             }
             other => panic!("unknown Kanata command {other:?} in {line:?}"),
         }
-        assert!(now.is_some(), "command before the first C=: {line}");
     }
+    assert!(now > 0 || inserted == 0, "time never moved");
     (inserted, retired)
 }
 
@@ -232,9 +226,9 @@ fn kanata_follows_the_grammar_and_time_moves_forward() {
     let text = read(&out);
     // add, ld, br, mul; mul never ends.
     assert_eq!(check_kanata(&text), (4, 3));
-    assert!(text.contains("R\t2\t0\t1"), "br is flushed:\n{text}");
-    assert!(text.contains("S\t0\t1\tstall"), "the stall is on lane 1:\n{text}");
-    assert!(text.contains("S\t1\t1\tdcache"), "the stalled child record is on lane 1:\n{text}");
+    assert!(text.contains("R\t3\t0\t1"), "br is flushed:\n{text}");
+    assert!(text.contains("S\t1\t1\tstall"), "the stall is on lane 1:\n{text}");
+    assert!(text.contains("S\t2\t1\tdcache"), "the stalled child record is on lane 1:\n{text}");
     let out = dir.path().join("rjets.kanata");
     convert(&data("trace/rjets_tests_trace.jets"), "kanata", &out, &[]);
     assert_eq!(check_kanata(&read(&out)), (100, 100));
@@ -384,6 +378,113 @@ fn perfetto_snapshot_and_structure() {
     insta::assert_snapshot!(text);
 }
 
+/// Per sequence, packet timestamps never decrease, every track has a name, and slices balance;
+/// returns (sequences, track names).
+fn check_perfetto_order(bytes: &[u8]) -> (usize, Vec<String>) {
+    let trace = decode(bytes).expect("protobuf");
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut depth: HashMap<u64, i64> = HashMap::new();
+    for (_, packet) in &trace {
+        let Wire::Bytes(p) = packet else { panic!("packet") };
+        let fields = decode(p).expect("packet decodes");
+        let get = |msg: &[(u64, Wire)], n: u64| {
+            msg.iter().find_map(|(k, v)| match v {
+                Wire::Varint(u) if *k == n => Some(*u),
+                _ => None,
+            })
+        };
+        let seq = get(&fields, 10).expect("sequence id");
+        if let Some(ts) = get(&fields, 8) {
+            let prev = last.insert(seq, ts).unwrap_or(0);
+            assert!(ts >= prev, "sequence {seq}: {ts} after {prev}");
+        }
+        for (k, v) in &fields {
+            match (k, v) {
+                (60, Wire::Bytes(td)) => {
+                    let td = decode(td).expect("td");
+                    let uuid = get(&td, 1).expect("uuid");
+                    let name = td.iter().find_map(|(k, v)| match v {
+                        Wire::Bytes(b) if *k == 2 => Some(String::from_utf8_lossy(b).into_owned()),
+                        _ => None,
+                    });
+                    names.insert(uuid, name.expect("every track has a name"));
+                }
+                (11, Wire::Bytes(te)) => {
+                    let te = decode(te).expect("te");
+                    let track = get(&te, 11).expect("track");
+                    assert!(names.contains_key(&track), "track {track} before its descriptor");
+                    match get(&te, 9) {
+                        Some(1) => *depth.entry(track).or_default() += 1,
+                        Some(2) => {
+                            let d = depth.entry(track).or_default();
+                            *d -= 1;
+                            assert!(*d >= 0, "end without begin on {track}");
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(depth.values().all(|&d| d == 0), "unbalanced slices");
+    let mut list: Vec<String> = names.into_values().collect();
+    list.sort();
+    (last.len(), list)
+}
+
+/// A trace longer than the Perfetto writer's hold-back buffer, with a core and two threads open
+/// from start to end: timestamps still never go back on a sequence (CV-PERFETTO-1), the long
+/// records get tracks of their own named after them, and lanes carry core/thread names
+/// (CV-NEST-2).
+#[test]
+fn perfetto_packets_are_in_time_order_and_every_track_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("long.jets");
+    let t = Trace::create(&input, Metadata::new().clock_frequency_mhz(1000.0)).expect("create");
+    let root = t.root("cluster_0", "Cluster").begin_at(0).expect("root");
+    let core = root.child("core_0", "Core").begin_at(0).expect("core");
+    let threads: Vec<_> = (0..2)
+        .map(|i| core.child(format!("thread_{i}"), "Thread").begin_at(0).expect("thread"))
+        .collect();
+    let n = 8_000u64;
+    for i in 0..n {
+        let th = &threads[(i % 2) as usize];
+        let r = th.child(format!("i{i}"), "Instruction").begin_at(i).expect("insn");
+        r.event("F").emit_at(i).expect("F");
+        r.end_at(i + 3).expect("end");
+    }
+    for th in threads {
+        th.end_at(n + 10).expect("end");
+    }
+    core.end_at(n + 10).expect("end");
+    root.end_at(n + 10).expect("end");
+    t.close().expect("close");
+    let out = dir.path().join("long.pftrace");
+    convert(&input, "perfetto", &out, &[]);
+    let (sequences, names) = check_perfetto_order(&std::fs::read(&out).expect("read"));
+    assert_eq!(sequences, 1, "{names:?}");
+    for want in ["core_0 (Core)", "thread_0 (Thread)", "thread_1 (Thread)"] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    // The same trace in Chrome JSON: lanes named after the core and the threads.
+    let json = dir.path().join("long.json");
+    convert(&input, "chrome", &json, &[]);
+    let doc: Value = serde_json::from_str(&read(&json)).expect("json");
+    let mut lane_names: HashMap<(u64, u64), String> = HashMap::new();
+    for e in doc["traceEvents"].as_array().expect("events") {
+        if e["ph"] == "M" && e["name"] == "thread_name" {
+            let key = (e["pid"].as_u64().expect("pid"), e["tid"].as_u64().expect("tid"));
+            lane_names.insert(key, e["args"]["name"].as_str().expect("name").to_owned());
+        }
+    }
+    let last: Vec<&String> = lane_names.values().collect();
+    for want in ["core_0 (Core)", "thread_1 (Thread)"] {
+        assert!(last.iter().any(|n| *n == want), "{want} in {last:?}");
+    }
+}
+
 #[test]
 fn dftracer_snapshot() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -455,6 +556,55 @@ fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
         assert_eq!(shape(&back), shape(&input), "{name}");
         let header = |p: &Path| read(p).lines().next().map(str::to_owned);
         assert_eq!(header(&back), header(&input), "{name}: header metadata comes back");
+    }
+}
+
+/// DFTracer's readers take `ts`/`dur` as integers in the unit of the leading `CM` event: every
+/// duration of a cycle or more stays at least 1, at any clock, and the round trip through
+/// `jets import` gives the cycles back exactly (CV-DFT-2).
+#[test]
+fn dftracer_times_are_integers_no_cycle_becomes_zero_and_round_trip_exactly() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for mhz in [None, Some(700.0), Some(1000.0), Some(2520.0), Some(4000.0)] {
+        let input = dir.path().join("clock.jets");
+        let meta = match mhz {
+            Some(f) => Metadata::new().clock_frequency_mhz(f),
+            None => Metadata::new(),
+        };
+        let t = Trace::create(&input, meta).expect("create");
+        let root = t.root("core", "Core").begin_at(3).expect("root");
+        for i in 0..5u64 {
+            let r = root.child(format!("i{i}"), "Instruction").begin_at(10 + i).expect("r");
+            r.event("F").emit_at(10 + i).expect("e");
+            r.end_at(11 + i).expect("end");
+        }
+        root.end_at(1_000_003).expect("end");
+        t.close().expect("close");
+        let pfw = dir.path().join("clock.pfw");
+        convert(&input, "dftracer", &pfw, &[]);
+        let text = read(&pfw);
+        let events: Vec<Value> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(events[0]["name"], "CM", "{mhz:?}: the time metric leads");
+        assert_eq!(events[0]["args"]["value"], "NS");
+        for e in events.iter().filter(|e| e["ph"] == "X" && e["cat"] != "jets_event") {
+            assert!(e["ts"].is_u64() && e["dur"].is_u64(), "{mhz:?}: {e}");
+            assert!(e["dur"].as_u64() >= Some(1), "{mhz:?}: a cycle became 0: {e}");
+        }
+        let back = dir.path().join("back.jets");
+        let o = jets(&[
+            "import",
+            "--from",
+            "dftracer",
+            pfw.to_str().expect("utf8"),
+            "-o",
+            back.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(shape(&back), shape(&input), "{mhz:?}");
     }
 }
 
@@ -533,7 +683,7 @@ fn kanata_reorders_lines_written_out_of_time_order() {
     convert(&input, "kanata", &out, &[]);
     let text = read(&out);
     assert_eq!(check_kanata(&text), (2, 2));
-    assert!(text.starts_with("Kanata\t0004\nC=\t10\nI\t0\t"), "{text}");
+    assert!(text.starts_with("Kanata\t0004\nC=\t0\nC\t10\nI\t1\t"), "{text}");
 }
 
 #[test]

@@ -55,6 +55,26 @@ fn demo_writes_every_file_it_names_and_each_is_valid() {
     assert!(kanata.starts_with("Kanata\t0004\n"), "{}", &kanata[..40.min(kanata.len())]);
     assert!(kanata.lines().any(|l| l.starts_with("S\t") && l.ends_with("\tMEM")));
     assert!(kanata.lines().any(|l| l.starts_with("R\t")));
+    // What Konata reports for it (CV-KANATA-3): committed = the last retire id, cycles = the sum
+    // of `C` (it ignores `C=`), IPC = their ratio; all as the simulator printed them.
+    let said = stdout.lines().find(|l| l.contains(" instructions retired (IPC ")).expect("stats");
+    let num = |w: &str| said.split_whitespace().position(|x| x == w).map(|i| i - 1);
+    let words: Vec<&str> = said.split_whitespace().collect();
+    let cycles: u64 = words[num("cycles,").expect("cycles")].parse().unwrap();
+    let retired: u64 = words[num("instructions").expect("retired")].parse().unwrap();
+    let (mut konata_cycles, mut last_rid, mut retires) = (0u64, 0u64, 0u64);
+    for l in kanata.lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        match f[0] {
+            "C" => konata_cycles += f[1].parse::<u64>().unwrap(),
+            "R" if f[3] == "0" => {
+                retires += 1;
+                last_rid = last_rid.max(f[2].parse().unwrap());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((last_rid, retires, konata_cycles), (retired, retired, cycles), "{said}");
 
     let html = std::fs::read_to_string(by_suffix(".gantt.html")).unwrap();
     assert!(

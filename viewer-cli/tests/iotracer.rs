@@ -2,16 +2,14 @@
 //! README) into a valid JETS trace, and a clear error on a bad row.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::jets;
+
 fn data(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/iotracer").join(p)
-}
-
-fn jets(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_jets")).args(args).output().unwrap()
 }
 
 fn import(dir: &str) -> (tempfile::TempDir, PathBuf, Vec<Value>) {

@@ -2,12 +2,14 @@
 //! windows, and `jets stats` reports simulation speed over time and the host peaks.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jets::{Metadata, Trace};
 use jets_host::{HostConfig, HostMonitor};
 use serde_json::Value;
+
+mod common;
+use common::jets;
 
 /// A core that runs for ~400 ms: every step opens an instruction that lasts 8 cycles, 4 cycles
 /// after the previous one, so two instructions are active at any cycle (after the first four).
@@ -41,10 +43,6 @@ fn simulate(dir: &Path) -> PathBuf {
     core.end_at(clock.now() + 8).expect("core end");
     trace.close().expect("close");
     path
-}
-
-fn jets(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_jets")).args(args).output().expect("run jets")
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use jets_host::denet::{AggregatedMetrics, TreeSample};
+use jets_host::denet::{AggregatedMetrics, ChildStart, TreeSample};
 use serde_json::Value;
 
 const CHILD_ALLOC: usize = 48 << 20;
@@ -35,6 +35,23 @@ fn workload() {
     let beacon = jets_host::ClockBeacon::from_env().expect("beacon");
     if role == "sim" {
         simulator(&dir);
+        return;
+    }
+    if role == "unpriv-child" {
+        write_file(&dir.join("unpriv-child.bin"), CHILD_WRITE);
+        return;
+    }
+    if role == "unpriv" {
+        // A child that exits long before it is reaped: for 400 ms it is a zombie whose
+        // /proc/<pid>/io a non-root monitor cannot read.
+        let mut kid = Command::new(std::env::current_exe().expect("exe"))
+            .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+            .env("JETS_RUN_WORKLOAD", "unpriv-child")
+            .spawn()
+            .expect("spawn child");
+        std::thread::sleep(Duration::from_millis(400));
+        write_file(&dir.join("unpriv-parent.bin"), PARENT_WRITE);
+        assert!(kid.wait().expect("wait").success());
         return;
     }
     if role == "child" {
@@ -136,11 +153,35 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().expect("kind")).collect();
     assert_eq!(&kinds[..2], ["env", "metadata"]);
     assert_eq!(kinds.last(), Some(&"exit"));
-    assert!(kinds[2..kinds.len() - 1].iter().all(|k| *k == "tree"), "{kinds:?}");
+    assert!(kinds[2..kinds.len() - 1].iter().all(|k| *k == "tree" || *k == "child"), "{kinds:?}");
     let trees: Vec<TreeSample> = lines[2..lines.len() - 1]
         .iter()
+        .filter(|l| l["kind"] == "tree")
         .map(|l| serde_json::from_value(l.clone()).expect("tree line"))
         .collect();
+    // As denet's `run` (CV-DENET-2): one `child` line per descendant, before the first sample
+    // that has it, naming its parent (the command), its command line and executable.
+    let command_pid = lines[1]["pid"].as_u64().expect("pid");
+    let mut announced = std::collections::HashSet::new();
+    for l in &lines[2..lines.len() - 1] {
+        if l["kind"] == "child" {
+            let start: ChildStart = serde_json::from_value(l.clone()).expect("child line");
+            assert!(announced.insert(start.pid), "{l}: announced twice");
+            assert_eq!(u64::from(start.ppid), command_pid, "{l}");
+            assert!(!start.exe.is_empty(), "{l}");
+            assert!(start.cmd.iter().any(|a| a == "workload"), "{l}");
+        } else {
+            let t: TreeSample = serde_json::from_value(l.clone()).expect("tree line");
+            for c in &t.children {
+                assert!(
+                    announced.contains(&c.pid),
+                    "child {} sampled before its child line",
+                    c.pid
+                );
+            }
+        }
+    }
+    assert!(announced.len() >= CHILDREN, "{announced:?}");
     assert!(trees.len() >= 10, "{} samples at 50 ms over ~0.8 s", trees.len());
     let caps = &lines[1]["capabilities"];
     assert!(
@@ -189,6 +230,91 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
     assert_eq!(s["peak_mem_rss_kb"], peak_kb);
     assert_eq!(s["max_processes"], max_procs);
     assert_eq!(s["total_syscall_write_bytes"], wchar);
+}
+
+/// `jets run` as a user who may not read an exited process's `/proc/<pid>/io` (root re-runs it
+/// as `nobody`): the totals never dip while a child is unreaped, and the last sample has the
+/// command's whole I/O, its reaped child's included.
+#[test]
+fn an_unprivileged_run_counts_exited_processes() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = dir.path().join("unpriv.jsonl");
+    let mut c = jets();
+    c.args(["run", "--quiet", "--interval", "20", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(std::env::current_exe().expect("exe"))
+        .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+        .env("JETS_RUN_WORKLOAD", "unpriv")
+        .env("JETS_RUN_DIR", dir.path())
+        .env("TMPDIR", dir.path())
+        .stdout(std::process::Stdio::null());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        c.uid(65534).gid(65534);
+    }
+    let status = c.status().expect("jets run");
+    assert!(status.success(), "{status}");
+    let trees: Vec<AggregatedMetrics> = std::fs::read_to_string(&out)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+        .filter(|v| v["kind"] == "tree")
+        .filter_map(|v| serde_json::from_value(v["aggregated"].clone()).ok())
+        .collect();
+    assert!(trees.len() >= 10, "{} samples", trees.len());
+    let wchar: Vec<u64> = trees.iter().map(|a| a.syscall_write_bytes.unwrap_or(0)).collect();
+    assert!(wchar.windows(2).all(|w| w[0] <= w[1]), "syscall writes dipped: {wchar:?}");
+    let disk: Vec<u64> = trees.iter().map(|a| a.disk_write_bytes).collect();
+    assert!(disk.windows(2).all(|w| w[0] <= w[1]), "disk writes dipped: {disk:?}");
+    let written = (CHILD_WRITE + PARENT_WRITE) as u64;
+    let last = *wchar.last().expect("samples");
+    assert!(last >= written && last <= written + (256 << 10), "syscall writes {last} vs {written}");
+    if storage_accounted(dir.path()) {
+        let d = *disk.last().expect("samples");
+        assert!(
+            d >= written * 95 / 100 && d <= written + (4 << 20),
+            "disk writes {d} vs {written}"
+        );
+    }
+}
+
+/// The first sample is of the command's program, not of a process in the middle of `execve`
+/// (RSS 0): over 20 runs, every first sample shows resident memory.
+#[test]
+fn the_first_sample_is_taken_after_exec() {
+    for _ in 0..20 {
+        let o = jets()
+            .args(["run", "--json", "--no-beacon", "--exclude-children", "-i", "60000"])
+            .args(["--", "sleep", "0.05"])
+            .output()
+            .expect("jets run");
+        assert!(o.status.success());
+        let text = String::from_utf8(o.stdout).expect("utf8");
+        let first = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+            .find(|v| v["kind"] == "sample")
+            .expect("a sample");
+        assert!(first["mem_rss_kb"].as_u64().expect("rss") > 0, "{first}");
+    }
+}
+
+/// A `jets run` that fails (here: the command does not exist) removes its private directory.
+#[test]
+fn a_failed_run_leaves_no_temporary_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let o = jets()
+        .args(["run", "--quiet", "--", "/nonexistent/jets-test-command"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect("jets run");
+    assert_eq!(o.status.code(), Some(2));
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("list").collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[test]

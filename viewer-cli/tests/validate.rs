@@ -1,29 +1,19 @@
 //! `jets validate` and `jets repair`, run as a user runs them.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const HEADER: &str = r#"{"type":"header","version":"2.0","metadata":{}}"#;
+mod common;
+use common::{data, jets, stdout, HEADER};
+
 const ROOT: &str = r#"{"clk":0,"type":"record","name":"r","record_type":"T","id":1,"parent_id":null,"description":""}"#;
-
-fn jets(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jets")).args(args).output().expect("run jets")
-}
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
-}
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.to_string_lossy().into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]

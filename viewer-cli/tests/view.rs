@@ -147,7 +147,28 @@ fn api_serves_a_complete_trace() {
     assert_eq!(s["following"], false, "a trace with a footer is complete");
     let labels: Vec<&str> =
         s["lanes"].as_array().expect("lanes").iter().filter_map(|l| l["label"].as_str()).collect();
-    assert_eq!(labels, ["unit 0", "unit 1"]);
+    assert_eq!(
+        labels,
+        ["core0 · unit 0".to_owned(), format!("{NASTY} · unit 1")],
+        "what runs there"
+    );
+    // The vocabularies and layouts come from one definition each.
+    let vocab = |k: &str| {
+        s["vocab"][k]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| v.as_str().expect("s").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(vocab("status"), Status::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(vocab("severity"), Severity::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(
+        vocab("marker_style"),
+        MarkerStyle::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>()
+    );
+    assert_eq!(s["layouts"]["bar"][7], "count");
+    assert_eq!(s["layouts"]["marker"][4], "severity");
 
     // Whole run at 100 px: clusters, never more than a few items per pixel.
     let rows = all_rows(&s);
@@ -171,7 +192,7 @@ fn api_serves_a_complete_trace() {
     assert!(bars.iter().filter(|b| b[1].as_u64() < Some(1000)).all(|b| b[7] == 1));
     let stalled = bars.iter().find(|b| b[9] == "LBL7").expect("the labelled bar");
     assert_eq!((stalled[0].as_u64(), stalled[1].as_u64()), (Some(28), Some(31)));
-    assert_eq!(stalled[5], 2, "status stalled");
+    assert_eq!(stalled[5], Status::Stalled.code(), "status stalled");
     assert!((stalled[6].as_f64().expect("crit") - 0.5).abs() < 0.01);
     let nasty = bars.iter().find(|b| b[4] == 0x123456).expect("the colored root bar");
     assert_eq!(nasty[9], NASTY, "names come back exactly, escaped as JSON");
@@ -184,7 +205,11 @@ fn api_serves_a_complete_trace() {
     assert_eq!(markers.len(), 2, "the events at cycles 41 (two cores)");
     assert_eq!(
         (markers[0][0].as_u64(), markers[0][3].as_u64(), markers[0][4].as_u64()),
-        (Some(41), Some(2), Some(3))
+        (
+            Some(41),
+            Some(u64::from(MarkerStyle::Diamond.code())),
+            Some(u64::from(Severity::Error.code()))
+        )
     );
     assert_eq!(s["icons"][markers[0][6].as_u64().expect("icon") as usize], "cache_miss");
 
@@ -230,6 +255,16 @@ fn api_serves_a_complete_trace() {
     let found = api(&v, "/api/search?q=%3Cscript%3E");
     assert_eq!(found["results"].as_array().expect("results").len(), 1);
     assert_eq!(found["results"][0]["name"], NASTY);
+    assert_eq!(found["results"][0]["clk"], 0, "results carry their cycle");
+    let events = api(&v, "/api/search?q=miss&limit=3");
+    let hits = events["results"].as_array().expect("results");
+    assert_eq!(hits.len(), 3, "event names are searched");
+    assert_eq!((hits[0]["event"].as_str(), hits[0]["clk"].as_u64()), (Some("Miss"), Some(1)));
+    let none = api(&v, "/api/search?q=zzz-nothing");
+    assert_eq!(
+        (none["results"].as_array().map(Vec::len), none["complete"].as_bool()),
+        (Some(0), Some(true))
+    );
     let by_type = api(&v, "/api/search?q=instruction&limit=5");
     assert_eq!(by_type["results"].as_array().expect("results").len(), 5);
     assert_eq!(by_type["complete"], false);
@@ -289,7 +324,7 @@ fn follows_a_growing_file_and_waits_for_a_torn_line() {
         .expect("rows")
         .iter()
         .flat_map(|r| r["bars"].as_array().expect("bars"))
-        .filter(|b| b[8] == 1)
+        .filter(|b| b[8] == true)
         .collect();
     assert_eq!(open.len(), 1, "the root is still open");
     assert_eq!(open[0][1], 9, "and reaches the last cycle seen");
@@ -399,9 +434,9 @@ fn gantt_writes_a_self_contained_escaped_page() {
         .sum();
     assert_eq!(bars, 402, "every bar, none merged");
     assert!(bundle["records"]
-        .as_object()
+        .as_array()
         .expect("records")
-        .values()
+        .iter()
         .any(|r| r["line"]["name"] == NASTY));
 
     let out = jets()
@@ -446,7 +481,7 @@ fn host_tracks_come_from_hostsync_points() {
     assert_eq!(s["counts"]["host_samples"], 3);
     let labels: Vec<&str> =
         s["lanes"].as_array().expect("lanes").iter().filter_map(|l| l["label"].as_str()).collect();
-    assert_eq!(labels, ["records", "host process"], "the host lane comes last");
+    assert_eq!(labels, ["core", "host process"], "the host lane comes last");
     let h = api(&v, "/api/host");
     assert_eq!(h["samples"][1], serde_json::json!([1000, 1_001_000_000u64, 100.0, 2048]));
     let speed = h["speed"].as_array().expect("speed");
@@ -462,4 +497,152 @@ fn host_tracks_come_from_hostsync_points() {
         .map(|r| r["markers"].as_array().map_or(0, Vec::len))
         .sum();
     assert_eq!(markers, 1, "only the HostSync on the non-host record is a marker");
+}
+
+/// A pipeline: one core, instructions with stage events (IF ID EX WB, no severity), a warning
+/// on some, and a flushed one.
+fn write_pipeline(path: &Path, n: u64) -> Result<(), jets::Error> {
+    let trace =
+        Trace::create(path, Metadata::new().hardware_model("P").clock_frequency_mhz(2000.0))?;
+    let core = trace.root("core0", "Core").unit_id(0).begin_at(0)?;
+    for i in 0..n {
+        let h = core.child(format!("insn {}", i % 7), "Instruction").begin_at(i)?;
+        for (s, stage) in ["IF", "ID", "EX", "WB"].iter().enumerate() {
+            h.event(*stage).emit_at(i + s as u64)?;
+        }
+        if i % 50 == 0 {
+            h.event("DCacheMiss").severity(Severity::Warning).emit_at(i + 2)?;
+        }
+        if i == 3 {
+            h.end_with_status_at(i + 4, Status::Flushed)?;
+        } else {
+            h.end_at(i + 4)?;
+        }
+    }
+    core.end_at(n + 4)?;
+    trace.close_at(n + 4)?;
+    Ok(())
+}
+
+#[test]
+fn pipeline_rows_come_from_the_index_by_position_and_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("p.jets");
+    write_pipeline(&path, 5000).expect("write");
+    let v = start(&path);
+    let s = wait_for(&v, "the index", |s| s["done"] == true);
+    let types: Vec<&str> =
+        s["types"].as_array().expect("types").iter().filter_map(|t| t["name"].as_str()).collect();
+    let insn = types.iter().position(|&t| t == "Instruction").expect("type");
+    assert_eq!(s["pipeline_type"], insn, "the type whose events look like stages");
+    let group =
+        s["groups"].as_array().expect("groups").iter().find(|g| g["rtype"] == insn).expect("group");
+    assert_eq!(group["count"], 5000);
+    assert_eq!(group["label"], "core0 · unit 0");
+    let seq = group["seq"].as_u64().expect("seq");
+    // Jump to cycle 2500: the row there, found by a binary search.
+    let j = api(&v, &format!("/api/jump?type={insn}&clk=2500"));
+    assert_eq!(j["rows"][0], serde_json::json!([seq, 2500]));
+    let p = api(&v, &format!("/api/pipeline?t0=2490&t1=2520&px=600&groups={seq}:2500:3"));
+    let rows = p["groups"][0]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        (rows[0]["k"].as_u64(), rows[0]["start"].as_u64(), rows[0]["end"].as_u64()),
+        (Some(2500), Some(2500), Some(2504))
+    );
+    assert_eq!(rows[0]["name"], "insn 1");
+    let names = s["event_names"].as_array().expect("names");
+    let stage_names: Vec<&str> = rows[0]["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|st| names[st[1].as_u64().expect("name") as usize].as_str().expect("name"))
+        .collect();
+    assert_eq!(stage_names, ["IF", "ID", "EX", "WB"]);
+    let marker = &rows[0]["markers"][0];
+    assert_eq!(
+        (marker[0].as_u64(), marker[4].as_u64()),
+        (Some(2502), Some(u64::from(Severity::Warning.code())))
+    );
+    let p = api(&v, &format!("/api/pipeline?t0=0&t1=10&px=600&groups={seq}:3:1"));
+    assert_eq!(p["groups"][0]["rows"][0]["status"], Status::Flushed.code());
+    assert_eq!(http(v.port, "/api/pipeline?t0=0&t1=10&groups=1:2", None).0, 400);
+}
+
+#[test]
+fn the_page_takes_its_vocabularies_from_the_server() {
+    // The front-end must not spell a closed set of the format: it reads `vocab` from the summary.
+    let js = include_str!("../src/web/viewer.js");
+    for set in [
+        Status::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        MarkerStyle::ALL.iter().map(|s| s.as_str()).collect(),
+    ] {
+        let quoted: Vec<String> = set.iter().map(|s| format!("'{s}'")).collect();
+        for pair in quoted.windows(2) {
+            assert!(!js.contains(&pair.join(", ")), "viewer.js retypes the list {set:?}");
+        }
+    }
+    // Severity colors are keyed by the vocabulary's names (plus "none"): every one, no other.
+    let line = js.lines().find(|l| l.contains("const SEV_COLOR = {")).expect("SEV_COLOR");
+    let keys: Vec<&str> = line
+        .split(['{', ','])
+        .skip(1)
+        .filter_map(|kv| kv.split(':').next())
+        .map(str::trim)
+        .collect();
+    let mut want = vec!["none"];
+    want.extend(Severity::ALL.iter().map(|s| s.as_str()));
+    assert_eq!(keys, want, "SEV_COLOR drifted from Severity::ALL");
+    assert!(!js.contains("b[7]") && !js.contains("m[4]"), "bars and markers are read by name");
+}
+
+#[test]
+fn idle_and_slow_clients_do_not_stall_others() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    write_trace(&path).expect("write");
+    let v = start(&path);
+    wait_for(&v, "the index", |s| s["done"] == true);
+    // 200 idle sockets, and 4 that send their request a byte every 300 ms (slowloris).
+    let idle: Vec<TcpStream> =
+        (0..200).map(|_| TcpStream::connect(("127.0.0.1", v.port)).expect("connect")).collect();
+    let slow: Vec<TcpStream> =
+        (0..4).map(|_| TcpStream::connect(("127.0.0.1", v.port)).expect("connect")).collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dribble = {
+        let mut slow: Vec<TcpStream> = slow.iter().map(|s| s.try_clone().expect("clone")).collect();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for s in &mut slow {
+                    let _ = s.write_all(b"G");
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+    // Others are served meanwhile (HEAD_DEADLINE is 5 s: an answer before it was not held up).
+    let t = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(http(v.port, "/api/summary", None).0, 200);
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "served in {:?} despite idle and slow clients",
+        t.elapsed()
+    );
+    // The slow ones are cut off at the deadline, with an answer, not left open.
+    let mut answer = Vec::new();
+    let mut s = slow.into_iter().next().expect("slow");
+    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let _ = s.read_to_end(&mut answer);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = dribble.join();
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    drop(idle);
 }

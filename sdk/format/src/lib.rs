@@ -5,6 +5,8 @@
 //! * [`Data`], [`Value`] and [`Str`] carry typed `data` on the write path without allocating.
 //! * [`hints`] holds the visualization conventions (colors, swimlanes, status, markers).
 
+#![deny(clippy::print_stdout)]
+
 pub mod hints;
 pub mod json;
 mod lines;
@@ -22,4 +24,4 @@ pub mod encode {
 pub use lines::{
     Annotation, Event, Footer, Header, Line, LineType, Record, RecordEnd, WriteJson, VERSION,
 };
-pub use value::{Data, Str, Value};
+pub use value::{Data, DataExtra, DataRef, Field, Str, Value};

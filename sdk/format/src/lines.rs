@@ -36,6 +36,11 @@ impl WriteJson for super::Data {
         super::Data::write_json(self, out)
     }
 }
+impl WriteJson for super::DataRef<'_> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        super::DataRef::write_json(self, out)
+    }
+}
 
 /// Deserializes a field that must be present but may be `null` (the spec's `parent_id`).
 fn required_nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {

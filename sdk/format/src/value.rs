@@ -181,74 +181,46 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
+/// A typed field with a static key: what [`Data`] keeps inline.
+pub type Field = (&'static str, Value);
+
 /// The `data` of a line being written: typed fields, optionally merged with raw JSON.
 ///
 /// Up to [`Data::INLINE`] fields with static keys are stored inline; more spill to the heap.
 #[derive(Clone, Debug)]
 pub struct Data {
-    /// Only the used slots are ever initialized: a line with no data costs nothing here.
-    inline: ArrayVec<(&'static str, Value), { Data::INLINE }>,
+    /// Only the used slots are ever initialized: a line with no data costs nothing here, and the
+    /// writer's queue copies only the used ones.
+    inline: ArrayVec<Field, { Data::INLINE }>,
     /// Rare parts live behind one pointer, so the common case stays small to copy.
-    extra: Option<Box<Extra>>,
+    extra: Option<Box<DataExtra>>,
 }
 
+/// The rare parts of a [`Data`]: fields with owned keys or beyond [`Data::INLINE`], raw JSON.
+/// Opaque; public only so that a writer can move a `Data` through its queue in parts.
 #[derive(Clone, Debug, Default)]
-struct Extra {
+pub struct DataExtra {
     spill: Vec<(Str, Value)>,
     json: Option<Box<RawValue>>,
 }
 
-impl Default for Data {
-    fn default() -> Self {
-        Data::new()
-    }
+/// A [`Data`] taken apart: its inline fields and its rare parts, borrowed. The writer encodes
+/// lines from this view in place, where its queue holds them.
+#[derive(Clone, Copy, Debug)]
+pub struct DataRef<'a> {
+    /// The inline fields, in order.
+    pub inline: &'a [Field],
+    /// The rare parts, if any.
+    pub extra: Option<&'a DataExtra>,
 }
 
-impl Data {
-    /// How many fields with static keys are kept without allocating.
-    pub const INLINE: usize = 4;
-
-    /// No data.
-    pub const fn new() -> Self {
-        Data { inline: ArrayVec::new_const(), extra: None }
-    }
-
-    /// Adds a field. Later fields with the same key are written too; readers keep the last.
-    #[inline(always)]
-    pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
-        let (key, value) = (key.into(), value.into());
-        match key {
-            Str::Static(k) if !self.inline.is_full() && self.extra.is_none() => {
-                self.inline.push((k, value));
-            }
-            key => self.extra.get_or_insert_with(Box::default).spill.push((key, value)),
-        }
-    }
-
-    /// Sets raw JSON data, already validated. Typed fields are merged into it when it is an object.
-    pub fn set_json(&mut self, raw: Box<RawValue>) {
-        self.extra.get_or_insert_with(Box::default).json = Some(raw);
-    }
-
+impl DataRef<'_> {
     fn spill(&self) -> &[(Str, Value)] {
-        self.extra.as_ref().map_or(&[], |e| &e.spill)
+        self.extra.map_or(&[], |e| &e.spill)
     }
 
     fn json(&self) -> Option<&RawValue> {
-        self.extra.as_ref().and_then(|e| e.json.as_deref())
-    }
-
-    /// Parses and sets raw JSON data.
-    ///
-    /// ```
-    /// let mut d = jets_format::Data::new();
-    /// d.parse_json(r#"{"x": 1}"#).unwrap();
-    /// assert!(d.parse_json("{oops").is_err());
-    /// ```
-    pub fn parse_json(&mut self, text: &str) -> Result<(), serde_json::Error> {
-        let raw: Box<RawValue> = serde_json::from_str(text)?;
-        self.set_json(raw);
-        Ok(())
+        self.extra.and_then(|e| e.json.as_deref())
     }
 
     /// True when there is nothing to write.
@@ -270,7 +242,7 @@ impl Data {
     /// Appends the data as one JSON value: the raw JSON when it is the only content, otherwise an
     /// object holding the typed fields followed by the raw object's own members.
     ///
-    /// Call only when [`Data::is_object`] holds or there are no typed fields.
+    /// Call only when [`DataRef::is_object`] holds or there are no typed fields.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         let raw = self.json().map(|r| r.get().trim());
         if self.inline.is_empty() && self.spill().is_empty() {
@@ -298,6 +270,105 @@ impl Data {
     }
 }
 
+impl Default for Data {
+    fn default() -> Self {
+        Data::new()
+    }
+}
+
+impl Data {
+    /// How many fields with static keys are kept without allocating (hints included).
+    pub const INLINE: usize = 8;
+
+    /// No data.
+    pub const fn new() -> Self {
+        Data { inline: ArrayVec::new_const(), extra: None }
+    }
+
+    /// Adds a field. Later fields with the same key are written too; readers keep the last.
+    #[inline(always)]
+    pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
+        let (key, value) = (key.into(), value.into());
+        match key {
+            Str::Static(k) if !self.inline.is_full() && self.extra.is_none() => {
+                self.inline.push((k, value));
+            }
+            key => self.extra.get_or_insert_with(Box::default).spill.push((key, value)),
+        }
+    }
+
+    /// Sets raw JSON data, already validated. Typed fields are merged into it when it is an object.
+    pub fn set_json(&mut self, raw: Box<RawValue>) {
+        self.extra.get_or_insert_with(Box::default).json = Some(raw);
+    }
+
+    /// The data, borrowed in parts.
+    #[inline]
+    pub fn as_ref(&self) -> DataRef<'_> {
+        DataRef { inline: &self.inline, extra: self.extra.as_deref() }
+    }
+
+    /// Moves the inline fields to `dst` and forgets them here; returns how many were moved.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writing `self.as_ref().inline.len()` fields, aligned for
+    /// [`Field`], and not overlap `self`. The caller owns the moved fields (drops them once).
+    #[inline(always)]
+    pub unsafe fn move_inline_to(&mut self, dst: *mut Field) -> usize {
+        let n = self.inline.len();
+        // SAFETY: per the contract; `set_len(0)` then forgets the fields bitwise moved out.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.inline.as_ptr(), dst, n);
+            self.inline.set_len(0);
+        }
+        n
+    }
+
+    /// Takes the rare parts out, leaving none.
+    #[inline(always)]
+    pub fn take_extra(&mut self) -> Option<Box<DataExtra>> {
+        self.extra.take()
+    }
+
+    /// Parses and sets raw JSON data.
+    ///
+    /// ```
+    /// let mut d = jets_format::Data::new();
+    /// d.parse_json(r#"{"x": 1}"#).unwrap();
+    /// assert!(d.parse_json("{oops").is_err());
+    /// ```
+    pub fn parse_json(&mut self, text: &str) -> Result<(), serde_json::Error> {
+        let raw: Box<RawValue> = serde_json::from_str(text)?;
+        self.set_json(raw);
+        Ok(())
+    }
+
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.as_ref().is_empty()
+    }
+
+    /// True when the data would be written as a JSON object (or is empty).
+    pub fn is_object(&self) -> bool {
+        self.as_ref().is_object()
+    }
+
+    /// The typed fields in the order they were added.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let inline = self.inline.iter().map(|(k, v)| (*k, v));
+        let spill = self.extra.as_deref().map_or(&[][..], |e| &e.spill);
+        inline.chain(spill.iter().map(|(k, v)| (k.as_str(), v)))
+    }
+
+    /// Appends the data as one JSON value: the raw JSON when it is the only content, otherwise an
+    /// object holding the typed fields followed by the raw object's own members.
+    ///
+    /// Call only when [`Data::is_object`] holds or there are no typed fields.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.as_ref().write_json(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,10 +382,13 @@ mod tests {
     #[test]
     fn inline_and_spilled_fields_keep_order() {
         let mut d = Data::new();
-        for (i, k) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
+        let keys = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+        for (i, k) in keys.into_iter().enumerate() {
             d.push(k, i as u64);
         }
-        assert_eq!(enc(&d), r#"{"a":0,"b":1,"c":2,"d":3,"e":4,"f":5}"#);
+        assert_eq!(d.as_ref().inline.len(), Data::INLINE, "the first eight are inline");
+        let expected = r#"{"a":0,"b":1,"c":2,"d":3,"e":4,"f":5,"g":6,"h":7,"i":8,"j":9}"#;
+        assert_eq!(enc(&d), expected);
     }
 
     #[test]
@@ -345,7 +419,8 @@ mod tests {
     #[test]
     fn data_stays_small() {
         assert!(std::mem::size_of::<Value>() <= 24, "{}", std::mem::size_of::<Value>());
-        // The queue copies a Data per line: keep an eye on its size.
-        assert!(std::mem::size_of::<Data>() <= 256, "{}", std::mem::size_of::<Data>());
+        // A builder holds a Data on the stack; the writer's queue copies only the used fields.
+        assert!(std::mem::size_of::<Data>() <= 512, "{}", std::mem::size_of::<Data>());
+        assert_eq!(std::mem::size_of::<Field>(), 40);
     }
 }

@@ -228,6 +228,43 @@ pub struct ProcessMetadata {
     pub capabilities: Option<Map<String, Value>>,
 }
 
+/// A `child` line: a descendant seen for the first time, as denet's `run` reports it (written
+/// just before the sample that first includes it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChildStart {
+    /// When it was first seen, Unix milliseconds.
+    pub ts_ms: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Command line (`/proc/PID/cmdline`; empty when unreadable).
+    #[serde(default)]
+    pub cmd: Vec<String>,
+    /// Executable path (`/proc/PID/exe`; empty when unreadable).
+    #[serde(default)]
+    pub exe: String,
+}
+
+impl ChildStart {
+    /// Reads what `/proc` says about `pid` now; `None` once it has gone.
+    pub fn read(pid: u32, ts_ms: u64) -> Option<ChildStart> {
+        let stat = super::procfs::read_stat(pid).ok()?;
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        Some(ChildStart { ts_ms, pid, ppid: stat.ppid, cmd, exe })
+    }
+}
+
 /// A line of a denet file to write, tagged by `kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -236,6 +273,8 @@ pub enum Line<'a> {
     Env(&'a Map<String, Value>),
     /// The header.
     Metadata(&'a ProcessMetadata),
+    /// A descendant seen for the first time.
+    Child(&'a ChildStart),
     /// A process-tree sample.
     Tree(&'a TreeSample),
     /// A single-process sample (`--exclude-children`).

@@ -24,6 +24,8 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(clippy::print_stdout)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -104,6 +104,7 @@ impl HostMonitor {
         let opts = SamplerOptions {
             include_children: config.include_children,
             perf: config.perf,
+            discover_every: config.discover_children_every.max(1),
             ..Default::default()
         };
         let mut sampler = TreeSampler::new(pid, opts)?;

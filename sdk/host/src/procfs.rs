@@ -88,14 +88,53 @@ pub struct ProcIo {
     pub write_bytes: u64,
 }
 
-/// Parses `/proc/<pid>/io` (readable for one's own processes, or with `CAP_SYS_PTRACE`).
+impl ProcIo {
+    /// The growth of each counter since `earlier`.
+    pub fn since(&self, earlier: &ProcIo) -> ProcIo {
+        ProcIo {
+            rchar: self.rchar.saturating_sub(earlier.rchar),
+            wchar: self.wchar.saturating_sub(earlier.wchar),
+            read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+        }
+    }
+}
+
+/// Parses `/proc/<pid>/io` (readable for one's own live processes, or with `CAP_SYS_PTRACE`; an
+/// exited, unreaped process's is root's).
 pub fn read_io(pid: u32) -> io::Result<ProcIo> {
     let path = PathBuf::from(format!("/proc/{pid}/io"));
     let text = fs::read_to_string(&path)?;
+    parse_io(&path, &text)
+}
+
+/// Runs `f` (a `waitpid` that reaps a child) and returns how much this process's own I/O
+/// counters grew meanwhile. Reaping adds the child's final counters, with those of every process
+/// it reaped, to its parent's, so this is the child's I/O, readable without privileges where the
+/// exited child's `/proc/<pid>/io` is not. The bytes of the first `/proc/self/io` read are taken
+/// out of `rchar` (the kernel counts them once the read returns). Exact when no other thread of
+/// this process does I/O during `f`.
+pub fn io_across<R>(f: impl FnOnce() -> R) -> (R, io::Result<ProcIo>) {
+    let path = Path::new("/proc/self/io");
+    let before = fs::read_to_string(path).and_then(|t| Ok((parse_io(path, &t)?, t.len())));
+    let r = f();
+    let after = fs::read_to_string(path).and_then(|t| parse_io(path, &t));
+    let grown = match (before, after) {
+        (Ok((b, len)), Ok(a)) => {
+            let mut d = a.since(&b);
+            d.rchar = d.rchar.saturating_sub(len as u64);
+            Ok(d)
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    (r, grown)
+}
+
+fn parse_io(path: &Path, text: &str) -> io::Result<ProcIo> {
     let mut io = ProcIo::default();
     for line in text.lines() {
         let Some((k, v)) = line.split_once(':') else { continue };
-        let v: u64 = v.trim().parse().map_err(|_| invalid(&path, "non-numeric value"))?;
+        let v: u64 = v.trim().parse().map_err(|_| invalid(path, "non-numeric value"))?;
         match k {
             "rchar" => io.rchar = v,
             "wchar" => io.wchar = v,
@@ -230,11 +269,24 @@ pub fn cgroup2_mount() -> Option<PathBuf> {
     })
 }
 
-/// The `memory.pressure` file of `pid`'s cgroup v2, when it exists.
+/// The `memory.pressure` file of `pid`'s own cgroup v2, when it exists (see
+/// [`memory_pressure_file`] for when a cgroup is not the process's own).
 pub fn cgroup_memory_pressure(pid: u32) -> Option<PathBuf> {
     let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let rel = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let file = cgroup2_mount()?.join(rel.trim_start_matches('/')).join("memory.pressure");
+    memory_pressure_file(&text, &cgroup2_mount()?)
+}
+
+/// The `memory.pressure` file for a `/proc/<pid>/cgroup` text under the cgroup v2 mount `mount`.
+///
+/// `None` when the process sits in the root cgroup (`0::/`): the root's pressure is the
+/// system-wide PSI (or, inside a cgroup namespace, that of everything in the container), so it
+/// would be system PSI claimed as per-process (rule HS6 in spec/host-sync.md).
+pub fn memory_pressure_file(cgroup: &str, mount: &Path) -> Option<PathBuf> {
+    let rel = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?.trim().trim_start_matches('/');
+    if rel.is_empty() {
+        return None;
+    }
+    let file = mount.join(rel).join("memory.pressure");
     file.exists().then_some(file)
 }
 
@@ -256,6 +308,24 @@ pub fn uptime_secs() -> io::Result<f64> {
         .next()
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| invalid(path, "no uptime value"))
+}
+
+/// CPU time a process used so far (every thread, the exited ones included), ns: its POSIX CPU
+/// clock (`clock_getcpuclockid`), the scheduler's nanosecond count. `utime` + `stime` in `stat`
+/// are the same time cut to clock ticks (10 ms), too coarse for intervals of 100 ms.
+pub fn cpu_time_ns(pid: u32) -> io::Result<u64> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: `clock` is a valid out pointer.
+    let rc = unsafe { libc::clock_getcpuclockid(pid as libc::pid_t, &mut clock) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
@@ -305,6 +375,33 @@ mod tests {
         assert_eq!((s.utime, s.stime, s.num_threads, s.starttime), (7, 8, 5, 1234));
         assert_eq!((s.vsize, s.rss_pages, s.processor), (409600, 25, Some(1)));
         assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn the_root_cgroup_is_not_per_process_psi() {
+        let mount = tempfile::tempdir().expect("tempdir");
+        std::fs::write(mount.path().join("memory.pressure"), "some avg10=0.00").expect("root");
+        let group = mount.path().join("a/b");
+        std::fs::create_dir_all(&group).expect("group");
+        std::fs::write(group.join("memory.pressure"), "some avg10=0.00").expect("group");
+        assert_eq!(memory_pressure_file("0::/\n", mount.path()), None);
+        assert_eq!(
+            memory_pressure_file("4:memory:/x\n0::/a/b\n", mount.path()),
+            Some(group.join("memory.pressure"))
+        );
+        assert_eq!(memory_pressure_file("0::/c\n", mount.path()), None, "no such group");
+    }
+
+    #[test]
+    fn cpu_time_is_nanoseconds_not_ticks() {
+        let me = std::process::id();
+        let a = cpu_time_ns(me).expect("cpu clock");
+        // Spin until this thread alone has used 2 ms: far less than a clock tick.
+        let t0 = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        while clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - t0 < 2_000_000 {}
+        let b = cpu_time_ns(me).expect("cpu clock");
+        assert!(b - a >= 2_000_000, "{a} -> {b}");
+        assert!(cpu_time_ns(4_194_305).is_err(), "above any pid_max: no such process");
     }
 
     #[test]

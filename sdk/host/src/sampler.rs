@@ -1,5 +1,5 @@
-//! Sampling a process tree into denet metrics: CPU from tick deltas, I/O and faults against a
-//! baseline, sizes as they are.
+//! Sampling a process tree into denet metrics: CPU from the processes' CPU clocks, I/O and faults
+//! against a baseline, sizes as they are.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,10 +52,14 @@ struct Baseline {
 
 #[derive(Debug)]
 struct PidState {
-    ticks: u64,
+    cpu_ns: u64,
     at: Instant,
     starttime: u64,
     base: Baseline,
+    /// The last `/proc/<pid>/io` that could be read. A process that exited but is not reaped yet
+    /// keeps its counters, but its `io` file belongs to root then (no `mm`), so a non-root
+    /// monitor holds this value instead of dropping the process's I/O from the totals.
+    io: Option<ProcIo>,
 }
 
 /// The latest PSI readings.
@@ -128,7 +132,7 @@ impl TreeSampler {
         }
         psi.reason = match (&system_psi, &cgroup_psi) {
             (Err(e), None) => Some(format!("/proc/pressure/memory: {e}; no cgroup v2 memory.pressure for the process")),
-            (Ok(_), None) => Some("no cgroup v2 memory.pressure for the process (cgroup v1, or not in a cgroup v2 group with the memory controller)".into()),
+            (Ok(_), None) => Some("no cgroup v2 memory.pressure of the process's own (cgroup v1, the root cgroup, whose pressure is the system's, or a group without the memory controller)".into()),
             (Err(e), Some(_)) => Some(format!("system PSI unavailable: /proc/pressure/memory: {e}")),
             (Ok(_), Some(_)) => None,
         };
@@ -246,6 +250,29 @@ impl TreeSampler {
         TreeSample { ts_ms, parent, children, aggregated, sim_clk: None }
     }
 
+    /// Replaces the root's I/O in `tree`, a sample of the exited but unreaped root, by `io`: what
+    /// its parent measured when reaping it ([`procfs::io_across`] around `waitpid`), and sums the
+    /// tree again. An exited process's `/proc/<pid>/io` is root's, so without privileges the
+    /// sample holds the root's last reading from before it exited; reaping hands the final
+    /// counters (the root's and those of every child it reaped) to the parent, exactly.
+    pub fn set_reaped_root_io(&self, tree: &mut TreeSample, io: ProcIo) {
+        let Some(parent) = tree.parent.as_mut() else { return };
+        let b = self.states.get(&self.root).map(|s| s.base).unwrap_or_default();
+        parent.disk_read_bytes = io.read_bytes.saturating_sub(b.io.read_bytes);
+        parent.disk_write_bytes = io.write_bytes.saturating_sub(b.io.write_bytes);
+        parent.syscall_read_bytes = Some(io.rchar.saturating_sub(b.io.rchar));
+        parent.syscall_write_bytes = Some(io.wchar.saturating_sub(b.io.wchar));
+        let (perf, perf_sw) =
+            tree.aggregated.as_ref().map(|a| (a.perf, a.perf_sw)).unwrap_or_default();
+        let mut a = AggregatedMetrics::from_metrics(
+            tree.ts_ms,
+            std::iter::once(&*parent).chain(tree.children.iter().map(|c| &c.metrics)),
+        );
+        a.perf = perf;
+        a.perf_sw = perf_sw;
+        tree.aggregated = Some(a);
+    }
+
     /// The descendants: a discovery (listing `/proc`, ~0.4 ms on this VM, plus the `stat` of new
     /// pids) every `discover_every` samples; in between, the known descendants still in the tree.
     fn descendants(&mut self) -> Vec<(u32, ProcStat)> {
@@ -283,37 +310,49 @@ impl TreeSampler {
         first: bool,
         fresh: bool,
     ) -> Metrics {
-        let io = procfs::read_io(pid).ok();
-        let ticks = stat.utime + stat.stime;
+        let read = procfs::read_io(pid).ok();
+        // The CPU clock; ticks (10 ms) only where the clock cannot be read.
+        let cpu_ns = procfs::cpu_time_ns(pid)
+            .unwrap_or((stat.utime + stat.stime) * 1_000_000_000 / self.clk_tck.max(1));
         let since_start = self.opts.since_process_start;
-        let clk_tck = self.clk_tck;
         let state = self.states.entry(pid).or_insert_with(|| PidState {
-            ticks,
+            cpu_ns,
             at: now,
             starttime: stat.starttime,
             // Processes seen at the first sample ran before monitoring: count from here, unless
             // asked for totals since their start. Later ones started under monitoring.
             base: if first && !since_start && !fresh {
-                Baseline { io: io.unwrap_or_default(), minflt: stat.minflt, majflt: stat.majflt }
+                Baseline { io: read.unwrap_or_default(), minflt: stat.minflt, majflt: stat.majflt }
             } else {
                 Baseline::default()
             },
+            io: None,
         });
         if state.starttime != stat.starttime {
             // The pid was reused by a new process.
-            *state =
-                PidState { ticks, at: now, starttime: stat.starttime, base: Baseline::default() };
+            *state = PidState {
+                cpu_ns,
+                at: now,
+                starttime: stat.starttime,
+                base: Baseline::default(),
+                io: None,
+            };
         }
         let dt = now.duration_since(state.at).as_secs_f64();
         let cpu_usage = if dt > 0.0 {
-            (ticks.saturating_sub(state.ticks) as f64 / clk_tck as f64 / dt * 100.0) as f32
+            (cpu_ns.saturating_sub(state.cpu_ns) as f64 / 1e9 / dt * 100.0) as f32
         } else {
             0.0
         };
-        state.ticks = ticks;
+        state.cpu_ns = cpu_ns;
         state.at = now;
+        if read.is_some() {
+            state.io = read;
+        }
+        let io = state.io;
         let b = state.base;
-        let uptime_secs = (self.uptime - stat.starttime as f64 / clk_tck as f64).max(0.0) as u64;
+        let uptime_secs =
+            (self.uptime - stat.starttime as f64 / self.clk_tck as f64).max(0.0) as u64;
         Metrics {
             ts_ms,
             cpu_usage,

@@ -15,6 +15,7 @@ use jets_host::ebpf::{capability, IoTraceConfig, IoTraceError, IoTracer};
 
 const CHILD_ENV: &str = "JETS_EBPF_TEST_CHILD";
 const UNPRIV_ENV: &str = "JETS_EBPF_TEST_UNPRIV";
+const CAPS_ENV: &str = "JETS_EBPF_TEST_CAPS";
 const BLOCKS: usize = 4;
 const BLOCK: usize = 4096;
 
@@ -93,6 +94,25 @@ fn child_workload() {
         p as usize
     };
     println!("map_addr={addr}");
+    // The same pages, cached now, mapped again read-only: the kernel maps them on the read fault
+    // without calling the file's fault handler (fault-around), so the inode comes from the mapping.
+    // SAFETY: a fresh private read-only mapping of a file we own, read within its length.
+    let ro = unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            2 * BLOCK,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let v = std::ptr::read_volatile((p as *const u8).add(BLOCK));
+        assert_eq!(v, 2);
+        libc::munmap(p, 2 * BLOCK);
+        p as usize
+    };
+    println!("ro_addr={ro}");
     println!("map_inode={}", f.metadata().unwrap().ino());
     println!("uring_res={}", uring_read(f.as_raw_fd(), BLOCK));
 }
@@ -196,7 +216,7 @@ fn fs_rows(rows: &[Row], dir: &Path) -> Vec<FsRow> {
 
 #[test]
 fn collector_reports_known_io() {
-    if std::env::var(CHILD_ENV).is_ok() || std::env::var(UNPRIV_ENV).is_ok() {
+    if [CHILD_ENV, UNPRIV_ENV, CAPS_ENV].iter().any(|v| std::env::var(v).is_ok()) {
         return;
     }
     let cap = capability();
@@ -267,6 +287,7 @@ fn collector_reports_known_io() {
     want.push(("OPEN", p("map.bin"), 0, None));
     want.push(("TRUNCATE", p("map.bin"), 0, None));
     want.push(("MMAP", p("map.bin"), 2 * b, Some(0)));
+    want.push(("MMAP", p("map.bin"), 2 * b, Some(0)));
     want.push(("CLOSE", p("map.bin"), 0, None));
     assert_eq!(got, want);
     let fs = fs_rows(&report.kept, &dir);
@@ -283,13 +304,31 @@ fn collector_reports_known_io() {
         .kept
         .iter()
         .filter_map(|r| match r {
-            Row::Fault(f) if (addr..addr + 2 * b).contains(&f.address) => Some(f),
+            Row::Fault(f)
+                if (addr..addr + 2 * b).contains(&f.address) && f.fault_type == "WRITE" =>
+            {
+                Some(f)
+            }
             _ => None,
         })
         .collect();
     assert_eq!(faults.len(), 2, "{faults:?}");
     assert!(faults.iter().all(|f| f.fault_type == "WRITE" && f.inode == inode), "{faults:?}");
     assert_eq!((faults[0].offset, faults[1].offset), (0, 1));
+    let ro = var("ro_addr");
+    let ro_faults: Vec<_> = report
+        .kept
+        .iter()
+        .filter_map(|r| match r {
+            // The kernel may place it where the first mapping was: its faults are the reads.
+            Row::Fault(f) if (ro..ro + 2 * b).contains(&f.address) && f.fault_type == "READ" => {
+                Some(f)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!ro_faults.is_empty(), "a read fault on the read-only mapping");
+    assert!(ro_faults.iter().all(|f| f.inode == inode && f.offset == 1), "{ro_faults:?}");
 
     // The page cache: the 4 new pages were added (MISS) and dirtied, and evicted by the unlink.
     // Only up to the unlink: map.bin, created next, may get the freed inode number.
@@ -418,9 +457,67 @@ fn unprivileged_child() {
     }
 }
 
+/// Runs in a child started as `nobody` with CAP_BPF + CAP_PERFMON: asks why not.
+#[test]
+fn capabilities_child() {
+    if std::env::var(CAPS_ENV).is_err() {
+        return;
+    }
+    let cap = capability();
+    println!("reason: {}", cap.reason.unwrap_or_default());
+}
+
+/// With CAP_BPF + CAP_PERFMON but not root, a root-only tracefs is named as the obstacle (it is
+/// mounted: the old message said it was missing).
+#[test]
+fn a_root_only_tracefs_is_named_as_such() {
+    if [CHILD_ENV, UNPRIV_ENV, CAPS_ENV].iter().any(|v| std::env::var(v).is_ok()) {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || jets_host::ebpf::tracefs::ensure_mounted().is_err() {
+        println!("unavailable: needs root to mount tracefs and to start a capable non-root child");
+        return;
+    }
+    let mode = std::fs::metadata(jets_host::ebpf::tracefs::TRACEFS).ok().map(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.permissions().mode() & 0o777
+    });
+    if mode.is_none_or(|m| m & 0o005 != 0) {
+        println!("unavailable: tracefs here is not root-only ({mode:?}): nothing to refuse");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon"])
+        .arg(&exe)
+        .args(["capabilities_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CAPS_ENV, "1")
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            println!("unavailable: setpriv failed: {}", String::from_utf8_lossy(&o.stderr));
+            return;
+        }
+        Err(e) => {
+            println!("unavailable: setpriv: {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reason = stdout.lines().find_map(|l| l.split_once("reason: ").map(|x| x.1)).unwrap();
+    assert!(
+        reason.contains("tracefs is mounted") && reason.contains("may not read it"),
+        "{reason}"
+    );
+    assert!(!reason.contains("not mounted"), "{reason}");
+}
+
 #[test]
 fn without_privileges_the_collector_is_unavailable_not_a_crash() {
-    if std::env::var(CHILD_ENV).is_ok() || std::env::var(UNPRIV_ENV).is_ok() {
+    if [CHILD_ENV, UNPRIV_ENV, CAPS_ENV].iter().any(|v| std::env::var(v).is_ok()) {
         return;
     }
     let out = harness("unprivileged_child").env(UNPRIV_ENV, "1").output().unwrap();
@@ -439,7 +536,7 @@ fn without_privileges_the_collector_is_unavailable_not_a_crash() {
 /// clock showed when they happened, and the trace stays valid.
 #[test]
 fn start_in_writes_io_events_at_the_simulated_cycle() {
-    if std::env::var(CHILD_ENV).is_ok() || std::env::var(UNPRIV_ENV).is_ok() {
+    if [CHILD_ENV, UNPRIV_ENV, CAPS_ENV].iter().any(|v| std::env::var(v).is_ok()) {
         return;
     }
     let cap = capability();
@@ -502,6 +599,100 @@ fn start_in_writes_io_events_at_the_simulated_cycle() {
     for a in ["HostIoCapabilities", "HostIoStats"] {
         assert!(lines.iter().any(|l| l["type"] == "annotation" && l["name"] == a), "{a}");
     }
+    let (diagnostics, _) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+}
+
+/// HIO1: each I/O event inside a simulator carries the cycle interpolated from the clock readings
+/// around its time, and `clk_uncertainty` bounds its distance from the true cycle. The simulator
+/// sets its clock to a known cycle before each of 2,000 one-byte writes, so the true cycle of
+/// write `i` (at file offset `i`) is known.
+#[test]
+fn io_events_carry_the_cycle_they_happened_at() {
+    if [CHILD_ENV, UNPRIV_ENV, CAPS_ENV].iter().any(|v| std::env::var(v).is_ok()) {
+        return;
+    }
+    let cap = capability();
+    if !cap.available {
+        println!("unavailable: {}", cap.reason.unwrap_or_default());
+        return;
+    }
+    const N: u64 = 2000;
+    const STEP: u64 = 1000;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("sim.jets");
+    let trace = jets::Trace::create(&path, jets::Metadata::new()).unwrap();
+    let clock = trace.clock().clone();
+    let io = match IoTracer::start_in(&trace, IoTraceConfig::default()) {
+        Ok(io) => io,
+        Err(IoTraceError::Unavailable(why)) => {
+            println!("unavailable: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let file = tmp.path().join("ticks.bin");
+    let mut f = std::fs::File::create(&file).unwrap();
+    for i in 0..N {
+        clock.set((i + 1) * STEP);
+        f.write_all(&[0u8]).unwrap();
+    }
+    drop(f);
+    // A child process: the kernel cannot read the simulator's clock in it, so its write is
+    // interpolated between the collector's readings, within the bound it states.
+    let during_child = (N + 1) * STEP;
+    clock.set(during_child);
+    let child_file = tmp.path().join("child.txt");
+    let sh = format!("echo hi > '{}'", child_file.display());
+    assert!(Command::new("sh").args(["-c", &sh]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    clock.set(during_child + 5 * STEP);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let report = io.stop().unwrap();
+    trace.close().unwrap();
+
+    let name = file.to_string_lossy().to_string();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let writes: Vec<(u64, u64, u64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["name"] == "WRITE" && l["data"]["path"] == name.as_str())
+        .map(|l| {
+            let d = &l["data"];
+            let unc = d["clk_uncertainty"].as_u64().unwrap_or(0);
+            (d["offset"].as_u64().unwrap(), l["clk"].as_u64().unwrap(), unc)
+        })
+        .collect();
+    assert_eq!(writes.len() as u64, N);
+    let (mut exact, mut within_step, mut max_unc) = (0, 0, 0);
+    for &(offset, clk, unc) in &writes {
+        let truth = (offset + 1) * STEP;
+        let off = clk.abs_diff(truth);
+        assert!(off <= unc, "write at offset {offset}: clk {clk}, true {truth}, ± {unc}");
+        exact += usize::from(off == 0);
+        within_step += usize::from(off <= STEP);
+        max_unc = max_unc.max(unc);
+    }
+    assert!(report.clk_uncertainty_max >= max_unc, "the stats cover every event");
+    let child_name = child_file.to_string_lossy().to_string();
+    let child: Vec<(u64, u64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["name"] == "WRITE" && l["data"]["path"] == child_name.as_str())
+        .map(|l| (l["clk"].as_u64().unwrap(), l["data"]["clk_uncertainty"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(child.len(), 1, "the child's write");
+    let (clk, unc) = child[0];
+    assert!(
+        clk.abs_diff(during_child) <= unc,
+        "child write: clk {clk} ± {unc}, true {during_child}"
+    );
+    println!("HIO1: the child's write at {clk} ± {unc} (true {during_child})");
+    println!(
+        "HIO1: {exact} of {N} writes at their exact cycle, {within_step} within one write's \
+         interval ({STEP} cycles); uncertainty max {max_unc}, mean {:.0} cycles",
+        report.clk_uncertainty_mean
+    );
     let (diagnostics, _) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
 }

@@ -2,10 +2,16 @@
 //! [`validate`] module (the rules, the parallel validator and `repair`).
 //!
 //! A [`Reader`] hands out lines ([`RawLine`]) or blocks of whole lines ([`Chunk`]) borrowed from
-//! its buffer, with 1-based line numbers and byte offsets. A plain file is memory-mapped, so lines
-//! borrow straight from the page cache; stdin (`-`), `.gz`, `.zst` and `.br` traces stream through
-//! a buffer that holds one chunk (8 MiB by default) plus the longest line. Memory does not grow
-//! with the size of the trace.
+//! its buffer, with 1-based line numbers and byte offsets. Every source (a plain file, stdin (`-`),
+//! `.gz`, `.zst` and `.br` traces) streams through a buffer that holds one chunk (8 MiB by default)
+//! plus the longest line, so memory does not grow with the size of the trace.
+//!
+//! Files are read, never memory-mapped: a mapped file that another process truncates makes the
+//! next read of a vanished page kill the reader with SIGBUS, and a validator must never die of a
+//! signal. A plain file that shrinks while it is read ends early and is reported through
+//! [`Reader::truncated`], like a cut compressed stream. A line may be at most [`MAX_LINE`] bytes
+//! long (spec/rules.md, RD1): a source without newlines (`/dev/zero`) is an error, not a buffer
+//! that grows until memory runs out.
 //!
 //! ```
 //! use jets_format::Line;
@@ -29,7 +35,9 @@
 //! Two kinds of end are told apart. A last line without a newline that does not parse is *torn*
 //! ([`LineError::Torn`]): the writer stopped in the middle of it. A compressed stream that stops
 //! before its end marker (a crashed writer's `.gz`) yields all its complete lines, then the reader
-//! reports [`Reader::truncated`].
+//! reports [`Reader::truncated`]; so does a plain file that shrank while it was read.
+
+#![deny(clippy::print_stdout)]
 
 mod lines;
 mod source;
@@ -43,7 +51,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memchr::{memchr, memrchr};
-use memmap2::Mmap;
 
 pub use lines::{Chunk, LineError, RawLine, RawLines};
 pub use source::Compression;
@@ -51,6 +58,11 @@ pub use source::Compression;
 /// The default size of a chunk: large enough to amortize the per-chunk work of a parallel
 /// consumer, small enough to stay in the last-level cache of a few cores.
 pub const DEFAULT_CHUNK: usize = 8 << 20;
+
+/// The longest line a reader accepts, in bytes, without its newline (spec/rules.md, RD1): far
+/// above any line a tracer writes, low enough that a source without newlines stops with an error
+/// naming the line long before memory runs out.
+pub const MAX_LINE: usize = 64 << 20;
 
 /// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -72,12 +84,26 @@ pub enum ReadError {
         /// What is missing.
         what: String,
     },
+    /// A line is longer than the limit ([`MAX_LINE`] unless set with [`Reader::with_max_line`]):
+    /// reading stops there (spec/rules.md, RD1).
+    #[error(
+        "{name}:{line}: the line is longer than {limit} bytes without a newline; JETS readers \
+         stop there (spec/rules.md, RD1)"
+    )]
+    LineTooLong {
+        /// The file.
+        name: String,
+        /// 1-based number of the line.
+        line: u64,
+        /// The limit in bytes.
+        limit: usize,
+    },
 }
 
 /// A streaming reader of trace lines. See the [module documentation](self).
 pub struct Reader {
     name: String,
-    data: Data,
+    data: Stream,
     /// The part of the buffer handed out by the current chunk and not yet by `next_line`.
     pos: usize,
     lim: usize,
@@ -85,6 +111,7 @@ pub struct Reader {
     line: u64,
     offset: u64,
     chunk: usize,
+    max_line: usize,
     compression: Compression,
     source_len: Option<u64>,
     source_read: Arc<AtomicU64>,
@@ -93,13 +120,10 @@ pub struct Reader {
     follow: Option<Arc<AtomicBool>>,
 }
 
-enum Data {
-    Mmap(Mmap),
-    Stream(Stream),
-}
-
 struct Stream {
     r: Box<dyn Read + Send>,
+    /// The file behind a plain trace, to tell how long it is now (it may shrink while read).
+    file: Option<File>,
     buf: Vec<u8>,
     /// Bytes of `buf` holding data; `buf[lim..len]` is a line not yet complete.
     len: usize,
@@ -118,29 +142,15 @@ impl std::fmt::Debug for Reader {
 }
 
 impl Reader {
-    /// Opens a trace: `-` is stdin; a plain file is memory-mapped; gzip and zstd are detected
-    /// from the first bytes, brotli from a `.br` name.
+    /// Opens a trace: `-` is stdin; gzip and zstd are detected from the first bytes, brotli from a
+    /// `.br` name.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader, ReadError> {
         let path = path.as_ref();
         if path.as_os_str() == "-" {
             return Reader::from_read(io::stdin(), "<stdin>");
         }
-        let name = path.display().to_string();
-        let (mut file, len) = source::open_file(path)?;
-        let mut head = [0u8; 4];
-        let n = read_head(&mut file, &mut head).map_err(|source| io_err(&name, source))?;
-        let compression = Compression::detect(&head[..n], &name);
-        if compression != Compression::None || len == 0 || !file_is_regular(&file) {
-            let file = reopen(path, &name)?;
-            return Reader::from_stream(Box::new(file), &name, compression, Some(len));
-        }
-        // SAFETY: the map is read-only and private to this reader. Another process truncating
-        // the file while it is mapped makes reads fault (SIGBUS); growing or appending is fine.
-        // `jets validate --follow` streams instead of mapping, for files still being written.
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| io_err(&name, source))?;
-        #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
-        Ok(Reader::new(name, Data::Mmap(map), compression, Some(len)))
+        let (name, file, len, compression) = open_detect(path)?;
+        Reader::from_file(file, &name, compression, len)
     }
 
     /// Reads a trace from any `Read` (e.g. a socket or a decompressor you built); compression is
@@ -149,19 +159,15 @@ impl Reader {
         let mut buffered = io::BufReader::with_capacity(64 * 1024, r);
         let head = source::peek(&mut buffered).map_err(|source| io_err(name, source))?;
         let compression = Compression::detect(&head, name);
-        Reader::from_stream(Box::new(buffered), name, compression, None)
+        Reader::from_stream(Box::new(buffered), None, name, compression, None)
     }
 
     /// Follows a plain file that a running simulator is still writing: at the end of the data it
     /// waits for more instead of stopping, and hands out only complete lines. It stops when
-    /// `stop` is set (the partial line being written is then not handed out).
+    /// `stop` is set (the partial line being written is then not handed out), or when the file
+    /// shrinks under it ([`truncated`](Self::truncated) then says so).
     pub fn follow(path: impl AsRef<Path>, stop: Arc<AtomicBool>) -> Result<Reader, ReadError> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let (mut file, len) = source::open_file(path)?;
-        let mut head = [0u8; 4];
-        let n = read_head(&mut file, &mut head).map_err(|source| io_err(&name, source))?;
-        let compression = Compression::detect(&head[..n], &name);
+        let (name, file, len, compression) = open_detect(path.as_ref())?;
         if compression != Compression::None {
             return Err(ReadError::Unsupported {
                 name,
@@ -171,47 +177,72 @@ impl Reader {
                 ),
             });
         }
-        let file = reopen(path, &name)?;
-        let mut reader = Reader::from_stream(Box::new(file), &name, compression, Some(len))?;
+        let mut reader = Reader::from_file(file, &name, compression, len)?;
         reader.follow = Some(stop);
         Ok(reader)
     }
 
+    /// Stops following at the end of the data that is there now: the rest, up to the current end
+    /// of the file, is handed out as if the file were complete (an unterminated last line
+    /// included). For a follower that has seen the last line a writer writes, the footer: what
+    /// follows it is an error to report, not a line to wait for.
+    pub fn finish_following(&mut self) {
+        self.follow = None;
+    }
+
+    /// Whether the reader follows a growing file (and has not been told to finish).
+    pub fn following(&self) -> bool {
+        self.follow.is_some()
+    }
+
+    fn from_file(
+        file: io::BufReader<File>,
+        name: &str,
+        compression: Compression,
+        len: u64,
+    ) -> Result<Reader, ReadError> {
+        // Only a regular file has a length to compare with (a FIFO or /dev/zero has none).
+        let plain = compression == Compression::None && file_is_regular(file.get_ref());
+        let check = if plain { file.get_ref().try_clone().ok() } else { None };
+        Reader::from_stream(Box::new(file), check, name, compression, Some(len))
+    }
+
     fn from_stream(
         raw: Box<dyn Read + Send>,
+        file: Option<File>,
         name: &str,
         compression: Compression,
         source_len: Option<u64>,
     ) -> Result<Reader, ReadError> {
         let count = Arc::new(AtomicU64::new(0));
         let r = source::decoder(raw, compression, count.clone(), name)?;
-        let stream = Stream { r, buf: Vec::new(), len: 0, eof: false };
-        let mut reader =
-            Reader::new(name.to_owned(), Data::Stream(stream), compression, source_len);
-        reader.source_read = count;
-        Ok(reader)
-    }
-
-    fn new(name: String, data: Data, compression: Compression, source_len: Option<u64>) -> Reader {
-        Reader {
-            name,
+        let data = Stream { r, file, buf: Vec::new(), len: 0, eof: false };
+        Ok(Reader {
+            name: name.to_owned(),
             data,
             pos: 0,
             lim: 0,
             line: 1,
             offset: 0,
             chunk: DEFAULT_CHUNK,
+            max_line: MAX_LINE,
             compression,
             source_len,
-            source_read: Arc::new(AtomicU64::new(0)),
+            source_read: count,
             truncated: None,
             follow: None,
-        }
+        })
     }
 
     /// Sets the chunk size (at least 1 byte; a chunk always holds at least one whole line).
     pub fn with_chunk_size(mut self, bytes: usize) -> Reader {
         self.chunk = bytes.max(1);
+        self
+    }
+
+    /// Sets the longest line accepted, in bytes (at least 1; [`MAX_LINE`] by default).
+    pub fn with_max_line(mut self, bytes: usize) -> Reader {
+        self.max_line = bytes.max(1);
         self
     }
 
@@ -233,32 +264,19 @@ impl Reader {
     /// How many bytes of the source (compressed, for compressed traces) have been consumed: the
     /// position of a progress bar whose length is [`source_len`](Self::source_len).
     pub fn source_pos(&self) -> u64 {
-        match &self.data {
-            Data::Mmap(_) => self.offset,
-            Data::Stream(_) => self.source_read.load(Ordering::Relaxed),
-        }
+        self.source_read.load(Ordering::Relaxed)
     }
 
-    /// Set once the end was reached, when a compressed stream stopped before its end marker (or
-    /// was corrupt): the text says what the decoder reported. Every complete line before the
-    /// damage has been handed out.
+    /// Set once the end was reached, when the source ended early: a compressed stream that
+    /// stopped before its end marker (or was corrupt), or a plain file that shrank while it was
+    /// read. The text says what happened. Every complete line before the damage has been handed
+    /// out.
     pub fn truncated(&self) -> Option<&str> {
         self.truncated.as_deref()
     }
 
-    /// The whole trace when it is memory-mapped (a plain file), for consumers that split it
-    /// themselves (the validator checks pieces of it on several threads at once).
-    pub fn mapped(&self) -> Option<&[u8]> {
-        match &self.data {
-            Data::Mmap(m) => Some(m),
-            Data::Stream(_) => None,
-        }
-    }
-
-    /// The next block of whole lines, or `None` at the end of the trace.
-    ///
-    /// A chunk of a memory-mapped file borrows the map; a streamed chunk borrows the reader's
-    /// buffer, so it must be dropped before the next call.
+    /// The next block of whole lines, or `None` at the end of the trace. The chunk borrows the
+    /// reader's buffer, so it must be dropped before the next call.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk<'_>>, ReadError> {
         if self.pos == self.lim && !self.fill()? {
             return Ok(None);
@@ -298,110 +316,110 @@ impl Reader {
     }
 
     fn buf(&self) -> &[u8] {
-        match &self.data {
-            Data::Mmap(m) => m,
-            Data::Stream(s) => &s.buf[..s.len],
-        }
+        &self.data.buf[..self.data.len]
+    }
+
+    /// (length expected, length now) of a plain file that is now shorter than it was at open or
+    /// than what has been read of it.
+    fn shrunk(&self) -> Option<(u64, u64)> {
+        let now = self.data.file.as_ref()?.metadata().ok()?.len();
+        let expected = self.source_pos().max(self.source_len.unwrap_or(0));
+        (now < expected).then_some((expected, now))
     }
 
     /// Makes `pos..lim` the next chunk of whole lines; false at the end.
     fn fill(&mut self) -> Result<bool, ReadError> {
         let chunk = self.chunk;
-        match &mut self.data {
-            Data::Mmap(m) => {
-                let len = m.len();
-                if self.lim >= len {
+        // Keep the incomplete line at the front, then read until the buffer is full.
+        let s = &mut self.data;
+        s.buf.copy_within(self.lim..s.len, 0);
+        s.len -= self.lim;
+        self.pos = 0;
+        self.lim = 0;
+        // Grow towards the chunk size only while the data fills the buffer, so a small trace does
+        // not pay for a chunk-sized buffer.
+        if s.buf.len() < chunk && s.len == s.buf.len() {
+            s.buf.resize((s.buf.len() * 2).max(64 * 1024).min(chunk), 0);
+        }
+        loop {
+            let s = &mut self.data;
+            while s.len < s.buf.len() && !s.eof {
+                match s.r.read(&mut s.buf[s.len..]) {
+                    Ok(0) => s.eof = true,
+                    Ok(n) => {
+                        s.len += n;
+                        if self.follow.is_some()
+                            && memchr(b'\n', &s.buf[s.len - n..s.len]).is_some()
+                        {
+                            break; // hand out lines as soon as they arrive
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if self.compression != Compression::None => {
+                        self.truncated = Some(e.to_string());
+                        s.eof = true;
+                    }
+                    Err(source) => return Err(io_err(&self.name, source)),
+                }
+            }
+            if let Some(i) = memrchr(b'\n', &s.buf[..s.len]) {
+                if !s.eof || self.follow.is_some() || s.len == i + 1 {
+                    self.lim = i + 1;
+                    return Ok(true);
+                }
+            }
+            if s.eof {
+                // A plain file that is now shorter than what was read of it was truncated (or
+                // rewritten) under the reader: what was read is stale, so stop and say so.
+                if self.truncated.is_none() {
+                    if let Some((was, now)) = self.shrunk() {
+                        self.truncated = Some(format!(
+                            "the file shrank from {was} to {now} bytes while it was read"
+                        ));
+                        self.follow = None;
+                    }
+                }
+                let s = &mut self.data;
+                let Some(stop) = &self.follow else {
+                    self.lim = s.len; // all that is left, with an unterminated last line
+                    return Ok(s.len > 0);
+                };
+                // A growing file: wait for the writer, unless told to stop; the partial line it
+                // is writing is never handed out.
+                if stop.load(Ordering::Relaxed) {
                     return Ok(false);
                 }
-                let start = self.lim;
-                let target = (start + chunk).min(len);
-                let end = match memchr(b'\n', &m[target - 1..]) {
-                    Some(i) => target + i,
-                    None => len,
-                };
-                self.pos = start;
-                self.lim = end;
-                Ok(true)
+                std::thread::sleep(Duration::from_millis(50));
+                s.eof = false;
+                continue;
             }
-            Data::Stream(s) => {
-                // Keep the incomplete line at the front, then read until the buffer is full.
-                s.buf.copy_within(self.lim..s.len, 0);
-                s.len -= self.lim;
-                self.pos = 0;
-                self.lim = 0;
-                // Grow towards the chunk size only while the data fills the buffer, so a small
-                // trace does not pay for a chunk-sized buffer.
-                if s.buf.len() < chunk && s.len == s.buf.len() {
-                    s.buf.resize((s.buf.len() * 2).max(64 * 1024).min(chunk), 0);
-                }
-                loop {
-                    while s.len < s.buf.len() && !s.eof {
-                        match s.r.read(&mut s.buf[s.len..]) {
-                            Ok(0) => s.eof = true,
-                            Ok(n) => {
-                                s.len += n;
-                                if self.follow.is_some()
-                                    && memchr(b'\n', &s.buf[s.len - n..s.len]).is_some()
-                                {
-                                    break; // hand out lines as soon as they arrive
-                                }
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) if self.compression != Compression::None => {
-                                self.truncated = Some(e.to_string());
-                                s.eof = true;
-                            }
-                            Err(source) => return Err(io_err(&self.name, source)),
-                        }
-                    }
-                    if let Some(i) = memrchr(b'\n', &s.buf[..s.len]) {
-                        if !s.eof || self.follow.is_some() || s.len == i + 1 {
-                            self.lim = i + 1;
-                            return Ok(true);
-                        }
-                    }
-                    if s.eof {
-                        let Some(stop) = &self.follow else {
-                            self.lim = s.len; // all that is left, with an unterminated last line
-                            return Ok(s.len > 0);
-                        };
-                        // A growing file: wait for the writer, unless told to stop; the partial
-                        // line it is writing is never handed out.
-                        if stop.load(Ordering::Relaxed) {
-                            return Ok(false);
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
-                        s.eof = false;
-                        continue;
-                    }
-                    // One line longer than the buffer: grow it.
-                    let grown = s.buf.len() * 2;
-                    s.buf.resize(grown, 0);
-                }
+            // One line longer than the buffer: grow it, up to the limit.
+            if s.len > self.max_line {
+                return Err(ReadError::LineTooLong {
+                    name: self.name.clone(),
+                    line: self.line,
+                    limit: self.max_line,
+                });
             }
+            let grown = (s.buf.len() * 2).min(self.max_line + 1);
+            s.buf.resize(grown, 0);
         }
     }
+}
+
+/// Opens a file and detects its compression from its first bytes (and name), without consuming
+/// them (a FIFO cannot be read twice).
+fn open_detect(path: &Path) -> Result<(String, io::BufReader<File>, u64, Compression), ReadError> {
+    let name = path.display().to_string();
+    let (file, len) = source::open_file(path)?;
+    let mut file = io::BufReader::with_capacity(64 * 1024, file);
+    let head = source::peek(&mut file).map_err(|source| io_err(&name, source))?;
+    let compression = Compression::detect(&head, &name);
+    Ok((name, file, len, compression))
 }
 
 fn io_err(name: &str, source: io::Error) -> ReadError {
     ReadError::Io { name: name.to_owned(), source }
-}
-
-fn read_head(file: &mut File, head: &mut [u8; 4]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < head.len() {
-        match file.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-fn reopen(path: &Path, name: &str) -> Result<File, ReadError> {
-    File::open(path).map_err(|source| io_err(name, source))
 }
 
 fn file_is_regular(file: &File) -> bool {

@@ -46,7 +46,7 @@ fn expected(text: &str) -> Vec<(u64, u64, Vec<u8>, bool)> {
 }
 
 #[test]
-fn mmap_and_stream_agree_at_every_chunk_size() {
+fn files_and_streams_agree_at_every_chunk_size() {
     let dir = tempfile::tempdir().unwrap();
     for text in [sample(300), format!("{}{{\"type\":\"ev", sample(50)), String::new()] {
         let path = dir.path().join("t.jets");
@@ -59,8 +59,8 @@ fn mmap_and_stream_agree_at_every_chunk_size() {
                     .unwrap()
                     .with_chunk_size(chunk)
             };
-            assert_eq!(collect_lines(open()), want, "mmap lines, chunk {chunk}");
-            assert_eq!(collect_chunks(open()), want, "mmap chunks, chunk {chunk}");
+            assert_eq!(collect_lines(open()), want, "file lines, chunk {chunk}");
+            assert_eq!(collect_chunks(open()), want, "file chunks, chunk {chunk}");
             assert_eq!(collect_lines(stream()), want, "stream lines, chunk {chunk}");
             assert_eq!(collect_chunks(stream()), want, "stream chunks, chunk {chunk}");
         }
@@ -242,4 +242,57 @@ fn follow_waits_for_complete_lines_and_stops_on_request() {
     // "thi" is still being written when the stop comes: it is not handed out.
     assert!(r.next_line().is_none());
     writer.join().unwrap();
+}
+
+/// Issue 17, item 7: a file truncated by another process while it is read ends early with a
+/// report; it used to be memory-mapped, and the next read of a vanished page raised SIGBUS.
+#[test]
+fn a_file_truncated_while_read_is_reported_not_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jets");
+    let text = sample(200_000);
+    assert!(text.len() > 4 << 20);
+    std::fs::write(&path, &text).unwrap();
+    let mut r = Reader::open(&path).unwrap().with_chunk_size(64 << 10);
+    let first = r.next_chunk().unwrap().unwrap().bytes.len();
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(1000).unwrap();
+    let mut read = first;
+    while let Some(c) = r.next_chunk().unwrap() {
+        read += c.bytes.len();
+    }
+    assert!(read < text.len(), "{read} bytes of {}", text.len());
+    let why = r.truncated().expect("the shrink is reported");
+    assert!(why.contains("shrank") && why.contains("to 1000 bytes"), "{why}");
+
+    // The validator reports it as the end of a cut stream (E019), on any number of threads.
+    for threads in [1, 2] {
+        std::fs::write(&path, &text).unwrap();
+        let mut r = Reader::open(&path).unwrap().with_chunk_size(64 << 10);
+        let _ = r.next_chunk().unwrap();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(1000).unwrap();
+        let mut rules = Vec::new();
+        crate::validate::Validator::new()
+            .threads(threads)
+            .run(&mut r, |d| rules.push(d.rule))
+            .unwrap();
+        assert_eq!(rules.last(), Some(&crate::validate::Rule::TruncatedStream), "{rules:?}");
+    }
+}
+
+/// Issue 17, item 10: a source without newlines stops at the line limit with an error naming the
+/// line, instead of growing the buffer until memory runs out.
+#[test]
+fn a_line_without_end_stops_at_the_limit() {
+    use std::io::Read as _;
+    let text = b"{\"type\":\"header\"}\n".to_vec();
+    let endless = Cursor::new(text).chain(std::io::repeat(b'x').take(1 << 24));
+    let mut r = Reader::from_read(endless, "endless").unwrap().with_max_line(100_000);
+    assert!(r.next_line().unwrap().is_ok());
+    match r.next_line() {
+        Some(Err(ReadError::LineTooLong { line: 2, limit: 100_000, name })) => {
+            assert_eq!(name, "endless")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(MAX_LINE, 64 << 20, "spec/rules.md RD1 states this figure");
 }

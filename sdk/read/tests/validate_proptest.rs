@@ -3,19 +3,32 @@
 
 use proptest::prelude::*;
 
-use jets_read::validate::{repair, validate_bytes, Severity};
+use jets_read::validate::{repair, validate_bytes, Level};
 
 const VALID: &str = include_str!("../../../spec/conformance/valid/full.jets");
 
 fn check(bytes: &[u8]) {
     let (diagnostics, report) = validate_bytes(bytes);
-    let errors = diagnostics.iter().filter(|d| d.severity() == Severity::Error).count() as u64;
+    let errors = diagnostics.iter().filter(|d| d.level() == Level::Error).count() as u64;
     assert_eq!(errors, report.errors);
     assert_eq!(diagnostics.len() as u64 - errors, report.warnings);
     assert!(diagnostics.windows(2).all(|w| w[0].line <= w[1].line), "in line order");
     for d in &diagnostics {
         assert!(d.line >= 1 && d.line <= report.counts.lines + 1, "{d}");
         assert!(d.column >= 1);
+    }
+    // The SDK's own readers (stats, convert, view: the format model) read every line the
+    // validator finds no error in (issue 17, item 11).
+    let bad: std::collections::BTreeSet<u64> =
+        diagnostics.iter().filter(|d| d.level() == Level::Error).map(|d| d.line).collect();
+    let mut reader =
+        jets_read::Reader::from_read(std::io::Cursor::new(bytes.to_vec()), "fuzz").unwrap();
+    while let Some(Ok(raw)) = reader.next_line() {
+        if !bad.contains(&raw.number) {
+            if let Err(e) = raw.parse() {
+                panic!("line {} passes the validator but not the reader: {e}", raw.number);
+            }
+        }
     }
     // Repair of anything yields a trace without errors.
     let mut reader =
@@ -46,6 +59,10 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         b"null",
         b"-1",
         b"1e999",
+        b"1e400",
+        b"-0",
+        b"\\ud800",
+        b"\\udc00\\ud800",
         b"18446744073709551616",
         b"\"type\":\"footer\"",
         b"\\u00",
@@ -125,5 +142,43 @@ proptest! {
             apply(&mut bytes, m);
         }
         check(&bytes);
+    }
+}
+
+/// Issue 17, item 11: a value is valid or not whatever member it stands in, and the validator
+/// and the format model (what stats, convert and view read with) agree on every such line.
+#[test]
+fn edge_values_are_judged_alike_wherever_they_stand() {
+    // (JSON text, valid wherever any value may stand)
+    let values = [
+        (r#""\ud800""#, false),
+        (r#""\udc00\ud800""#, false),
+        ("1e400", false),
+        ("-1e400", false),
+        (&"9".repeat(400), false),
+        (r#""\ud83d\ude00""#, true),
+        ("-0", true),
+        ("-0.0", true),
+        ("1e-400", true),
+        ("123456789012345678901234567890", true),
+        ("1.7976931348623157e308", true),
+    ];
+    let places = [
+        r#"{"type":"header","version":"2.0","metadata":{"k":V}}"#,
+        r#"{"type":"header","version":"2.0","metadata":{},"vendor":V}"#,
+        r#"{"type":"header","version":"2.0","metadata":{"a":[{"b":[V]}]}}"#,
+        r#"{"type":"header","version":"2.0","metadata":{},"data":{"x":V}}"#,
+    ];
+    for (value, valid) in values {
+        for place in places {
+            let line = place.replace('V', value);
+            let (diagnostics, report) = validate_bytes(format!("{line}\n").as_bytes());
+            assert_eq!(report.errors == 0, valid, "{line}: {diagnostics:?}");
+            if !valid {
+                assert_eq!(diagnostics[0].rule.code(), "E001", "{line}");
+            }
+            let parsed = jets_format::Line::parse(&line);
+            assert_eq!(parsed.is_ok(), valid, "the model disagrees on {line}: {parsed:?}");
+        }
     }
 }

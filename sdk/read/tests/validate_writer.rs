@@ -112,3 +112,34 @@ fn a_trace_abandoned_mid_run_is_a_valid_prefix_after_repair() {
     assert!(jets_read::validate::validate_bytes(&out).0.is_empty());
     trace.close().unwrap();
 }
+
+/// Every value of the vocabulary's closed sets, written through the writer's builders, is what
+/// the validator accepts: the writer, the vocabulary and the validator cannot drift apart.
+#[test]
+fn every_vocabulary_value_the_writer_writes_validates_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vocab.jets");
+    let trace = Trace::create(&path, Metadata::new()).expect("trace");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    for (i, status) in Status::ALL.iter().enumerate() {
+        let r = root.child("r", "T").status(*status).begin_at(i as u64).expect("child");
+        for severity in Severity::ALL {
+            for style in MarkerStyle::ALL {
+                r.event("e")
+                    .severity(*severity)
+                    .marker_style(*style)
+                    .emit_at(i as u64)
+                    .expect("ev");
+            }
+        }
+        r.end_at(i as u64 + 1).expect("end");
+    }
+    root.end_at(100).expect("end");
+    trace.close().expect("close");
+    let (diagnostics, report) = jets_read::validate::validate_bytes(&std::fs::read(&path).unwrap());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    assert_eq!(
+        report.counts.events as usize,
+        Status::ALL.len() * Severity::ALL.len() * MarkerStyle::ALL.len()
+    );
+}

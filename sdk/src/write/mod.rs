@@ -15,24 +15,32 @@
 //! `end` consumes the handle, so a record ends at most once, and [`Trace::close`] writes the footer
 //! after draining every ring.
 
+mod fence;
+mod line;
+mod panic_flush;
 mod record;
 mod ring;
 mod sink;
+mod spsc;
+#[cfg(test)]
+mod tests;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
+use crate::capture::gate::Gate;
+use crate::capture::{Capture, LeftOut};
 use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
-use ring::LocalRing;
+use ring::{LocalRing, Slot};
 use sink::Sink;
 
 /// What an emitting call does when its thread's ring to the writer thread is full.
@@ -120,6 +128,10 @@ pub struct Summary {
     pub dropped: Dropped,
     /// Bytes handed to the sink (before compression).
     pub bytes: u64,
+    /// Lines left out by capture control (filters, window, sampling, recorder, capture off).
+    pub left_out: LeftOut,
+    /// How many times the flight recorder was written.
+    pub dumps: u64,
 }
 
 /// Exact counts of lines dropped under [`Policy::Drop`].
@@ -140,7 +152,8 @@ pub(crate) struct Shared {
     /// Unique per trace in this process: keys the thread-local rings.
     id: u64,
     policy: Policy,
-    ring_capacity: usize,
+    /// Size of each thread's ring, in 8-byte words.
+    ring_words: usize,
     clock: SimClock,
     next_id: AtomicU64,
     closed: AtomicBool,
@@ -149,23 +162,59 @@ pub(crate) struct Shared {
     dropped: [AtomicU64; 4],
     writer: OnceLock<Thread>,
     target: String,
-    /// Rings created by threads since the writer last looked, with their ids.
-    new_rings: Mutex<Vec<(u32, rtrb::Consumer<writer::Line>)>>,
-    next_ring: AtomicU32,
+    /// Every ring of this trace (see [`Registry`]).
+    rings: Mutex<Registry>,
+    /// Set when `rings` has new consumers for the writer.
     rings_pending: AtomicBool,
     /// Flush and close requests for the writer.
     control: Mutex<Control>,
     control_pending: AtomicBool,
     /// The ring used when a thread's own cannot be (thread-local storage torn down).
     fallback: Mutex<Option<LocalRing>>,
+    /// Capture control: what the emitting calls let through.
+    pub(crate) gate: Gate,
+    pub(crate) capture: Capture,
+    /// A fatal signal asked the writer to dump, write the footer and stop.
+    fatal: AtomicBool,
+    /// The writer has closed the file.
+    finished: AtomicBool,
 }
 
 /// Requests from `flush` and `close`, taken by the writer thread.
 #[derive(Default)]
 pub(crate) struct Control {
     flushes: Vec<Arc<Ack>>,
+    /// Flight-recorder dumps requested by `Trace::dump`.
+    dumps: Vec<Arc<Ack>>,
     /// `Some(end_clk)` once close was requested.
     close: Option<Option<u64>>,
+    /// Set by the writer thread as it exits (closed or died): no request is queued after it, so
+    /// none waits for an answer that never comes.
+    gone: bool,
+}
+
+/// The rings of a trace, as the writer and `close` see them.
+#[derive(Default)]
+pub(crate) struct Registry {
+    /// Consumers of rings created since the writer last looked, with their ids.
+    new: Vec<(u32, spsc::Consumer)>,
+    /// The producer side of every ring. Weak: a thread that exits frees its ring.
+    slots: Vec<Weak<Slot>>,
+    next: u32,
+    /// Set at close once the rings are retired: no ring can be created any more.
+    retired: bool,
+}
+
+impl Registry {
+    /// Registers a new ring; returns its id.
+    fn add(&mut self, consumer: spsc::Consumer, slot: &Arc<Slot>) -> u32 {
+        let id = self.next;
+        self.next += 1;
+        self.new.push((id, consumer));
+        self.slots.retain(|s| s.strong_count() > 0);
+        self.slots.push(Arc::downgrade(slot));
+        id
+    }
 }
 
 const DROP_RECORD: usize = 0;
@@ -175,20 +224,71 @@ const DROP_END: usize = 3;
 
 static NEXT_TRACE_ID: AtomicU64 = AtomicU64::new(1);
 
-impl Shared {
-    /// Registers a new ring's consumer side with the writer; returns the ring's id.
-    fn adopt(&self, consumer: rtrb::Consumer<writer::Line>) -> u32 {
-        let mut rings = self.new_rings.lock().unwrap_or_else(|p| p.into_inner());
-        let id = self.next_ring.fetch_add(1, Ordering::Relaxed);
-        rings.push((id, consumer));
-        self.rings_pending.store(true, Ordering::Release);
-        id
-    }
+/// The line size [`TraceBuilder::capacity`] counts in, in words.
+const WORDS_PER_LINE: usize = 16;
 
-    fn request(&self, f: impl FnOnce(&mut Control)) {
-        f(&mut self.control.lock().unwrap_or_else(|p| p.into_inner()));
+impl Shared {
+    fn request<T>(&self, f: impl FnOnce(&mut Control) -> T) -> T {
+        let answer = f(&mut self.control.lock().unwrap_or_else(|p| p.into_inner()));
         self.control_pending.store(true, Ordering::Release);
         self.wake_writer();
+        answer
+    }
+
+    /// Stops the producers: once this returns true, every push that returned `Ok` has its line
+    /// in a ring, and every later push sees `closed` and writes nothing. `meanwhile` runs while a
+    /// push is still in progress (the writer drains there, so a push waiting for room can
+    /// finish). With `patience`, gives up after that long and returns false (a fatal signal: the
+    /// thread that took it may never finish its push).
+    fn quiesce(&self, mut meanwhile: impl FnMut(), patience: Option<Duration>) -> bool {
+        self.closed.store(true, Ordering::SeqCst);
+        fence::heavy();
+        let slots: Vec<Arc<Slot>> = {
+            let registry = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+            registry.slots.iter().filter_map(Weak::upgrade).collect()
+        };
+        let deadline = patience.map(|p| std::time::Instant::now() + p);
+        for slot in &slots {
+            while slot.is_busy() {
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    return false;
+                }
+                meanwhile();
+            }
+        }
+        true
+    }
+
+    /// Frees every ring's producer end and refuses new rings. Call only after
+    /// [`Shared::quiesce`] returned true.
+    fn retire(&self) {
+        let mut registry = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+        if registry.retired {
+            return;
+        }
+        registry.retired = true;
+        registry.new.clear();
+        for slot in registry.slots.drain(..).filter_map(|s| s.upgrade()) {
+            // SAFETY: every caller has seen `quiesce` return true first (the writer's close and
+            // its exit guard).
+            unsafe { slot.retire() };
+        }
+    }
+
+    fn is_retired(&self) -> bool {
+        self.rings.lock().unwrap_or_else(|p| p.into_inner()).retired
+    }
+
+    /// The writer thread is exiting: answer every waiting flush, refuse later ones.
+    fn writer_gone(&self) {
+        let flushes = {
+            let mut control = self.control.lock().unwrap_or_else(|p| p.into_inner());
+            control.gone = true;
+            std::mem::take(&mut control.flushes)
+        };
+        for ack in flushes {
+            ack.set();
+        }
     }
 
     fn count_drop(&self, kind: usize) {
@@ -203,6 +303,16 @@ impl Shared {
             annotations: get(DROP_ANNOTATION),
             record_ends: get(DROP_END),
         }
+    }
+
+    /// From a signal handler: only atomics and an unpark (a futex wake).
+    pub(crate) fn request_fatal_close(&self) {
+        self.fatal.store(true, Ordering::SeqCst);
+        self.wake_writer();
+    }
+
+    pub(crate) fn finished(&self) -> bool {
+        self.finished.load(Ordering::SeqCst)
     }
 
     fn wake_writer(&self) {
@@ -251,18 +361,48 @@ impl Inner {
                 )),
             };
             *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            #[cfg(unix)]
+            if self.shared.capture.recorder.is_some() {
+                crate::capture::fatal::unregister(&self.shared);
+            }
         }
         drop(join);
         self.result.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(Err(Error::Closed))
     }
 
     fn flush(&self, timeout: Option<Duration>) -> Result<(), Error> {
-        if self.shared.closed.load(Ordering::Relaxed) {
+        self.ask(timeout, |c, ack| c.flushes.push(ack))
+    }
+
+    fn dump(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        self.ask(timeout, |c, ack| c.dumps.push(ack))
+    }
+
+    /// Queues a request for the writer and waits for its answer (or `timeout`).
+    fn ask(
+        &self,
+        timeout: Option<Duration>,
+        f: impl FnOnce(&mut Control, Arc<Ack>),
+    ) -> Result<(), Error> {
+        if self.shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let ack = Arc::new(Ack::default());
-        self.shared.request(|c| c.flushes.push(Arc::clone(&ack)));
-        ack.wait(timeout);
+        // Queued only while the writer runs; the writer answers every queued request, at the
+        // latest as it exits (after the footer when it closes), so this wait always ends.
+        let queued = self.shared.request(|c| {
+            if !c.gone {
+                f(c, Arc::clone(&ack));
+            }
+            !c.gone
+        });
+        if !queued {
+            return Err(Error::Closed);
+        }
+        if !ack.wait(timeout) {
+            let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+            return Err(Error::io(&self.shared.target, e));
+        }
         match self.shared.error() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -295,7 +435,8 @@ impl Ack {
         self.cv.notify_all();
     }
 
-    fn wait(&self, timeout: Option<Duration>) {
+    /// Waits for the answer; false when `timeout` passed first.
+    fn wait(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         while !*done {
@@ -304,12 +445,13 @@ impl Ack {
                 Some(d) => {
                     let now = std::time::Instant::now();
                     if now >= d {
-                        return;
+                        return false;
                     }
                     done = self.cv.wait_timeout(done, d - now).unwrap_or_else(|p| p.into_inner()).0;
                 }
             }
         }
+        true
     }
 }
 
@@ -335,6 +477,7 @@ pub struct TraceBuilder {
     flush_interval: Duration,
     clock: Option<SimClock>,
     flush_on_panic: bool,
+    capture: Option<Capture>,
 }
 
 impl Default for TraceBuilder {
@@ -345,6 +488,7 @@ impl Default for TraceBuilder {
             flush_interval: Duration::from_millis(100),
             clock: None,
             flush_on_panic: false,
+            capture: None,
         }
     }
 }
@@ -360,8 +504,11 @@ impl TraceBuilder {
         self.policy = policy;
         self
     }
-    /// How many lines each emitting thread's ring holds (at least 16). A line costs about 300
-    /// bytes in the ring; a larger ring absorbs longer bursts before the policy applies.
+    /// How many lines each emitting thread's ring holds (at least 16), counted as lines of 128
+    /// bytes (an event with two fields): the ring takes `lines * 128` bytes, rounded up to a
+    /// power of two, and a line takes only what it uses (a record with a name and type and no
+    /// fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
+    /// policy applies.
     pub fn capacity(mut self, lines: usize) -> Self {
         self.ring_capacity = lines.max(16);
         self
@@ -376,10 +523,19 @@ impl TraceBuilder {
         self.clock = Some(clock);
         self
     }
-    /// Install a panic hook that flushes this trace before the panic unwinds (chained with the
-    /// existing hook). A panicking simulator then leaves everything it emitted on disk.
+    /// Flush this trace when any thread panics, before the panic unwinds. A panicking simulator
+    /// then leaves everything it emitted on disk. One process-wide hook (chained with the hook
+    /// found when it is installed) serves every such trace; a trace leaves it when dropped.
     pub fn flush_on_panic(mut self, yes: bool) -> Self {
         self.flush_on_panic = yes;
+        self
+    }
+
+    /// What to capture (see [`crate::capture`]). Without this call the `JETS_CAPTURE`
+    /// environment variable is read at open (a bad value fails the open with
+    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it.
+    pub fn capture(mut self, capture: Capture) -> Self {
+        self.capture = Some(capture);
         self
     }
 
@@ -401,13 +557,23 @@ impl TraceBuilder {
     }
 
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
+        fence::init();
+        let capture = match self.capture {
+            Some(c) => c,
+            None => Capture::from_env()
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?
+                .unwrap_or_default(),
+        };
+        let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
         Header::new(metadata.0).write_json(&mut header);
         sink.write_lines(&header).and_then(|()| sink.flush()).map_err(|e| Error::io(&target, e))?;
         let shared = Arc::new(Shared {
-            id: NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             policy: self.policy,
-            ring_capacity: self.ring_capacity,
+            // Sized for lines of 16 words (an event with two fields), and never smaller than
+            // two of the largest line.
+            ring_words: (self.ring_capacity * WORDS_PER_LINE).max(2 * line::MAX_WORDS),
             clock: self.clock.unwrap_or_default(),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
@@ -416,12 +582,15 @@ impl TraceBuilder {
             dropped: Default::default(),
             writer: OnceLock::new(),
             target: target.clone(),
-            new_rings: Mutex::new(Vec::new()),
-            next_ring: AtomicU32::new(0),
+            rings: Mutex::new(Registry::default()),
             rings_pending: AtomicBool::new(false),
             control: Mutex::new(Control::default()),
             control_pending: AtomicBool::new(false),
             fallback: Mutex::new(None),
+            gate: Gate::new(&capture, id),
+            capture,
+            fatal: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
         });
         let config = writer::Config {
             flush_interval: self.flush_interval,
@@ -438,22 +607,18 @@ impl TraceBuilder {
             join: Mutex::new(Some(handle)),
             result: Mutex::new(None),
         }));
-        if self.flush_on_panic {
-            install_panic_flush(Arc::downgrade(&trace.0));
+        let recorder = trace.0.shared.capture.recorder.is_some();
+        if self.flush_on_panic || recorder {
+            // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed.
+            panic_flush::register(Arc::downgrade(&trace.0), recorder);
+        }
+        if recorder {
+            // CAP-REC-2: and on a fatal signal.
+            #[cfg(unix)]
+            crate::capture::fatal::register(&trace.0.shared);
         }
         Ok(trace)
     }
-}
-
-fn install_panic_flush(trace: Weak<Inner>) {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if let Some(inner) = trace.upgrade() {
-            // Bounded: a panic must not hang on a stuck disk.
-            let _ = inner.flush(Some(Duration::from_secs(2)));
-        }
-        previous(info);
-    }));
 }
 
 /// An open trace: the root of everything a simulator emits.
@@ -513,6 +678,51 @@ impl Trace {
     /// Lines dropped so far under [`Policy::Drop`].
     pub fn dropped(&self) -> Dropped {
         self.0.shared.dropped()
+    }
+
+    /// The capture setting in force (given to [`TraceBuilder::capture`], or read from
+    /// `JETS_CAPTURE`).
+    pub fn capture(&self) -> &Capture {
+        &self.0.shared.capture
+    }
+
+    /// Turns capture on: lines emitted from now on are written (subject to the setting).
+    pub fn capture_on(&self) {
+        self.0.shared.gate.set_on(true);
+    }
+
+    /// Turns capture off: until [`Trace::capture_on`], emitting calls write nothing and cost a
+    /// load and a branch. Records begun while off are left out with their subtrees (CAP-OFF-1).
+    pub fn capture_off(&self) {
+        self.0.shared.gate.set_on(false);
+    }
+
+    /// Whether capture is on.
+    pub fn is_capturing(&self) -> bool {
+        self.0.shared.gate.on()
+    }
+
+    /// Opens a region of interest (for a setting with `roi`). Regions nest and may be opened
+    /// and closed on any thread; lines are captured while at least one is open.
+    pub fn roi_begin(&self) {
+        self.0.shared.gate.roi_begin();
+    }
+
+    /// Closes a region of interest. Returns false (and does nothing) when none was open.
+    pub fn roi_end(&self) -> bool {
+        self.0.shared.gate.roi_end()
+    }
+
+    /// Writes what the flight recorder holds (with the ancestors its lines need) and waits until
+    /// it is flushed to the OS. Without a recorder this is [`Trace::flush`].
+    pub fn dump(&self) -> Result<(), Error> {
+        self.0.dump(None)
+    }
+
+    /// Lines left out by capture control in the emitting calls so far (the writer's own count,
+    /// of held records never needed and recorder lines never dumped, is added at close).
+    pub fn left_out(&self) -> LeftOut {
+        self.0.shared.gate.left_out()
     }
 
     /// Writes the footer with exact totals and completes the file. Later calls return the same

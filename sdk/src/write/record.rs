@@ -6,9 +6,10 @@
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
+use super::line::{Kind, Line};
 use super::ring::{self, Pos};
-use super::writer::{Kind, Line};
 use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
+use crate::capture::gate::{self, bits, Verdict};
 use crate::error::Error;
 use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
 
@@ -28,6 +29,8 @@ pub struct RecordHandle {
     /// False when the drop policy dropped this record's line: then everything hanging off it is
     /// dropped (and counted) too, so no line can refer to a record missing from the file.
     live: bool,
+    /// Capture control's bits for lines made through this handle (`capture::gate::bits`).
+    cap: u8,
 }
 
 impl std::fmt::Debug for RecordHandle {
@@ -51,7 +54,9 @@ impl RecordHandle {
         self.start
     }
 
-    /// False when the record was dropped by [`super::Policy::Drop`] (and so is everything on it).
+    /// False when the record was dropped by [`super::Policy::Drop`] or left out by capture
+    /// control (and so is everything on it). True does not promise the line reaches the file: a
+    /// record may be held as a possible ancestor, or kept by a flight recorder.
     pub fn is_recorded(&self) -> bool {
         self.live
     }
@@ -66,6 +71,7 @@ impl RecordHandle {
             inner: &self.inner,
             parent_start: self.start,
             parent_live: self.live,
+            parent_cap: self.cap,
             p: Pending::new(line),
         }
     }
@@ -96,6 +102,9 @@ impl RecordHandle {
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
         if !self.live {
+            if self.cap & bits::LEFT != 0 {
+                self.inner.shared.gate.leave(gate::END);
+            }
             return Ok(());
         }
         let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
@@ -145,8 +154,23 @@ impl RecordHandle {
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
         check_data(&pending.line, pending.error.take())?;
         let shared = &self.inner.shared;
+        // The drop kinds are also capture's line-kind indices.
         if !self.live {
-            shared.count_drop(drop_kind);
+            if self.cap & bits::LEFT != 0 {
+                shared.gate.leave(drop_kind);
+            } else {
+                shared.count_drop(drop_kind);
+            }
+            return Ok(());
+        }
+        let line = &pending.line;
+        let captured = if drop_kind == DROP_EVENT {
+            shared.gate.event(&line.name, line.clk, self.cap)
+        } else {
+            shared.gate.annotation(self.cap)
+        };
+        if !captured {
+            shared.gate.leave(drop_kind);
             return Ok(());
         }
         if pending.push(shared)?.is_none() {
@@ -247,6 +271,7 @@ pub struct RecordBuilder<'a> {
     inner: &'a Arc<Inner>,
     parent_start: u64,
     parent_live: bool,
+    parent_cap: u8,
     p: Pending,
 }
 
@@ -255,7 +280,13 @@ impl<'a> RecordBuilder<'a> {
     pub(super) fn root(inner: &'a Arc<Inner>, name: Str, record_type: Str) -> Self {
         let mut line = Line::new(Kind::Record, 0, name, None);
         line.record_type = record_type;
-        RecordBuilder { inner, parent_start: 0, parent_live: true, p: Pending::new(line) }
+        RecordBuilder {
+            inner,
+            parent_start: 0,
+            parent_live: true,
+            parent_cap: 0,
+            p: Pending::new(line),
+        }
     }
 
     data_methods!();
@@ -312,9 +343,30 @@ impl<'a> RecordBuilder<'a> {
         check_data(&self.p.line, self.p.error.take())?;
         self.p.line.clk = clk;
         let shared = &self.inner.shared;
-        let pushed = if self.parent_live { self.p.push(shared)? } else { None };
+        let line = &self.p.line;
+        let (verdict, mut cap) = if self.parent_live {
+            shared.gate.record(
+                &line.record_type,
+                || gate::unit_of(line.data.fields()),
+                clk,
+                self.parent_cap,
+            )
+        } else {
+            (Verdict::Leave, self.parent_cap & bits::LEFT)
+        };
+        let pushed = if verdict == Verdict::Leave {
+            None
+        } else {
+            self.p.line.hold = verdict == Verdict::Hold;
+            self.p.push(shared)?
+        };
         if pushed.is_none() {
-            shared.count_drop(DROP_RECORD);
+            if cap & bits::LEFT != 0 {
+                shared.gate.leave(gate::RECORD);
+            } else {
+                cap = 0;
+                shared.count_drop(DROP_RECORD);
+            }
         }
         let (pos, id) = pushed.unwrap_or((Pos { ring: u32::MAX, index: u64::MAX }, 0));
         Ok(RecordHandle {
@@ -323,6 +375,7 @@ impl<'a> RecordBuilder<'a> {
             start: clk,
             pos,
             live: pushed.is_some(),
+            cap,
         })
     }
 

@@ -1,23 +1,32 @@
 //! Per-thread rings: the producer side of the hot path.
 //!
-//! Each emitting thread gets its own single-producer single-consumer ring (`rtrb`) per trace, found
-//! through a thread-local list. Pushing is a slot write and one release store; no cache line is
-//! shared with other producers. Within one ring the writer keeps FIFO order. Across rings, order
-//! follows the handles: every record line gets a [`Pos`] (ring, index), the handle remembers it,
-//! and a line pushed through that handle on another thread carries it as a dependency. The writer
-//! emits a line only once the line it depends on has been written. Because a handle exists only
-//! after its record line was pushed, dependencies always point backwards in time, so the writer
-//! can always make progress (see `writer::Writer::drain_once`).
+//! Each emitting thread gets its own single-producer single-consumer ring (`spsc`) per trace, found
+//! through a thread-local list. Pushing moves the line's used words into the ring and makes a few
+//! stores to lines this thread owns; no cache line is written by two producers. Within one ring the writer keeps FIFO order. Across
+//! rings, order follows the handles: every record line gets a [`Pos`] (ring, index), the handle
+//! remembers it, and a line pushed through that handle on another thread carries it as a
+//! dependency. The writer emits a line only once the line it depends on has been written. Because
+//! a handle exists only after its record line was pushed, dependencies always point backwards in
+//! time, so the writer can always make progress (see `writer::Writer::drain_once`).
+//!
+//! # Closing: `Ok` means written
+//!
+//! A push sets its ring's `busy` flag, then reads `closed`, and clears `busy` when the line is in
+//! the ring. Closing stores `closed`, runs [`fence::heavy`], and waits until no ring is busy
+//! ([`Shared::quiesce`]). So a push either sees `closed` and writes nothing (`Err(Closed)`), or the
+//! writer waits for its line and drains it before the footer (`Ok`). After that the writer retires
+//! every ring ([`Shared::retire`]): their buffers are freed even while the threads that pushed to
+//! them live on, and a thread that still holds a retired ring finds `closed` and never touches it.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::mem::ManuallyDrop;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rtrb::{Producer, PushError, RingBuffer};
-
-use super::writer::{Kind, Line};
+use super::fence;
+use super::line::{Kind, Line, MAX_WORDS};
+use super::spsc::{self, Producer};
 use super::{Policy, Shared};
 use crate::error::Error;
 
@@ -32,30 +41,83 @@ pub(crate) struct Pos {
 /// several threads does not bounce one cache line between cores.
 const ID_BLOCK: u64 = 256;
 
+/// The part of a ring that the writer thread reaches too: the producer end and the busy flag.
+///
+/// The writer keeps only a `Weak` to it, so a thread that exits frees its ring (the consumer then
+/// sees it abandoned); the writer takes the producer out at close, so a thread that lives on
+/// does not keep the buffer of a closed trace.
+pub(crate) struct Slot {
+    /// True from the moment a push announces itself until its line is in the ring (or refused).
+    busy: AtomicBool,
+    /// The producer end; `None` once retired. Touched only by the owning thread while `busy` and
+    /// the trace is not closed, or by the writer after [`Shared::quiesce`] (see the module doc).
+    producer: UnsafeCell<Option<Producer>>,
+}
+
+// SAFETY: `producer` is accessed under the busy/closed handshake described above, which gives
+// the owning thread and the writer exclusive access in turn; `Producer` is `Send`.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    /// Whether a push is in progress; `Acquire` so a finished push's line is visible after it.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// Whether the producer end is still there (not retired).
+    #[cfg(test)]
+    pub(crate) fn has_producer(&self) -> bool {
+        // SAFETY: tests call this only while no push runs on the slot.
+        unsafe { (*self.producer.get()).is_some() }
+    }
+
+    /// Frees the producer end (and with the consumer, the buffer).
+    ///
+    /// # Safety
+    /// Only after [`Shared::quiesce`] returned: no push is in progress and every later one sees
+    /// `closed` before it touches the producer.
+    pub(crate) unsafe fn retire(&self) {
+        // SAFETY: per this function's contract, nothing else accesses the cell now.
+        unsafe { *self.producer.get() = None };
+    }
+}
+
 /// A thread's ring for one trace.
 pub(crate) struct LocalRing {
     trace: Weak<Shared>,
     trace_id: u64,
     ring: u32,
-    producer: Producer<Line>,
+    slot: Arc<Slot>,
     pushed: u64,
     next_id: u64,
     id_end: u64,
 }
 
 impl LocalRing {
-    fn new(shared: &Arc<Shared>) -> LocalRing {
-        let (producer, consumer) = RingBuffer::new(shared.ring_capacity);
-        let ring = shared.adopt(consumer);
-        LocalRing {
+    /// A new ring registered with the writer, or `Err(Closed)` when the trace has retired its rings.
+    fn new(shared: &Arc<Shared>) -> Result<LocalRing, Error> {
+        let mut registry = shared.rings.lock().unwrap_or_else(|p| p.into_inner());
+        if registry.retired {
+            return Err(Error::Closed);
+        }
+        let (producer, consumer) = spsc::ring(shared.ring_words);
+        debug_assert!(producer.max_entry() >= MAX_WORDS);
+        let slot = Arc::new(Slot {
+            busy: AtomicBool::new(false),
+            producer: UnsafeCell::new(Some(producer)),
+        });
+        let ring = registry.add(consumer, &slot);
+        drop(registry);
+        shared.rings_pending.store(true, Ordering::Release);
+        Ok(LocalRing {
             trace: Arc::downgrade(shared),
             trace_id: shared.id,
             ring,
-            producer,
+            slot,
             pushed: 0,
             next_id: 0,
             id_end: 0,
-        }
+        })
     }
 
     #[inline]
@@ -80,6 +142,36 @@ impl LocalRing {
         shared: &Shared,
         line: &mut ManuallyDrop<Line>,
     ) -> Result<Option<(Pos, u64)>, Error> {
+        self.slot.busy.store(true, Ordering::Relaxed);
+        fence::light();
+        let result = if shared.closed.load(Ordering::Relaxed) {
+            // SAFETY: consumed here, per the contract.
+            unsafe { ManuallyDrop::drop(line) };
+            Err(Error::Closed)
+        } else {
+            // SAFETY: busy is set and the trace was not closed when we looked, so the writer does
+            // not retire this slot before busy is cleared (see the module doc).
+            let producer = unsafe { &mut *self.slot.producer.get() };
+            match producer {
+                Some(producer) => self.push_to(producer, shared, line),
+                None => {
+                    // SAFETY: consumed here, per the contract.
+                    unsafe { ManuallyDrop::drop(line) };
+                    Err(Error::Closed)
+                }
+            }
+        };
+        self.slot.busy.store(false, Ordering::Release);
+        result
+    }
+
+    #[inline(always)]
+    fn push_to(
+        &mut self,
+        producer: &mut Producer,
+        shared: &Shared,
+        line: &mut ManuallyDrop<Line>,
+    ) -> Result<Option<(Pos, u64)>, Error> {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
@@ -87,48 +179,58 @@ impl LocalRing {
             line.id = self.next_id(shared);
         }
         let id = line.id;
-        match self.producer.write_chunk_uninit(1) {
-            Ok(mut chunk) => {
-                // SAFETY: `*line` is initialized and, per this function's contract, not used again
-                // by the caller; the slot gets the only copy. `commit(1)` publishes exactly the one
-                // slot just written.
-                unsafe {
-                    chunk.as_mut_slices().0[0].write(ManuallyDrop::take(line));
-                    chunk.commit(1);
+        let (flags, words) = line.layout();
+        let at = match producer.reserve(words) {
+            Some(at) => at,
+            None => match shared.policy {
+                Policy::Drop => {
+                    // SAFETY: consumed here, per the contract.
+                    unsafe { ManuallyDrop::drop(line) };
+                    return Ok(None);
                 }
-            }
-            Err(_) => {
-                // SAFETY: as above; ownership moves out of `*line` here.
-                let line = unsafe { ManuallyDrop::take(line) };
-                match shared.policy {
-                    Policy::Drop => return Ok(None),
-                    Policy::Block => self.push_blocking(shared, line)?,
-                }
-            }
-        }
+                Policy::Block => match push_blocking(producer, shared, words) {
+                    Ok(at) => at,
+                    Err(e) => {
+                        // SAFETY: consumed here, per the contract.
+                        unsafe { ManuallyDrop::drop(line) };
+                        return Err(e);
+                    }
+                },
+            },
+        };
+        // SAFETY: `reserve` gave `words` free words at `at`, the layout is the line's, and the
+        // line is not used again by the caller (this function's contract); `commit` publishes
+        // exactly the entry just written.
+        unsafe { Line::write_to(line, at, flags, words) };
+        producer.commit(words);
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
         Ok(Some((pos, id)))
     }
+}
 
-    /// The slow path: the ring is full. Spin briefly, then wake the writer and sleep in short steps.
-    #[cold]
-    fn push_blocking(&mut self, shared: &Shared, mut line: Line) -> Result<(), Error> {
-        let backoff = crossbeam_utils::Backoff::new();
-        loop {
-            match self.producer.push(line) {
-                Ok(()) => return Ok(()),
-                Err(PushError::Full(back)) => line = back,
-            }
-            if self.producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
-                return Err(Error::Closed);
-            }
-            if backoff.is_completed() {
-                shared.wake_writer();
-                std::thread::sleep(Duration::from_micros(20));
-            } else {
-                backoff.snooze();
-            }
+/// The slow path: the ring is full. Spin briefly, then wake the writer and sleep in short steps,
+/// until `words` words are free. Gives up when the trace closes or its writer is gone, so a
+/// producer never waits forever.
+#[cold]
+fn push_blocking(
+    producer: &mut Producer,
+    shared: &Shared,
+    words: usize,
+) -> Result<*mut u64, Error> {
+    let backoff = crossbeam_utils::Backoff::new();
+    loop {
+        if let Some(at) = producer.reserve(words) {
+            return Ok(at);
+        }
+        if producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
+            return Err(Error::Closed);
+        }
+        if backoff.is_completed() {
+            shared.wake_writer();
+            std::thread::sleep(Duration::from_micros(20));
+        } else {
+            backoff.snooze();
         }
     }
 }
@@ -137,40 +239,67 @@ thread_local! {
     /// This thread's rings, one per trace it has emitted to.
     ///
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
-    /// nothing it runs can re-enter it (pushing runs no user code: dropping a line frees only
-    /// strings), so a mutable reference obtained here is always unique. That lets the line be
-    /// moved once, straight into the ring, instead of through a closure.
+    /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
+    /// allocator, or a `Drop` run by the push), so a mutable reference obtained here is always
+    /// unique. That lets the line be moved once, straight into the ring, instead of through a
+    /// closure.
     static RINGS: UnsafeCell<Vec<LocalRing>> = const { UnsafeCell::new(Vec::new()) };
+
+    /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
+    /// usable while the thread's other thread-locals are torn down.
+    static ENTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as inside [`push`] until dropped; `None` when it already is.
+pub(crate) struct Entered;
+
+impl Entered {
+    #[inline(always)]
+    pub(crate) fn enter() -> Option<Entered> {
+        match ENTERED.try_with(|e| e.replace(true)) {
+            Ok(false) => Some(Entered),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Entered {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let _ = ENTERED.try_with(|e| e.set(false));
+    }
 }
 
 /// This thread's ring for `shared`, created on first use; `None` while the thread's
 /// thread-local storage is being torn down.
 #[inline(always)]
-fn local_ring(shared: &Arc<Shared>) -> Option<*mut LocalRing> {
+fn local_ring(shared: &Arc<Shared>, _entered: &Entered) -> Option<Result<*mut LocalRing, Error>> {
     RINGS
         .try_with(|cell| {
-            // SAFETY: see RINGS: no other reference to the Vec exists while this one lives.
+            // SAFETY: see RINGS: `_entered` proves no other reference to the Vec exists on this
+            // thread while this one lives.
             let rings = unsafe { &mut *cell.get() };
             let i = match rings.iter().position(|r| r.trace_id == shared.id) {
                 Some(i) => i,
-                None => new_local_ring(rings, shared),
+                None => new_local_ring(rings, shared)?,
             };
-            &mut rings[i] as *mut LocalRing
+            Ok(&mut rings[i] as *mut LocalRing)
         })
         .ok()
 }
 
 /// Cold: the first line from this thread to this trace. Also forgets rings of traces that are
-/// closed or gone, so a long-lived thread does not keep their memory.
+/// closed or gone.
 #[cold]
-fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> usize {
+fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<usize, Error> {
     rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
-    rings.push(LocalRing::new(shared));
-    rings.len() - 1
+    rings.push(LocalRing::new(shared)?);
+    Ok(rings.len() - 1)
 }
 
 /// Pushes `line` on this thread's ring; a record gets its id here. Returns where the line went
-/// and its record id, or `None` when the drop policy dropped it.
+/// and its record id, or `None` when the drop policy dropped it. `Ok` means the line will be
+/// written (unless writing fails): a close that races with this call waits for it.
 ///
 /// Always consumes `*line` (into the ring, or dropped), whatever it returns: the caller must
 /// neither use nor drop it afterwards.
@@ -179,26 +308,53 @@ pub(crate) fn push(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
 ) -> Result<Option<(Pos, u64)>, Error> {
-    if shared.closed.load(Ordering::Relaxed) {
+    let Some(entered) = Entered::enter() else {
+        // A push from inside a push on this thread (a global allocator or a destructor that
+        // emits): refused, since the thread's ring list is in use. The line is dropped while
+        // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        return Err(Error::Closed);
-    }
-    match local_ring(shared) {
-        // SAFETY: the pointer comes from this thread's RINGS, which nothing else touches until
-        // this push returns (see RINGS); the Vec is not resized in between.
-        Some(ring) => unsafe { &mut *ring }.push(shared, line),
-        None => push_fallback(shared, line),
-    }
+        return Err(Error::Reentrant);
+    };
+    let result = if shared.closed.load(Ordering::Relaxed) {
+        // SAFETY: consumed here, per the contract.
+        unsafe { ManuallyDrop::drop(line) };
+        Err(Error::Closed)
+    } else {
+        match local_ring(shared, &entered) {
+            // SAFETY: the pointer comes from this thread's RINGS, which nothing else touches
+            // until this push returns (see RINGS); the Vec is not resized in between.
+            Some(Ok(ring)) => unsafe { &mut *ring }.push(shared, line),
+            Some(Err(e)) => {
+                // SAFETY: consumed here, per the contract.
+                unsafe { ManuallyDrop::drop(line) };
+                Err(e)
+            }
+            None => push_fallback(shared, line),
+        }
+    };
+    drop(entered);
+    result
 }
 
-/// No usable thread-local ring (this thread is being torn down, or re-entered): use the trace's
-/// shared ring behind a mutex. Slower, same ordering.
+/// No usable thread-local ring (this thread is being torn down): use the trace's shared ring
+/// behind a mutex. Slower, same ordering.
 #[cold]
 fn push_fallback(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
 ) -> Result<Option<(Pos, u64)>, Error> {
     let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
-    fallback.get_or_insert_with(|| LocalRing::new(shared)).push(shared, line)
+    let ring = match fallback.take() {
+        Some(ring) => ring,
+        None => match LocalRing::new(shared) {
+            Ok(ring) => ring,
+            Err(e) => {
+                // SAFETY: consumed here, per the contract.
+                unsafe { ManuallyDrop::drop(line) };
+                return Err(e);
+            }
+        },
+    };
+    fallback.insert(ring).push(shared, line)
 }

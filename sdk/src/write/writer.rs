@@ -1,61 +1,21 @@
 //! The writer thread: pops the rings in dependency order, formats lines, writes large batches.
 
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rtrb::Consumer;
-
+use super::line::{Entry, Kind};
 use super::ring::Pos;
 use super::sink::Sink;
+use super::spsc::Consumer;
 use super::{Control, Shared, Summary};
+use crate::capture::gate;
+use crate::capture::keep::{self, Keeper};
 use crate::error::Error;
-use crate::format::{self, Data, Footer, Str};
-
-/// Which line a [`Line`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Record,
-    End,
-    Event,
-    Annotation,
-}
-
-/// One queued line, built in place by the builders and moved into a ring once.
-///
-/// One shape for all four kinds keeps the hot path to a single move: the fields a kind does not
-/// use stay empty (an empty `Str` and `Data` cost a few stores, no allocation).
-pub(crate) struct Line {
-    pub(crate) kind: Kind,
-    pub(crate) clk: u64,
-    /// A record's own id; for the other kinds, the record referred to.
-    pub(crate) id: u64,
-    pub(crate) parent: Option<u64>,
-    pub(crate) name: Str,
-    pub(crate) record_type: Str,
-    pub(crate) description: Str,
-    pub(crate) data: Data,
-    /// The line this one must follow when that one is on another thread's ring.
-    pub(crate) after: Option<Pos>,
-}
-
-impl Line {
-    #[inline(always)]
-    pub(crate) fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Line {
-        Line {
-            kind,
-            clk: 0,
-            id,
-            parent: None,
-            name,
-            record_type: Str::EMPTY,
-            description: Str::EMPTY,
-            data: Data::new(),
-            after,
-        }
-    }
-}
+use crate::format::{self, Footer};
 
 pub(crate) struct Config {
     pub(crate) flush_interval: Duration,
@@ -68,12 +28,30 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
 
+/// How long a close after a fatal signal waits for pushes in progress.
+const FATAL_PATIENCE: Duration = Duration::from_millis(200);
+
 /// How many lines the writer takes from one ring before looking at the next (fairness).
 const ROUND: usize = 4096;
 
 struct Ring {
     id: u32,
-    consumer: Consumer<Line>,
+    consumer: Consumer,
+}
+
+impl Drop for Ring {
+    /// Frees what the lines still queued own (only after the writer failed to drain, e.g. a panic).
+    fn drop(&mut self) {
+        while let Some(at) = self.consumer.peek() {
+            // SAFETY: a published entry, dropped once, then popped.
+            let words = unsafe {
+                let words = Entry::read(at).words;
+                Entry::drop_in_place(at);
+                words
+            };
+            self.consumer.pop(words);
+        }
+    }
 }
 
 struct Writer {
@@ -88,9 +66,54 @@ struct Writer {
     /// Lines popped so far from each ring, by ring id: line `index` of ring `r` is written once
     /// `popped[r] > index`.
     popped: Vec<u64>,
+    /// Words consumed so far from each ring, by ring id (a position capture control compares
+    /// with what was published).
+    consumed: Vec<u64>,
+    /// Capture control's writer side, when the setting holds anything back.
+    keeper: Option<Keeper>,
+    scratch: Vec<u8>,
+}
+
+/// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
+/// rings and answers every waiting flush, so nobody waits for a writer that is gone.
+struct Exit(Arc<Shared>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        let shared = &self.0;
+        if thread::panicking() {
+            shared.fail(Error::io(
+                &shared.target,
+                io::Error::other("the JETS writer thread panicked"),
+            ));
+        }
+        if !shared.is_retired() && !shared.finished() {
+            // Only after a panic: a normal close has done this already (a fatal-signal close
+            // leaves the rings to the dying process). The consumers are gone, so a producer
+            // waiting for room sees its ring abandoned and returns.
+            if shared.quiesce(thread::yield_now, None) {
+                shared.retire();
+            }
+        }
+        shared.writer_gone();
+    }
+}
+
+/// Runs `f`, which calls into the user's `Write`, turning a panic into an I/O error: a panicking
+/// sink must fail the trace like a failing one, not kill the writer thread.
+fn guarded<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(io::Error::other(format!("the trace's Write panicked: {why}")))
+    })
 }
 
 pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
+    let _exit = Exit(Arc::clone(&shared));
     let mut w = Writer {
         summary: Summary { bytes: config.header_bytes, ..Summary::default() },
         shared,
@@ -101,9 +124,16 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         dirty: false,
         rings: Vec::new(),
         popped: Vec::new(),
+        consumed: Vec::new(),
+        keeper: None,
+        scratch: Vec::new(),
     };
+    w.keeper = Keeper::new(&w.shared.capture);
     let mut nap = Duration::from_micros(20);
     loop {
+        if w.shared.fatal.load(Ordering::Acquire) {
+            return w.close(None);
+        }
         if w.shared.control_pending.swap(false, Ordering::Acquire) {
             let control =
                 std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
@@ -136,11 +166,12 @@ impl Writer {
             return;
         }
         let new =
-            std::mem::take(&mut *self.shared.new_rings.lock().unwrap_or_else(|p| p.into_inner()));
+            std::mem::take(&mut self.shared.rings.lock().unwrap_or_else(|p| p.into_inner()).new);
         for (id, consumer) in new {
             let idx = id as usize;
             if self.popped.len() <= idx {
                 self.popped.resize(idx + 1, 0);
+                self.consumed.resize(idx + 1, 0);
             }
             self.rings.push(Ring { id, consumer });
         }
@@ -174,34 +205,57 @@ impl Writer {
         // Rings adopted meanwhile (none: adoption happens only in this thread) plus the kept ones.
         rings.append(&mut self.rings);
         self.rings = rings;
+        if let Some(k) = self.keeper.as_mut() {
+            let (consumed, rings) = (&self.consumed, &self.rings);
+            k.end_pass(consumed, || {
+                let mut published = consumed.clone();
+                for r in rings {
+                    published[r.id as usize] = r.consumer.published() as u64;
+                }
+                published
+            });
+        }
         got
     }
 
-    /// Encodes up to [`ROUND`] lines of one ring in place, stopping at the first whose dependency
-    /// is not written yet, then releases their slots (which drops them). No line is copied.
+    /// Encodes up to [`ROUND`] lines of one ring where they lie, stopping at the first whose
+    /// dependency is not written yet, drops them there and hands their words back to the
+    /// producer. No line is copied.
     fn drain_ring(&mut self, ring: &mut Ring) -> usize {
-        let n = ring.consumer.slots().min(ROUND);
-        let Ok(chunk) = ring.consumer.read_chunk(n) else { return 0 };
-        let (first, second) = chunk.as_slices();
         let mut ready = 0;
-        for line in first.iter().chain(second) {
+        while ready < ROUND {
+            let Some(at) = ring.consumer.peek() else { break };
+            // SAFETY: a published entry; it stays in place until popped below.
+            let line = unsafe { Entry::read(at) };
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            self.encode(line);
+            if self.keeper.is_some() {
+                self.keep(&line);
+            } else {
+                self.encode(&line);
+            }
+            let words = line.words;
+            // SAFETY: encoded and not used again; dropped once, then popped.
+            unsafe { Entry::drop_in_place(at) };
+            ring.consumer.pop(words);
             ready += 1;
             if self.buf.len() >= BATCH_BYTES {
                 self.write_buf();
             }
         }
-        chunk.commit(ready);
+        ring.consumer.release();
         self.popped[ring.id as usize] += ready as u64;
+        self.consumed[ring.id as usize] = ring.consumer.position() as u64;
         ready
     }
 
-    /// Pops until every ring has reached `targets` (ring id, lines popped).
-    fn drain_to(&mut self, targets: &[(u32, u64)]) {
-        while targets.iter().any(|&(r, n)| self.popped[r as usize] < n) {
+    /// Pops until every ring has reached `targets` (ring id, word position), or is gone.
+    fn drain_to(&mut self, targets: &[(u32, usize)]) {
+        let reached = |rings: &[Ring], (id, pos): (u32, usize)| {
+            rings.iter().find(|r| r.id == id).is_none_or(|r| r.consumer.position() >= pos)
+        };
+        while !targets.iter().all(|&t| reached(&self.rings, t)) {
             if self.drain_once() == 0 {
                 thread::yield_now();
             }
@@ -227,31 +281,108 @@ impl Writer {
     /// Serves flush requests: everything pushed before the request is written and flushed.
     /// Returns `Some(end_clk)` when close was requested.
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
-        if !control.flushes.is_empty() {
+        if !control.flushes.is_empty() || !control.dumps.is_empty() {
             self.adopt_new_rings();
-            let targets: Vec<(u32, u64)> = self
-                .rings
-                .iter()
-                .map(|r| (r.id, self.popped[r.id as usize] + r.consumer.slots() as u64))
-                .collect();
+            let targets: Vec<(u32, usize)> =
+                self.rings.iter().map(|r| (r.id, r.consumer.published())).collect();
             self.drain_to(&targets);
+            if !control.dumps.is_empty() {
+                self.dump();
+            }
             self.write_buf();
             self.flush_sink();
-            for ack in control.flushes {
+            for ack in control.flushes.into_iter().chain(control.dumps) {
                 ack.set();
             }
         }
         control.close
     }
 
-    fn encode(&mut self, line: &Line) {
-        let out = &mut self.buf;
-        let s = &mut self.summary;
+    fn encode(&mut self, line: &Entry<'_>) {
+        encode_line(&mut self.buf, line);
+        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
+        Counted { buf: &mut self.buf, summary: &mut self.summary }
+            .count(kind_index(line.kind), clk);
+    }
+
+    /// Capture control: the keeper decides what of `line` (and of what it holds) reaches the
+    /// file now.
+    fn keep(&mut self, line: &Entry<'_>) {
+        let Some(keeper) = self.keeper.as_mut() else { return };
+        self.scratch.clear();
+        encode_line(&mut self.scratch, line);
+        let meta = keep::Meta {
+            kind: kind_index(line.kind),
+            id: line.id,
+            parent: line.parent,
+            clk: line.clk,
+            hold: line.hold,
+            name: line.name,
+            error: line.kind == Kind::Event
+                && line.data.fields().any(|(k, v)| {
+                    k == "severity" && matches!(v, format::Value::Str(s) if &**s == "error")
+                }),
+        };
+        let mut out = Counted { buf: &mut self.buf, summary: &mut self.summary };
+        if keeper.line(&meta, &self.scratch, &mut out) {
+            // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
+            keeper.dump(&mut out);
+        }
+    }
+
+    /// Writes the flight recorder's lines.
+    fn dump(&mut self) {
+        if let Some(keeper) = self.keeper.as_mut() {
+            keeper.dump(&mut Counted { buf: &mut self.buf, summary: &mut self.summary });
+        }
+    }
+}
+
+fn kind_index(kind: Kind) -> usize {
+    match kind {
+        Kind::Record => gate::RECORD,
+        Kind::End => gate::END,
+        Kind::Event => gate::EVENT,
+        Kind::Annotation => gate::ANNOTATION,
+    }
+}
+
+/// The writer's batch and the totals of what went into it.
+struct Counted<'a> {
+    buf: &'a mut Vec<u8>,
+    summary: &'a mut Summary,
+}
+
+impl Counted<'_> {
+    fn count(&mut self, kind: usize, clk: Option<u64>) {
+        let s = &mut *self.summary;
+        match kind {
+            gate::RECORD => s.records += 1,
+            gate::END => s.record_ends += 1,
+            gate::EVENT => s.events += 1,
+            _ => s.annotations += 1,
+        }
+        if let Some(clk) = clk {
+            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
+        }
+    }
+}
+
+impl keep::Out for Counted<'_> {
+    fn put(&mut self, kind: usize, clk: Option<u64>, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        self.count(kind, clk);
+    }
+}
+
+/// Encodes one line (with its newline) onto `out`.
+fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
+    {
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
-        let (name, description) = (&*line.name, &*line.description);
+        let (name, description) = (&**line.name, &**line.description);
         match line.kind {
             Kind::Record => {
-                let rt = &*line.record_type;
+                let rt = &**line.record_type;
                 format::encode::write_record(
                     out,
                     line.clk,
@@ -262,7 +393,6 @@ impl Writer {
                     description,
                     data,
                 );
-                s.records += 1;
             }
             Kind::End => {
                 format::encode::write_record_end(out, line.clk, line.id);
@@ -272,11 +402,9 @@ impl Writer {
                     format::json::write_key(out, key);
                     value.write_json(out);
                 }
-                s.record_ends += 1;
             }
             Kind::Event => {
                 format::encode::write_event(out, line.clk, name, line.id, description, data);
-                s.events += 1;
             }
             Kind::Annotation => {
                 format::encode::write_annotation(
@@ -286,15 +414,13 @@ impl Writer {
                     description,
                     data.unwrap_or(&EmptyObject),
                 );
-                s.annotations += 1;
             }
         }
         format::encode::close_line(out);
-        if line.kind != Kind::Annotation {
-            s.capture_end_clk = Some(s.capture_end_clk.map_or(line.clk, |m| m.max(line.clk)));
-        }
     }
+}
 
+impl Writer {
     /// Hands the batch to the sink. After a failure, output is discarded (and the error kept), so
     /// producers never block on a dead sink and the file keeps its valid prefix.
     fn write_buf(&mut self) {
@@ -302,7 +428,7 @@ impl Writer {
             return;
         }
         if let Some(sink) = self.sink.as_mut() {
-            match sink.write_lines(&self.buf) {
+            match guarded(|| sink.write_lines(&self.buf)) {
                 Ok(()) => {
                     self.summary.bytes += self.buf.len() as u64;
                     self.dirty = true;
@@ -316,7 +442,7 @@ impl Writer {
 
     fn flush_sink(&mut self) {
         if let Some(sink) = self.sink.as_mut() {
-            if let Err(e) = sink.flush() {
+            if let Err(e) = guarded(|| sink.flush()) {
                 self.fail(e);
             }
         }
@@ -324,14 +450,32 @@ impl Writer {
     }
 
     fn fail(&mut self, e: std::io::Error) {
-        self.sink = None;
+        let sink = self.sink.take();
+        // A sink that panicked may panic again when dropped.
+        let _ = guarded(|| {
+            drop(sink);
+            Ok(())
+        });
         self.shared.fail(Error::io(&self.shared.target, e));
     }
 
     fn close(mut self, end_clk: Option<u64>) -> Summary {
-        // Producers that raced with close may have pushed lines after setting out; their handles
-        // predate the footer, so they belong before it.
+        // Every push that returned Ok belongs before the footer: wait for pushes in progress
+        // (draining, so one waiting for room can finish), then drain everything.
+        // After a fatal signal, the thread that took it may be stuck inside a push: wait briefly.
+        let patience = self.shared.fatal.load(Ordering::Acquire).then_some(FATAL_PATIENCE);
+        let shared = Arc::clone(&self.shared);
+        let all_idle = shared.quiesce(
+            || {
+                if self.drain_once() == 0 {
+                    thread::yield_now();
+                }
+            },
+            patience,
+        );
         self.drain_all();
+        // CAP-REC-2: the recorder is written at close.
+        self.dump();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
@@ -353,15 +497,52 @@ impl Writer {
             footer.extra.insert("dropped_annotations".into(), d.annotations.into());
             footer.extra.insert("dropped_record_ends".into(), d.record_ends.into());
         }
+        self.capture_footer(&mut footer);
         footer.write_json(&mut self.buf);
         self.write_buf();
         if let Some(sink) = self.sink.take() {
-            if let Err(e) = sink.finish() {
+            if let Err(e) = guarded(|| sink.finish()) {
                 self.shared.fail(Error::io(&self.shared.target, e));
             }
         }
-        self.shared.closed.store(true, Ordering::SeqCst);
+        if all_idle {
+            self.shared.retire();
+        }
+        self.shared.finished.store(true, Ordering::SeqCst);
         self.summary
+    }
+
+    /// CAP-FOOT-1: what capture control left out, and the setting that made the trace.
+    fn capture_footer(&mut self, footer: &mut Footer) {
+        let s = &mut self.summary;
+        let mut left = self.shared.gate.left_out();
+        if let Some(k) = &self.keeper {
+            // Lines the writer saw but never wrote: held records never needed, recorder lines
+            // never dumped.
+            left.records += k.seen[gate::RECORD].saturating_sub(s.records);
+            left.events += k.seen[gate::EVENT].saturating_sub(s.events);
+            left.annotations += k.seen[gate::ANNOTATION].saturating_sub(s.annotations);
+            left.record_ends += k.seen[gate::END].saturating_sub(s.record_ends);
+            s.dumps = k.dumps;
+        }
+        s.left_out = left;
+        let capture = &self.shared.capture;
+        if !cfg!(feature = "enabled") {
+            // Built without the `enabled` feature: nothing was emitted, and nothing counted.
+            footer.extra.insert("capture".into(), "compiled out".into());
+            return;
+        }
+        if capture.is_full() && !capture.off && left.total() == 0 {
+            return;
+        }
+        footer.extra.insert("capture".into(), capture.to_string().into());
+        footer.extra.insert("left_out_records".into(), left.records.into());
+        footer.extra.insert("left_out_events".into(), left.events.into());
+        footer.extra.insert("left_out_annotations".into(), left.annotations.into());
+        footer.extra.insert("left_out_record_ends".into(), left.record_ends.into());
+        if capture.recorder.is_some() {
+            footer.extra.insert("recorder_dumps".into(), s.dumps.into());
+        }
     }
 }
 

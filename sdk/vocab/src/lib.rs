@@ -11,6 +11,7 @@
 //! assert_eq!(LineType::parse("record_end"), Some(LineType::RecordEnd));
 //! ```
 
+#![deny(clippy::print_stdout)]
 #![forbid(unsafe_code)]
 
 use std::fmt;

@@ -1,12 +1,16 @@
 //! JETS → Chrome trace JSON (object form), for chrome://tracing and the Perfetto UI.
 //!
 //! Records become complete (`X`) events on lanes where they nest (see [`super::timeline`]); root
-//! records become processes and lanes threads, named by `M` events with sort indices; events become
-//! thread-scoped instants (`i`, `"s":"t"`) on each process's event lane. `ts`/`dur` are in µs from
+//! records become processes and lanes threads, named by `M` events with sort indices (a lane is
+//! named after the core, thread or unit record on it, CV-NEST-2, and renamed by a later
+//! `thread_name` when a better one lands: readers keep the last); events become thread-scoped
+//! instants (`"ph":"I"`, `"s":"t"`: DevTools' trace engine reads only the capital form, Perfetto
+//! both) on each process's event lane. `ts`/`dur` are in µs from
 //! `clock_frequency_mhz` (1 cycle = 1 µs when the trace gives none, stated in `otherData`). Record
 //! data, annotations and hints (the hex color too) go into `args`. Output is streamed: memory grows
 //! with open records, not with events.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
@@ -26,12 +30,20 @@ pub struct ChromeSink<W: Write> {
     buf: Vec<u8>,
     mhz: f64,
     first: bool,
+    /// Lanes that have their sort index.
+    sorted: HashSet<(u64, u32)>,
 }
 
 impl<W: Write> ChromeSink<W> {
     /// A sink writing to `out`.
     pub fn new(out: W) -> Self {
-        ChromeSink { out, buf: Vec::with_capacity(1 << 16), mhz: 1.0, first: true }
+        ChromeSink {
+            out,
+            buf: Vec::with_capacity(1 << 16),
+            mhz: 1.0,
+            first: true,
+            sorted: HashSet::new(),
+        }
     }
 
     /// Gives back the writer.
@@ -149,8 +161,10 @@ impl<W: Write> TimelineSink for ChromeSink<W> {
     }
 
     fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()> {
-        self.metadata("thread_name", pid, Some(lane), "name", format!("{name} {lane}").into());
-        self.metadata("thread_sort_index", pid, Some(lane), "sort_index", lane.into());
+        self.metadata("thread_name", pid, Some(lane), "name", name.into());
+        if self.sorted.insert((pid, lane)) {
+            self.metadata("thread_sort_index", pid, Some(lane), "sort_index", lane.into());
+        }
         self.flush_if_full()
     }
 
@@ -179,7 +193,7 @@ impl<W: Write> TimelineSink for ChromeSink<W> {
     fn instant(&mut self, i: &Instant<'_>) -> Result<()> {
         let e = i.event;
         self.begin_event();
-        self.buf.extend_from_slice(b"{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+        self.buf.extend_from_slice(b"{\"ph\":\"I\",\"s\":\"t\",\"name\":");
         json::write_str(&mut self.buf, &e.name);
         json::write_key(&mut self.buf, "pid");
         json::write_u64(&mut self.buf, i.pid);

@@ -3,15 +3,15 @@
 //! The data model is the SDK's ([`jets_host::denet`]), which `jets run` writes. Tagged lines
 //! (`kind`: env, metadata, child, tree, sample, exit) and the legacy untagged shapes (no `kind`;
 //! `net_*` instead of `sys_net_*`) are both read, following denet 0.10's reader: a tree line counts
-//! through its `aggregated` metrics, a line with `aggregated: null` (the process had exited) is
-//! skipped. Unlike denet, which skips what it cannot parse, a line that is not JSON, or a
+//! through its `aggregated` metrics (its per-child metrics are kept beside them), a line with
+//! `aggregated: null` (the process had exited) is skipped; `child` and `exit` lines are kept. Unlike denet, which skips what it cannot parse, a line that is not JSON, or a
 //! `sample`/`tree` line without the fields of one, is an error naming the file and line.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use jets_host::denet::{AggregatedMetrics, Metrics, ProcessMetadata};
+use jets_host::denet::{AggregatedMetrics, ChildMetrics, ChildStart, Metrics, ProcessMetadata};
 use serde_json::{Map, Value};
 
 /// The samples of a denet file.
@@ -25,6 +25,12 @@ pub struct DenetFile {
     pub metrics: Vec<Metrics>,
     /// Tree samples' `aggregated` metrics.
     pub aggregated: Vec<AggregatedMetrics>,
+    /// Tree samples' per-child metrics, one list per entry of `aggregated`.
+    pub tree_children: Vec<Vec<ChildMetrics>>,
+    /// `child` lines: descendants as they were first seen.
+    pub children: Vec<ChildStart>,
+    /// The `exit` line, if any.
+    pub exit: Option<Map<String, Value>>,
     /// `sim_clk` of each sample in order, when a clock beacon was connected (a JETS extension).
     pub sim_clks: Vec<Option<u64>>,
 }
@@ -50,18 +56,15 @@ pub fn read(path: &Path) -> Result<DenetFile> {
         match obj.get("kind").map(|k| k.as_str()) {
             Some(Some("env")) => out.env = Some(obj.clone()),
             Some(Some("metadata")) => out.metadata = Some(parse(v, path, n, "metadata line")?),
-            Some(Some("child" | "exit")) => {}
+            Some(Some("child")) => out.children.push(parse(v, path, n, "child line")?),
+            Some(Some("exit")) => out.exit = Some(obj.clone()),
             Some(Some("sample")) => {
                 out.metrics.push(parse(v, path, n, "sample")?);
                 out.sim_clks.push(sim_clk);
             }
-            Some(Some("tree")) => {
-                push_tree(&mut out, obj.get("aggregated").cloned(), sim_clk, path, n)?
-            }
+            Some(Some("tree")) => push_tree(&mut out, obj, sim_clk, path, n)?,
             Some(other) => bail!("{}:{n}: unknown denet kind {other:?}", path.display()),
-            None if obj.contains_key("aggregated") => {
-                push_tree(&mut out, obj.get("aggregated").cloned(), sim_clk, path, n)?
-            }
+            None if obj.contains_key("aggregated") => push_tree(&mut out, obj, sim_clk, path, n)?,
             None if obj.contains_key("cpu_usage") => {
                 out.metrics.push(parse(v, path, n, "sample")?);
                 out.sim_clks.push(sim_clk);
@@ -82,16 +85,21 @@ pub fn read(path: &Path) -> Result<DenetFile> {
 
 fn push_tree(
     out: &mut DenetFile,
-    agg: Option<Value>,
+    tree: &Map<String, Value>,
     sim_clk: Option<u64>,
     path: &Path,
     n: usize,
 ) -> Result<()> {
-    match agg {
+    match tree.get("aggregated") {
         // The monitored process had exited: denet skips the line too.
         None | Some(Value::Null) => Ok(()),
         Some(a) => {
-            out.aggregated.push(parse(a, path, n, "tree line: `aggregated`")?);
+            out.aggregated.push(parse(a.clone(), path, n, "tree line: `aggregated`")?);
+            let children = match tree.get("children") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(c) => parse(c.clone(), path, n, "tree line: `children`")?,
+            };
+            out.tree_children.push(children);
             out.sim_clks.push(sim_clk);
             Ok(())
         }

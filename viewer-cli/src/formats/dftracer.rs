@@ -6,7 +6,8 @@
 //! `type` field, hex-string hashes, `start`/`end` events, gzip). See [`Reader`].
 //!
 //! **Writing** ([`DftracerSink`]) produces the documented form: a JETS record becomes a complete
-//! event (µs `ts`/`dur`, `cat` = record_type, `pid` = root record, `tid` = lane) whose `args` hold
+//! event (integer ns `ts`/`dur`, CV-DFT-2; `cat` = record_type, `pid` = root record, `tid` = lane)
+//! whose `args` hold
 //! the record's data, annotations, a string hash of its description (`shash`, resolved by an `SH`
 //! event) and `jets_id`/`jets_parent_id`, so `jets import` restores the exact hierarchy; a JETS
 //! event becomes a zero-length complete event of category `jets_event`; the header's metadata goes
@@ -21,15 +22,15 @@ use jets::format::json;
 use jets::format::{Annotation, Header};
 use serde_json::{Map, Value};
 
-use super::timeline::{
-    cycles_to_ps, read_trace, write_us, Instant, Process, Slice, Timeline, TimelineSink,
-};
+use super::timeline::{cycles_to_ps, read_trace, Instant, Process, Slice, Timeline, TimelineSink};
 use crate::convert::Output;
 
 /// The category of the complete events that carry JETS events.
 pub const EVENT_CATEGORY: &str = "jets_event";
 /// The name of the metadata event that carries the JETS header's metadata.
 pub const HEADER_EVENT: &str = "JETS";
+/// The key, in the [`HEADER_EVENT`]'s `args`, of the nanoseconds one cycle lasts in `ts`/`dur`.
+pub const NS_PER_CYCLE: &str = "jets_ns_per_cycle";
 
 /// A 64-bit FNV-1a hash, as DFTracer-style name hashes (the value only has to be stable and
 /// unique within the file: every hash is resolved by its metadata event).
@@ -48,6 +49,8 @@ pub struct DftracerSink<W: Write> {
     out: W,
     buf: Vec<u8>,
     mhz: f64,
+    /// Whether `ts`/`dur` are real nanoseconds (clocks up to 1 GHz) or cycles (faster clocks).
+    real_ns: bool,
     next_id: u64,
     hashed: HashSet<u64>,
     host_hash: Option<u64>,
@@ -60,6 +63,7 @@ impl<W: Write> DftracerSink<W> {
             out,
             buf: Vec::with_capacity(1 << 16),
             mhz: 1.0,
+            real_ns: true,
             next_id: 1,
             hashed: HashSet::new(),
             host_hash: None,
@@ -113,13 +117,23 @@ impl<W: Write> DftracerSink<W> {
         Ok(())
     }
 
+    /// A cycle as an integer time in the file's unit (CV-DFT-2): nanoseconds rounded, which
+    /// keeps one cycle at least 1 ns at clocks up to 1 GHz; the cycle itself above that.
+    fn time(&self, clk: u64) -> u64 {
+        if self.real_ns {
+            ((cycles_to_ps(clk, self.mhz) + 500) / 1000) as u64
+        } else {
+            clk
+        }
+    }
+
     fn complete(&mut self, name: &str, cat: &str, pid: u64, tid: u64, start: u64, end: u64) {
         self.start(name, cat, pid, tid);
-        let (s, e) = (cycles_to_ps(start, self.mhz), cycles_to_ps(end, self.mhz));
+        let (s, e) = (self.time(start), self.time(end));
         json::write_key(&mut self.buf, "ts");
-        write_us(&mut self.buf, s);
+        json::write_u64(&mut self.buf, s);
         json::write_key(&mut self.buf, "dur");
-        write_us(&mut self.buf, e.saturating_sub(s));
+        json::write_u64(&mut self.buf, e.saturating_sub(s));
         self.buf.extend_from_slice(b",\"ph\":\"X\",\"args\":");
     }
 }
@@ -127,15 +141,19 @@ impl<W: Write> DftracerSink<W> {
 impl<W: Write> TimelineSink for DftracerSink<W> {
     fn header(&mut self, header: &Header<'_>, mhz: f64, _stated: bool) -> Result<()> {
         self.mhz = mhz;
+        self.real_ns = mhz <= 1000.0;
         self.buf.extend_from_slice(b"[\n");
+        // DFTracer's readers take the unit from a leading `CM` time_metric event.
+        let mut cm = Map::new();
+        cm.insert("name".into(), "time_metric".into());
+        cm.insert("value".into(), "NS".into());
+        self.metadata("CM", 0, 0, &cm);
         let mut args = Map::new();
         args.insert("name".into(), "header".into());
         args.insert("value".into(), Value::Object(header.metadata.clone()));
+        let ns_per_cycle = if self.real_ns { 1000.0 / mhz } else { 1.0 };
+        args.insert(NS_PER_CYCLE.into(), ns_per_cycle.into());
         self.metadata(HEADER_EVENT, 0, 0, &args);
-        let mut cm = Map::new();
-        cm.insert("name".into(), "time_metric".into());
-        cm.insert("value".into(), "US".into());
-        self.metadata("CM", 0, 0, &cm);
         let host = ["hostname", "host"]
             .iter()
             .find_map(|k| header.metadata.get(*k).and_then(Value::as_str))
@@ -155,7 +173,7 @@ impl<W: Write> TimelineSink for DftracerSink<W> {
 
     fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()> {
         let mut args = Map::new();
-        args.insert("name".into(), format!("{name} {lane}").into());
+        args.insert("name".into(), name.into());
         self.metadata("thread_name", pid, lane as u64, &args);
         Ok(())
     }

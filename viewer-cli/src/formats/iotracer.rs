@@ -489,12 +489,10 @@ pub fn stop_collector(c: Option<Collector>) -> Result<()> {
     #[cfg(feature = "ebpf")]
     {
         let r = c.stop().context("stopping the I/O collector")?;
-        let lost: u64 = r.lost.iter().sum();
         eprintln!(
-            "jets run: I/O trace in {}: {} rows, {lost} lost{}",
+            "jets run: I/O trace in {}: {}",
             r.output.as_deref().map(|p| p.display().to_string()).unwrap_or_default(),
-            r.rows.iter().sum::<u64>(),
-            if lost > 0 { " (ring buffer full: the trace is incomplete)" } else { "" }
+            r.summary()
         );
         Ok(())
     }

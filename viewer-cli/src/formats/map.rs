@@ -24,8 +24,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use jets::format::Line;
 use jets_host::sync::{keys, ClockMap, SyncPoint, ENV_ANNOTATION, HOST_RECORD_TYPE, SYNC_EVENT};
-use jets_read::Reader;
 use serde_json::{json, Map, Value};
+
+use super::timeline::read_trace;
 
 /// Keys of a `HostSync` event that are clocks or totals, not per-sample metrics.
 const NOT_METRICS: [&str; 4] =
@@ -39,25 +40,11 @@ struct FirstPass {
     tool: Option<String>,
 }
 
-fn for_each_line(input: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -> Result<()> {
-    let mut reader = Reader::open(input).with_context(|| format!("opening {}", input.display()))?;
-    while let Some(raw) = reader.next_line() {
-        let raw = raw.with_context(|| format!("reading {}", input.display()))?;
-        let n = raw.number;
-        let line = raw.parse().with_context(|| format!("{}:{n}", input.display()))?;
-        f(n, line)?;
-    }
-    if let Some(why) = reader.truncated() {
-        bail!("{}: truncated: {why}", input.display());
-    }
-    Ok(())
-}
-
 fn first_pass(input: &Path) -> Result<FirstPass> {
     let mut hosts: HashMap<u64, Option<String>> = HashMap::new();
     let mut fp =
         FirstPass { points: Vec::new(), data: Vec::new(), env: None, command: None, tool: None };
-    for_each_line(input, |n, line| {
+    read_trace(input, |_, line| {
         match line {
             Line::Header(h) => {
                 fp.tool = h.metadata.get("tool").and_then(Value::as_str).map(str::to_string);
@@ -74,8 +61,7 @@ fn first_pass(input: &Path) -> Result<FirstPass> {
                     fp.command = hosts.get(&e.record_id).cloned().flatten();
                 }
                 let data = e.data.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
-                let p = SyncPoint::from_data(e.clk, &data)
-                    .with_context(|| format!("{}:{n}", input.display()))?;
+                let p = SyncPoint::from_data(e.clk, &data)?;
                 fp.points.push(p);
                 fp.data.push(data);
             }
@@ -217,7 +203,7 @@ pub fn convert(input: &Path, mut out: impl Write, windows: usize) -> Result<()> 
             }
         }
     };
-    for_each_line(input, |_, line| {
+    read_trace(input, |_, line| {
         match line {
             Line::Record(r) if r.record_type != HOST_RECORD_TYPE => {
                 let ty = match type_index.get(r.record_type.as_ref()) {

@@ -13,7 +13,8 @@
 //!   on the default trace clock; each host sync point (`HostSync` event, spec/host-sync.md) becomes
 //!   a `ClockSnapshot` linking that simulated instant to CLOCK_MONOTONIC and CLOCK_REALTIME.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::io::Write;
 use std::path::Path;
 
@@ -22,10 +23,12 @@ use jets::format::{Annotation, Header};
 use serde_json::{Map, Value};
 
 use super::chrome::record_args;
-use super::timeline::{cycles_to_ps, read_trace, Instant, Process, Slice, Timeline, TimelineSink};
+use super::timeline::{
+    cycles_to_ps, read_trace, Instant, OpenRecord, Process, Slice, Timeline, TimelineSink,
+};
 use crate::convert::Output;
 
-/// Our one packet sequence.
+/// The main packet sequence (late packets get sequences of their own, numbered after it).
 const SEQUENCE: u64 = 1;
 /// Names interned at most; later new names are written inline (unique record names would
 /// otherwise make the table grow with the trace).
@@ -49,12 +52,14 @@ mod field {
     pub const TD_CHILD_ORDERING: u32 = 11;
     pub const TD_SIBLING_ORDER_RANK: u32 = 12;
     pub const TD_DESCRIPTION: u32 = 14;
+    pub const TD_SIBLING_MERGE_BEHAVIOR: u32 = 15;
     // TrackEvent
     pub const TE_CATEGORY_IIDS: u32 = 3;
     pub const TE_DEBUG_ANNOTATIONS: u32 = 4;
     pub const TE_TYPE: u32 = 9;
     pub const TE_NAME_IID: u32 = 10;
     pub const TE_TRACK_UUID: u32 = 11;
+    pub const TE_CATEGORIES: u32 = 22;
     pub const TE_NAME: u32 = 23;
     // InternedData, EventCategory / EventName
     pub const ID_EVENT_CATEGORIES: u32 = 1;
@@ -81,6 +86,9 @@ const SLICE_END: u64 = 2;
 const INSTANT: u64 = 3;
 /// TrackDescriptor.ChildTracksOrdering.EXPLICIT.
 const EXPLICIT: u64 = 3;
+/// TrackDescriptor.SiblingMergeBehavior.NONE: a track is never merged with same-named siblings,
+/// and a descriptor written again renames it.
+const MERGE_NONE: u64 = 2;
 /// TracePacket.SequenceFlags.
 const INCREMENTAL_STATE_CLEARED: u64 = 1;
 const NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -121,17 +129,84 @@ pub mod wire {
     }
 }
 
+/// Packets held back to be written in time order, at most; past that, the open record that began
+/// first gets a track of its own so that what came after it can go (CV-PERFETTO-1).
+pub const MAX_HELD: usize = 1 << 14;
+/// Packets always held back, so lines a little out of time order (a simulator writing an event of
+/// the next cycle before one of this cycle) still find their place.
+pub const REORDER: usize = 1 << 10;
+
+/// A packet waiting for its turn: a track event (names interned when it is written, so interned
+/// data always precedes its use) or a finished body.
+enum Body {
+    Event { track: u64, kind: u64, name: String, category: Option<String>, annotations: Vec<u8> },
+    Raw(Vec<u8>),
+}
+
+struct Held {
+    ts: u64,
+    seq: u64,
+    body: Body,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        (self.ts, self.seq) == (o.ts, o.seq)
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.ts, self.seq).cmp(&(o.ts, o.seq))
+    }
+}
+
+/// A track, kept to describe it late or again under a new name.
+struct TrackInfo {
+    uuid: u64,
+    parent: Option<u64>,
+    rank: i64,
+    name: String,
+    description: Option<String>,
+    described: bool,
+}
+
 /// Writes a Perfetto trace.
+///
+/// Slices are known when their record ends, so their begin packets are held in a time-ordered
+/// buffer and written once no open record can still produce an earlier one: the main sequence's
+/// timestamps never decrease. A record that stays open while [`MAX_HELD`] packets wait gets a
+/// track of its own (named after it), where its begin is written at once; a packet that arrives
+/// after later ones were written (a trace out of time order) goes on a sequence of its own.
 pub struct PerfettoSink<W: Write> {
     out: W,
     buf: Vec<u8>,
     mhz: f64,
     unit_note: String,
-    tracks: HashMap<(u64, u32), u64>,
+    tracks: HashMap<(u64, u32), TrackInfo>,
+    /// Tracks declared and not described yet, by uuid.
+    undescribed: HashMap<u64, (u64, u32)>,
     next_uuid: u64,
     names: HashMap<String, u64>,
     categories: HashMap<String, u64>,
     first: bool,
+    held: BinaryHeap<Reverse<Held>>,
+    seq: u64,
+    /// Open records by start (ns): what can still produce an early begin packet.
+    open: BTreeSet<(u64, u64)>,
+    /// Open records: process, name, record_type, start (ns).
+    open_info: HashMap<u64, (u64, String, String, u64)>,
+    /// Records moved to a track of their own, and that track.
+    own: HashMap<u64, u64>,
+    own_tracks: i64,
+    /// The last timestamp written on the main sequence.
+    written: Option<u64>,
+    next_sequence: u64,
 }
 
 impl<W: Write> PerfettoSink<W> {
@@ -143,10 +218,19 @@ impl<W: Write> PerfettoSink<W> {
             mhz: 1.0,
             unit_note: String::new(),
             tracks: HashMap::new(),
+            undescribed: HashMap::new(),
             next_uuid: 1,
             names: HashMap::new(),
             categories: HashMap::new(),
             first: true,
+            held: BinaryHeap::new(),
+            seq: 0,
+            open: BTreeSet::new(),
+            open_info: HashMap::new(),
+            own: HashMap::new(),
+            own_tracks: 0,
+            written: None,
+            next_sequence: SEQUENCE + 1,
         }
     }
 
@@ -159,14 +243,11 @@ impl<W: Write> PerfettoSink<W> {
         ((cycles_to_ps(clk, self.mhz) + 500) / 1000) as u64
     }
 
-    fn packet(&mut self, body: &[u8]) -> Result<()> {
+    fn emit(&mut self, sequence: u64, flags: Option<u64>, body: &[u8]) -> Result<()> {
         let mut p = Vec::with_capacity(body.len() + 8);
-        wire::uint(&mut p, field::SEQUENCE_ID, SEQUENCE);
-        if self.first {
-            wire::uint(&mut p, field::SEQUENCE_FLAGS, INCREMENTAL_STATE_CLEARED);
-            self.first = false;
-        } else {
-            wire::uint(&mut p, field::SEQUENCE_FLAGS, NEEDS_INCREMENTAL_STATE);
+        wire::uint(&mut p, field::SEQUENCE_ID, sequence);
+        if let Some(f) = flags {
+            wire::uint(&mut p, field::SEQUENCE_FLAGS, f);
         }
         p.extend_from_slice(body);
         wire::bytes(&mut self.buf, field::TRACE_PACKET, &p);
@@ -177,6 +258,20 @@ impl<W: Write> PerfettoSink<W> {
         Ok(())
     }
 
+    /// A packet on the main sequence.
+    fn packet(&mut self, body: &[u8]) -> Result<()> {
+        let flags = if std::mem::replace(&mut self.first, false) {
+            INCREMENTAL_STATE_CLEARED
+        } else {
+            NEEDS_INCREMENTAL_STATE
+        };
+        self.emit(SEQUENCE, Some(flags), body)
+    }
+
+    /// Declares track `key` (or renames it). Lanes are described when their first event is
+    /// written (`now` false), so a lane that ends up empty in this output is never shown; a
+    /// track already described is described again under its new name. Every track is its own
+    /// (no merging with same-named siblings), which is also what lets a new name replace the old.
     fn track(
         &mut self,
         key: (u64, u32),
@@ -184,77 +279,220 @@ impl<W: Write> PerfettoSink<W> {
         name: &str,
         rank: i64,
         description: Option<&str>,
+        now: bool,
     ) -> Result<u64> {
-        let uuid = self.next_uuid;
-        self.next_uuid += 1;
-        self.tracks.insert(key, uuid);
+        let (uuid, described) = match self.tracks.get_mut(&key) {
+            Some(t) => {
+                t.name = name.to_owned();
+                (t.uuid, t.described)
+            }
+            None => {
+                let uuid = self.next_uuid;
+                self.next_uuid += 1;
+                let info = TrackInfo {
+                    uuid,
+                    parent,
+                    rank,
+                    name: name.to_owned(),
+                    description: description.map(str::to_owned),
+                    described: false,
+                };
+                self.tracks.insert(key, info);
+                self.undescribed.insert(uuid, key);
+                (uuid, false)
+            }
+        };
+        if described || now {
+            self.undescribed.remove(&uuid);
+            self.describe(key)?;
+        }
+        Ok(uuid)
+    }
+
+    fn describe(&mut self, key: (u64, u32)) -> Result<()> {
+        let Some(t) = self.tracks.get_mut(&key) else { return Ok(()) };
+        t.described = true;
         let mut td = Vec::new();
-        wire::uint(&mut td, field::TD_UUID, uuid);
-        wire::bytes(&mut td, field::TD_NAME, name.as_bytes());
-        match parent {
+        wire::uint(&mut td, field::TD_UUID, t.uuid);
+        wire::bytes(&mut td, field::TD_NAME, t.name.as_bytes());
+        match t.parent {
             Some(p) => wire::uint(&mut td, field::TD_PARENT_UUID, p),
             None => wire::uint(&mut td, field::TD_CHILD_ORDERING, EXPLICIT),
         }
-        wire::int(&mut td, field::TD_SIBLING_ORDER_RANK, rank);
-        if let Some(d) = description {
+        wire::int(&mut td, field::TD_SIBLING_ORDER_RANK, t.rank);
+        wire::uint(&mut td, field::TD_SIBLING_MERGE_BEHAVIOR, MERGE_NONE);
+        if let Some(d) = &t.description {
             wire::bytes(&mut td, field::TD_DESCRIPTION, d.as_bytes());
         }
         let mut body = Vec::new();
         wire::bytes(&mut body, field::TRACK_DESCRIPTOR, &td);
-        self.packet(&body)?;
-        Ok(uuid)
-    }
-
-    /// Appends the name to the event (interned when the table has room) and any new interned
-    /// entries to `interned`.
-    fn name(&mut self, te: &mut Vec<u8>, interned: &mut Vec<u8>, name: &str) {
-        let iid = match self.names.get(name) {
-            Some(&iid) => Some(iid),
-            None if self.names.len() < MAX_INTERNED => {
-                let iid = self.names.len() as u64 + 1;
-                self.names.insert(name.to_owned(), iid);
-                let mut en = Vec::new();
-                wire::uint(&mut en, field::IID, iid);
-                wire::bytes(&mut en, field::INTERNED_NAME, name.as_bytes());
-                wire::bytes(interned, field::ID_EVENT_NAMES, &en);
-                Some(iid)
-            }
-            None => None,
-        };
-        match iid {
-            Some(iid) => wire::uint(te, field::TE_NAME_IID, iid),
-            None => wire::bytes(te, field::TE_NAME, name.as_bytes()),
-        }
-    }
-
-    fn category(&mut self, te: &mut Vec<u8>, interned: &mut Vec<u8>, cat: &str) {
-        let iid = match self.categories.get(cat) {
-            Some(&iid) => iid,
-            None => {
-                let iid = self.categories.len() as u64 + 1;
-                self.categories.insert(cat.to_owned(), iid);
-                let mut ec = Vec::new();
-                wire::uint(&mut ec, field::IID, iid);
-                wire::bytes(&mut ec, field::INTERNED_NAME, cat.as_bytes());
-                wire::bytes(interned, field::ID_EVENT_CATEGORIES, &ec);
-                iid
-            }
-        };
-        wire::uint(te, field::TE_CATEGORY_IIDS, iid);
-    }
-
-    fn event_packet(&mut self, ts: u64, te: &[u8], interned: &[u8]) -> Result<()> {
-        let mut body = Vec::with_capacity(te.len() + interned.len() + 16);
-        wire::uint(&mut body, field::TIMESTAMP, ts);
-        if !interned.is_empty() {
-            wire::bytes(&mut body, field::INTERNED_DATA, interned);
-        }
-        wire::bytes(&mut body, field::TRACK_EVENT, te);
         self.packet(&body)
     }
 
+    /// Describes `uuid` if it has not been yet (before the first event on it).
+    fn ensure_described(&mut self, uuid: u64) -> Result<()> {
+        match self.undescribed.remove(&uuid) {
+            Some(key) => self.describe(key),
+            None => Ok(()),
+        }
+    }
+
+    /// The interned id of `name` (with its definition added to `interned` the first time), or
+    /// `None` once the table is full.
+    fn intern_name(&mut self, interned: &mut Vec<u8>, name: &str) -> Option<u64> {
+        if let Some(&iid) = self.names.get(name) {
+            return Some(iid);
+        }
+        if self.names.len() >= MAX_INTERNED {
+            return None;
+        }
+        let iid = self.names.len() as u64 + 1;
+        self.names.insert(name.to_owned(), iid);
+        let mut en = Vec::new();
+        wire::uint(&mut en, field::IID, iid);
+        wire::bytes(&mut en, field::INTERNED_NAME, name.as_bytes());
+        wire::bytes(interned, field::ID_EVENT_NAMES, &en);
+        Some(iid)
+    }
+
+    fn intern_category(&mut self, interned: &mut Vec<u8>, cat: &str) -> u64 {
+        if let Some(&iid) = self.categories.get(cat) {
+            return iid;
+        }
+        let iid = self.categories.len() as u64 + 1;
+        self.categories.insert(cat.to_owned(), iid);
+        let mut ec = Vec::new();
+        wire::uint(&mut ec, field::IID, iid);
+        wire::bytes(&mut ec, field::INTERNED_NAME, cat.as_bytes());
+        wire::bytes(interned, field::ID_EVENT_CATEGORIES, &ec);
+        iid
+    }
+
+    /// Writes a held packet on the main sequence, interning its names now.
+    fn write_main(&mut self, h: Held) -> Result<()> {
+        let mut body = Vec::new();
+        wire::uint(&mut body, field::TIMESTAMP, h.ts);
+        match h.body {
+            Body::Raw(raw) => body.extend_from_slice(&raw),
+            Body::Event { track, kind, name, category, annotations } => {
+                self.ensure_described(track)?;
+                let (mut te, mut interned) = (Vec::new(), Vec::new());
+                wire::uint(&mut te, field::TE_TYPE, kind);
+                wire::uint(&mut te, field::TE_TRACK_UUID, track);
+                if kind != SLICE_END {
+                    match self.intern_name(&mut interned, &name) {
+                        Some(iid) => wire::uint(&mut te, field::TE_NAME_IID, iid),
+                        None => wire::bytes(&mut te, field::TE_NAME, name.as_bytes()),
+                    }
+                }
+                if let Some(cat) = category {
+                    let iid = self.intern_category(&mut interned, &cat);
+                    wire::uint(&mut te, field::TE_CATEGORY_IIDS, iid);
+                }
+                te.extend_from_slice(&annotations);
+                if !interned.is_empty() {
+                    wire::bytes(&mut body, field::INTERNED_DATA, &interned);
+                }
+                wire::bytes(&mut body, field::TRACK_EVENT, &te);
+            }
+        }
+        self.written = Some(h.ts);
+        self.packet(&body)
+    }
+
+    /// Writes packets that come too late for the main sequence on a sequence of their own
+    /// (names inline: interning is per sequence).
+    fn write_alone(&mut self, packets: Vec<(u64, Body)>) -> Result<()> {
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        for (i, (ts, b)) in packets.into_iter().enumerate() {
+            let mut body = Vec::new();
+            wire::uint(&mut body, field::TIMESTAMP, ts);
+            match b {
+                Body::Raw(raw) => body.extend_from_slice(&raw),
+                Body::Event { track, kind, name, category, annotations } => {
+                    self.ensure_described(track)?;
+                    let mut te = Vec::new();
+                    wire::uint(&mut te, field::TE_TYPE, kind);
+                    wire::uint(&mut te, field::TE_TRACK_UUID, track);
+                    if kind != SLICE_END {
+                        wire::bytes(&mut te, field::TE_NAME, name.as_bytes());
+                    }
+                    if let Some(cat) = category {
+                        wire::bytes(&mut te, field::TE_CATEGORIES, cat.as_bytes());
+                    }
+                    te.extend_from_slice(&annotations);
+                    wire::bytes(&mut body, field::TRACK_EVENT, &te);
+                }
+            }
+            let flags = (i == 0).then_some(INCREMENTAL_STATE_CLEARED);
+            self.emit(sequence, flags, &body)?;
+        }
+        Ok(())
+    }
+
+    /// Queues packets that belong together (a slice's begin and end), in time order.
+    fn hold(&mut self, packets: Vec<(u64, Body)>) -> Result<()> {
+        let first = packets.iter().map(|(ts, _)| *ts).min().unwrap_or(0);
+        if self.written.is_some_and(|w| first < w) {
+            return self.write_alone(packets);
+        }
+        for (ts, body) in packets {
+            self.seq += 1;
+            self.held.push(Reverse(Held { ts, seq: self.seq, body }));
+        }
+        self.release(false)
+    }
+
+    /// Writes what no open record can precede any more (everything when `all`), keeping the
+    /// latest [`REORDER`] packets back for lines written a little out of time order; while too
+    /// much is held, the open record that began first stops holding it back.
+    fn release(&mut self, all: bool) -> Result<()> {
+        loop {
+            let (limit, keep) = match self.open.first() {
+                _ if all => (u64::MAX, 0),
+                Some(&(start, _)) => (start, REORDER),
+                None => (u64::MAX, REORDER),
+            };
+            while self.held.len() > keep && self.held.peek().is_some_and(|Reverse(h)| h.ts <= limit)
+            {
+                if let Some(Reverse(h)) = self.held.pop() {
+                    self.write_main(h)?;
+                }
+            }
+            if all || self.held.len() <= MAX_HELD || self.open.is_empty() {
+                return Ok(());
+            }
+            self.give_up()?;
+        }
+    }
+
+    /// The open record that began first gets a track of its own, and its begin is queued now.
+    fn give_up(&mut self) -> Result<()> {
+        let Some((start, id)) = self.open.pop_first() else { return Ok(()) };
+        let Some((pid, name, record_type, _)) = self.open_info.remove(&id) else { return Ok(()) };
+        let parent = self.tracks.get(&(pid, u32::MAX)).map(|t| t.uuid);
+        self.own_tracks += 1;
+        // After the events lane (rank 0), before the lanes (ranks from 1)? Lanes hold its
+        // descendants; the record's own track goes first among the process's tracks.
+        let rank = -self.own_tracks;
+        let key = (pid, u32::MAX - 1 - self.own_tracks as u32);
+        let uuid = self.track(key, parent, &format!("{name} ({record_type})"), rank, None, true)?;
+        self.own.insert(id, uuid);
+        self.seq += 1;
+        let body = Body::Event {
+            track: uuid,
+            kind: SLICE_BEGIN,
+            name,
+            category: Some(record_type),
+            annotations: Vec::new(),
+        };
+        self.held.push(Reverse(Held { ts: start, seq: self.seq, body }));
+        Ok(())
+    }
+
     fn lane_uuid(&self, pid: u64, lane: u32) -> u64 {
-        self.tracks.get(&(pid, lane)).copied().unwrap_or(0)
+        self.tracks.get(&(pid, lane)).map_or(0, |t| t.uuid)
     }
 }
 
@@ -298,59 +536,95 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
     fn process(&mut self, p: &Process<'_>) -> Result<()> {
         let note = self.unit_note.clone();
         let name = format!("{} ({})", p.name, p.record_type);
-        let uuid = self.track((p.pid, u32::MAX), None, &name, p.sort_index as i64, Some(&note))?;
-        self.track((p.pid, 0), Some(uuid), "events", 0, None)?;
+        let (key, rank) = ((p.pid, u32::MAX), p.sort_index as i64);
+        let uuid = self.track(key, None, &name, rank, Some(&note), true)?;
+        self.track((p.pid, 0), Some(uuid), "events", 0, None, false)?;
         Ok(())
     }
 
     fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()> {
         let parent = self.lane_uuid(pid, u32::MAX);
-        self.track((pid, lane), Some(parent), &format!("{name} {lane}"), lane as i64, None)?;
+        self.track((pid, lane), Some(parent), name, lane as i64, None, false)?;
+        Ok(())
+    }
+
+    fn begin(&mut self, pid: u64, r: &OpenRecord) -> Result<()> {
+        let ts = self.ns(r.start);
+        self.open.insert((ts, r.id));
+        self.open_info.insert(r.id, (pid, r.name.clone(), r.record_type.clone(), ts));
         Ok(())
     }
 
     fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
-        let track = self.lane_uuid(s.pid, s.lane);
         let r = s.record;
-        let (mut te, mut interned) = (Vec::new(), Vec::new());
-        wire::uint(&mut te, field::TE_TYPE, SLICE_BEGIN);
-        wire::uint(&mut te, field::TE_TRACK_UUID, track);
-        self.name(&mut te, &mut interned, &r.name);
-        self.category(&mut te, &mut interned, &r.record_type);
-        annotations(&mut te, &record_args(s));
-        self.event_packet(self.ns(r.start), &te, &interned)?;
-        let mut end = Vec::new();
-        wire::uint(&mut end, field::TE_TYPE, SLICE_END);
-        wire::uint(&mut end, field::TE_TRACK_UUID, track);
-        self.event_packet(self.ns(s.end), &end, &[])
+        let (begin, end) = (self.ns(r.start), self.ns(s.end));
+        if self.open_info.remove(&r.id).is_some() {
+            self.open.remove(&(begin, r.id));
+        }
+        let mut args = Vec::new();
+        annotations(&mut args, &record_args(s));
+        let packets = match self.own.remove(&r.id) {
+            // Its begin is already queued on its own track: the end carries the arguments.
+            Some(track) => vec![(
+                end,
+                Body::Event {
+                    track,
+                    kind: SLICE_END,
+                    name: String::new(),
+                    category: None,
+                    annotations: args,
+                },
+            )],
+            None => {
+                let track = self.lane_uuid(s.pid, s.lane);
+                vec![
+                    (
+                        begin,
+                        Body::Event {
+                            track,
+                            kind: SLICE_BEGIN,
+                            name: r.name.clone(),
+                            category: Some(r.record_type.clone()),
+                            annotations: args,
+                        },
+                    ),
+                    (
+                        end,
+                        Body::Event {
+                            track,
+                            kind: SLICE_END,
+                            name: String::new(),
+                            category: None,
+                            annotations: Vec::new(),
+                        },
+                    ),
+                ]
+            }
+        };
+        self.hold(packets)
     }
 
     fn instant(&mut self, i: &Instant<'_>) -> Result<()> {
         let e = i.event;
+        let ts = self.ns(e.clk);
         if e.name == jets_host::sync::SYNC_EVENT {
             if let Some(Ok(p)) = jets_host::sync::SyncPoint::from_event(e) {
                 let mut cs = Vec::new();
-                for (id, ts) in [
-                    (CLOCK_BOOTTIME, self.ns(e.clk)),
+                for (id, t) in [
+                    (CLOCK_BOOTTIME, ts),
                     (CLOCK_MONOTONIC, p.mono_ns),
                     (CLOCK_REALTIME, p.real_ns),
                 ] {
                     let mut c = Vec::new();
                     wire::uint(&mut c, field::CLOCK_ID, id);
-                    wire::uint(&mut c, field::CLOCK_TIMESTAMP, ts);
+                    wire::uint(&mut c, field::CLOCK_TIMESTAMP, t);
                     wire::bytes(&mut cs, field::CS_CLOCKS, &c);
                 }
-                let mut body = Vec::new();
-                wire::uint(&mut body, field::TIMESTAMP, self.ns(e.clk));
-                wire::bytes(&mut body, field::CLOCK_SNAPSHOT, &cs);
-                self.packet(&body)?;
+                let mut raw = Vec::new();
+                wire::bytes(&mut raw, field::CLOCK_SNAPSHOT, &cs);
+                self.hold(vec![(ts, Body::Raw(raw))])?;
             }
         }
-        let track = self.lane_uuid(i.pid, 0);
-        let (mut te, mut interned) = (Vec::new(), Vec::new());
-        wire::uint(&mut te, field::TE_TYPE, INSTANT);
-        wire::uint(&mut te, field::TE_TRACK_UUID, track);
-        self.name(&mut te, &mut interned, &e.name);
         let mut args = Map::new();
         args.insert("record_id".into(), e.record_id.into());
         if let Some(n) = i.record_name {
@@ -362,26 +636,35 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
         if let Some(d) = &e.data {
             args.insert("data".into(), d.clone());
         }
-        annotations(&mut te, &args);
-        self.event_packet(self.ns(e.clk), &te, &interned)
+        let mut ann = Vec::new();
+        annotations(&mut ann, &args);
+        let track = self.lane_uuid(i.pid, 0);
+        let body = Body::Event {
+            track,
+            kind: INSTANT,
+            name: e.name.to_string(),
+            category: None,
+            annotations: ann,
+        };
+        self.hold(vec![(ts, body)])
     }
 
     fn late_annotation(&mut self, pid: u64, a: &Annotation<'_>) -> Result<()> {
         // Untimed, and its slice is already written: an instant at time 0 on the events lane.
-        let track = self.lane_uuid(pid, 0);
-        let (mut te, mut interned) = (Vec::new(), Vec::new());
-        wire::uint(&mut te, field::TE_TYPE, INSTANT);
-        wire::uint(&mut te, field::TE_TRACK_UUID, track);
-        self.name(&mut te, &mut interned, &format!("annotation {}", a.name));
         let mut args = Map::new();
         args.insert("record_id".into(), a.record_id.into());
         args.insert("description".into(), a.description.to_string().into());
         args.insert("data".into(), a.data.clone());
-        annotations(&mut te, &args);
-        self.event_packet(0, &te, &interned)
+        let mut ann = Vec::new();
+        annotations(&mut ann, &args);
+        let track = self.lane_uuid(pid, 0);
+        let name = format!("annotation {}", a.name);
+        let body = Body::Event { track, kind: INSTANT, name, category: None, annotations: ann };
+        self.hold(vec![(0, body)])
     }
 
     fn finish(&mut self, _end_clk: u64) -> Result<()> {
+        self.release(true)?;
         self.out.write_all(&self.buf).context("writing Perfetto trace")?;
         self.buf.clear();
         Ok(())

@@ -72,8 +72,14 @@ pub trait TimelineSink {
     fn header(&mut self, header: &Header<'_>, mhz: f64, stated: bool) -> Result<()>;
     /// A new process.
     fn process(&mut self, p: &Process<'_>) -> Result<()>;
-    /// A new lane in a process, named after the type of its first slice.
+    /// A lane in a process, or a new name for it: the lane is named when it is created and
+    /// renamed when a record that names it better lands on it (CV-NEST-2), so this is called
+    /// once or more per lane, always before the slice that caused it.
     fn lane(&mut self, pid: u64, lane: u32, name: &str) -> Result<()>;
+    /// A record began (it becomes a slice when it ends). Most sinks need nothing here.
+    fn begin(&mut self, _pid: u64, _record: &OpenRecord) -> Result<()> {
+        Ok(())
+    }
     /// A finished slice.
     fn slice(&mut self, s: &Slice<'_>) -> Result<()>;
     /// An event.
@@ -166,6 +172,46 @@ impl Lane {
     }
 }
 
+/// What a lane is named after (CV-NEST-2): the outermost record placed on it below the
+/// process's root record ("name (record_type)"), or, when several records share that depth,
+/// their type and the lane number ("Instruction 3"). The root record names a lane only when
+/// nothing else is on it: the process already carries its name.
+#[derive(Default)]
+struct LaneName {
+    /// Depth of the naming record(s); `None` before the first slice.
+    depth: Option<u32>,
+    namer: u64,
+    record_type: String,
+    several: bool,
+}
+
+impl LaneName {
+    /// Takes record `rec` at `depth` into account; the lane's new name when it changes.
+    fn add(&mut self, rec: &OpenRecord, depth: u32, lane: u32) -> Option<String> {
+        // The root is the process itself: the least telling name for one of its lanes.
+        let d = if depth == 0 { u32::MAX } else { depth };
+        match self.depth {
+            Some(cur) if d > cur => None,
+            Some(cur) if d == cur => {
+                if self.several || self.namer == rec.id {
+                    return None;
+                }
+                self.several = true;
+                Some(format!("{} {lane}", self.record_type))
+            }
+            _ => {
+                *self = LaneName {
+                    depth: Some(d),
+                    namer: rec.id,
+                    record_type: rec.record_type.clone(),
+                    several: false,
+                };
+                Some(format!("{} ({})", rec.name, rec.record_type))
+            }
+        }
+    }
+}
+
 /// Packs the slices of one process into lanes where they nest.
 #[derive(Default)]
 pub struct LanePacker {
@@ -211,7 +257,9 @@ pub struct Timeline<S> {
     open: HashMap<u64, OpenRecord>,
     /// Every record's process and parent: children may begin after their parent ended, and
     /// lane packing asks who descends from whom.
-    family: HashMap<u64, (u64, Option<u64>)>,
+    family: HashMap<u64, (u64, Option<u64>, u32)>,
+    /// What each (process, lane) is named after (CV-NEST-2).
+    lane_names: HashMap<(u64, u32), LaneName>,
     packers: HashMap<u64, LanePacker>,
     processes: u64,
     end_clk: u64,
@@ -225,6 +273,7 @@ impl<S: TimelineSink> Timeline<S> {
             sink,
             open: HashMap::new(),
             family: HashMap::new(),
+            lane_names: HashMap::new(),
             packers: HashMap::new(),
             processes: 0,
             end_clk: 0,
@@ -246,7 +295,7 @@ impl<S: TimelineSink> Timeline<S> {
                 self.sink.header(&h, mhz, stated)?;
             }
             Line::Record(r) => {
-                let pid = match r.parent_id {
+                let (pid, depth) = match r.parent_id {
                     None => {
                         self.sink.process(&Process {
                             pid: r.id,
@@ -255,27 +304,26 @@ impl<S: TimelineSink> Timeline<S> {
                             sort_index: self.processes,
                         })?;
                         self.processes += 1;
-                        r.id
+                        (r.id, 0)
                     }
                     Some(p) => match self.family.get(&p) {
-                        Some(&(root, _)) => root,
+                        Some(&(root, _, d)) => (root, d + 1),
                         None => bail!("record {} refers to parent {p}, not seen before it", r.id),
                     },
                 };
-                self.family.insert(r.id, (pid, r.parent_id));
-                self.open.insert(
-                    r.id,
-                    OpenRecord {
-                        id: r.id,
-                        parent_id: r.parent_id,
-                        name: r.name.into_owned(),
-                        record_type: r.record_type.into_owned(),
-                        description: r.description.into_owned(),
-                        start: r.clk,
-                        data: r.data,
-                        annotations: Vec::new(),
-                    },
-                );
+                self.family.insert(r.id, (pid, r.parent_id, depth));
+                let rec = OpenRecord {
+                    id: r.id,
+                    parent_id: r.parent_id,
+                    name: r.name.into_owned(),
+                    record_type: r.record_type.into_owned(),
+                    description: r.description.into_owned(),
+                    start: r.clk,
+                    data: r.data,
+                    annotations: Vec::new(),
+                };
+                self.sink.begin(pid, &rec)?;
+                self.open.insert(r.id, rec);
             }
             Line::RecordEnd(e) => {
                 let Some(rec) = self.open.remove(&e.record_id) else {
@@ -287,14 +335,14 @@ impl<S: TimelineSink> Timeline<S> {
                 if let Some(rec) = self.open.get_mut(&a.record_id) {
                     rec.annotations.push((a.name.into_owned(), a.description.into_owned(), a.data));
                 } else {
-                    let Some(&(pid, _)) = self.family.get(&a.record_id) else {
+                    let Some(&(pid, _, _)) = self.family.get(&a.record_id) else {
                         bail!("annotation on record {}, not seen before it", a.record_id)
                     };
                     self.sink.late_annotation(pid, &a)?;
                 }
             }
             Line::Event(e) => {
-                let Some(&(pid, _)) = self.family.get(&e.record_id) else {
+                let Some(&(pid, _, _)) = self.family.get(&e.record_id) else {
                     bail!("event on record {}, not seen before it", e.record_id)
                 };
                 let record_name = self.open.get(&e.record_id).map(|r| r.name.as_str());
@@ -309,7 +357,7 @@ impl<S: TimelineSink> Timeline<S> {
         let pid = self.family.get(&rec.id).map_or(rec.id, |f| f.0);
         let family = &self.family;
         let descends = |mut a: u64, b: u64| -> bool {
-            while let Some(&(_, Some(p))) = family.get(&a) {
+            while let Some(&(_, Some(p), _)) = family.get(&a) {
                 if p == b {
                     return true;
                 }
@@ -318,15 +366,16 @@ impl<S: TimelineSink> Timeline<S> {
             false
         };
         let open_parent = rec.parent_id.and_then(|p| self.open.get(&p)).map(|p| (p.id, p.start));
-        let (lane, new) = self.packers.entry(pid).or_default().assign(
+        let (lane, _) = self.packers.entry(pid).or_default().assign(
             rec.start,
             end,
             rec.id,
             open_parent,
             &descends,
         );
-        if new {
-            self.sink.lane(pid, lane, &rec.record_type)?;
+        let depth = self.family.get(&rec.id).map_or(0, |f| f.2);
+        if let Some(name) = self.lane_names.entry((pid, lane)).or_default().add(rec, depth, lane) {
+            self.sink.lane(pid, lane, &name)?;
         }
         self.sink.slice(&Slice { pid, lane, record: rec, end: end.max(rec.start), ended })
     }

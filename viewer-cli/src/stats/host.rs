@@ -1,15 +1,14 @@
 //! `jets stats` on a trace with host samples (spec/host-sync.md): simulation speed over time and
 //! the host's peaks.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use jets::format::Line;
 use jets_host::sync::{
     ClockMap, IntervalSpeed, SyncPoint, CAPABILITIES_ANNOTATION, HOST_RECORD_TYPE, SYNC_EVENT,
 };
-use jets_read::Reader;
 use serde_json::{json, Map, Value};
 
 /// Metrics whose maximum is a peak.
@@ -58,84 +57,99 @@ pub struct HostStats {
     pub capabilities: Option<Value>,
 }
 
-impl HostStats {
-    /// Reads the host samples of `path`; `None` when the trace has none.
-    pub fn from_path(path: &Path, instruction_type: &str) -> Result<Option<HostStats>> {
-        let mut reader =
-            Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let mut hosts = std::collections::HashSet::new();
-        let (mut points, mut clks) = (Vec::new(), Vec::new());
-        let (mut peaks, mut totals) = (Map::new(), Map::new());
-        let mut capabilities = None;
-        let mut metric_samples = 0u64;
-        while let Some(raw) = reader.next_line() {
-            let raw = raw.with_context(|| format!("reading {}", path.display()))?;
-            let n = raw.number;
-            match raw.parse().with_context(|| format!("{}:{n}", path.display()))? {
-                Line::Record(r) => {
-                    if r.record_type == HOST_RECORD_TYPE {
-                        hosts.insert(r.id);
-                    }
-                    if r.record_type == instruction_type {
-                        clks.push(r.clk);
-                    }
-                }
-                Line::Annotation(a)
-                    if a.name == CAPABILITIES_ANNOTATION && hosts.contains(&a.record_id) =>
-                {
-                    capabilities = Some(a.data);
-                }
-                Line::Event(e)
-                    if (e.name == SYNC_EVENT || e.name == SAMPLE_EVENT)
-                        && hosts.contains(&e.record_id) =>
-                {
-                    let data =
-                        e.data.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
-                    if e.name == SYNC_EVENT {
-                        points.push(
-                            SyncPoint::from_data(e.clk, &data)
-                                .with_context(|| format!("{}:{n}", path.display()))?,
-                        );
-                    } else {
-                        metric_samples += 1;
-                    }
-                    for k in PEAKS {
-                        if let Some(v) = data.get(k).and_then(Value::as_f64) {
-                            let peak = peaks.get(k).and_then(Value::as_f64).map_or(v, |p| p.max(v));
-                            peaks.insert(k.into(), json!(peak));
-                        }
-                    }
-                    for k in TOTALS {
-                        if let Some(v) = data.get(k) {
-                            totals.insert(k.into(), v.clone());
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        if points.is_empty() && metric_samples == 0 {
-            return Ok(None);
-        }
-        clks.sort_unstable();
-        let intervals = if points.is_empty() {
-            Vec::new()
-        } else {
-            ClockMap::new(points.clone())
-                .with_context(|| format!("{}: {SYNC_EVENT} points", path.display()))?
-                .speed(&clks)
-        };
-        Ok(Some(HostStats {
-            instruction_type: instruction_type.into(),
-            points,
-            metric_samples,
-            intervals,
-            peaks,
-            totals,
-            capabilities,
-        }))
+/// Collects the host samples of a trace line by line, inside the one pass of `jets stats`.
+#[derive(Debug, Default)]
+pub struct HostCollector {
+    instruction_type: String,
+    hosts: HashSet<u64>,
+    points: Vec<SyncPoint>,
+    clks: Vec<u64>,
+    peaks: Map<String, Value>,
+    totals: Map<String, Value>,
+    capabilities: Option<Value>,
+    metric_samples: u64,
+}
+
+impl HostCollector {
+    /// A collector counting records of `instruction_type` as simulated instructions.
+    pub fn new(instruction_type: &str) -> HostCollector {
+        HostCollector { instruction_type: instruction_type.into(), ..HostCollector::default() }
     }
 
+    /// Takes one line of the trace (the caller names the file and line in errors).
+    pub fn line(&mut self, line: &Line<'_>) -> Result<()> {
+        match line {
+            Line::Record(r) => {
+                // The monitored process is the root HostProcess record (spec/host-sync.md); its
+                // children (imported from denet `child` lines) carry per-process samples that
+                // are parts of the root's totals, not samples of their own.
+                if r.record_type == HOST_RECORD_TYPE && r.parent_id.is_none() {
+                    self.hosts.insert(r.id);
+                }
+                if r.record_type == self.instruction_type.as_str() {
+                    self.clks.push(r.clk);
+                }
+            }
+            Line::Annotation(a)
+                if a.name == CAPABILITIES_ANNOTATION && self.hosts.contains(&a.record_id) =>
+            {
+                self.capabilities = Some(a.data.clone());
+            }
+            Line::Event(e)
+                if (e.name == SYNC_EVENT || e.name == SAMPLE_EVENT)
+                    && self.hosts.contains(&e.record_id) =>
+            {
+                let empty = Map::new();
+                let data = e.data.as_ref().and_then(Value::as_object).unwrap_or(&empty);
+                if e.name == SYNC_EVENT {
+                    self.points.push(SyncPoint::from_data(e.clk, data)?);
+                } else {
+                    self.metric_samples += 1;
+                }
+                for k in PEAKS {
+                    if let Some(v) = data.get(k).and_then(Value::as_f64) {
+                        let peak =
+                            self.peaks.get(k).and_then(Value::as_f64).map_or(v, |p| p.max(v));
+                        self.peaks.insert(k.into(), json!(peak));
+                    }
+                }
+                for k in TOTALS {
+                    if let Some(v) = data.get(k) {
+                        self.totals.insert(k.into(), v.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The host statistics of `name` after its last line; `None` when the trace has no samples.
+    pub fn finish(mut self, name: &str) -> Result<Option<HostStats>> {
+        if self.points.is_empty() && self.metric_samples == 0 {
+            return Ok(None);
+        }
+        self.clks.sort_unstable();
+        let intervals = if self.points.is_empty() {
+            Vec::new()
+        } else {
+            ClockMap::new(self.points.clone())
+                .with_context(|| format!("{name}: {SYNC_EVENT} points"))?
+                .speed(&self.clks)
+        };
+        Ok(Some(HostStats {
+            instruction_type: self.instruction_type,
+            points: self.points,
+            metric_samples: self.metric_samples,
+            intervals,
+            peaks: self.peaks,
+            totals: self.totals,
+            capabilities: self.capabilities,
+        }))
+    }
+}
+
+impl HostStats {
     /// Whole-run speed: (seconds, cycles, cycles/s, instructions/s); `None` without two sync points.
     fn overall(&self) -> Option<(f64, u64, f64, f64)> {
         let (a, b) = (self.points.first()?, self.points.last()?);

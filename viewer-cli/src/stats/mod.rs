@@ -7,24 +7,14 @@ pub mod host;
 pub mod parquet;
 pub mod trace;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
-use clap::ValueEnum;
+use anyhow::{anyhow, bail, Result};
+use jets_read::{Compression, Reader};
 
-/// How `jets stats` prints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Tables for people.
-    #[default]
-    Human,
-    /// One JSON object.
-    Json,
-    /// One Parquet table of many traces, a row per run and record_type (needs `-o`).
-    Parquet,
-}
+use crate::formats::timeline::read_trace;
+use crate::out::{Format, Out};
 
 /// Arguments of `jets stats`.
 #[derive(clap::Args, Debug)]
@@ -33,68 +23,107 @@ pub struct Args {
     /// `--format parquet`.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Output format: `human`, `json`, or `parquet` (a file, `-o`, of many traces: one row per
+    /// run and record_type, spec/parquet.md).
+    #[arg(long, default_value = "human", value_parser = parse_destination)]
+    pub format: Destination,
     /// Parquet: the file to write.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
     /// Host samples: the record_type counted as simulated instructions for the speed report.
     #[arg(long, default_value = "Instruction")]
     pub instruction_type: String,
 }
 
+/// Where `jets stats` writes: printed in one of the formats every command shares, or a Parquet
+/// file (only `jets stats` writes one, so it is not one of the shared [`Format`]s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output, `human` or `json`.
+    Print(Format),
+    /// `parquet`: a file of many traces.
+    Parquet,
+}
+
+fn parse_destination(s: &str) -> Result<Destination, String> {
+    if s == "parquet" {
+        return Ok(Destination::Parquet);
+    }
+    <Format as clap::ValueEnum>::from_str(s, false)
+        .map(Destination::Print)
+        .map_err(|_| format!("{s:?} is not one of human, json, parquet"))
+}
+
 /// What a file holds, judged by its first line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputKind {
-    /// A JETS trace (first line `"type":"header"`, or compressed).
+    /// A JETS trace (first line `"type":"header"`).
     Jets,
     /// denet JSON Lines.
     Denet,
 }
 
-/// Detects the kind of `path` from its first line.
+/// Detects the kind of `path` from its first line, read through the one trace reader (so a
+/// compressed file is judged by what it holds; `jets_read` is the one compression sniffer).
 pub fn detect(path: &Path) -> Result<InputKind> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut first = Vec::new();
-    BufReader::new(file)
-        .read_until(b'\n', &mut first)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if first.starts_with(&[0x1f, 0x8b]) || first.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        // Compressed: the JETS reader decompresses and reports what it finds.
-        return Ok(InputKind::Jets);
-    }
-    let v: serde_json::Value = serde_json::from_slice(&first)
-        .with_context(|| format!("{}:1: not a JSON line", path.display()))?;
+    let mut reader = Reader::open(path).map_err(|e| anyhow!("{e}"))?;
+    let name = reader.name().to_owned();
+    let compressed = reader.compression() != Compression::None;
+    let first = match reader.next_line() {
+        Some(line) => line.map_err(|e| anyhow!("{e}"))?.bytes.to_vec(),
+        None => bail!("{name}: empty file, neither a JETS trace nor denet JSON Lines"),
+    };
+    let v: serde_json::Value =
+        serde_json::from_slice(&first).map_err(|e| anyhow!("{name}:1: not a JSON line ({e})"))?;
     if v.get("type").and_then(|t| t.as_str()) == Some("header") {
         Ok(InputKind::Jets)
     } else if v.get("kind").is_some() || v.get("ts_ms").is_some() || v.get("pid").is_some() {
+        if compressed {
+            bail!("{name}: a compressed denet file; decompress it first");
+        }
         Ok(InputKind::Denet)
     } else {
-        bail!("{}:1: neither a JETS header nor a denet record", path.display())
+        bail!("{name}:1: neither a JETS header nor a denet record")
     }
+}
+
+/// The statistics of a JETS trace and of its host samples, in one pass over the file.
+pub fn read(
+    path: &Path,
+    instruction_type: &str,
+) -> Result<(trace::TraceStats, Option<host::HostStats>)> {
+    let mut stats = trace::TraceStats::default();
+    let mut host = host::HostCollector::new(instruction_type);
+    read_trace(path, |_, line| {
+        host.line(&line)?;
+        stats.line(line);
+        Ok(())
+    })?;
+    stats.finish();
+    Ok((stats, host.finish(&path.display().to_string())?))
 }
 
 /// Runs `jets stats`.
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.format == Format::Parquet {
-        return parquet(&args);
-    }
+    let format = match args.format {
+        Destination::Parquet => return parquet(&args),
+        Destination::Print(f) => f,
+    };
     if args.output.is_some() {
         bail!("-o is for --format parquet; the other formats print to standard output");
     }
     let [file] = &args.files[..] else {
         bail!("{} files given: several traces need --format parquet -o FILE", args.files.len())
     };
+    let mut out = Out::stdout();
     match detect(file)? {
         InputKind::Jets => {
-            let stats = trace::TraceStats::from_path(file)?;
-            let host = host::HostStats::from_path(file, &args.instruction_type)?;
-            match args.format {
+            let (stats, host) = read(file, &args.instruction_type)?;
+            match format {
                 Format::Human => {
-                    print!("{}", stats.to_text());
+                    out.text(&stats.to_text())?;
                     if let Some(h) = &host {
-                        print!("{}", h.to_text());
+                        out.text(&h.to_text())?;
                     }
                 }
                 Format::Json => {
@@ -102,23 +131,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     if let (Some(h), Some(obj)) = (&host, v.as_object_mut()) {
                         obj.insert("host".into(), h.to_json());
                     }
-                    println!("{}", serde_json::to_string_pretty(&v)?)
+                    out.json(&v)?;
                 }
-                Format::Parquet => bail!("internal error: parquet is written above"),
             }
-            Ok(ExitCode::SUCCESS)
         }
         InputKind::Denet => {
             let denet_file = denet::read(file)?;
             let summary = denet::summarize(&denet_file, file)?;
-            match args.format {
-                Format::Human => print!("{}", denet::to_text(&summary, file)),
-                Format::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
-                Format::Parquet => bail!("internal error: parquet is written above"),
+            match format {
+                Format::Human => out.text(&denet::to_text(&summary, file))?,
+                Format::Json => out.json(&summary)?,
             }
-            Ok(ExitCode::SUCCESS)
         }
     }
+    out.finish()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(feature = "parquet")]

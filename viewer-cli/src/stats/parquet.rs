@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::trace::TraceStats;
 use crate::formats::parquet::{run_from_path, schema, table::Table};
+use crate::formats::timeline::read_trace;
 
 /// A number of `jets stats`' JSON report (an internal error if missing: that report is ours).
 fn num(v: &Value, path: &[&str]) -> Result<u64> {
@@ -60,7 +61,13 @@ pub fn write(files: &[PathBuf], out: &Path) -> Result<u64> {
 fn write_rows(runs: &[(String, &PathBuf)], path: &Path) -> Result<u64> {
     let mut table = Table::create(path, schema::SUMMARY.to_vec())?;
     for (run, file) in runs {
-        let report = TraceStats::from_path(file)?.to_json();
+        let mut stats = TraceStats::default();
+        read_trace(file, |_, line| {
+            stats.line(line);
+            Ok(())
+        })?;
+        stats.finish();
+        let report = stats.to_json();
         let opt = |v: &Value| v.as_u64().map(|v| int(v, "clk")).transpose();
         let first_clk = opt(&report["time"]["first_clk"])?;
         let last_clk = opt(&report["time"]["last_clk"])?;

@@ -9,13 +9,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::Path;
 
-use anyhow::Result;
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
-
-use crate::formats::timeline::read_trace;
 
 /// Sub-buckets per power of two above the exact range.
 const SUB: u64 = 64;
@@ -133,18 +129,8 @@ pub struct TraceStats {
 }
 
 impl TraceStats {
-    /// Reads the trace at `path`.
-    pub fn from_path(path: &Path) -> Result<TraceStats> {
-        let mut s = TraceStats::default();
-        read_trace(path, |_, line| {
-            s.line(line);
-            Ok(())
-        })?;
-        s.finish();
-        Ok(s)
-    }
-
-    fn line(&mut self, line: Line<'_>) {
+    /// Takes one line of the trace.
+    pub fn line(&mut self, line: Line<'_>) {
         *self.lines.entry(line.line_type()).or_default() += 1;
         if let Some(c) = line.clk() {
             self.first_clk = Some(self.first_clk.map_or(c, |f| f.min(c)));
@@ -202,7 +188,8 @@ impl TraceStats {
         }
     }
 
-    fn finish(&mut self) {
+    /// Completes the figures after the last line.
+    pub fn finish(&mut self) {
         let mut ids: Vec<u64> = self.open.keys().copied().collect();
         ids.sort_unstable();
         self.unended_examples = ids.iter().take(10).copied().collect();
@@ -238,6 +225,22 @@ impl TraceStats {
             }
         }
         out
+    }
+
+    /// The capture setting and left-out counts the SDK writes in the footer (CAP-FOOT-1), when the
+    /// trace is not the whole run: (setting, [(kind, count)]).
+    fn capture(&self) -> Option<(String, Vec<(&'static str, u64)>)> {
+        let extra = &self.footer.as_ref()?.extra;
+        let setting = extra.get("capture")?.as_str()?.to_owned();
+        let kinds = [
+            ("records", "left_out_records"),
+            ("events", "left_out_events"),
+            ("annotations", "left_out_annotations"),
+            ("record_ends", "left_out_record_ends"),
+        ];
+        let counts =
+            kinds.iter().filter_map(|(k, f)| Some((*k, extra.get(*f)?.as_u64()?))).collect();
+        Some((setting, counts))
     }
 
     /// Whether a footer check passes. `capture_end_clk` may lie after the last line (a simulation
@@ -309,6 +312,11 @@ impl TraceStats {
                 "count": self.open.len(), "first_ids": self.unended_examples,
             },
             "footer": footer,
+            "capture": self.capture().map(|(setting, left)| {
+                let left: Map<String, Value> =
+                    left.into_iter().map(|(k, n)| (k.to_owned(), n.into())).collect();
+                json!({"setting": setting, "left_out": left})
+            }),
         })
     }
 
@@ -411,6 +419,15 @@ impl TraceStats {
                     let _ = writeln!(s, "footer: agrees ({} fields checked)", checks.len());
                 } else {
                     let _ = writeln!(s, "footer: DISAGREES: {}", bad.join("; "));
+                }
+                if let Some((setting, left)) = self.capture() {
+                    let left: Vec<String> = left.iter().map(|(k, n)| format!("{n} {k}")).collect();
+                    let _ = writeln!(
+                        s,
+                        "capture: {setting}: a PART of the run (left out: {}); figures above \
+                         describe the captured lines only",
+                        left.join(", ")
+                    );
                 }
             }
         }

@@ -1,18 +1,23 @@
-//! The viewer's JSON API: one function per endpoint, from query parameters to a JSON body.
+//! The viewer's JSON API: one function per endpoint, from query parameters to a typed answer that
+//! serde writes (so every string from the trace leaves escaped, and a field is named once).
 //!
-//! Everything is written with the SDK's JSON encoder (`jets::format::json`), so every string from
-//! the trace leaves escaped. Record ids are sent as strings (u64 does not fit a JavaScript number);
-//! cycles are sent as numbers.
+//! Record ids are sent as strings (u64 does not fit a JavaScript number); cycles are numbers.
+//! Items sent by the thousand (bars, markers, stages, host samples) are compact arrays: their
+//! types are declared with [`compact!`], which also gives their field names, and the summary
+//! sends those names (`layouts`) so the page indexes them by name. Closed sets (status,
+//! severity, marker style) travel as their `jets_vocab` `code()`, and the summary sends the
+//! vocabulary's lists (`vocab`), so the page never types a list of its own.
 
 use std::collections::HashMap;
 
-use jets::format::json::{write_f64, write_key, write_str, write_u64};
-use jets::format::Line;
+use jets::format::{Line, MarkerStyle, Severity, Status};
 use jets_host::sync::ClockMap;
+use serde::ser::{SerializeTuple, Serializer};
+use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::build::Shared;
-use super::index::{Ev, Index, Item, NONE, OPEN};
+use super::index::{wire_code, Index, Item, Marker, MARKER_PX, NONE, OPEN};
 
 /// Labels are read back from the trace only for bars at least this many pixels wide.
 const LABEL_MIN_PX: f64 = 24.0;
@@ -20,6 +25,8 @@ const LABEL_MIN_PX: f64 = 24.0;
 const MAX_LABELS: usize = 4000;
 /// At most this many events or annotations in a record's details.
 const MAX_DETAIL_LINES: usize = 1000;
+/// At most this many pipeline rows per answer.
+const MAX_PIPE_ROWS: usize = 2000;
 
 /// An API failure: HTTP status and message.
 #[derive(Debug, PartialEq, Eq)]
@@ -57,174 +64,386 @@ fn lock(shared: &Shared) -> Result<std::sync::RwLockReadGuard<'_, Index>, ApiErr
     shared.index.read().map_err(|_| internal("the index is unavailable"))
 }
 
-/// Answers `GET /api/NAME?params`.
+fn json(v: &impl Serialize) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(v).map_err(|e| internal(format!("encoding the answer: {e}")))
+}
+
+/// Answers `GET /api/NAME?params` with a JSON body.
 pub fn handle(shared: &Shared, name: &str, p: &Params) -> Result<Vec<u8>, ApiError> {
     match name {
-        "summary" => summary(shared),
-        "window" => window(shared, p),
-        "children" => children(shared, p),
-        "record" => record(shared, p),
-        "search" => search(shared, p),
-        "host" => host(shared),
-        "bars" => bars(shared, p),
+        "summary" => json(&summary(shared)?),
+        "window" => json(&window(shared, p)?),
+        "children" => json(&children(shared, p)?),
+        "nodes" => json(&nodes(shared, p)?),
+        "record" => json(&record(shared, p)?),
+        "search" => json(&search(shared, p)?),
+        "host" => json(&host(shared)?),
+        "bars" => json(&bars(shared, p)?),
+        "pipeline" => json(&pipeline(shared, p)?),
+        "jump" => json(&jump(shared, p)?),
         _ => Err(not_found(format!("no API endpoint {name:?}"))),
     }
 }
 
-fn color_json(out: &mut Vec<u8>, c: u32) {
-    if c == 0 {
-        out.extend_from_slice(b"null");
+/// The body of an error answer.
+#[derive(Serialize)]
+pub struct ErrorBody<'a> {
+    /// What went wrong.
+    pub error: &'a str,
+}
+
+/// Declares a struct sent as a JSON array of its fields in order, with `FIELDS`, their names.
+macro_rules! compact {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name { $($(#[$fm])* pub $f: $t),* }
+
+        impl $name {
+            /// The field names, in the order they are sent.
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($f)),*];
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut t = s.serialize_tuple(Self::FIELDS.len())?;
+                $(t.serialize_element(&self.$f)?;)*
+                t.end()
+            }
+        }
+    };
+}
+
+compact! {
+    /// A bar, or a cluster of bars closer than a pixel (`count` > 1; id and type are the first's).
+    pub struct BarOut {
+        /// Start cycle.
+        pub start: u64,
+        /// End cycle (open bars end at the last cycle seen).
+        pub end: u64,
+        /// Record id.
+        pub id: String,
+        /// Interned record_type (index into the summary's `types`).
+        pub rtype: u32,
+        /// `0xrrggbb`, when the record has a color hint.
+        pub color: Option<u32>,
+        /// `Status::code()`.
+        pub status: Option<u8>,
+        /// Criticality in [0, 1].
+        pub crit: Option<f64>,
+        /// How many records it stands for.
+        pub count: u32,
+        /// Whether the (last) record is still open.
+        pub open: bool,
+        /// `display_label` or name, for bars wide enough to show it.
+        pub label: Option<String>,
+    }
+}
+
+compact! {
+    /// An event marker, or markers within 8 pixels merged into one (VW-MARK-2).
+    pub struct MarkerOut {
+        /// Cycle of the first event.
+        pub clk: u64,
+        /// Index of the event shown (the first of the highest severity).
+        pub ev: u32,
+        /// How many events it stands for.
+        pub count: u32,
+        /// `MarkerStyle::code()` of the event shown.
+        pub style: Option<u8>,
+        /// The highest `Severity::code()` among them.
+        pub severity: Option<u8>,
+        /// `0xrrggbb` of the event shown, when it has a color hint.
+        pub color: Option<u32>,
+        /// Interned icon (index into the summary's `icons`).
+        pub icon: Option<u32>,
+        /// Record id of the event shown.
+        pub record: String,
+        /// Interned event name (index into the summary's `event_names`).
+        pub name: u32,
+    }
+}
+
+compact! {
+    /// A pipeline stage: where it begins (it lasts until the next stage or the record's end).
+    pub struct StageOut {
+        /// Cycle the stage begins.
+        pub clk: u64,
+        /// Interned event name (index into the summary's `event_names`).
+        pub name: u32,
+    }
+}
+
+compact! {
+    /// A host sample.
+    pub struct SampleOut {
+        /// Cycle.
+        pub clk: u64,
+        /// Host monotonic time, ns.
+        pub mono_ns: u64,
+        /// CPU usage, percent of one core.
+        pub cpu_usage: Option<f64>,
+        /// Resident memory, KiB.
+        pub mem_rss_kb: Option<u64>,
+    }
+}
+
+compact! {
+    /// Simulation speed over one interval between sync points.
+    pub struct SpeedOut {
+        /// First cycle.
+        pub start_clk: u64,
+        /// Last cycle.
+        pub end_clk: u64,
+        /// Simulated cycles per host second.
+        pub cycles_per_sec: f64,
+        /// CPU time over wall time, when recorded.
+        pub cpu_utilization: Option<f64>,
+    }
+}
+
+/// The field names of every compact type, for the page.
+#[derive(Serialize)]
+pub struct Layouts {
+    /// [`BarOut`].
+    pub bar: &'static [&'static str],
+    /// [`MarkerOut`].
+    pub marker: &'static [&'static str],
+    /// [`StageOut`].
+    pub stage: &'static [&'static str],
+    /// [`SampleOut`].
+    pub sample: &'static [&'static str],
+    /// [`SpeedOut`].
+    pub speed: &'static [&'static str],
+}
+
+/// The closed sets of the format the page shows, from `jets_vocab`: a code is a position.
+#[derive(Serialize)]
+pub struct Vocab {
+    /// `Status::ALL`.
+    pub status: Vec<&'static str>,
+    /// `Severity::ALL`.
+    pub severity: Vec<&'static str>,
+    /// `MarkerStyle::ALL`.
+    pub marker_style: Vec<&'static str>,
+}
+
+impl Vocab {
+    /// The lists, in `code()` order.
+    pub fn new() -> Vocab {
+        Vocab {
+            status: Status::ALL.iter().map(|s| s.as_str()).collect(),
+            severity: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+            marker_style: MarkerStyle::ALL.iter().map(|s| s.as_str()).collect(),
+        }
+    }
+}
+
+impl Default for Vocab {
+    fn default() -> Self {
+        Vocab::new()
+    }
+}
+
+/// Counts in the summary.
+#[derive(Serialize)]
+pub struct CountsOut {
+    /// Lines read.
+    pub lines: u64,
+    /// Records.
+    pub records: u64,
+    /// Records not ended yet.
+    pub open: u64,
+    /// Events.
+    pub events: u64,
+    /// Annotations.
+    pub annotations: u64,
+    /// Lines skipped.
+    pub errors: u64,
+    /// Host samples.
+    pub host_samples: u64,
+    /// Bytes the index holds.
+    pub index_bytes: u64,
+}
+
+/// A record_type and how many records it has.
+#[derive(Serialize)]
+pub struct TypeOut {
+    /// The record_type.
+    pub name: String,
+    /// Records of it.
+    pub count: u64,
+}
+
+/// A swimlane and its rows.
+#[derive(Serialize)]
+pub struct LaneOut {
+    /// What runs there and its ids (VW-LANE-2).
+    pub label: String,
+    /// The host lane.
+    pub host: bool,
+    /// `[row, depth]` pairs in display order.
+    pub rows: Vec<(u32, u32)>,
+}
+
+/// A pipeline group: the records of one type under one parent, in file order.
+#[derive(Serialize)]
+pub struct GroupOut {
+    /// Its id (for `pipeline?groups=`).
+    pub seq: u32,
+    /// Interned record_type.
+    pub rtype: u32,
+    /// The parent's id, or null for roots.
+    pub parent: Option<String>,
+    /// The parent's name and lane (what the group runs on).
+    pub label: String,
+    /// Records in it.
+    pub count: u64,
+}
+
+/// `summary`: header, extent, counts, lanes, types, pipeline groups, vocabularies, build state.
+#[derive(Serialize)]
+pub struct Summary {
+    /// The trace's path.
+    pub file: String,
+    /// The index version.
+    pub version: u64,
+    /// The header's metadata.
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Whether the footer was read.
+    pub footer: bool,
+    /// First and last cycle.
+    pub extent: (u64, u64),
+    /// Counts.
+    pub counts: CountsOut,
+    /// First line errors.
+    pub errors: Vec<String>,
+    /// Record types.
+    pub types: Vec<TypeOut>,
+    /// Interned icons.
+    pub icons: Vec<String>,
+    /// Interned event names.
+    pub event_names: Vec<String>,
+    /// Lanes.
+    pub lanes: Vec<LaneOut>,
+    /// Pipeline groups.
+    pub groups: Vec<GroupOut>,
+    /// The record_type the pipeline view shows first (VW-PIPE-1).
+    pub pipeline_type: Option<u32>,
+    /// Field names of the compact types.
+    pub layouts: Layouts,
+    /// The vocabulary lists.
+    pub vocab: Vocab,
+    /// Still following a growing file.
+    pub following: bool,
+    /// Indexing is finished.
+    pub done: bool,
+    /// Reading failed.
+    pub build_error: Option<String>,
+    /// Something the user should know.
+    pub note: Option<String>,
+}
+
+fn names(list: &[Box<str>]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The lane's label: what runs there (a root's name, else the record_type of its first record)
+/// and its ids (VW-LANE-2).
+fn lane_label(ix: &Index, lane: u32) -> String {
+    let l = &ix.lanes[lane as usize];
+    if l.key.host {
+        return "host process".to_owned();
+    }
+    let first = l.first;
+    let r = ix.recs[first as usize];
+    let what = if r.parent == NONE {
+        ix.names.get(r.name).to_owned()
     } else {
-        write_u64(out, u64::from(c & 0xff_ffff));
+        ix.types.get(ix.look(first).rtype).to_owned()
+    };
+    let ids = l.key.ids();
+    match (what.is_empty(), ids.is_empty()) {
+        (true, true) => "records".to_owned(),
+        (false, true) => what,
+        (true, false) => ids,
+        (false, false) => format!("{what} · {ids}"),
     }
 }
 
-fn opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
-    match v {
-        Some(v) => write_u64(out, v),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-fn id_json(out: &mut Vec<u8>, id: u64) {
-    write_str(out, &id.to_string());
-}
-
-/// One event marker as the page reads it: `[clk, event, count, style, severity, color, icon,
-/// record id]`; `count` > 1 when nearby events were merged into it.
-fn marker_json(out: &mut Vec<u8>, clk: u64, ev: u32, count: u64, e: &Ev, record_id: u64) {
-    out.push(b'[');
-    for v in [clk, u64::from(ev), count, e.style.into(), e.severity.into()] {
-        write_u64(out, v);
-        out.push(b',');
-    }
-    color_json(out, e.color);
-    out.push(b',');
-    if e.icon == NONE {
-        out.extend_from_slice(b"null");
-    } else {
-        write_u64(out, u64::from(e.icon));
-    }
-    out.push(b',');
-    id_json(out, record_id);
-    out.push(b']');
-}
-
-/// `summary`: header, extent, counts, lanes and their rows, record types, build state.
-pub fn summary(shared: &Shared) -> Result<Vec<u8>, ApiError> {
+/// `summary`.
+pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
     let state = shared.state();
     let ix = lock(shared)?;
-    let mut o = Vec::with_capacity(4096);
-    o.push(b'{');
-    o.extend_from_slice(b"\"file\":");
-    write_str(&mut o, &shared.path.display().to_string());
-    write_key(&mut o, "version");
-    write_u64(&mut o, ix.version);
-    write_key(&mut o, "metadata");
-    match &ix.metadata {
-        Some(m) => jets::format::json::write_object(&mut o, m),
-        None => o.extend_from_slice(b"null"),
-    }
-    write_key(&mut o, "footer");
-    o.extend_from_slice(if ix.footer.is_some() { b"true" } else { b"false" });
-    write_key(&mut o, "extent");
-    o.push(b'[');
-    write_u64(&mut o, ix.first_clk.unwrap_or(0));
-    o.push(b',');
-    write_u64(&mut o, ix.now().max(ix.first_clk.unwrap_or(0)));
-    o.push(b']');
     let c = ix.counts;
-    write_key(&mut o, "counts");
-    o.push(b'{');
-    for (i, (k, v)) in [
-        ("lines", c.lines),
-        ("records", c.records),
-        ("open", c.open),
-        ("events", c.events),
-        ("annotations", c.annotations),
-        ("errors", c.errors),
-        ("host_samples", ix.host.len() as u64),
-        ("index_bytes", ix.memory_bytes() as u64),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        if i > 0 {
-            o.push(b',');
-        }
-        write_str(&mut o, k);
-        o.push(b':');
-        write_u64(&mut o, v);
-    }
-    o.push(b'}');
-    write_key(&mut o, "errors");
-    string_list(&mut o, &ix.errors);
-    write_key(&mut o, "types");
-    o.push(b'[');
-    for (i, name) in ix.types.names.iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        o.extend_from_slice(b"{\"name\":");
-        write_str(&mut o, name);
-        write_key(&mut o, "count");
-        write_u64(&mut o, ix.type_counts[i]);
-        o.push(b'}');
-    }
-    o.push(b']');
-    write_key(&mut o, "icons");
-    string_list(&mut o, &ix.icons.names);
-    write_key(&mut o, "lanes");
-    o.push(b'[');
-    for (i, (lane, rows)) in ix.row_order().into_iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        let key = ix.lanes[lane as usize].key;
-        o.extend_from_slice(b"{\"label\":");
-        write_str(&mut o, &key.label());
-        write_key(&mut o, "host");
-        o.extend_from_slice(if key.host { b"true" } else { b"false" });
-        write_key(&mut o, "rows");
-        o.push(b'[');
-        for (j, r) in rows.iter().enumerate() {
-            if j > 0 {
-                o.push(b',');
-            }
-            o.push(b'[');
-            write_u64(&mut o, u64::from(*r));
-            o.push(b',');
-            write_u64(&mut o, u64::from(ix.rows[*r as usize].depth));
-            o.push(b']');
-        }
-        o.extend_from_slice(b"]}");
-    }
-    o.push(b']');
-    drop(ix);
-    write_key(&mut o, "following");
-    o.extend_from_slice(if state.following { b"true" } else { b"false" });
-    write_key(&mut o, "done");
-    o.extend_from_slice(if state.done { b"true" } else { b"false" });
-    for (k, v) in [("build_error", &state.error), ("note", &state.note)] {
-        write_key(&mut o, k);
-        match v {
-            Some(t) => write_str(&mut o, t),
-            None => o.extend_from_slice(b"null"),
-        }
-    }
-    o.push(b'}');
-    Ok(o)
-}
-
-fn string_list(o: &mut Vec<u8>, items: &[String]) {
-    o.push(b'[');
-    for (i, s) in items.iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        write_str(o, s);
-    }
-    o.push(b']');
+    let groups = (0..ix.seqs.len() as u32)
+        .map(|s| {
+            let seq = &ix.seqs[s as usize];
+            let (parent, label) = match seq.parent {
+                NONE => (None, "roots".to_owned()),
+                p => {
+                    let r = ix.recs[p as usize];
+                    let lane = ix.rows[r.row as usize].lane;
+                    let ids = ix.lanes[lane as usize].key.ids();
+                    let name = ix.names.get(r.name);
+                    let label =
+                        if ids.is_empty() { name.to_owned() } else { format!("{name} · {ids}") };
+                    (Some({ r.id }.to_string()), label)
+                }
+            };
+            GroupOut { seq: s, rtype: seq.rtype, parent, label, count: seq.recs.len() as u64 }
+        })
+        .collect();
+    Ok(Summary {
+        file: shared.path.display().to_string(),
+        version: ix.version,
+        metadata: ix.metadata.clone(),
+        footer: ix.footer.is_some(),
+        extent: (ix.first_clk.unwrap_or(0), ix.now().max(ix.first_clk.unwrap_or(0))),
+        counts: CountsOut {
+            lines: c.lines,
+            records: c.records,
+            open: c.open,
+            events: c.events,
+            annotations: c.annotations,
+            errors: c.errors,
+            host_samples: ix.host.len() as u64,
+            index_bytes: ix.memory_bytes() as u64,
+        },
+        errors: ix.errors.clone(),
+        types: ix
+            .types
+            .names
+            .iter()
+            .zip(&ix.type_counts)
+            .map(|(n, &count)| TypeOut { name: n.to_string(), count })
+            .collect(),
+        icons: names(&ix.icons.names),
+        event_names: names(&ix.event_names.names),
+        lanes: ix
+            .row_order()
+            .into_iter()
+            .map(|(lane, rows)| LaneOut {
+                label: lane_label(&ix, lane),
+                host: ix.lanes[lane as usize].key.host,
+                rows: rows.iter().map(|&r| (r, ix.rows[r as usize].depth)).collect(),
+            })
+            .collect(),
+        groups,
+        pipeline_type: ix.pipeline_type(),
+        layouts: Layouts {
+            bar: BarOut::FIELDS,
+            marker: MarkerOut::FIELDS,
+            stage: StageOut::FIELDS,
+            sample: SampleOut::FIELDS,
+            speed: SpeedOut::FIELDS,
+        },
+        vocab: Vocab::new(),
+        following: state.following,
+        done: state.done,
+        build_error: state.error,
+        note: state.note,
+    })
 }
 
 /// The short text shown on a bar: `display_label`, else the name.
@@ -238,33 +457,60 @@ pub fn bar_label(shared: &Shared, offset: u64) -> Option<String> {
     }
 }
 
-/// `window?t0=&t1=&px=&rows=1,2,3`: bars, clusters and markers of the rows in `[t0, t1)`.
-///
-/// A bar is `[start, end, id, type, color, status, crit, count, open, label]`: `count` > 1 makes
-/// it a cluster of records closer than a pixel (id and type are then the first one's); `label`
-/// is `null` for bars too narrow to show one. A marker is
-/// `[clk, event, count, style, severity, color, icon, record id]`.
-pub fn window(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
+/// Bars and markers of one row.
+#[derive(Serialize)]
+pub struct RowOut {
+    /// The row (a record id in tree mode).
+    pub row: String,
+    /// Bars and clusters.
+    pub bars: Vec<BarOut>,
+    /// Markers.
+    pub markers: Vec<MarkerOut>,
+}
+
+/// A `window` or `bars` answer.
+#[derive(Serialize)]
+pub struct WindowOut {
+    /// The index version.
+    pub version: u64,
+    /// The last cycle seen.
+    pub now: u64,
+    /// The rows.
+    pub rows: Vec<RowOut>,
+}
+
+fn window_params(p: &Params) -> Result<(u64, u64, u32), ApiError> {
     let t0: u64 = num(p, "t0")?.unwrap_or(0);
     let t1: u64 = num(p, "t1")?.ok_or_else(|| bad("`t1` is required"))?;
     if t1 <= t0 {
         return Err(bad(format!("empty window: t1 ({t1}) must be greater than t0 ({t0})")));
     }
     let px: u32 = num(p, "px")?.unwrap_or(1000).clamp(1, 16384);
-    let rows: Vec<u32> = match p.get("rows").map(String::as_str) {
-        None | Some("") => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .map(|r| r.trim().parse().map_err(|_| bad(format!("bad row number {r:?}"))))
-            .collect::<Result<_, _>>()?,
-    };
-    let ix = lock(shared)?;
-    Ok(window_json(shared, &ix, t0, t1, px, &rows, false))
+    Ok((t0, t1, px))
 }
 
-/// Writes a window answer; `all_labels` reads the label of every bar (for `jets gantt`, whose
-/// page draws labels at any zoom without asking again).
-pub fn window_json(
+fn list<T: std::str::FromStr>(p: &Params, key: &str, max: usize) -> Result<Vec<T>, ApiError> {
+    match p.get(key).map(String::as_str) {
+        None | Some("") => Ok(Vec::new()),
+        Some(list) => list
+            .split(',')
+            .take(max)
+            .map(|r| r.trim().parse().map_err(|_| bad(format!("bad `{key}` entry {r:?}"))))
+            .collect(),
+    }
+}
+
+/// `window?t0=&t1=&px=&rows=1,2,3`: bars, clusters and markers of the rows in `[t0, t1)`.
+pub fn window(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
+    let (t0, t1, px) = window_params(p)?;
+    let rows: Vec<u32> = list(p, "rows", 100_000)?;
+    let ix = lock(shared)?;
+    Ok(window_of(shared, &ix, t0, t1, px, &rows, false))
+}
+
+/// A window answer; `all_labels` reads the label of every bar (for `jets gantt`, whose page draws
+/// labels at any zoom without asking again).
+pub fn window_of(
     shared: &Shared,
     ix: &Index,
     t0: u64,
@@ -272,83 +518,66 @@ pub fn window_json(
     px: u32,
     rows: &[u32],
     all_labels: bool,
-) -> Vec<u8> {
-    let result = ix.window(t0, t1, px, rows);
+) -> WindowOut {
     let cpp = (t1 - t0) as f64 / f64::from(px);
     let mut labels = 0usize;
-    let mut o = Vec::with_capacity(64 * 1024);
-    o.extend_from_slice(b"{\"version\":");
-    write_u64(&mut o, ix.version);
-    write_key(&mut o, "now");
-    write_u64(&mut o, ix.now());
-    write_key(&mut o, "rows");
-    o.push(b'[');
-    for (i, rw) in result.iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        o.extend_from_slice(b"{\"row\":");
-        write_u64(&mut o, u64::from(rw.row));
-        write_key(&mut o, "bars");
-        o.push(b'[');
-        for (j, it) in rw.items.iter().enumerate() {
-            if j > 0 {
-                o.push(b',');
-            }
-            let wide = it.count == 1 && (it.end - it.start) as f64 >= LABEL_MIN_PX * cpp;
-            let label = if all_labels || (wide && labels < MAX_LABELS) {
-                labels += 1;
-                bar_label(shared, ix.recs[it.rec as usize].offset)
-            } else {
-                None
-            };
-            bar_json(&mut o, ix, it, label.as_deref());
-        }
-        o.extend_from_slice(b"],\"markers\":[");
-        for (j, m) in rw.markers.iter().enumerate() {
-            if j > 0 {
-                o.push(b',');
-            }
-            let e = &ix.evs[m.ev as usize];
-            marker_json(&mut o, m.clk, m.ev, u64::from(m.count), e, ix.recs[e.rec as usize].id);
-        }
-        o.extend_from_slice(b"]}");
-    }
-    o.extend_from_slice(b"]}");
-    o
+    let rows = ix
+        .window(t0, t1, px, rows)
+        .into_iter()
+        .map(|rw| RowOut {
+            row: rw.row.to_string(),
+            bars: rw
+                .items
+                .iter()
+                .map(|it| {
+                    let wide = it.count == 1 && (it.end - it.start) as f64 >= LABEL_MIN_PX * cpp;
+                    let label = if all_labels || (wide && labels < MAX_LABELS) {
+                        labels += 1;
+                        bar_label(shared, ix.recs[it.rec as usize].offset)
+                    } else {
+                        None
+                    };
+                    bar_out(ix, it, label)
+                })
+                .collect(),
+            markers: rw.markers.iter().map(|m| marker_out(ix, m)).collect(),
+        })
+        .collect();
+    WindowOut { version: ix.version, now: ix.now(), rows }
 }
 
-/// One bar of a window answer (see [`window`]).
-pub fn bar_json(o: &mut Vec<u8>, ix: &Index, it: &Item, label: Option<&str>) {
-    let r = &ix.recs[it.rec as usize];
-    o.push(b'[');
-    write_u64(o, it.start);
-    o.push(b',');
-    write_u64(o, it.end);
-    o.push(b',');
-    id_json(o, r.id);
-    o.push(b',');
-    write_u64(o, u64::from(r.rtype));
-    o.push(b',');
-    color_json(o, r.color);
-    o.push(b',');
-    write_u64(o, u64::from(r.status));
-    o.push(b',');
-    if r.crit > 255 {
-        o.extend_from_slice(b"null");
-    } else {
-        write_f64(o, f64::from(r.crit) / 255.0);
+/// One bar of an answer.
+pub fn bar_out(ix: &Index, it: &Item, label: Option<String>) -> BarOut {
+    let r = ix.recs[it.rec as usize];
+    let look = ix.look(it.rec);
+    BarOut {
+        start: it.start,
+        end: it.end,
+        id: { r.id }.to_string(),
+        rtype: look.rtype,
+        color: (look.color != 0).then_some(look.color & 0xff_ffff),
+        status: wire_code(look.status),
+        crit: (look.crit <= 255).then(|| f64::from(look.crit) / 255.0),
+        count: it.count,
+        open: it.open,
+        label,
     }
-    o.push(b',');
-    write_u64(o, u64::from(it.count));
-    o.push(b',');
-    o.push(if it.open { b'1' } else { b'0' });
-    o.push(b',');
-    match label {
-        Some(l) => write_str(o, l),
-        None => o.extend_from_slice(b"null"),
+}
+
+/// One marker of an answer.
+pub fn marker_out(ix: &Index, m: &Marker) -> MarkerOut {
+    let k = ix.kind(m.ev);
+    MarkerOut {
+        clk: m.clk,
+        ev: m.ev,
+        count: m.count,
+        style: wire_code(k.style),
+        severity: wire_code(m.severity),
+        color: (k.color != 0).then_some(k.color & 0xff_ffff),
+        icon: (k.icon != NONE).then_some(k.icon),
+        record: { ix.recs[ix.evs[m.ev as usize].rec as usize].id }.to_string(),
+        name: k.name,
     }
-    o.push(b']');
 }
 
 fn record_ref(p: &Params, ix: &Index, key: &str) -> Result<Option<u32>, ApiError> {
@@ -360,45 +589,60 @@ fn record_ref(p: &Params, ix: &Index, key: &str) -> Result<Option<u32>, ApiError
     }
 }
 
-/// A tree node: `{"id","parent","name","type","start","end","row","has_children","status"}`.
-pub fn node_json(o: &mut Vec<u8>, shared: &Shared, ix: &Index, rec: u32) {
-    let r = &ix.recs[rec as usize];
+/// A tree node.
+#[derive(Serialize)]
+pub struct Node {
+    /// Record id.
+    pub id: String,
+    /// Parent id.
+    pub parent: Option<String>,
+    /// Name.
+    pub name: String,
+    /// record_type.
+    #[serde(rename = "type")]
+    pub rtype: String,
+    /// Start cycle.
+    pub start: u64,
+    /// End cycle, null while open.
+    pub end: Option<u64>,
+    /// Its row in lanes mode.
+    pub row: u32,
+    /// Whether it has children.
+    pub has_children: bool,
+    /// `Status::code()`.
+    pub status: Option<u8>,
+}
+
+/// The tree node of a record.
+pub fn node(ix: &Index, rec: u32) -> Node {
+    let r = ix.recs[rec as usize];
     let bar = ix.bar(rec);
-    let name = match shared.store.line(r.offset).ok().as_deref().map(std::str::from_utf8) {
-        Some(Ok(text)) => match Line::parse(text) {
-            Ok(Line::Record(rec)) => rec.name.into_owned(),
-            _ => String::from("(unreadable)"),
-        },
-        _ => String::from("(unreadable)"),
-    };
-    o.extend_from_slice(b"{\"id\":");
-    id_json(o, r.id);
-    write_key(o, "parent");
-    if r.parent == NONE {
-        o.extend_from_slice(b"null");
-    } else {
-        id_json(o, ix.recs[r.parent as usize].id);
+    let look = ix.look(rec);
+    Node {
+        id: { r.id }.to_string(),
+        parent: (r.parent != NONE).then(|| { ix.recs[r.parent as usize].id }.to_string()),
+        name: ix.names.get(r.name).to_owned(),
+        rtype: ix.types.get(look.rtype).to_owned(),
+        start: bar.start,
+        end: (bar.end != OPEN).then_some(bar.end),
+        row: r.row,
+        has_children: ix.has_children(rec),
+        status: wire_code(look.status),
     }
-    write_key(o, "name");
-    write_str(o, &name);
-    write_key(o, "type");
-    write_str(o, &ix.types.names[r.rtype as usize]);
-    write_key(o, "start");
-    write_u64(o, bar.start);
-    write_key(o, "end");
-    opt_u64(o, (bar.end != OPEN).then_some(bar.end));
-    write_key(o, "row");
-    write_u64(o, u64::from(r.row));
-    write_key(o, "has_children");
-    o.extend_from_slice(if r.first_child != NONE { b"true" } else { b"false" });
-    write_key(o, "status");
-    write_u64(o, u64::from(r.status));
-    o.push(b'}');
+}
+
+/// A page of children.
+#[derive(Serialize)]
+pub struct ChildrenOut {
+    /// The children.
+    pub children: Vec<Node>,
+    /// Whether another page follows.
+    pub more: bool,
 }
 
 /// `children?parent=ID&after=ID&limit=N`: a page of a record's children (the roots without
-/// `parent`); `more` tells whether another page follows.
-pub fn children(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
+/// `parent`) in file order.
+pub fn children(shared: &Shared, p: &Params) -> Result<ChildrenOut, ApiError> {
     let ix = lock(shared)?;
     let parent = record_ref(p, &ix, "parent")?;
     let after = record_ref(p, &ix, "after")?;
@@ -406,300 +650,366 @@ pub fn children(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
     let mut page = ix.children(parent, after, limit + 1);
     let more = page.len() > limit;
     page.truncate(limit);
-    let mut o = Vec::with_capacity(page.len() * 128 + 32);
-    o.extend_from_slice(b"{\"children\":[");
-    for (i, &c) in page.iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        node_json(&mut o, shared, &ix, c);
-    }
-    o.extend_from_slice(b"],\"more\":");
-    o.extend_from_slice(if more { b"true" } else { b"false" });
-    o.push(b'}');
-    Ok(o)
+    Ok(ChildrenOut { children: page.iter().map(|&c| node(&ix, c)).collect(), more })
 }
 
-/// Appends a line of the trace as it is (it parsed when it was indexed; checked again here).
-pub fn raw_line(o: &mut Vec<u8>, shared: &Shared, offset: u64) {
+/// Nodes.
+#[derive(Serialize)]
+pub struct NodesOut {
+    /// The nodes of the known ids.
+    pub nodes: Vec<Node>,
+}
+
+/// `nodes?ids=1,2,3`: the tree nodes of records as they are now (a live page refreshes the ends
+/// and expand arrows of what it shows).
+pub fn nodes(shared: &Shared, p: &Params) -> Result<NodesOut, ApiError> {
+    let ids: Vec<u64> = list(p, "ids", 5000)?;
+    let ix = lock(shared)?;
+    Ok(NodesOut {
+        nodes: ids.iter().filter_map(|&id| ix.rec_by_id(id)).map(|r| node(&ix, r)).collect(),
+    })
+}
+
+/// A line of the trace as it is (it parsed when it was indexed; checked again here).
+pub fn raw_line(shared: &Shared, offset: u64) -> Box<RawValue> {
+    let error = |message: &str| {
+        let text = serde_json::to_string(&ErrorBody { error: message }).unwrap_or_default();
+        RawValue::from_string(text).unwrap_or_else(|_| Box::default())
+    };
     let bytes = match shared.store.line(offset) {
         Ok(b) => b,
-        Err(e) => return write_error_object(o, &e.to_string()),
+        Err(e) => return error(&e.to_string()),
     };
-    let text = String::from_utf8_lossy(&bytes);
-    match serde_json::from_str::<&RawValue>(text.trim_end()) {
-        Ok(raw) => o.extend_from_slice(raw.get().as_bytes()),
-        Err(e) => write_error_object(o, &format!("the line changed on disk: {e}")),
-    }
+    let text = String::from_utf8_lossy(&bytes).trim_end().to_owned();
+    RawValue::from_string(text).unwrap_or_else(|e| error(&format!("the line changed on disk: {e}")))
 }
 
-fn write_error_object(o: &mut Vec<u8>, message: &str) {
-    o.extend_from_slice(b"{\"error\":");
-    write_str(o, message);
-    o.push(b'}');
+/// A record's details.
+#[derive(Serialize)]
+pub struct RecordOut {
+    /// Record id.
+    pub id: String,
+    /// Its line.
+    pub line: Box<RawValue>,
+    /// record_type.
+    #[serde(rename = "type")]
+    pub rtype: String,
+    /// Start cycle.
+    pub start: u64,
+    /// End cycle.
+    pub end: Option<u64>,
+    /// Duration.
+    pub duration: Option<u64>,
+    /// Parent id.
+    pub parent: Option<String>,
+    /// Status.
+    pub status: Option<&'static str>,
+    /// Row in lanes mode.
+    pub row: u32,
+    /// Lane label.
+    pub lane: String,
+    /// Annotation lines (the first ones).
+    pub annotations: Vec<Box<RawValue>>,
+    /// How many annotations.
+    pub annotations_total: u64,
+    /// Event lines (the first ones).
+    pub events: Vec<Box<RawValue>>,
+    /// How many events.
+    pub events_total: u64,
 }
 
 /// `record?id=ID`: the record's line, duration, parent, annotations and events.
-pub fn record(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
+pub fn record(shared: &Shared, p: &Params) -> Result<RecordOut, ApiError> {
     let ix = lock(shared)?;
     let rec = record_ref(p, &ix, "id")?.ok_or_else(|| bad("`id` is required"))?;
-    let r = ix.recs[rec as usize];
-    let bar = ix.bar(rec);
-    let mut o = Vec::with_capacity(4096);
-    o.extend_from_slice(b"{\"id\":");
-    id_json(&mut o, r.id);
-    write_key(&mut o, "line");
-    raw_line(&mut o, shared, r.offset);
-    write_key(&mut o, "type");
-    write_str(&mut o, &ix.types.names[r.rtype as usize]);
-    write_key(&mut o, "start");
-    write_u64(&mut o, bar.start);
-    let end = (bar.end != OPEN).then_some(bar.end);
-    write_key(&mut o, "end");
-    opt_u64(&mut o, end);
-    write_key(&mut o, "duration");
-    opt_u64(&mut o, end.map(|e| e - bar.start));
-    write_key(&mut o, "parent");
-    if r.parent == NONE {
-        o.extend_from_slice(b"null");
-    } else {
-        id_json(&mut o, ix.recs[r.parent as usize].id);
-    }
-    write_key(&mut o, "status");
-    match ["", "running", "stalled", "complete", "flushed"].get(usize::from(r.status)) {
-        Some(s) if !s.is_empty() => write_str(&mut o, s),
-        _ => o.extend_from_slice(b"null"),
-    }
-    write_key(&mut o, "row");
-    write_u64(&mut o, u64::from(r.row));
-    write_key(&mut o, "lane");
-    write_str(&mut o, &ix.lanes[ix.rows[r.row as usize].lane as usize].key.label());
-    for (key, list, offsets) in
-        [("annotations", ix.annotations_of(rec), false), ("events", ix.events_of(rec), true)]
-    {
-        write_key(&mut o, key);
-        o.push(b'[');
-        for (i, &x) in list.iter().take(MAX_DETAIL_LINES).enumerate() {
-            if i > 0 {
-                o.push(b',');
-            }
-            let off = if offsets { ix.evs[x as usize].offset } else { ix.anns[x as usize].offset };
-            raw_line(&mut o, shared, off);
-        }
-        o.push(b']');
-        write_key(&mut o, &format!("{key}_total"));
-        write_u64(&mut o, list.len() as u64);
-    }
-    o.push(b'}');
-    Ok(o)
+    Ok(record_of(shared, &ix, rec))
 }
 
-/// `search?q=TEXT&limit=N`: records whose record_type or name contains TEXT (case-insensitive).
-/// Types are matched in the index; names by scanning the trace, so this takes as long as reading
-/// the file once.
-pub fn search(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
+/// The details of one record.
+pub fn record_of(shared: &Shared, ix: &Index, rec: u32) -> RecordOut {
+    let r = ix.recs[rec as usize];
+    let bar = ix.bar(rec);
+    let end = (bar.end != OPEN).then_some(bar.end);
+    let anns = ix.annotations_of(rec);
+    let evs = ix.events_of(rec, MAX_DETAIL_LINES);
+    RecordOut {
+        id: { r.id }.to_string(),
+        line: raw_line(shared, r.offset),
+        rtype: ix.types.get(ix.look(rec).rtype).to_owned(),
+        start: bar.start,
+        end,
+        duration: end.map(|e| e - bar.start),
+        parent: (r.parent != NONE).then(|| { ix.recs[r.parent as usize].id }.to_string()),
+        status: wire_code(ix.look(rec).status)
+            .and_then(|c| Status::ALL.get(usize::from(c)))
+            .map(|s| s.as_str()),
+        row: r.row,
+        lane: lane_label(ix, ix.rows[r.row as usize].lane),
+        annotations: anns.iter().take(MAX_DETAIL_LINES).map(|&o| raw_line(shared, o)).collect(),
+        annotations_total: anns.len() as u64,
+        events: evs.iter().map(|&e| raw_line(shared, ix.ev_offset(e))).collect(),
+        events_total: u64::from(r.n_ev),
+    }
+}
+
+/// A search hit: a record, and the event that matched (if an event name matched).
+#[derive(Serialize)]
+pub struct Hit {
+    /// The record.
+    #[serde(flatten)]
+    pub node: Node,
+    /// The cycle to jump to: the event's, else the record's start.
+    pub clk: u64,
+    /// The name of the event that matched.
+    pub event: Option<String>,
+}
+
+/// Search results.
+#[derive(Serialize)]
+pub struct SearchOut {
+    /// Hits: records first, then events, each in file order.
+    pub results: Vec<Hit>,
+    /// Whether every hit is listed.
+    pub complete: bool,
+}
+
+/// `search?q=TEXT&limit=N`: records whose name or record_type, and events whose name, contains
+/// TEXT (ignoring case). Everything is matched in the index: the interned strings first, so a
+/// text that matches none answers at once; then the records and events of the matching ones.
+pub fn search(shared: &Shared, p: &Params) -> Result<SearchOut, ApiError> {
     let q = p.get("q").map(|s| s.trim()).unwrap_or("");
     if q.is_empty() {
         return Err(bad("`q` is required"));
     }
     let limit: usize = num(p, "limit")?.unwrap_or(100).clamp(1, 1000);
     let lower = q.to_lowercase();
-    // Types are matched under the lock (a pass over the compact records); names by reading the
-    // file without it, so a long scan never holds up the indexing of a growing trace.
-    let (mut hits, range) = {
-        let ix = lock(shared)?;
-        let types: Vec<bool> =
-            ix.types.names.iter().map(|t| t.to_lowercase().contains(&lower)).collect();
-        let hits: Vec<u32> = if types.iter().any(|&t| t) {
-            (0..ix.recs.len() as u32)
-                .filter(|&i| types[ix.recs[i as usize].rtype as usize])
-                .take(limit)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        (hits, ix.recs.first().zip(ix.recs.last()).map(|(a, b)| (a.offset, b.offset)))
-    };
-    let mut scanned_all = true;
-    let mut offsets = Vec::new();
-    if let (true, Some((first, last))) = (hits.len() < limit, range) {
-        // The needle as it is spelled inside a JSON string, lower-cased like the line.
-        let mut needle = Vec::new();
-        write_str(&mut needle, &lower);
-        let needle = &needle[1..needle.len() - 1];
-        let finder = memchr::memmem::Finder::new(needle);
-        let mut lowered = Vec::new();
-        let want = limit - hits.len();
-        let result = shared.store.scan(first, |offset, line| {
-            if offset > last {
-                return false;
-            }
-            lowered.clear();
-            lowered.extend(line.iter().map(u8::to_ascii_lowercase));
-            if finder.find(&lowered).is_none() {
-                return true;
-            }
-            let Ok(text) = std::str::from_utf8(line) else { return true };
-            if let Ok(Line::Record(r)) = Line::parse(text) {
-                if r.name.to_lowercase().contains(&lower) {
-                    offsets.push(offset);
-                }
-            }
-            if offsets.len() >= want {
-                scanned_all = false;
-                return false;
-            }
-            true
-        });
-        result.map_err(|e| internal(format!("reading the trace: {e}")))?;
-    }
     let ix = lock(shared)?;
-    for offset in offsets {
-        let i = ix.recs.partition_point(|x| x.offset < offset);
-        let known = ix.recs.get(i).is_some_and(|x| x.offset == offset);
-        if known && !hits.contains(&(i as u32)) {
-            hits.push(i as u32);
+    let names = ix.names.matching(&lower);
+    let types = ix.types.matching(&lower);
+    let looks: Vec<bool> = ix.looks.items.iter().map(|l| types[l.rtype as usize]).collect();
+    let event_names = ix.event_names.matching(&lower);
+    let kinds: Vec<bool> = ix.kinds.items.iter().map(|k| event_names[k.name as usize]).collect();
+    let mut results = Vec::new();
+    let mut complete = true;
+    if names.iter().any(|&b| b) || looks.iter().any(|&b| b) {
+        for (i, r) in ix.recs.iter().enumerate() {
+            if names[r.name as usize] || looks[r.look as usize] {
+                if results.len() == limit {
+                    complete = false;
+                    break;
+                }
+                let node = node(&ix, i as u32);
+                results.push(Hit { clk: node.start, node, event: None });
+            }
         }
     }
-    let mut o = Vec::with_capacity(hits.len() * 128 + 64);
-    o.extend_from_slice(b"{\"results\":[");
-    for (i, &h) in hits.iter().take(limit).enumerate() {
-        if i > 0 {
-            o.push(b',');
+    if complete && kinds.iter().any(|&b| b) {
+        for (i, e) in ix.evs.iter().enumerate() {
+            if kinds[e.kind as usize] {
+                if results.len() == limit {
+                    complete = false;
+                    break;
+                }
+                let name = ix.event_names.get(ix.kinds.items[e.kind as usize].name).to_owned();
+                let clk = ix.ev_clk(i as u32);
+                results.push(Hit { node: node(&ix, e.rec), clk, event: Some(name) });
+            }
         }
-        node_json(&mut o, shared, &ix, h);
     }
-    o.extend_from_slice(b"],\"complete\":");
-    o.extend_from_slice(if scanned_all && hits.len() < limit { b"true" } else { b"false" });
-    o.push(b'}');
-    Ok(o)
+    Ok(SearchOut { results, complete })
 }
 
-/// `host`: host samples (`[clk, mono_ns, cpu_usage, mem_rss_kb]`) and simulation speed per
-/// interval (`[start_clk, end_clk, cycles_per_sec, cpu_utilization]`), from the HostSync events.
-pub fn host(shared: &Shared) -> Result<Vec<u8>, ApiError> {
+/// Host tracks.
+#[derive(Serialize)]
+pub struct HostOut {
+    /// Samples.
+    pub samples: Vec<SampleOut>,
+    /// Speed per interval.
+    pub speed: Vec<SpeedOut>,
+    /// Why the speed could not be computed.
+    pub error: Option<String>,
+}
+
+/// `host`: host samples and simulation speed per interval, from the HostSync events.
+pub fn host(shared: &Shared) -> Result<HostOut, ApiError> {
     let ix = lock(shared)?;
-    let mut o = Vec::with_capacity(ix.host.len() * 64 + 64);
-    o.extend_from_slice(b"{\"samples\":[");
-    for (i, s) in ix.host.iter().enumerate() {
-        if i > 0 {
-            o.push(b',');
-        }
-        o.push(b'[');
-        write_u64(&mut o, s.point.clk);
-        o.push(b',');
-        write_u64(&mut o, s.point.mono_ns);
-        o.push(b',');
-        match s.cpu_usage {
-            Some(c) => write_f64(&mut o, c),
-            None => o.extend_from_slice(b"null"),
-        }
-        o.push(b',');
-        opt_u64(&mut o, s.mem_rss_kb);
-        o.push(b']');
-    }
-    o.extend_from_slice(b"],\"speed\":[");
-    let mut error = None;
+    let samples = ix
+        .host
+        .iter()
+        .map(|s| SampleOut {
+            clk: s.point.clk,
+            mono_ns: s.point.mono_ns,
+            cpu_usage: s.cpu_usage,
+            mem_rss_kb: s.mem_rss_kb,
+        })
+        .collect();
+    let (mut speed, mut error) = (Vec::new(), None);
     if ix.host.len() >= 2 {
         match ClockMap::new(ix.host.iter().map(|s| s.point).collect()) {
             Ok(map) => {
-                for (i, s) in map.speed(&[]).iter().enumerate() {
-                    if i > 0 {
-                        o.push(b',');
-                    }
-                    o.push(b'[');
-                    write_u64(&mut o, s.start_clk);
-                    o.push(b',');
-                    write_u64(&mut o, s.end_clk);
-                    o.push(b',');
-                    write_f64(&mut o, s.cycles_per_sec);
-                    o.push(b',');
-                    write_f64(&mut o, s.cpu_utilization.unwrap_or(f64::NAN)); // null when not recorded
-                    o.push(b']');
-                }
+                speed = map
+                    .speed(&[])
+                    .iter()
+                    .map(|s| SpeedOut {
+                        start_clk: s.start_clk,
+                        end_clk: s.end_clk,
+                        cycles_per_sec: s.cycles_per_sec,
+                        cpu_utilization: s.cpu_utilization,
+                    })
+                    .collect();
             }
             Err(e) => error = Some(e.to_string()),
         }
     }
-    o.extend_from_slice(b"],\"error\":");
-    match error {
-        Some(e) => write_str(&mut o, &e),
-        None => o.extend_from_slice(b"null"),
-    }
-    o.push(b'}');
-    Ok(o)
+    Ok(HostOut { samples, speed, error })
 }
 
-/// At most this many events of one record are looked at for its markers in a `bars` answer.
-const MAX_RECORD_EVENTS: usize = 100_000;
-
 /// `bars?ids=1,2&t0=&t1=&px=`: each record's own bar and event markers in `[t0, t1)`, for the
-/// timeline's tree mode (one row per record). Bars and markers have the [`window`] layout; markers
-/// closer than 8 pixels are one.
-pub fn bars(shared: &Shared, p: &Params) -> Result<Vec<u8>, ApiError> {
-    let t0: u64 = num(p, "t0")?.unwrap_or(0);
-    let t1: u64 = num(p, "t1")?.ok_or_else(|| bad("`t1` is required"))?;
-    if t1 <= t0 {
-        return Err(bad(format!("empty window: t1 ({t1}) must be greater than t0 ({t0})")));
-    }
-    let px: u32 = num(p, "px")?.unwrap_or(1000).clamp(1, 16384);
+/// timeline's tree mode (one row per record; `row` is the record id).
+pub fn bars(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
+    let (t0, t1, px) = window_params(p)?;
     let cpp = (t1 - t0) as f64 / f64::from(px);
-    let ids: Vec<u64> = match p.get("ids").map(String::as_str) {
-        None | Some("") => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .take(2000)
-            .map(|r| r.trim().parse().map_err(|_| bad(format!("bad record id {r:?}"))))
-            .collect::<Result<_, _>>()?,
-    };
+    let ids: Vec<u64> = list(p, "ids", 2000)?;
     let ix = lock(shared)?;
-    let mut o = Vec::with_capacity(ids.len() * 128 + 64);
-    o.extend_from_slice(b"{\"version\":");
-    write_u64(&mut o, ix.version);
-    write_key(&mut o, "rows");
-    o.push(b'[');
-    let mut first = true;
-    for id in ids {
-        let Some(rec) = ix.rec_by_id(id) else { continue };
-        if !first {
-            o.push(b',');
-        }
-        first = false;
-        let bar = ix.bar(rec);
-        let end = if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end };
-        o.extend_from_slice(b"{\"row\":");
-        id_json(&mut o, id);
-        o.extend_from_slice(b",\"bars\":[");
-        if bar.start < t1 && end >= t0 {
-            let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
-            let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
-            let label = if wide { bar_label(shared, ix.recs[rec as usize].offset) } else { None };
-            bar_json(&mut o, &ix, &it, label.as_deref());
-        }
-        o.extend_from_slice(b"],\"markers\":[");
-        let mut events: Vec<u32> = ix.events_of(rec);
-        events.truncate(MAX_RECORD_EVENTS);
-        let mut clks: Vec<(u64, u32)> = events
-            .into_iter()
-            .map(|e| (ix.evs[e as usize].clk, e))
-            .filter(|&(c, _)| c >= t0 && c < t1)
-            .collect();
-        clks.sort_unstable();
-        let mut i = 0;
-        let mut n = 0;
-        while i < clks.len() {
-            let reach = clks[i].0 as f64 + cpp * 8.0;
-            let k = i + clks[i..].iter().take_while(|&&(c, _)| (c as f64) < reach).count();
-            let e = &ix.evs[clks[i].1 as usize];
-            if n > 0 {
-                o.push(b',');
+    let rows = ids
+        .into_iter()
+        .filter_map(|id| ix.rec_by_id(id).map(|rec| (id, rec)))
+        .map(|(id, rec)| {
+            let bar = ix.bar(rec);
+            let end = if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end };
+            let mut bars = Vec::new();
+            if bar.start < t1 && end >= t0 {
+                let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
+                let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
+                let label =
+                    if wide { bar_label(shared, ix.recs[rec as usize].offset) } else { None };
+                bars.push(bar_out(&ix, &it, label));
             }
-            n += 1;
-            marker_json(&mut o, clks[i].0, clks[i].1, (k - i) as u64, e, id);
-            i = k;
-        }
-        o.extend_from_slice(b"]}");
+            let evs = ix.events_of(rec, usize::MAX);
+            let markers = ix.markers_of(&evs, t0, t1, cpp * MARKER_PX);
+            RowOut {
+                row: id.to_string(),
+                bars,
+                markers: markers.iter().map(|m| marker_out(&ix, m)).collect(),
+            }
+        })
+        .collect();
+    Ok(WindowOut { version: ix.version, now: ix.now(), rows })
+}
+
+/// One instruction of the pipeline view.
+#[derive(Serialize)]
+pub struct PipeRow {
+    /// Its position in the group (program order).
+    pub k: u64,
+    /// Record id.
+    pub id: String,
+    /// Name (e.g. the disassembly).
+    pub name: String,
+    /// Start cycle.
+    pub start: u64,
+    /// End cycle (the last cycle seen while open).
+    pub end: u64,
+    /// Still open.
+    pub open: bool,
+    /// `Status::code()` (a flushed instruction is drawn so).
+    pub status: Option<u8>,
+    /// Its stages (events without severity) in cycle order.
+    pub stages: Vec<StageOut>,
+    /// Its other events, merged within 8 pixels.
+    pub markers: Vec<MarkerOut>,
+}
+
+/// A range of a group's rows.
+#[derive(Serialize)]
+pub struct PipeGroup {
+    /// The group (sequence).
+    pub seq: u32,
+    /// The rows.
+    pub rows: Vec<PipeRow>,
+}
+
+/// A `pipeline` answer.
+#[derive(Serialize)]
+pub struct PipelineOut {
+    /// The index version.
+    pub version: u64,
+    /// The last cycle seen.
+    pub now: u64,
+    /// The groups asked for.
+    pub groups: Vec<PipeGroup>,
+}
+
+/// `pipeline?t0=&t1=&px=&groups=SEQ:FIRST:COUNT,...`: rows `FIRST..FIRST+COUNT` of each group,
+/// one per record in program order, with stages and markers (VW-PIPE-1, VW-PIPE-2).
+pub fn pipeline(shared: &Shared, p: &Params) -> Result<PipelineOut, ApiError> {
+    let (t0, t1, px) = window_params(p)?;
+    let cpp = (t1 - t0) as f64 / f64::from(px);
+    let ranges: Vec<String> = list(p, "groups", 64)?;
+    let ix = lock(shared)?;
+    let mut budget = MAX_PIPE_ROWS;
+    let mut groups = Vec::new();
+    for r in ranges {
+        let parts: Vec<u64> = r.split(':').filter_map(|x| x.parse().ok()).collect();
+        let [seq, first, count] = parts[..] else {
+            return Err(bad(format!("bad group range {r:?} (SEQ:FIRST:COUNT)")));
+        };
+        let seq = u32::try_from(seq).map_err(|_| bad("bad group"))?;
+        let Some(s) = ix.seqs.get(seq as usize) else {
+            return Err(not_found(format!("no group {seq}")));
+        };
+        let from = (first as usize).min(s.recs.len());
+        let to = from.saturating_add((count as usize).min(budget)).min(s.recs.len());
+        budget -= to - from;
+        let rows = (from..to)
+            .map(|k| {
+                let rec = s.recs[k];
+                let r = ix.recs[rec as usize];
+                let bar = ix.bar(rec);
+                let evs = ix.events_of(rec, usize::MAX);
+                let (mut stages, mut others) = (Vec::new(), Vec::new());
+                for e in evs {
+                    let kind = ix.kind(e);
+                    if kind.is_stage() {
+                        stages.push(StageOut { clk: ix.ev_clk(e), name: kind.name });
+                    } else {
+                        others.push(e);
+                    }
+                }
+                stages.sort_by_key(|s| s.clk);
+                let markers = ix.markers_of(&others, 0, u64::MAX, cpp * MARKER_PX);
+                PipeRow {
+                    k: k as u64,
+                    id: { r.id }.to_string(),
+                    name: ix.names.get(r.name).to_owned(),
+                    start: bar.start,
+                    end: if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end },
+                    open: bar.end == OPEN,
+                    status: wire_code(ix.look(rec).status),
+                    stages,
+                    markers: markers.iter().map(|m| marker_out(&ix, m)).collect(),
+                }
+            })
+            .collect();
+        groups.push(PipeGroup { seq, rows });
     }
-    o.extend_from_slice(b"]}");
-    Ok(o)
+    Ok(PipelineOut { version: ix.version, now: ix.now(), groups })
+}
+
+/// Where a jump lands.
+#[derive(Serialize)]
+pub struct JumpOut {
+    /// Per group of the type: `[seq, k]`, the first row starting at or after the cycle.
+    pub rows: Vec<(u32, u64)>,
+}
+
+/// `jump?type=T&clk=C`: for each group of record_type `T`, the first row that starts at or after
+/// cycle `C` (a binary search: instant at any size; VW-PIPE-3).
+pub fn jump(shared: &Shared, p: &Params) -> Result<JumpOut, ApiError> {
+    let rtype: u32 = num(p, "type")?.ok_or_else(|| bad("`type` is required"))?;
+    let clk: u64 = num(p, "clk")?.ok_or_else(|| bad("`clk` is required"))?;
+    let ix = lock(shared)?;
+    Ok(JumpOut {
+        rows: ix.seqs_of_type(rtype).into_iter().map(|s| (s, ix.seq_find(s, clk) as u64)).collect(),
+    })
 }

@@ -54,41 +54,6 @@ impl Store {
             }
         }
     }
-
-    /// Calls `f(offset, line)` for every line from `from` on, in blocks read sequentially, until
-    /// `f` returns false.
-    pub fn scan(&self, from: u64, mut f: impl FnMut(u64, &[u8]) -> bool) -> io::Result<()> {
-        let mut buf = vec![0u8; 8 << 20];
-        let (mut at, mut keep) = (from, 0usize);
-        loop {
-            let n = self.file.read_at(&mut buf[keep..], at + keep as u64)?;
-            let len = keep + n;
-            if n == 0 {
-                if len > 0 {
-                    f(at, &buf[..len]);
-                }
-                return Ok(());
-            }
-            let Some(last) = memchr::memrchr(b'\n', &buf[..len]) else {
-                if len == buf.len() {
-                    let grown = buf.len() * 2;
-                    buf.resize(grown, 0);
-                }
-                keep = len;
-                continue;
-            };
-            let mut start = 0;
-            for nl in memchr::memchr_iter(b'\n', &buf[..=last]) {
-                if !f(at + start as u64, &buf[start..nl]) {
-                    return Ok(());
-                }
-                start = nl + 1;
-            }
-            buf.copy_within(last + 1..len, 0);
-            keep = len - last - 1;
-            at += (last + 1) as u64;
-        }
-    }
 }
 
 /// How the background build is going.

@@ -1,9 +1,12 @@
-//! The viewer's index: a compact entry per record, event and annotation, laid out for time-window
-//! queries at any zoom.
+//! The viewer's index: a compact entry per record and event, laid out for time-window queries
+//! at any zoom, for the pipeline view and for search.
 //!
-//! Nothing of the JSON is kept: a record is 64 bytes (ids, tree links, its bar's row and position,
-//! interned type and the hints a bar needs) plus a 24-byte bar; names, descriptions and data are
-//! read back from the trace by byte offset when a query needs them.
+//! Nothing of the JSON is kept but interned names: a record is 44 bytes (ids, parent, where its
+//! events and bar are, interned name and *look*: type, color, status, criticality) plus a 20-byte
+//! bar and 4 bytes in its sequence; an event is 16 bytes (its cycle and line offset as deltas from
+//! its record's, the record, an interned *kind*: name, icon, color, style, severity) plus 4 bytes
+//! in its row's marker list. Descriptions, data and annotations are read back from the trace by
+//! byte offset when a query shows them.
 //!
 //! Records are packed into *rows*: a lane (from `unit_id`/`thread_id`/`subunit_id`, inherited
 //! from the parent) holds one group of rows per tree depth, and a record takes the first row of its
@@ -14,7 +17,12 @@
 //! [`Index::window`] merges bars closer than a pixel and narrower than a few pixels into one
 //! cluster with its exact count, skipping busy stretches a block at a time: it answers at most
 //! about one item per pixel and row whatever the zoom. Event markers have one sorted list per row
-//! and severity, so an error marker is never hidden behind a cluster of info markers.
+//! and severity; markers closer than a marker's width are merged into one that carries the
+//! highest severity and the total count (VW-MARK-2).
+//!
+//! Records are also kept in *sequences*: the records of one record_type under one parent, in file
+//! order. A sequence is a pipeline group (the instructions of a core in program order), and the
+//! children of a record are the merge of its sequences.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -28,12 +36,26 @@ pub const NONE: u32 = u32::MAX;
 /// The end of a record that has not ended yet.
 pub const OPEN: u64 = u64::MAX;
 /// Markers closer than this many pixels are one marker: they are drawn about that wide.
-const MARKER_PX: f64 = 8.0;
+pub const MARKER_PX: f64 = 8.0;
 /// How many line errors are kept with their text (all are counted).
 const MAX_ERRORS: usize = 50;
+/// A delta that does not fit 32 bits; the value is in an overflow map.
+const FAR: u32 = u32::MAX;
 
-/// One record.
+/// A closed set's value as the index stores it in a byte: 0 when absent, else the vocabulary's
+/// `code()` + 1. The one conversion between the two (see [`wire_code`]).
+pub fn stored_code(code: Option<u8>) -> u8 {
+    code.map_or(0, |c| c + 1)
+}
+
+/// The code the API sends for a stored byte: `None` when absent, else the vocabulary's `code()`.
+pub fn wire_code(stored: u8) -> Option<u8> {
+    stored.checked_sub(1)
+}
+
+/// One record. Packed to 4-byte alignment: 44 bytes, not 48.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
 pub struct Rec {
     /// The record's id in the trace.
     pub id: u64,
@@ -41,32 +63,37 @@ pub struct Rec {
     pub offset: u64,
     /// Index of the parent, or [`NONE`].
     pub parent: u32,
-    /// First and last child, and the next sibling (file order).
-    pub first_child: u32,
-    /// Last child.
-    pub last_child: u32,
-    /// Next sibling.
-    pub next_sibling: u32,
-    /// Last event of the record (linked backwards through [`Ev::prev`]).
-    pub last_ev: u32,
-    /// Last annotation (linked backwards through [`Ann::prev`]).
-    pub last_ann: u32,
-    /// The row of its bar and the bar's position in the row.
+    /// Its first event, or [`NONE`]; its events follow in [`Index::evs`] (interleaved with
+    /// others'), [`Rec::n_ev`] of them.
+    pub first_ev: u32,
+    /// How many events it has.
+    pub n_ev: u32,
+    /// The row of its bar.
     pub row: u32,
-    /// Position in the row.
+    /// Position of the bar in the row.
     pub pos: u32,
+    /// Interned [`Look`].
+    pub look: u32,
+    /// Interned name.
+    pub name: u32,
+}
+
+/// What a bar looks like: shared by many records, interned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Look {
     /// Interned record_type.
     pub rtype: u32,
     /// `0x1rrggbb` when the record has a color hint, 0 otherwise.
     pub color: u32,
-    /// 0 none, 1 running, 2 stalled, 3 complete, 4 flushed.
+    /// The status as [`stored_code`] of `Status::code()`.
     pub status: u8,
-    /// Criticality × 255, or 255 + 1 = none (stored as `u16`).
+    /// Criticality × 255, or 256 = none.
     pub crit: u16,
 }
 
-/// The time span of a record, in its row.
+/// The time span of a record, in its row. Packed: 20 bytes, not 24.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct Bar {
     /// Start cycle.
     pub start: u64,
@@ -76,34 +103,39 @@ pub struct Bar {
     pub rec: u32,
 }
 
-/// One event.
+/// One event: 16 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Ev {
-    /// Cycle.
-    pub clk: u64,
-    /// Byte offset of its line in the line store.
-    pub offset: u64,
+    /// Cycles after its record's start, or [`FAR`] (see [`Index::ev_clk`]).
+    dclk: u32,
+    /// Bytes after its record's line, or [`FAR`] (see [`Index::ev_offset`]).
+    doff: u32,
     /// Index of its record.
     pub rec: u32,
-    /// The previous event of the same record, or [`NONE`].
-    pub prev: u32,
+    /// Interned [`Kind`].
+    pub kind: u32,
+}
+
+/// What an event is, shared by many events, interned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Kind {
+    /// Interned event name.
+    pub name: u32,
     /// Interned icon name, or [`NONE`].
     pub icon: u32,
     /// `0x1rrggbb` when it has a color hint, 0 otherwise.
     pub color: u32,
-    /// 0 none, 1 box, 2 diamond, 3 circle, 4 line.
+    /// [`stored_code`] of `MarkerStyle::code()`.
     pub style: u8,
-    /// 0 none, 1 info, 2 warning, 3 error.
+    /// [`stored_code`] of `Severity::code()`.
     pub severity: u8,
 }
 
-/// One annotation.
-#[derive(Clone, Copy, Debug)]
-pub struct Ann {
-    /// Byte offset of its line in the line store.
-    pub offset: u64,
-    /// The previous annotation of the same record, or [`NONE`].
-    pub prev: u32,
+impl Kind {
+    /// Whether events of this kind are pipeline stages: no severity (VW-PIPE-1).
+    pub fn is_stage(&self) -> bool {
+        self.severity == 0
+    }
 }
 
 /// Identity of a swimlane.
@@ -120,22 +152,15 @@ pub struct LaneKey {
 }
 
 impl LaneKey {
-    /// The lane's title.
-    pub fn label(&self) -> String {
-        if self.host {
-            return "host process".to_owned();
-        }
+    /// The lane's ids, e.g. "unit 0 · thread 1" (empty for a lane without any).
+    pub fn ids(&self) -> String {
         let mut parts = Vec::new();
         for (what, v) in [("unit", self.unit), ("thread", self.thread), ("subunit", self.subunit)] {
             if let Some(v) = v {
                 parts.push(format!("{what} {v}"));
             }
         }
-        if parts.is_empty() {
-            "records".to_owned()
-        } else {
-            parts.join(" · ")
-        }
+        parts.join(" · ")
     }
 }
 
@@ -146,6 +171,8 @@ pub struct Lane {
     pub key: LaneKey,
     /// Rows per depth (index = depth), each a list of row ids by slot.
     pub depths: Vec<Vec<u32>>,
+    /// The first record placed in it: its type and name say what runs there (VW-LANE-2).
+    pub first: u32,
     /// Free rows per depth.
     free: Vec<BTreeSet<u32>>,
 }
@@ -159,13 +186,16 @@ pub struct Row {
     pub depth: u32,
     /// Its bars.
     pub bars: Vec<Bar>,
-    /// Event markers `(clk, event index)` in clk order, one list per severity (none/info,
+    /// Event markers (event indices) in clk order, one list per stored severity (none, info,
     /// warning, error).
-    pub markers: [Vec<(u64, u32)>; 3],
+    pub markers: [Vec<u32>; SEVERITIES],
     /// Level-of-detail summaries of the bars: level `l` holds, per block of `FAN^(l+1)` bars,
     /// the largest gap before a bar and the largest duration of an ended bar in the block.
     summaries: Vec<Vec<Summary>>,
 }
+
+/// Marker lists per row: one for "no severity" and one per value of the vocabulary.
+const SEVERITIES: usize = Severity::ALL.len() + 1;
 
 /// Bars per block of the first summary level (and blocks per block of the next).
 const FAN: usize = 64;
@@ -203,8 +233,9 @@ impl Row {
 
     fn end_bar(&mut self, pos: u32, clk: u64) {
         let bar = &mut self.bars[pos as usize];
-        bar.end = clk.max(bar.start);
-        let width = bar.end - bar.start;
+        let start = bar.start;
+        bar.end = clk.max(start);
+        let width = clk.max(start) - start;
         let mut size = 1;
         for level in &mut self.summaries {
             size *= FAN;
@@ -282,7 +313,7 @@ pub enum Parsed {
         id: u64,
         /// Cycle.
         clk: u64,
-        /// A final status, when the line has one.
+        /// A final status ([`stored_code`]), when the line has one.
         status: Option<u8>,
     },
     /// An annotation.
@@ -302,6 +333,7 @@ pub struct ParsedRecord {
     clk: u64,
     id: u64,
     parent: Option<u64>,
+    name: String,
     rtype: String,
     unit: Option<u64>,
     thread: Option<u64>,
@@ -316,6 +348,7 @@ pub struct ParsedRecord {
 pub struct ParsedEvent {
     clk: u64,
     id: u64,
+    name: String,
     icon: Option<String>,
     color: u32,
     style: u8,
@@ -343,11 +376,12 @@ impl Parsed {
                     thread: h.thread_id,
                     subunit: h.subunit_id,
                     color: h.color.map_or(0, |c| 0x100_0000 | c.value()),
-                    status: status_code(h.status),
+                    status: stored_code(h.status.map(Status::code)),
                     crit: h
                         .criticality
                         .filter(|c| c.is_finite())
                         .map_or(256, |c| (c.clamp(0.0, 1.0) * 255.0).round() as u16),
+                    name: r.name.into_owned(),
                     rtype: r.record_type.into_owned(),
                 })
             }
@@ -359,8 +393,8 @@ impl Parsed {
                     .extra
                     .get("status")
                     .and_then(Value::as_str)
-                    .and_then(|s| s.parse().ok())
-                    .map(|s| status_code(Some(s))),
+                    .and_then(Status::parse)
+                    .map(|s| stored_code(Some(s.code()))),
             },
             Line::Annotation(a) => Parsed::Annotation { id: a.record_id },
             Line::Event(e) => {
@@ -381,20 +415,10 @@ impl Parsed {
                     id: e.record_id,
                     icon: h.icon.map(str::to_owned),
                     color: h.color.map_or(0, |c| 0x100_0000 | c.value()),
-                    style: match h.marker_style {
-                        None => 0,
-                        Some(MarkerStyle::Box) => 1,
-                        Some(MarkerStyle::Diamond) => 2,
-                        Some(MarkerStyle::Circle) => 3,
-                        Some(MarkerStyle::Line) => 4,
-                    },
-                    severity: match h.severity {
-                        None => 0,
-                        Some(Severity::Info) => 1,
-                        Some(Severity::Warning) => 2,
-                        Some(Severity::Error) => 3,
-                    },
+                    style: stored_code(h.marker_style.map(MarkerStyle::code)),
+                    severity: stored_code(h.severity.map(Severity::code)),
                     sync,
+                    name: e.name.into_owned(),
                 })
             }
             Line::Footer(f) => Parsed::Footer(f),
@@ -402,23 +426,12 @@ impl Parsed {
     }
 }
 
-/// The status as stored in [`Rec::status`].
-fn status_code(status: Option<Status>) -> u8 {
-    match status {
-        None => 0,
-        Some(Status::Running) => 1,
-        Some(Status::Stalled) => 2,
-        Some(Status::Complete) => 3,
-        Some(Status::Flushed) => 4,
-    }
-}
-
-/// Strings seen often (record types, icons), stored once.
+/// Strings seen often (names, record types, icons), stored once.
 #[derive(Debug, Default)]
 pub struct Interner {
     /// The strings by id.
-    pub names: Vec<String>,
-    ids: HashMap<String, u32>,
+    pub names: Vec<Box<str>>,
+    ids: HashMap<Box<str>, u32>,
 }
 
 impl Interner {
@@ -427,8 +440,49 @@ impl Interner {
             return i;
         }
         let i = self.names.len() as u32;
-        self.names.push(s.to_owned());
-        self.ids.insert(s.to_owned(), i);
+        self.names.push(s.into());
+        self.ids.insert(s.into(), i);
+        i
+    }
+
+    /// The string with id `i`.
+    pub fn get(&self, i: u32) -> &str {
+        self.names.get(i as usize).map_or("", |s| s)
+    }
+
+    /// Ids of the strings that contain `lower` (already lower-case), ignoring case.
+    pub fn matching(&self, lower: &str) -> Vec<bool> {
+        self.names.iter().map(|n| n.to_lowercase().contains(lower)).collect()
+    }
+
+    fn bytes(&self) -> usize {
+        // Each string twice (the list and the map's key), plus the map's slots.
+        self.names.iter().map(|s| 2 * s.len() + 16).sum::<usize>() + self.ids.capacity() * 24
+    }
+}
+
+/// Values shared by many entries, stored once: `intern(v)` gives a small id.
+#[derive(Debug)]
+pub struct Table<T> {
+    /// The values by id.
+    pub items: Vec<T>,
+    ids: HashMap<T, u32>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Table { items: Vec::new(), ids: HashMap::new() }
+    }
+}
+
+impl<T: Copy + Eq + std::hash::Hash> Table<T> {
+    fn intern(&mut self, v: T) -> u32 {
+        if let Some(&i) = self.ids.get(&v) {
+            return i;
+        }
+        let i = self.items.len() as u32;
+        self.items.push(v);
+        self.ids.insert(v, i);
         i
     }
 }
@@ -486,6 +540,17 @@ pub struct Counts {
     pub errors: u64,
 }
 
+/// The records of one record_type under one parent, in file order: a pipeline group.
+#[derive(Debug)]
+pub struct Seq {
+    /// Interned record_type.
+    pub rtype: u32,
+    /// The parent, or [`NONE`] for roots.
+    pub parent: u32,
+    /// The records, in file order.
+    pub recs: Vec<u32>,
+}
+
 /// The whole index. See the [module documentation](self).
 #[derive(Debug)]
 pub struct Index {
@@ -497,20 +562,30 @@ pub struct Index {
     pub recs: Vec<Rec>,
     /// Events in file order.
     pub evs: Vec<Ev>,
-    /// Annotations in file order.
-    pub anns: Vec<Ann>,
+    /// Annotation line offsets per record (few traces have many).
+    pub anns: HashMap<u32, Vec<u64>>,
     /// Rows of bars.
     pub rows: Vec<Row>,
     /// Swimlanes, in order of first appearance.
     pub lanes: Vec<Lane>,
-    /// Root records in file order.
-    pub roots: Vec<u32>,
+    /// Sequences of records (type, parent).
+    pub seqs: Vec<Seq>,
+    /// Interned record names.
+    pub names: Interner,
     /// Interned record types.
     pub types: Interner,
     /// Records per interned type.
     pub type_counts: Vec<u64>,
+    /// Stage events (no severity) on records of each interned type.
+    pub type_stages: Vec<u64>,
+    /// Interned event names.
+    pub event_names: Interner,
     /// Interned event icons.
     pub icons: Interner,
+    /// Interned record looks.
+    pub looks: Table<Look>,
+    /// Interned event kinds.
+    pub kinds: Table<Kind>,
     /// Host samples in file order.
     pub host: Vec<HostSample>,
     /// Counts.
@@ -525,6 +600,12 @@ pub struct Index {
     pub version: u64,
     ids: IdMap,
     lane_ids: HashMap<LaneKey, u32>,
+    seq_ids: HashMap<(u32, u32), u32>,
+    /// Sequences per parent ([`NONE`] for the roots).
+    kids: HashMap<u32, Vec<u32>>,
+    /// Event cycles and offsets whose delta does not fit 32 bits.
+    far_clk: HashMap<u32, u64>,
+    far_off: HashMap<u32, u64>,
 }
 
 impl Default for Index {
@@ -534,13 +615,18 @@ impl Default for Index {
             footer: None,
             recs: Vec::new(),
             evs: Vec::new(),
-            anns: Vec::new(),
+            anns: HashMap::new(),
             rows: Vec::new(),
             lanes: Vec::new(),
-            roots: Vec::new(),
+            seqs: Vec::new(),
+            names: Interner::default(),
             types: Interner::default(),
             type_counts: Vec::new(),
+            type_stages: Vec::new(),
+            event_names: Interner::default(),
             icons: Interner::default(),
+            looks: Table::default(),
+            kinds: Table::default(),
             host: Vec::new(),
             counts: Counts::default(),
             errors: Vec::new(),
@@ -549,6 +635,10 @@ impl Default for Index {
             version: 0,
             ids: IdMap::Dense(Vec::new()),
             lane_ids: HashMap::new(),
+            seq_ids: HashMap::new(),
+            kids: HashMap::new(),
+            far_clk: HashMap::new(),
+            far_off: HashMap::new(),
         }
     }
 }
@@ -560,7 +650,7 @@ pub struct RowWindow {
     pub row: u32,
     /// Bars and clusters in time order.
     pub items: Vec<Item>,
-    /// Markers in time order per severity group.
+    /// Markers in time order.
     pub markers: Vec<Marker>,
 }
 
@@ -579,15 +669,17 @@ pub struct Item {
     pub open: bool,
 }
 
-/// An event marker, or a cluster of markers within a pixel.
+/// An event marker, or markers within a marker's width merged into one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Marker {
     /// Cycle of the first event.
     pub clk: u64,
-    /// The first event.
+    /// The event shown: the first of the highest severity.
     pub ev: u32,
     /// How many events it stands for.
     pub count: u32,
+    /// The highest severity among them ([`stored_code`]).
+    pub severity: u8,
 }
 
 impl Index {
@@ -607,9 +699,61 @@ impl Index {
         self.rows[r.row as usize].bars[r.pos as usize]
     }
 
+    /// The look of a record.
+    pub fn look(&self, rec: u32) -> Look {
+        self.looks.items[self.recs[rec as usize].look as usize]
+    }
+
+    /// The kind of an event.
+    pub fn kind(&self, ev: u32) -> Kind {
+        self.kinds.items[self.evs[ev as usize].kind as usize]
+    }
+
+    /// The cycle of an event.
+    pub fn ev_clk(&self, ev: u32) -> u64 {
+        let e = self.evs[ev as usize];
+        if e.dclk == FAR {
+            return self.far_clk.get(&ev).copied().unwrap_or(0);
+        }
+        self.bar(e.rec).start + u64::from(e.dclk)
+    }
+
+    /// Where an event's line starts in the line store.
+    pub fn ev_offset(&self, ev: u32) -> u64 {
+        let e = self.evs[ev as usize];
+        if e.doff == FAR {
+            return self.far_off.get(&ev).copied().unwrap_or(0);
+        }
+        self.recs[e.rec as usize].offset + u64::from(e.doff)
+    }
+
     /// The last cycle, where open bars end.
     pub fn now(&self) -> u64 {
         self.last_clk
+    }
+
+    /// The record_type a pipeline view shows first: of the types with at least two stage events
+    /// per record on average, the one with most records (VW-PIPE-1).
+    pub fn pipeline_type(&self) -> Option<u32> {
+        (0..self.type_counts.len())
+            .filter(|&t| self.type_counts[t] > 0 && self.type_stages[t] >= 2 * self.type_counts[t])
+            .max_by_key(|&t| self.type_counts[t])
+            .map(|t| t as u32)
+    }
+
+    /// The sequences of a record_type, by their parent's position in the file.
+    pub fn seqs_of_type(&self, rtype: u32) -> Vec<u32> {
+        let mut out: Vec<u32> =
+            (0..self.seqs.len() as u32).filter(|&s| self.seqs[s as usize].rtype == rtype).collect();
+        out.sort_by_key(|&s| self.seqs[s as usize].parent);
+        out
+    }
+
+    /// The position in sequence `seq` of its first record starting at or after `clk` (records
+    /// of a sequence begin in file order, which simulators write in time order; VW-PIPE-3).
+    pub fn seq_find(&self, seq: u32, clk: u64) -> usize {
+        let recs = &self.seqs[seq as usize].recs;
+        recs.partition_point(|&r| self.bar(r).start < clk)
     }
 
     fn error(&mut self, line: u64, what: impl FnOnce() -> String) {
@@ -654,9 +798,7 @@ impl Index {
                 let Some(rec) = self.ids.get(id) else {
                     return self.error(line, || format!("annotation on unknown record {id}"));
                 };
-                let idx = self.anns.len() as u32;
-                let prev = std::mem::replace(&mut self.recs[rec as usize].last_ann, idx);
-                self.anns.push(Ann { offset, prev });
+                self.anns.entry(rec).or_default().push(offset);
                 self.counts.annotations += 1;
             }
             Parsed::Event(e) => self.add_event(e, line, offset),
@@ -705,52 +847,51 @@ impl Index {
                 (key, prow.depth + 1)
             }
         };
-        let row = self.take_row(key, depth, r.clk);
+        let row = self.take_row(key, depth, r.clk, idx);
         let pos = self.rows[row as usize].push_bar(Bar { start: r.clk, end: OPEN, rec: idx });
         let rtype = self.types.intern(&r.rtype);
         if rtype as usize >= self.type_counts.len() {
             self.type_counts.push(0);
+            self.type_stages.push(0);
         }
         self.type_counts[rtype as usize] += 1;
+        let look =
+            self.looks.intern(Look { rtype, color: r.color, status: r.status, crit: r.crit });
+        let name = self.names.intern(&r.name);
         self.recs.push(Rec {
             id: r.id,
             offset,
             parent,
-            first_child: NONE,
-            last_child: NONE,
-            next_sibling: NONE,
-            last_ev: NONE,
-            last_ann: NONE,
+            first_ev: NONE,
+            n_ev: 0,
             row,
             pos,
-            rtype,
-            color: r.color,
-            status: r.status,
-            crit: r.crit,
+            look,
+            name,
         });
         self.ids.insert(r.id, idx);
-        if parent == NONE {
-            self.roots.push(idx);
-        } else {
-            let p = &mut self.recs[parent as usize];
-            let last = std::mem::replace(&mut p.last_child, idx);
-            if last == NONE {
-                p.first_child = idx;
-            } else {
-                self.recs[last as usize].next_sibling = idx;
+        let seq = match self.seq_ids.get(&(rtype, parent)) {
+            Some(&s) => s,
+            None => {
+                let s = self.seqs.len() as u32;
+                self.seqs.push(Seq { rtype, parent, recs: Vec::new() });
+                self.seq_ids.insert((rtype, parent), s);
+                self.kids.entry(parent).or_default().push(s);
+                s
             }
-        }
+        };
+        self.seqs[seq as usize].recs.push(idx);
         self.counts.records += 1;
         self.counts.open += 1;
     }
 
     /// The first free row of (lane, depth) whose last bar ends by `start`, or a new one.
-    fn take_row(&mut self, key: LaneKey, depth: u32, start: u64) -> u32 {
+    fn take_row(&mut self, key: LaneKey, depth: u32, start: u64, rec: u32) -> u32 {
         let lane = match self.lane_ids.get(&key) {
             Some(&l) => l,
             None => {
                 let l = self.lanes.len() as u32;
-                self.lanes.push(Lane { key, depths: Vec::new(), free: Vec::new() });
+                self.lanes.push(Lane { key, depths: Vec::new(), first: rec, free: Vec::new() });
                 self.lane_ids.insert(key, l);
                 l
             }
@@ -786,10 +927,11 @@ impl Index {
             return self.error(line, || format!("record {id} ends twice"));
         }
         row.end_bar(r.pos, clk);
-        if let Some(status) = status {
-            self.recs[rec as usize].status = status;
-        }
         let (lane, depth) = (row.lane, row.depth);
+        if let Some(status) = status {
+            let look = Look { status, ..self.looks.items[r.look as usize] };
+            self.recs[rec as usize].look = self.looks.intern(look);
+        }
         let slot =
             self.lanes[lane as usize].depths[depth as usize].iter().position(|&x| x == r.row);
         if let Some(slot) = slot {
@@ -806,40 +948,60 @@ impl Index {
         self.see_clk(e.clk);
         let idx = self.evs.len() as u32;
         let icon = e.icon.as_deref().map_or(NONE, |i| self.icons.intern(i));
-        let r = &mut self.recs[rec as usize];
-        let prev = std::mem::replace(&mut r.last_ev, idx);
-        let row = r.row;
-        self.evs.push(Ev {
-            clk: e.clk,
-            offset,
-            rec,
-            prev,
-            icon,
-            color: e.color,
-            style: e.style,
-            severity: e.severity,
-        });
+        let name = self.event_names.intern(&e.name);
+        let kind = Kind { name, icon, color: e.color, style: e.style, severity: e.severity };
+        let kind_id = self.kinds.intern(kind);
+        let r = self.recs[rec as usize];
+        let start = self.rows[r.row as usize].bars[r.pos as usize].start;
+        let dclk = match e.clk.checked_sub(start).map(u32::try_from) {
+            Some(Ok(d)) if d != FAR => d,
+            _ => {
+                self.far_clk.insert(idx, e.clk);
+                FAR
+            }
+        };
+        let doff = match offset.checked_sub(r.offset).map(u32::try_from) {
+            Some(Ok(d)) if d != FAR => d,
+            _ => {
+                self.far_off.insert(idx, offset);
+                FAR
+            }
+        };
+        self.evs.push(Ev { dclk, doff, rec, kind: kind_id });
+        let rm = &mut self.recs[rec as usize];
+        if rm.first_ev == NONE {
+            rm.first_ev = idx;
+        }
+        rm.n_ev += 1;
         self.counts.events += 1;
+        if kind.is_stage() {
+            let rtype = self.looks.items[r.look as usize].rtype;
+            self.type_stages[rtype as usize] += 1;
+        }
         // HostSync points of a HostProcess record are drawn as host tracks, not as markers.
         if let Some(s) = e.sync {
-            if self.lanes[self.rows[row as usize].lane as usize].key.host {
+            if self.lanes[self.rows[r.row as usize].lane as usize].key.host {
                 self.host.push(s);
                 return;
             }
         }
-        let group = e.severity.saturating_sub(1).min(2) as usize;
-        let markers = &mut self.rows[row as usize].markers[group];
-        // Events usually come in clk order; an out-of-order one is inserted in place.
-        let at = match markers.last() {
-            Some(&(last, _)) if last > e.clk => markers.partition_point(|&(c, _)| c <= e.clk),
-            _ => markers.len(),
+        let group = usize::from(e.severity).min(SEVERITIES - 1);
+        let at = {
+            let markers = &self.rows[r.row as usize].markers[group];
+            // Events usually come in clk order; an out-of-order one is inserted in place.
+            match markers.last() {
+                Some(&last) if self.ev_clk(last) > e.clk => {
+                    markers.partition_point(|&m| self.ev_clk(m) <= e.clk)
+                }
+                _ => markers.len(),
+            }
         };
-        markers.insert(at, (e.clk, idx));
+        self.rows[r.row as usize].markers[group].insert(at, idx);
     }
 
     /// The bars, clusters and markers of `rows` within cycles `[t0, t1)` drawn `px` pixels wide:
     /// bars closer than one pixel are merged into clusters, markers closer than a marker's width,
-    /// so each row answers at most about one item per pixel and three markers per 8 pixels.
+    /// so each row answers at most about one item per pixel and one marker per 8 pixels.
     pub fn window(&self, t0: u64, t1: u64, px: u32, rows: &[u32]) -> Vec<RowWindow> {
         let t1 = t1.max(t0 + 1);
         let cpp = ((t1 - t0) as f64 / f64::from(px.max(1))).max(f64::MIN_POSITIVE);
@@ -849,13 +1011,44 @@ impl Index {
             .map(|(r, row)| RowWindow {
                 row: r,
                 items: bars_in(row, t0, t1, cpp, now),
-                markers: row
-                    .markers
-                    .iter()
-                    .flat_map(|m| markers_in(m, t0, t1, cpp * MARKER_PX))
-                    .collect(),
+                markers: self.markers_in(row, t0, t1, cpp * MARKER_PX),
             })
             .collect()
+    }
+
+    /// The markers of a row in `[t0, t1)`, merged within `reach` cycles: each severity's list
+    /// is clustered with an exponential search (O(clusters · log), whatever the number of
+    /// events), then the clusters of all severities are merged, keeping the highest severity.
+    fn markers_in(&self, row: &Row, t0: u64, t1: u64, reach: f64) -> Vec<Marker> {
+        let mut all = Vec::new();
+        for (sev, list) in row.markers.iter().enumerate() {
+            let clk = |&e: &u32| self.ev_clk(e);
+            let mut i = list.partition_point(|e| clk(e) < t0);
+            while i < list.len() && clk(&list[i]) < t1 {
+                let c = clk(&list[i]);
+                let limit = (c as f64 + reach).min(u64::MAX as f64) as u64;
+                let k = gallop(list, i + 1, |e| clk(e) < limit);
+                all.push(Marker {
+                    clk: c,
+                    ev: list[i],
+                    count: (k - i) as u32,
+                    severity: sev as u8,
+                });
+                i = k;
+            }
+        }
+        merge_markers(all, reach)
+    }
+
+    /// Markers of the events `evs` (any order) in `[t0, t1)`, merged within `reach` cycles.
+    pub fn markers_of(&self, evs: &[u32], t0: u64, t1: u64, reach: f64) -> Vec<Marker> {
+        let all = evs
+            .iter()
+            .map(|&e| (e, self.ev_clk(e)))
+            .filter(|&(_, c)| c >= t0 && c < t1)
+            .map(|(ev, clk)| Marker { clk, ev, count: 1, severity: self.kind(ev).severity })
+            .collect();
+        merge_markers(all, reach)
     }
 
     /// The rows of every lane in display order: by lane (host lane last), then depth, then slot.
@@ -868,61 +1061,80 @@ impl Index {
             .collect()
     }
 
-    /// The children of a record (or the roots) after position `after`, at most `limit`.
+    /// The roots, in file order.
+    #[cfg(test)]
+    pub fn roots(&self) -> Vec<u32> {
+        self.children(None, None, usize::MAX)
+    }
+
+    /// The children of a record (or the roots) after record index `after`, at most `limit`, in
+    /// file order: the merge of the parent's sequences.
     pub fn children(&self, parent: Option<u32>, after: Option<u32>, limit: usize) -> Vec<u32> {
+        let seqs = self.kids.get(&parent.unwrap_or(NONE)).map_or(&[][..], Vec::as_slice);
+        let mut heads: Vec<(&[u32], usize)> = seqs
+            .iter()
+            .map(|&s| {
+                let recs = self.seqs[s as usize].recs.as_slice();
+                (recs, after.map_or(0, |a| recs.partition_point(|&r| r <= a)))
+            })
+            .collect();
         let mut out = Vec::new();
-        match parent {
-            None => {
-                let from = after.map_or(0, |a| self.roots.partition_point(|&r| r <= a));
-                out.extend(self.roots[from..].iter().take(limit));
-            }
-            Some(p) => {
-                let mut c = match after {
-                    Some(a) if (a as usize) < self.recs.len() => self.recs[a as usize].next_sibling,
-                    _ => self.recs[p as usize].first_child,
-                };
-                while c != NONE && out.len() < limit {
-                    out.push(c);
-                    c = self.recs[c as usize].next_sibling;
+        while out.len() < limit {
+            let next = heads
+                .iter_mut()
+                .filter(|(recs, i)| *i < recs.len())
+                .min_by_key(|(recs, i)| recs[*i]);
+            match next {
+                Some((recs, i)) => {
+                    out.push(recs[*i]);
+                    *i += 1;
                 }
+                None => break,
             }
         }
         out
     }
 
-    /// Events of a record in file order.
-    pub fn events_of(&self, rec: u32) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut e = self.recs[rec as usize].last_ev;
-        while e != NONE {
-            out.push(e);
-            e = self.evs[e as usize].prev;
+    /// Whether a record has children.
+    pub fn has_children(&self, rec: u32) -> bool {
+        self.kids.contains_key(&rec)
+    }
+
+    /// Events of a record in file order: its first event and the next `n_ev - 1` events of the
+    /// same record after it, at most `limit`.
+    pub fn events_of(&self, rec: u32, limit: usize) -> Vec<u32> {
+        let r = self.recs[rec as usize];
+        let want = (r.n_ev as usize).min(limit);
+        let mut out = Vec::with_capacity(want);
+        if r.first_ev == NONE {
+            return out;
         }
-        out.reverse();
+        for (i, e) in self.evs[r.first_ev as usize..].iter().enumerate() {
+            if out.len() == want {
+                break;
+            }
+            if e.rec == rec {
+                out.push(r.first_ev + i as u32);
+            }
+        }
         out
     }
 
-    /// Annotations of a record in file order.
-    pub fn annotations_of(&self, rec: u32) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut a = self.recs[rec as usize].last_ann;
-        while a != NONE {
-            out.push(a);
-            a = self.anns[a as usize].prev;
-        }
-        out.reverse();
-        out
+    /// Annotation line offsets of a record in file order.
+    pub fn annotations_of(&self, rec: u32) -> &[u64] {
+        self.anns.get(&rec).map_or(&[], Vec::as_slice)
     }
 
     /// Gives back the spare capacity of the tables once nothing more will be added.
     pub fn shrink(&mut self) {
         self.recs.shrink_to_fit();
         self.evs.shrink_to_fit();
-        self.anns.shrink_to_fit();
-        self.roots.shrink_to_fit();
         for row in &mut self.rows {
             row.bars.shrink_to_fit();
             row.markers.iter_mut().for_each(Vec::shrink_to_fit);
+        }
+        for s in &mut self.seqs {
+            s.recs.shrink_to_fit();
         }
         if let IdMap::Dense(v) = &mut self.ids {
             v.shrink_to_fit();
@@ -937,20 +1149,51 @@ impl Index {
             .iter()
             .map(|r| {
                 r.bars.capacity() * size_of::<Bar>()
-                    + r.markers.iter().map(|m| m.capacity() * 16).sum::<usize>()
+                    + r.markers.iter().map(|m| m.capacity() * 4).sum::<usize>()
+                    + r.summaries.iter().map(|s| s.capacity() * 16).sum::<usize>()
             })
             .sum();
         let ids = match &self.ids {
             IdMap::Dense(v) => v.capacity() * 4,
             IdMap::Sparse(m) => m.capacity() * 24,
         };
+        let seqs: usize = self.seqs.iter().map(|s| s.recs.capacity() * 4).sum();
         self.recs.capacity() * size_of::<Rec>()
             + self.evs.capacity() * size_of::<Ev>()
-            + self.anns.capacity() * size_of::<Ann>()
-            + self.roots.capacity() * 4
+            + self.anns.values().map(|a| a.capacity() * 8 + 32).sum::<usize>()
+            + (self.far_clk.capacity() + self.far_off.capacity()) * 16
+            + self.names.bytes()
+            + self.types.bytes()
+            + self.event_names.bytes()
+            + self.icons.bytes()
             + rows
             + ids
+            + seqs
     }
+}
+
+/// Merges markers (any order) that lie within `reach` cycles of the first of a group into one:
+/// its count is the sum, its severity the highest, its event the first of that severity.
+fn merge_markers(mut all: Vec<Marker>, reach: f64) -> Vec<Marker> {
+    all.sort_unstable_by_key(|m| (m.clk, std::cmp::Reverse(m.severity)));
+    let mut out: Vec<Marker> = Vec::with_capacity(all.len());
+    let mut first = 0u64;
+    for m in all {
+        match out.last_mut() {
+            Some(last) if (m.clk as f64) < first as f64 + reach => {
+                last.count += m.count;
+                if m.severity > last.severity {
+                    last.severity = m.severity;
+                    last.ev = m.ev;
+                }
+            }
+            _ => {
+                first = m.clk;
+                out.push(m);
+            }
+        }
+    }
+    out
 }
 
 fn end_of(b: &Bar, now: u64) -> u64 {
@@ -986,8 +1229,8 @@ fn bars_in(row: &Row, t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
 }
 
 /// The first index at or after `from` where `pred` stops holding (`pred` holds on a prefix):
-/// an exponential search from `from`, so finding the end of the bars within one pixel costs
-/// O(log k) for k such bars, near each other in memory, instead of a search over the whole row.
+/// an exponential search from `from`, so finding the end of the markers within a marker's width
+/// costs O(log k) for k such markers instead of a search over the whole row.
 fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
     let (mut lo, mut hi, mut step) = (from, from, 1);
     while hi < v.len() && pred(&v[hi]) {
@@ -997,18 +1240,6 @@ fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
     }
     let hi = hi.min(v.len());
     lo + v[lo..hi].partition_point(pred)
-}
-
-fn markers_in(m: &[(u64, u32)], t0: u64, t1: u64, cpp: f64) -> Vec<Marker> {
-    let mut out = Vec::new();
-    let mut i = m.partition_point(|&(c, _)| c < t0);
-    while i < m.len() && m[i].0 < t1 {
-        let reach = (m[i].0 as f64 + cpp).min(u64::MAX as f64) as u64;
-        let k = gallop(m, i + 1, |&(c, _)| c < reach);
-        out.push(Marker { clk: m[i].0, ev: m[i].1, count: (k - i) as u32 });
-        i = k;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1136,9 +1367,11 @@ mod tests {
         assert_eq!((lane(2).unit, lane(2).thread), (Some(1), Some(3)));
         assert_eq!(lane(3), lane(2));
         assert_eq!(lane(4).unit, None);
-        let r2 = ix.recs[ix.rec_by_id(2).expect("2") as usize];
-        assert_eq!((r2.color, r2.status, r2.crit), (0x1ff0000, 2, 255));
-        assert_eq!(ix.recs[ix.rec_by_id(4).expect("4") as usize].status, 4);
+        let r2 = ix.look(ix.rec_by_id(2).expect("2"));
+        let stalled = stored_code(Some(Status::Stalled.code()));
+        assert_eq!((r2.color, r2.status, r2.crit), (0x1ff0000, stalled, 255));
+        let flushed = stored_code(Some(Status::Flushed.code()));
+        assert_eq!(ix.look(ix.rec_by_id(4).expect("4")).status, flushed);
         assert_eq!(ix.now(), 20);
         let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
         let w = ix.window(0, 30, 300, &rows);
@@ -1146,11 +1379,14 @@ mod tests {
         assert_eq!(open.len(), 2);
         assert!(open.iter().all(|i| i.end == 20));
         let markers: Vec<&Marker> = w.iter().flat_map(|r| &r.markers).collect();
-        assert_eq!(markers.len(), 2, "an error and an info marker at the same cycle both show");
+        assert_eq!(markers.len(), 1, "an error and an info marker at the same cycle merge");
+        let error = stored_code(Some(Severity::Error.code()));
+        assert_eq!((markers[0].count, markers[0].severity), (2, error), "the highest severity");
+        assert_eq!(ix.event_names.get(ix.kind(markers[0].ev).name), "Miss");
         let r3 = ix.rec_by_id(3).expect("3");
-        assert_eq!(ix.events_of(r3).len(), 2);
+        assert_eq!(ix.events_of(r3, usize::MAX).len(), 2);
         assert_eq!(ix.annotations_of(r3).len(), 1);
-        assert_eq!(ix.icons.names, vec!["cache_miss".to_owned()]);
+        assert_eq!(ix.icons.get(0), "cache_miss");
     }
 
     #[test]
@@ -1170,7 +1406,7 @@ mod tests {
         assert_eq!(ix.errors[2], "line 4: record id 1 is used twice");
         assert_eq!(ix.errors[3], "line 5: parent_id 42 is not a known record");
         // The orphan is still shown, as a root.
-        assert_eq!(ix.roots.len(), 2);
+        assert_eq!(ix.roots().len(), 2);
     }
 
     #[test]
@@ -1180,7 +1416,7 @@ mod tests {
         let first = ix.children(root, None, 10);
         assert_eq!(first.len(), 10);
         let next = ix.children(root, first.last().copied(), 10);
-        assert_eq!(ix.recs[next[0] as usize].id, 20);
+        assert_eq!({ ix.recs[next[0] as usize].id }, 20);
         assert_eq!(ix.children(None, None, 10), vec![0]);
     }
 
@@ -1210,6 +1446,50 @@ mod tests {
         let part = items(0, 50_000, 10_000);
         assert_eq!(part.len(), 1);
         assert_eq!(part[0].count, 5_000);
+    }
+
+    #[test]
+    fn merged_markers_keep_the_highest_severity_at_every_zoom() {
+        // One warning among 2 000 severity-less stage events on 1 000 instructions.
+        let mut lines = vec![rec(0, 1, None, "{}")];
+        for i in 0..1000u64 {
+            lines.push(rec(i, 10 + i, Some(1), "{}"));
+            for (k, name) in ["IF", "EX", "WB"].iter().enumerate() {
+                lines.push(format!(
+                    r#"{{"clk":{},"type":"event","name":"{name}","record_id":{},"description":""}}"#,
+                    i + k as u64,
+                    10 + i
+                ));
+            }
+            if i == 500 {
+                lines.push(format!(
+                    r#"{{"clk":{i},"type":"event","name":"DCacheMiss","record_id":{},"description":"","data":{{"severity":"warning"}}}}"#,
+                    10 + i
+                ));
+            }
+            lines.push(end(i + 3, 10 + i));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
+        let warning = stored_code(Some(Severity::Warning.code()));
+        for (t0, t1, px) in [(0, 1010, 10), (0, 1010, 1000), (480, 520, 800), (500, 501, 100)] {
+            let w = ix.window(t0, t1, px, &rows);
+            let markers: Vec<&Marker> = w.iter().flat_map(|r| &r.markers).collect();
+            let warn: Vec<&&Marker> = markers.iter().filter(|m| m.severity == warning).collect();
+            assert_eq!(warn.len(), 1, "the miss shows as a warning at {t0}..{t1} over {px} px");
+            let total: u32 = markers.iter().map(|m| m.count).sum();
+            assert!(total >= 1 && (t1 - t0 > 100 || total <= 3 * (t1 - t0) as u32 + 1));
+        }
+        assert_eq!(
+            ix.pipeline_type(),
+            ix.types.names.iter().position(|t| &**t == "T").map(|t| t as u32)
+        );
+        let seq = ix.seqs_of_type(0);
+        assert_eq!(seq.len(), 2, "the root and the instructions are separate sequences");
+        let instrs =
+            seq.iter().copied().find(|&s| ix.seqs[s as usize].parent != NONE).expect("seq");
+        assert_eq!(ix.seq_find(instrs, 700), 700);
     }
 
     #[test]

@@ -1,14 +1,20 @@
-//! A small HTTP/1.1 server on 127.0.0.1: GET only, one request per connection, a few worker
-//! threads. The viewer needs nothing more, so there is no async runtime and no framework.
+//! A small HTTP/1.1 server on 127.0.0.1: GET only, one request per connection, a thread per
+//! connection. The viewer needs nothing more, so there is no async runtime and no framework.
 //!
 //! Requests whose `Host` is not this server's loopback address are refused, so a web page on
 //! another site cannot reach the API through DNS rebinding.
+//!
+//! Slow or idle clients cannot stall others (VW-SERVE-1): the accept loop only accepts and hands
+//! each connection to its own thread; a connection has [`HEAD_DEADLINE`] in total to send its
+//! request head (however slowly its bytes trickle in) and [`WRITE_TIMEOUT`] per write; at most
+//! [`MAX_CONNECTIONS`] are served at once, and a connection beyond that is answered 503 at once.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::api::{self, ApiError};
 use super::build::Shared;
@@ -16,33 +22,66 @@ use super::web;
 
 /// Requests larger than this (request line and headers) are refused.
 const MAX_HEAD: usize = 16 * 1024;
-/// Worker threads; the page makes a few requests at a time.
-const WORKERS: usize = 4;
+/// Time a client has to send its whole request head.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// Time one write of the answer may block.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// Serves the viewer on `listener` until the process ends.
 pub fn serve(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()> {
     let port = listener.local_addr()?.port();
-    let listener = Arc::new(listener);
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|i| {
-            let (listener, shared) = (listener.clone(), shared.clone());
-            std::thread::Builder::new().name(format!("jets-view-http-{i}")).spawn(move || {
-                for stream in listener.incoming() {
-                    match stream {
-                        Ok(s) => {
-                            // A client that vanishes mid-request is its own problem.
-                            let _ = handle(s, &shared, port);
-                        }
-                        Err(e) => eprintln!("jets view: accepting a connection: {e}"),
-                    }
-                }
-            })
-        })
-        .collect::<io::Result<_>>()?;
-    for w in workers {
-        let _ = w.join();
+    let active = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                // Out of file descriptors, say: wait a little instead of spinning.
+                eprintln!("jets view: accepting a connection: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            active.fetch_sub(1, Ordering::AcqRel);
+            let mut s = stream;
+            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+            let _ = respond(&mut s, 503, "text/plain", b"too many connections");
+            continue;
+        }
+        let (shared, done) = (shared.clone(), active.clone());
+        let spawned = std::thread::Builder::new()
+            .name("jets-view-http".into())
+            .stack_size(256 << 10)
+            .spawn(move || {
+                // A client that vanishes mid-request is its own problem.
+                let _ = handle(stream, &shared, port);
+                done.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            eprintln!("jets view: starting a connection thread: {e}");
+            active.fetch_sub(1, Ordering::AcqRel);
+        }
     }
     Ok(())
+}
+
+/// A reader that fails once `deadline` has passed, however the bytes arrive.
+struct Deadline {
+    stream: TcpStream,
+    deadline: Instant,
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the request took too long"));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
 }
 
 struct Request {
@@ -51,9 +90,9 @@ struct Request {
 }
 
 fn handle(stream: TcpStream, shared: &Shared, port: u16) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(30)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let deadline = Instant::now() + HEAD_DEADLINE;
+    let mut reader = BufReader::new(Deadline { stream: stream.try_clone()?, deadline });
     let mut out = stream;
     let req = match read_request(&mut reader, port) {
         Ok(r) => r,
@@ -71,10 +110,8 @@ fn handle(stream: TcpStream, shared: &Shared, port: u16) -> io::Result<()> {
             Some(name) => match api::handle(shared, name, &req.params) {
                 Ok(body) => respond(&mut out, 200, "application/json", &body),
                 Err(ApiError { status, message }) => {
-                    let mut body = Vec::new();
-                    body.extend_from_slice(b"{\"error\":");
-                    jets::format::json::write_str(&mut body, &message);
-                    body.push(b'}');
+                    let body =
+                        serde_json::to_vec(&api::ErrorBody { error: &message }).unwrap_or_default();
                     respond(&mut out, status, "application/json", &body)
                 }
             },
@@ -158,6 +195,7 @@ fn respond(out: &mut TcpStream, status: u16, ctype: &str, body: &[u8]) -> io::Re
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        503 => "Service Unavailable",
         _ => "Internal Server Error",
     };
     let head = format!(

@@ -16,6 +16,23 @@
 
   // ---- data sources ---------------------------------------------------------------------------
 
+  // Compact arrays from the server become objects with the field names the summary lists
+  // (`layouts`): this is the one place that knows their order.
+  let LAYOUT = null;
+  function objs(list, fields) {
+    return (list || []).map((a) => { const o = {}; fields.forEach((f, i) => { o[f] = a[i]; }); return o; });
+  }
+  function decodeRows(rows) {
+    for (const r of rows) { r.bars = objs(r.bars, LAYOUT.bar); r.markers = objs(r.markers, LAYOUT.marker); }
+    return rows;
+  }
+  function decodeWindow(w) { decodeRows(w.rows); return w; }
+  function decodeHost(h) { h.samples = objs(h.samples, LAYOUT.sample); h.speed = objs(h.speed, LAYOUT.speed); return h; }
+  function decodePipeline(p) {
+    for (const g of p.groups) for (const r of g.rows) { r.stages = objs(r.stages, LAYOUT.stage); r.markers = objs(r.markers, LAYOUT.marker); }
+    return p;
+  }
+
   function httpSource() {
     async function get(name, params) {
       const query = new URLSearchParams();
@@ -31,29 +48,36 @@
     return {
       live: true,
       summary: () => get('summary'),
-      window: (t0, t1, px, rows) => get('window', { t0, t1, px, rows: rows.join(',') }),
+      window: (t0, t1, px, rows) => get('window', { t0, t1, px, rows: rows.join(',') }).then(decodeWindow),
       children: (parent, after, limit) => get('children', { parent, after, limit }),
+      nodes: (ids) => get('nodes', { ids: ids.join(',') }),
       record: (id) => get('record', { id }),
       search: (q) => get('search', { q, limit: 200 }),
-      bars: (ids, t0, t1, px) => get('bars', { ids: ids.join(','), t0, t1, px }),
-      host: () => get('host'),
+      bars: (ids, t0, t1, px) => get('bars', { ids: ids.join(','), t0, t1, px }).then(decodeWindow),
+      host: () => get('host').then(decodeHost),
+      pipeline: (t0, t1, px, groups) => get('pipeline', { t0, t1, px, groups: groups.join(',') }).then(decodePipeline),
+      jump: (type, clk) => get('jump', { type, clk }),
     };
   }
 
   function staticSource(bundle) {
+    LAYOUT = bundle.summary.layouts;
+    decodeRows(bundle.window.rows);
+    decodeHost(bundle.host);
+    const records = new Map(bundle.records.map((r) => [r.id, r]));
     const kids = new Map([['', []]]);
     for (const n of bundle.nodes) {
       const p = n.parent === null ? '' : n.parent;
       if (!kids.has(p)) kids.set(p, []);
       kids.get(p).push(n);
     }
-    const rows = new Map(bundle.window.rows.map((r) => [r.row, r]));
+    const rows = new Map(bundle.window.rows.map((r) => [String(r.row), r]));
     const barOf = new Map(), markersOf = new Map();
     for (const r of bundle.window.rows) {
-      for (const b of r.bars) barOf.set(b[2], b);
+      for (const b of r.bars) barOf.set(b.id, b);
       for (const m of r.markers) {
-        if (!markersOf.has(m[7])) markersOf.set(m[7], []);
-        markersOf.get(m[7]).push(m);
+        if (!markersOf.has(m.record)) markersOf.set(m.record, []);
+        markersOf.get(m.record).push(m);
       }
     }
     return {
@@ -62,12 +86,12 @@
       window: async (t0, t1, px, rowIds) => ({
         version: bundle.summary.version,
         now: bundle.window.now,
-        rows: rowIds.filter((r) => rows.has(r)).map((r) => {
-          const row = rows.get(r);
+        rows: rowIds.filter((r) => rows.has(String(r))).map((r) => {
+          const row = rows.get(String(r));
           return {
             row: r,
-            bars: row.bars.filter((b) => b[1] >= t0 && b[0] < t1),
-            markers: row.markers.filter((m) => m[0] >= t0 && m[0] < t1),
+            bars: row.bars.filter((b) => b.end >= t0 && b.start < t1),
+            markers: row.markers.filter((m) => m.clk >= t0 && m.clk < t1),
           };
         }),
       }),
@@ -77,23 +101,24 @@
         return { children: list.slice(from, from + limit), more: from + limit < list.length };
       },
       record: async (id) => {
-        if (!Object.prototype.hasOwnProperty.call(bundle.records, id)) throw new Error('no record with id ' + id);
-        return bundle.records[id];
+        if (!records.has(id)) throw new Error('no record with id ' + id);
+        return records.get(id);
       },
       search: async (q) => {
         const lq = q.toLowerCase();
         const results = bundle.nodes.filter((n) => n.name.toLowerCase().includes(lq) || n.type.toLowerCase().includes(lq));
-        return { results: results.slice(0, 200), complete: results.length <= 200 };
+        return { results: results.slice(0, 200).map((n) => Object.assign({ clk: n.start, event: null }, n)), complete: results.length <= 200 };
       },
       host: async () => bundle.host,
+      nodes: async (ids) => ({ nodes: bundle.nodes.filter((n) => ids.includes(n.id)) }),
       bars: async (ids, t0, t1) => ({
         version: bundle.summary.version,
         rows: ids.map((id) => {
           const b = barOf.get(id);
           return {
             row: id,
-            bars: b && b[1] >= t0 && b[0] < t1 ? [b] : [],
-            markers: (markersOf.get(id) || []).filter((m) => m[0] >= t0 && m[0] < t1),
+            bars: b && b.end >= t0 && b.start < t1 ? [b] : [],
+            markers: (markersOf.get(id) || []).filter((m) => m.clk >= t0 && m.clk < t1),
           };
         }),
       }),
@@ -105,19 +130,28 @@
 
   // ---- state ----------------------------------------------------------------------------------
 
-  const ROW_H = 18, LANE_H = 22, BAR_H = 14;
+  // A row: the bar on top, markers in the band below it, so markers never cover a bar's text.
+  const ROW_H = 22, LANE_H = 22, BAR_H = 13, PIPE_H = 18;
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
     '#ff9da7', '#9c755f', '#86bcb6', '#d37295', '#8cd17d', '#a0cbe8', '#ffbe7d', '#79706e'];
-  const SEVERITY = ['', 'info', 'warning', 'error'];
-  const SEV_COLOR = ['#475569', '#2563eb', '#d97706', '#dc2626'];
-  const STYLE = ['', 'box', 'diamond', 'circle', 'line'];
-  const STATUS = ['', 'running', 'stalled', 'complete', 'flushed'];
+  // Colors by severity name; the names themselves (and their codes) come from the server's
+  // summary (`vocab`, from jets_vocab), never typed here.
+  const SEV_COLOR = { none: '#475569', info: '#2563eb', warning: '#d97706', error: '#dc2626' };
+  // VOCAB.status[code] is a status's name; CODE.status.flushed its code.
+  let VOCAB = { status: [], severity: [], marker_style: [] }, CODE = { status: {}, severity: {}, marker_style: {} };
+  function setVocab(v) {
+    VOCAB = v;
+    CODE = {};
+    for (const [k, names] of Object.entries(v)) CODE[k] = Object.fromEntries(names.map((n, i) => [n, i]));
+  }
+  const nameOf = (set, code) => (code === null || code === undefined ? null : VOCAB[set][code]);
 
   const S = {
     mode: 'lanes', sum: null, version: -1, extent: [0, 1], t0: 0, t1: 1, fitted: true,
     layout: [], height: 0, scrollY: 0, collapsed: new Set(), win: null, winKey: '',
     selected: null, drawn: { bars: 0, clusters: 0, markers: 0, labels: 0 }, hits: [],
-    mhz: null, types: [], icons: [], host: null, hostVersion: -1, error: null,
+    mhz: null, types: [], icons: [], host: null, hostVersion: -1, error: null, ticks: [],
+    pipe: { type: null, groups: [], collapsed: new Set(), win: null, visible: [] }, eventNames: [],
   };
 
   const canvas = $('timeline'), axis = $('axis'), hostCanvas = $('host-canvas');
@@ -154,7 +188,11 @@
   function fmtTimeTick(seconds, stepSeconds) {
     const units = [[1, 's'], [1e-3, 'ms'], [1e-6, 'µs'], [1e-9, 'ns'], [1e-12, 'ps']];
     const [scale, unit] = units.find(([u]) => stepSeconds >= u / 10) || units[units.length - 1];
-    const decimals = clamp(-Math.floor(Math.log10(stepSeconds / scale) + 1e-9), 0, 6);
+    // As many decimals as the step needs to be exact (a 2.5 µs step needs one), so neighbouring
+    // ticks never round to the same or a wrong label.
+    const step = stepSeconds / scale;
+    let decimals = 0;
+    while (decimals < 6 && Math.abs(Math.round(step * 10 ** decimals) - step * 10 ** decimals) > 1e-6 * 10 ** decimals) decimals++;
     return (seconds / scale).toFixed(decimals) + ' ' + unit;
   }
   function fmtCycles(c) {
@@ -163,7 +201,7 @@
     return s;
   }
   function colorOf(c) { return '#' + (c >>> 0).toString(16).padStart(6, '0'); }
-  function barColor(b) { return b[4] !== null ? colorOf(b[4]) : PALETTE[b[3] % PALETTE.length]; }
+  function barColor(b) { return b.color !== null ? colorOf(b.color) : PALETTE[b.rtype % PALETTE.length]; }
   function textColorOn(hex) {
     const v = parseInt(hex.slice(1), 16);
     const l = 0.299 * (v >> 16 & 255) + 0.587 * (v >> 8 & 255) + 0.114 * (v & 255);
@@ -186,7 +224,40 @@
     return [out, y];
   }
 
+  // Pipeline mode: a header per group (the instructions of one parent), then one row per
+  // instruction. Groups may hold millions of rows, so rows are never listed: the visible ones are
+  // computed from the scroll position.
+  function pipeLayout() {
+    const out = [];
+    let y = 0;
+    for (const g of S.pipe.groups) {
+      out.push({ kind: 'group', seq: g.seq, label: g.label, count: g.count, y, h: LANE_H });
+      y += LANE_H;
+      if (S.pipe.collapsed.has(g.seq)) continue;
+      out[out.length - 1].rowsY = y;
+      y += g.count * PIPE_H;
+    }
+    return [out, y];
+  }
+  function pipeVisible() {
+    const [, h] = cssSize(canvas);
+    const vis = [];
+    for (const g of S.layout) {
+      if (g.rowsY === undefined) continue;
+      const k0 = Math.max(0, Math.floor((S.scrollY - g.rowsY) / PIPE_H));
+      const k1 = Math.min(g.count, Math.ceil((S.scrollY + h - g.rowsY) / PIPE_H));
+      if (k1 > k0) vis.push({ g, k0, n: k1 - k0 });
+    }
+    return vis;
+  }
+
   function buildLayout() {
+    if (S.mode === 'pipeline') {
+      [S.layout, S.height] = pipeLayout();
+      const [, h] = cssSize(canvas);
+      S.scrollY = clamp(S.scrollY, 0, Math.max(0, S.height - h));
+      return;
+    }
     if (S.mode === 'tree') {
       [S.layout, S.height] = treeLayout();
       const [, h] = cssSize(canvas);
@@ -214,12 +285,13 @@
 
   function visibleRows() {
     const [, h] = cssSize(canvas);
-    return S.layout.filter((e) => e.kind !== 'lane' && e.y + e.h > S.scrollY && e.y < S.scrollY + h);
+    return S.layout.filter((e) => (e.kind === 'row' || e.kind === 'rec') && e.y + e.h > S.scrollY && e.y < S.scrollY + h);
   }
 
   function renderLabels() {
     const [, h] = cssSize(canvas);
     labelsEl.replaceChildren();
+    if (S.mode === 'pipeline') { renderPipeLabels(h); return; }
     for (const e of S.layout) {
       if (e.y + e.h <= S.scrollY || e.y >= S.scrollY + h) continue;
       if (e.kind === 'rec') {
@@ -238,9 +310,9 @@
         const d = el('div', 'lane');
         d.style.top = (e.y - S.scrollY) + 'px';
         const lane = S.sum.lanes[e.lane];
-        d.append(el('span', null, S.collapsed.has(lane.label) ? '▸' : '▾'), el('span', null, e.label),
+        d.append(el('span', null, S.collapsed.has(lane.label) ? '▸' : '▾'), el('span', 'nm', e.label),
           el('span', 'cnt', e.rows + (e.rows === 1 ? ' row' : ' rows')));
-        d.title = 'Click to collapse or expand';
+        d.title = e.label + ' (click to collapse or expand)';
         d.addEventListener('click', () => {
           if (S.collapsed.has(lane.label)) S.collapsed.delete(lane.label); else S.collapsed.add(lane.label);
           buildLayout(); renderLabels(); requestWindow();
@@ -252,6 +324,41 @@
         labelsEl.append(d);
       }
     }
+  }
+
+  function renderPipeLabels(h) {
+    const rowsBy = pipeRows();
+    for (const e of S.layout) {
+      if (e.y + e.h > S.scrollY && e.y < S.scrollY + h) {
+        const d = el('div', 'lane');
+        d.style.top = (e.y - S.scrollY) + 'px';
+        d.append(el('span', null, S.pipe.collapsed.has(e.seq) ? '▸' : '▾'), el('span', 'nm', e.label),
+          el('span', 'cnt', fmtNum(e.count)));
+        d.title = e.label + ' (click to collapse or expand)';
+        d.addEventListener('click', () => {
+          if (S.pipe.collapsed.has(e.seq)) S.pipe.collapsed.delete(e.seq); else S.pipe.collapsed.add(e.seq);
+          buildLayout(); renderLabels(); schedule();
+        });
+        labelsEl.append(d);
+      }
+    }
+    for (const v of pipeVisible()) {
+      for (let k = v.k0; k < v.k0 + v.n; k++) {
+        const r = rowsBy.get(v.g.seq + ':' + k);
+        const flushed = r && r.status === CODE.status.flushed;
+        const d = el('div', 'rowlabel pipelabel' + (flushed ? ' flushed' : '') + (r && S.selected === r.id ? ' selected' : ''));
+        d.style.top = (v.g.rowsY + k * PIPE_H - S.scrollY) + 'px';
+        d.style.height = PIPE_H + 'px'; d.style.lineHeight = PIPE_H + 'px';
+        d.append(el('span', 'k', fmtNum(k)), el('span', null, r ? r.name : ''));
+        if (r) { d.title = r.name + ' #' + r.id; d.addEventListener('click', () => select(r.id, false)); }
+        labelsEl.append(d);
+      }
+    }
+  }
+  function pipeRows() {
+    const m = new Map();
+    if (S.pipe.win) for (const g of S.pipe.win.groups) for (const r of g.rows) m.set(g.seq + ':' + r.k, r);
+    return m;
   }
 
   // ---- drawing ----------------------------------------------------------------------------------
@@ -269,36 +376,44 @@
     const step = Math.max(1, niceStep((S.t1 - S.t0) / Math.max(1, w / 110)));
     ctx.font = '11px system-ui, sans-serif';
     ctx.strokeStyle = '#c7ccd4'; ctx.fillStyle = '#374151';
-    const first = Math.ceil(S.t0 / step) * step;
+    const first = Math.ceil(S.t0 / step) * step + 0; // + 0: never a tick labelled -0
+    const ticks = [];
     for (let c = first; c <= S.t1; c += step) {
       const x = Math.round(xOf(c, w)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, h - 8); ctx.lineTo(x, h); ctx.stroke();
       ctx.fillText(fmtNum(c), x + 3, 14);
+      const tick = { clk: c, text: fmtNum(c), time: null };
       if (S.mhz) {
         ctx.fillStyle = '#6b7280';
-        ctx.fillText(fmtTimeTick(c / (S.mhz * 1e6), step / (S.mhz * 1e6)), x + 3, 28);
+        tick.time = fmtTimeTick(c / (S.mhz * 1e6), step / (S.mhz * 1e6));
+        ctx.fillText(tick.time, x + 3, 28);
         ctx.fillStyle = '#374151';
       }
+      ticks.push(tick);
     }
+    S.ticks = ticks;
     $('range').textContent = fmtNum(S.t1 - S.t0) + ' cycles in view';
     return step;
   }
 
+  // A marker centred at (x, y), 7 px tall. A merged marker (count > 1) takes the color of its
+  // highest severity and is drawn as a bar with a dark edge, so it reads as "several" (VW-MARK-2).
   function drawMarker(ctx, m, x, y) {
-    const color = m[5] !== null ? colorOf(m[5]) : SEV_COLOR[m[4]];
-    const style = STYLE[m[3]] || (m[4] === 3 ? 'diamond' : 'circle');
-    if (m[2] > 1) {
-      // Several events within a marker's width: a tick, so dense rows stay readable.
-      ctx.fillStyle = color;
-      ctx.fillRect(Math.round(x) - 1, y - ROW_H / 2 + 2, 2, ROW_H - 4);
+    const sev = nameOf('severity', m.severity) || 'none';
+    const color = m.count > 1 || m.color === null ? SEV_COLOR[sev] : colorOf(m.color);
+    const style = nameOf('marker_style', m.style) || (sev === 'error' ? 'diamond' : 'circle');
+    if (m.count > 1) {
+      ctx.fillStyle = color; ctx.strokeStyle = '#111827'; ctx.lineWidth = 1;
+      ctx.fillRect(Math.round(x) - 2, y - 3.5, 5, 7);
+      ctx.strokeRect(Math.round(x) - 2.5, y - 4, 6, 8);
       return;
     }
-    const r = 4;
+    const r = 3.5;
     ctx.fillStyle = color; ctx.strokeStyle = '#ffffff'; ctx.lineWidth = 1;
     ctx.beginPath();
     if (style === 'line') {
       ctx.strokeStyle = color; ctx.lineWidth = 2;
-      ctx.moveTo(x, y - ROW_H / 2 + 1); ctx.lineTo(x, y + ROW_H / 2 - 1); ctx.stroke();
+      ctx.moveTo(x, y - 4); ctx.lineTo(x, y + 4); ctx.stroke();
       ctx.lineWidth = 1;
       return;
     }
@@ -312,7 +427,7 @@
     const [ctx, w, h] = prep(canvas);
     const step = drawAxis();
     ctx.clearRect(0, 0, w, h);
-    const drawn = { bars: 0, clusters: 0, markers: 0, labels: 0 };
+    const drawn = { bars: 0, clusters: 0, markers: 0, labels: 0, severities: {} };
     const hits = [];
     // Grid lines on the axis ticks.
     ctx.strokeStyle = '#f0f2f5';
@@ -321,9 +436,10 @@
       ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, h); ctx.stroke();
     }
     const rows = new Map();
-    if (S.win) for (const r of S.win.rows) rows.set(r.row, r);
+    if (S.win) for (const r of S.win.rows) rows.set(String(r.row), r);
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
+    if (S.mode === 'pipeline') { drawPipeline(ctx, w, h, drawn, hits); S.drawn = drawn; S.hits = hits; drawHost(); return; }
     for (const e of S.layout) {
       const y = e.y - S.scrollY;
       if (y + e.h <= 0 || y >= h) continue;
@@ -332,59 +448,152 @@
         ctx.fillStyle = '#dde1e7'; ctx.fillRect(0, y + e.h - 1, w, 1);
         continue;
       }
-      const data = rows.get(e.row);
+      const data = rows.get(String(e.row));
       if (!data) continue;
-      const top = y + (ROW_H - BAR_H) / 2;
+      const top = y + 2;
       for (const b of data.bars) {
-        const x0 = xOf(b[0], w), x1 = xOf(b[1], w);
+        const x0 = xOf(b.start, w), x1 = xOf(b.end, w);
         if (x1 < -1 || x0 > w + 1) continue;
         const bx = Math.max(-2, x0), bw = Math.max(1, Math.min(w + 2, x1) - bx);
         const color = barColor(b);
-        const cluster = b[7] > 1;
-        ctx.globalAlpha = cluster ? 0.55 : (b[5] === 4 ? 0.35 : 1); // flushed: faded
+        const cluster = b.count > 1;
+        ctx.globalAlpha = cluster ? 0.55 : (b.status === CODE.status.flushed ? 0.35 : 1); // flushed: faded
         ctx.fillStyle = color;
         ctx.fillRect(bx, top, bw, BAR_H);
         ctx.globalAlpha = 1;
         if (cluster) drawn.clusters++; else drawn.bars++;
-        if (!cluster && b[5] === 2 && bw > 3) { // stalled: hatched
+        if (!cluster && b.status === CODE.status.stalled && bw > 3) { // stalled: hatched
           ctx.save(); ctx.beginPath(); ctx.rect(bx, top, bw, BAR_H); ctx.clip();
           ctx.strokeStyle = 'rgba(127,29,29,0.55)'; ctx.lineWidth = 1.5;
           for (let sx = bx - BAR_H; sx < bx + bw; sx += 6) { ctx.beginPath(); ctx.moveTo(sx, top + BAR_H); ctx.lineTo(sx + BAR_H, top); ctx.stroke(); }
           ctx.restore();
         }
-        if (b[8] === 1 && bw > 4) { // still open: dashed right edge
+        if (b.open && bw > 4) { // still open: dashed right edge
           ctx.strokeStyle = '#111827'; ctx.setLineDash([2, 2]);
           ctx.beginPath(); ctx.moveTo(bx + bw - 0.5, top); ctx.lineTo(bx + bw - 0.5, top + BAR_H); ctx.stroke();
           ctx.setLineDash([]);
         }
-        if (b[6] !== null && b[6] > 0) { // criticality: a red stripe whose strength is the weight
-          ctx.fillStyle = 'rgba(220,38,38,' + (0.25 + 0.75 * b[6]).toFixed(2) + ')';
+        if (b.crit !== null && b.crit > 0) { // criticality: a red stripe whose strength is the weight
+          ctx.fillStyle = 'rgba(220,38,38,' + (0.25 + 0.75 * b.crit).toFixed(2) + ')';
           ctx.fillRect(bx, top, bw, 3);
         }
-        if (S.selected !== null && b[2] === S.selected && !cluster) {
+        if (S.selected !== null && b.id === S.selected && !cluster) {
           ctx.strokeStyle = '#111827'; ctx.lineWidth = 2;
           ctx.strokeRect(bx + 1, top - 1, Math.max(1, bw - 2), BAR_H + 2); ctx.lineWidth = 1;
         }
-        if (b[9] !== null && bw > 24) {
+        if (b.label !== null && bw > 24) {
           ctx.save(); ctx.beginPath(); ctx.rect(bx + 2, top, bw - 4, BAR_H); ctx.clip();
           ctx.fillStyle = textColorOn(color);
-          ctx.fillText(b[9], Math.max(bx, 0) + 3, top + BAR_H / 2 + 0.5);
+          ctx.fillText(b.label, Math.max(bx, 0) + 3, top + BAR_H / 2 + 0.5);
           ctx.restore();
           drawn.labels++;
         }
         hits.push({ x0: bx, x1: bx + bw, y0: top, y1: top + BAR_H, bar: b, row: e.row });
       }
       for (const m of data.markers) {
-        const x = xOf(m[0], w);
+        const x = xOf(m.clk, w);
         if (x < -5 || x > w + 5) continue;
-        drawMarker(ctx, m, x, y + ROW_H / 2);
-        drawn.markers++;
-        hits.push({ x0: x - 5, x1: x + 5, y0: y + 2, y1: y + ROW_H - 2, marker: m, row: e.row });
+        drawMarker(ctx, m, x, top + BAR_H + 3.5);
+        countMarker(drawn, m);
+        hits.push({ x0: x - 5, x1: x + 5, y0: top + BAR_H, y1: y + ROW_H, marker: m, row: e.row });
       }
     }
     S.drawn = drawn;
     S.hits = hits;
     drawHost();
+  }
+
+  function countMarker(drawn, m) {
+    drawn.markers++;
+    const sev = nameOf('severity', m.severity) || 'none';
+    drawn.severities[sev] = (drawn.severities[sev] || 0) + 1;
+  }
+
+  // Pipeline mode: per instruction, its stages as segments from each stage event to the next (or
+  // the end), named in every cycle when a cycle is at least 12 px wide, else once when it fits;
+  // the cycles after a warning or error inside a stage hatched (a stall); a flushed instruction
+  // faded and crossed at its end, a retired one closed with a tick (VW-PIPE-2).
+  function drawPipeline(ctx, w, h, drawn, hits) {
+    const cw = w / (S.t1 - S.t0);
+    const rowsBy = pipeRows();
+    drawn.stageLabels = 0; drawn.stageNames = [];
+    const names = new Set();
+    for (const e of S.layout) {
+      const y = e.y - S.scrollY;
+      if (y + e.h > 0 && y < h) {
+        ctx.fillStyle = '#eef1f5'; ctx.fillRect(0, y, w, e.h);
+        ctx.fillStyle = '#dde1e7'; ctx.fillRect(0, y + e.h - 1, w, 1);
+      }
+    }
+    for (const v of pipeVisible()) {
+      for (let k = v.k0; k < v.k0 + v.n; k++) {
+        const r = rowsBy.get(v.g.seq + ':' + k);
+        if (!r) continue;
+        const y = v.g.rowsY + k * PIPE_H - S.scrollY;
+        const top = y + 1, bh = PIPE_H - 6;
+        const flushed = r.status === CODE.status.flushed;
+        ctx.globalAlpha = flushed ? 0.45 : 1;
+        if (!r.stages.length) { // no stages: the record's bar
+          const x0 = xOf(r.start, w), x1 = Math.max(x0 + 1, xOf(r.end, w));
+          ctx.fillStyle = '#94a3b8'; ctx.fillRect(x0, top, x1 - x0, bh);
+        }
+        r.stages.forEach((st, i) => {
+          const end = i + 1 < r.stages.length ? r.stages[i + 1].clk : r.end;
+          const x0 = xOf(st.clk, w), x1 = Math.max(x0 + 1, xOf(Math.max(end, st.clk + (i + 1 < r.stages.length ? 0 : 1)), w));
+          if (x1 < 0 || x0 > w) return;
+          const color = PALETTE[st.name % PALETTE.length];
+          ctx.fillStyle = color; ctx.fillRect(x0, top, x1 - x0, bh);
+          ctx.fillStyle = 'rgba(255,255,255,0.6)'; ctx.fillRect(Math.round(x0), top, 1, bh);
+          // A warning or error inside a stage: its cycles after the first are a stall.
+          const stall = r.markers.find((m) => m.severity !== null && m.clk >= st.clk && m.clk < end);
+          if (stall && end - st.clk > 1) {
+            const sx = xOf(Math.max(stall.clk, st.clk + 1), w);
+            ctx.save(); ctx.beginPath(); ctx.rect(sx, top, x1 - sx, bh); ctx.clip();
+            ctx.strokeStyle = 'rgba(127,29,29,0.6)'; ctx.lineWidth = 1.5;
+            for (let hx = sx - bh; hx < x1; hx += 5) { ctx.beginPath(); ctx.moveTo(hx, top + bh); ctx.lineTo(hx + bh, top); ctx.stroke(); }
+            ctx.restore();
+          }
+          const name = S.eventNames[st.name] || '';
+          ctx.fillStyle = textColorOn(color);
+          ctx.font = '10px system-ui, sans-serif';
+          if (cw >= 12) {
+            for (let c = Math.max(st.clk, Math.floor(S.t0)); c < Math.max(end, st.clk + 1) && c <= S.t1; c++) {
+              const cx = xOf(c, w);
+              ctx.save(); ctx.beginPath(); ctx.rect(cx, top, cw, bh); ctx.clip();
+              ctx.fillText(name, cx + 1.5, top + bh / 2 + 0.5);
+              ctx.restore();
+              drawn.stageLabels++; names.add(name);
+            }
+          } else if (x1 - x0 >= ctx.measureText(name).width + 4) {
+            ctx.fillText(name, x0 + 2, top + bh / 2 + 0.5);
+            drawn.stageLabels++; names.add(name);
+          }
+          drawn.bars++;
+        });
+        ctx.globalAlpha = 1;
+        const xe = xOf(r.end, w);
+        if (!r.open) {
+          ctx.strokeStyle = flushed ? '#dc2626' : '#111827'; ctx.lineWidth = flushed ? 2 : 1.5;
+          ctx.beginPath();
+          if (flushed) { ctx.moveTo(xe - 4, top); ctx.lineTo(xe + 4, top + bh); ctx.moveTo(xe + 4, top); ctx.lineTo(xe - 4, top + bh); }
+          else { ctx.moveTo(xe, top); ctx.lineTo(xe, top + bh); }
+          ctx.stroke(); ctx.lineWidth = 1;
+        }
+        if (S.selected === r.id) {
+          ctx.strokeStyle = '#111827'; ctx.lineWidth = 2;
+          ctx.strokeRect(xOf(r.start, w), top - 1, Math.max(2, xe - xOf(r.start, w)), bh + 2); ctx.lineWidth = 1;
+        }
+        hits.push({ x0: xOf(r.start, w), x1: xe, y0: top, y1: top + bh, pipe: r });
+        for (const m of r.markers) {
+          const x = xOf(m.clk, w);
+          if (x < -5 || x > w + 5) continue;
+          drawMarker(ctx, m, x, top + bh + 2.5);
+          countMarker(drawn, m);
+          hits.push({ x0: x - 5, x1: x + 5, y0: top + bh - 2, y1: y + PIPE_H, marker: m });
+        }
+      }
+    }
+    drawn.stageNames = [...names];
   }
 
   function drawHost() {
@@ -393,9 +602,9 @@
     const [ctx, w, h] = prep(hostCanvas);
     ctx.clearRect(0, 0, w, h);
     const series = [
-      { name: 'CPU %', pts: S.host.samples.filter((s) => s[2] !== null).map((s) => [s[0], s[2]]), color: '#2563eb' },
-      { name: 'RSS MiB', pts: S.host.samples.filter((s) => s[3] !== null).map((s) => [s[0], s[3] / 1024]), color: '#7c3aed' },
-      { name: 'cycles/s', pts: (S.host.speed || []).flatMap((s) => [[s[0], s[2]], [s[1], s[2]]]), color: '#059669' },
+      { name: 'CPU %', pts: S.host.samples.filter((s) => s.cpu_usage !== null).map((s) => [s.clk, s.cpu_usage]), color: '#2563eb' },
+      { name: 'RSS MiB', pts: S.host.samples.filter((s) => s.mem_rss_kb !== null).map((s) => [s.clk, s.mem_rss_kb / 1024]), color: '#7c3aed' },
+      { name: 'cycles/s', pts: (S.host.speed || []).flatMap((s) => [[s.start_clk, s.cycles_per_sec], [s.end_clk, s.cycles_per_sec]]), color: '#059669' },
     ].filter((s) => s.pts.length > 0);
     const band = h / Math.max(1, series.length);
     const labels = $('host-labels');
@@ -422,6 +631,7 @@
   async function requestWindow() {
     if (!S.sum) return;
     if (inFlight) { dirty = true; draw(); return; }
+    if (S.mode === 'pipeline') return requestPipeline();
     const rows = visibleRows().map((e) => e.row);
     const [w] = cssSize(canvas);
     const t0 = Math.max(0, Math.floor(S.t0)), t1 = Math.max(t0 + 1, Math.ceil(S.t1));
@@ -439,6 +649,61 @@
     draw();
     renderStatus();
     if (dirty) { dirty = false; requestWindow(); }
+  }
+
+  async function requestPipeline() {
+    const vis = pipeVisible();
+    const [w] = cssSize(canvas);
+    const t0 = Math.max(0, Math.floor(S.t0)), t1 = Math.max(t0 + 1, Math.ceil(S.t1));
+    inFlight = true;
+    draw();
+    try {
+      S.pipe.win = vis.length ? await src.pipeline(t0, t1, Math.round(w), vis.map((v) => v.g.seq + ':' + v.k0 + ':' + v.n)) : { groups: [] };
+      S.error = null;
+    } catch (e) { S.error = 'pipeline: ' + e.message; }
+    inFlight = false;
+    const pj = S.pendingJump;
+    const at = pj && pipeRows().get(pj.seq + ':' + pj.k);
+    if (at) { S.pendingJump = null; setView(at.start - pj.span * 0.2, at.start + pj.span * 0.8, false); }
+    renderLabels(); draw(); renderStatus();
+    if (dirty) { dirty = false; requestWindow(); }
+  }
+
+  // Jump to a cycle ("1234") or an instruction ("#1234", its position in program order): in
+  // pipeline mode the rows there come from the index by a binary search (api/jump).
+  async function jump(text) {
+    $('follow').checked = false; // the user chose where to look: stop following the end
+    const t = text.trim().replace(/[,_\s]/g, '');
+    const byRow = t.startsWith('#');
+    const n = Number(byRow ? t.slice(1) : t);
+    if (!Number.isFinite(n) || n < 0) { S.error = 'jump: not a cycle or #instruction: ' + text; renderStatus(); return; }
+    if (S.mode !== 'pipeline') {
+      if (byRow) { S.error = 'jump: #instruction needs pipeline mode'; renderStatus(); return; }
+      const span = Math.min(S.t1 - S.t0, 1000);
+      setView(n - span / 2, n + span / 2, false);
+      return;
+    }
+    let target = null;
+    if (byRow) {
+      const g = S.layout.find((e) => e.rowsY !== undefined && n < e.count);
+      if (g) target = { g, k: n };
+    } else if (src.jump) {
+      const res = await src.jump(S.pipe.type, n);
+      for (const [seq, k] of res.rows) {
+        const g = S.layout.find((e) => e.seq === seq && e.rowsY !== undefined);
+        if (g && k < g.count) { target = { g, k }; break; }
+      }
+    }
+    if (!target) { S.error = 'jump: no instruction there'; renderStatus(); return; }
+    const [, h] = cssSize(canvas);
+    S.scrollY = clamp(target.g.rowsY + target.k * PIPE_H - h / 4, 0, Math.max(0, S.height - h));
+    const span = Math.min(S.t1 - S.t0, 120);
+    if (byRow) {
+      // The row's start is not known before the answer: ask for it, then centre on it.
+      S.pendingJump = { seq: target.g.seq, k: target.k, span };
+    } else setView(n - span * 0.2, n + span * 0.8, false);
+    S.jumped = { seq: target.g.seq, k: target.k };
+    renderLabels(); schedule();
   }
 
   let pending = false;
@@ -483,6 +748,10 @@
       ? sum.metadata.clock_frequency_mhz : null;
     S.types = sum.types.map((t) => t.name);
     S.icons = sum.icons;
+    S.eventNames = sum.event_names;
+    LAYOUT = sum.layouts;
+    setVocab(sum.vocab);
+    updatePipeTypes(sum);
     if (first) {
       for (const lane of sum.lanes) if (lane.host) S.collapsed.add(lane.label);
       renderTitle();
@@ -491,7 +760,14 @@
       buildLayout();
       renderLabels();
       const follow = $('follow').checked;
-      if (first || S.fitted) fit();
+      if (S.mode === 'pipeline' && follow && src.live && sum.following && !S.jumped) {
+        // Live follow in pipeline mode: keep the newest instructions and cycles in view.
+        const [, h] = cssSize(canvas);
+        S.scrollY = Math.max(0, S.height - h);
+        const span = S.fitted ? Math.min(200, sum.extent[1] - sum.extent[0] + 1) : S.t1 - S.t0;
+        setView(sum.extent[1] - span * 0.9, sum.extent[1] + span * 0.1, false);
+        renderLabels();
+      } else if (first || S.fitted) fit();
       else if (follow && src.live && sum.following) {
         const span = S.t1 - S.t0;
         if (S.t1 < sum.extent[1]) setView(sum.extent[1] - span * 0.9, sum.extent[1] + span * 0.1, false);
@@ -505,6 +781,17 @@
     }
     renderStatus();
     return !sum.done || sum.following;
+  }
+
+  function updatePipeTypes(sum) {
+    const sel = $('pipe-type');
+    const candidates = sum.types.map((t, i) => [t, i]).filter(([t]) => t.count > 0);
+    if (S.pipe.type === null) S.pipe.type = sum.pipeline_type !== null ? sum.pipeline_type : (candidates.length ? candidates[0][1] : null);
+    if (sel.options.length !== candidates.length) {
+      sel.replaceChildren(...candidates.map(([t, i]) => { const o = el('option', null, t.name + ' (' + fmtNum(t.count) + ')'); o.value = String(i); return o; }));
+    }
+    sel.value = String(S.pipe.type);
+    S.pipe.groups = sum.groups.filter((g) => g.rtype === S.pipe.type);
   }
 
   async function pollLoop() {
@@ -622,14 +909,24 @@
     }
     // New roots, and new children of open nodes whose list was complete, appear as the file grows.
     if (!rootEntry.more) await loadChildren(tree, null, rootEntry.last, 0, rootEntry);
-    // Records shown as open may have ended since.
-    const open = [...treeNodes.values()].filter((e) => e.node.end === null).slice(0, 50);
-    for (const entry of open) {
+    // Records shown as open may have ended since, and a record shown before its first child
+    // arrived gets its expand arrow now.
+    const stale = [...treeNodes.values()].filter((e) => e.node.end === null || !e.node.has_children).slice(-2000);
+    if (stale.length) {
       try {
-        const r = await src.record(entry.node.id);
-        entry.node.end = r.end;
-        entry.rowEl.querySelector('.du').textContent = durationText(entry.node);
-      } catch (e) { /* shown again on the next poll */ }
+        const res = await src.nodes(stale.map((e) => e.node.id));
+        for (const n of res.nodes) {
+          const entry = treeNodes.get(n.id);
+          if (!entry) continue;
+          entry.node.end = n.end;
+          entry.rowEl.querySelector('.du').textContent = durationText(entry.node);
+          if (n.has_children && !entry.node.has_children) {
+            entry.node.has_children = true;
+            entry.rowEl.querySelector('.tw').textContent = entry.open ? '▾' : '▸';
+            if (S.mode === 'tree') renderLabels();
+          }
+        }
+      } catch (e) { /* asked again on the next poll */ }
     }
     for (const entry of treeNodes.values()) {
       if (entry.open && entry.loaded && !entry.more) {
@@ -703,7 +1000,7 @@
     body.dataset.id = r.id;
   }
 
-  async function select(id, reveal) {
+  async function select(id, reveal, at) {
     S.selected = id;
     for (const e of document.querySelectorAll('.node.selected')) e.classList.remove('selected');
     const t = treeNodes.get(id);
@@ -715,7 +1012,10 @@
     let r;
     try { r = await src.record(id); } catch (e) { return; }
     const end = r.end === null ? S.extent[1] : r.end;
-    if (r.start < S.t0 || end > S.t1 || end - r.start < (S.t1 - S.t0) / 50) {
+    if (at !== undefined && (at < S.t0 || at > S.t1)) {
+      const span = Math.min(S.t1 - S.t0, Math.max(100, (end - r.start) * 2));
+      setView(at - span / 2, at + span / 2, false);
+    } else if (r.start < S.t0 || end > S.t1 || end - r.start < (S.t1 - S.t0) / 50) {
       const span = Math.max(10, (end - r.start) * 1.6);
       setView(r.start - (span - (end - r.start)) / 2, r.start - (span - (end - r.start)) / 2 + span, false);
     }
@@ -742,11 +1042,15 @@
     const items = res.results.map((n) => {
       const row = el('div', 'node');
       row.dataset.id = n.id;
-      row.append(el('span', 'tw', ''), el('span', 'nm', n.name), el('span', 'ty', n.type), el('span', 'du', durationText(n)));
-      row.addEventListener('click', () => {
+      row.dataset.clk = n.clk;
+      row.append(el('span', 'tw', ''), el('span', 'nm', n.event ? n.event + ' · ' + n.name : n.name), el('span', 'ty', n.type),
+        el('span', 'clk', '@' + fmtNum(n.clk)));
+      row.title = (n.event ? 'event ' + n.event + ' of ' : '') + n.name + ' (' + n.type + ') at cycle ' + fmtNum(n.clk);
+      row.addEventListener('click', async () => {
         for (const e of box.querySelectorAll('.selected')) e.classList.remove('selected');
         row.classList.add('selected');
-        select(n.id, true);
+        $('follow').checked = false;
+        if (S.mode === 'pipeline') { await jump(String(n.clk)); select(n.id, false); } else await select(n.id, true, n.clk);
       });
       return row;
     });
@@ -793,15 +1097,23 @@
     let text;
     if (hit.bar) {
       const b = hit.bar;
-      text = b[7] > 1
-        ? fmtNum(b[7]) + ' records (click to zoom in)\n' + fmtNum(b[0]) + ' – ' + fmtNum(b[1])
-        : (b[9] !== null ? b[9] + '\n' : '') + S.types[b[3]] + ' #' + b[2] + '\n' + fmtNum(b[0]) + ' – ' + fmtNum(b[1])
-          + ' (' + fmtCycles(b[1] - b[0]) + ')' + (b[8] ? ', open' : '') + (b[5] ? '\nstatus: ' + STATUS[b[5]] : '')
-          + (b[6] !== null ? '\ncriticality: ' + b[6].toFixed(2) : '');
+      const status = nameOf('status', b.status);
+      text = b.count > 1
+        ? fmtNum(b.count) + ' records (click to zoom in)\n' + fmtNum(b.start) + ' – ' + fmtNum(b.end)
+        : (b.label !== null ? b.label + '\n' : '') + S.types[b.rtype] + ' #' + b.id + '\n' + fmtNum(b.start) + ' – ' + fmtNum(b.end)
+          + ' (' + fmtCycles(b.end - b.start) + ')' + (b.open ? ', open' : '') + (status ? '\nstatus: ' + status : '')
+          + (b.crit !== null ? '\ncriticality: ' + b.crit.toFixed(2) : '');
+    } else if (hit.pipe) {
+      const r = hit.pipe;
+      const status = nameOf('status', r.status);
+      text = r.name + ' #' + r.id + '\n' + fmtNum(r.start) + ' – ' + fmtNum(r.end) + (status ? ' (' + status + ')' : '')
+        + '\n' + r.stages.map((st) => (S.eventNames[st.name] || '?') + '@' + fmtNum(st.clk)).join(' ');
     } else {
       const m = hit.marker;
-      text = (m[2] > 1 ? m[2] + ' events from ' : 'event at ') + fmtNum(m[0]) + (m[4] ? '\nseverity: ' + SEVERITY[m[4]] : '')
-        + (m[6] !== null ? '\nicon: ' + S.icons[m[6]] : '') + '\nrecord #' + m[7];
+      const sev = nameOf('severity', m.severity);
+      text = (m.count > 1 ? m.count + ' events from ' : (S.eventNames[m.name] || 'event') + ' at ') + fmtNum(m.clk)
+        + (sev ? '\n' + (m.count > 1 ? 'highest severity: ' : 'severity: ') + sev : '')
+        + (m.icon !== null ? '\nicon: ' + S.icons[m.icon] : '') + '\nrecord #' + m.record;
     }
     tip.textContent = text;
     const mr = $('main').getBoundingClientRect();
@@ -818,18 +1130,19 @@
     const [x, y] = localXY(ev);
     const hit = hitAt(x, y);
     if (!hit) return;
-    if (hit.bar && hit.bar[7] > 1) {
-      const b = hit.bar, span = Math.max(10, (b[1] - b[0]) * 1.2);
-      setView(b[0] - (span - (b[1] - b[0])) / 2, b[0] - (span - (b[1] - b[0])) / 2 + span, false);
-    } else if (hit.bar) select(hit.bar[2], false);
-    else select(hit.marker[7], false);
+    if (hit.bar && hit.bar.count > 1) {
+      const b = hit.bar, span = Math.max(10, (b.end - b.start) * 1.2);
+      setView(b.start - (span - (b.end - b.start)) / 2, b.start - (span - (b.end - b.start)) / 2 + span, false);
+    } else if (hit.bar) select(hit.bar.id, false);
+    else if (hit.pipe) select(hit.pipe.id, false);
+    else select(hit.marker.record, false);
   });
   canvas.addEventListener('dblclick', (ev) => {
     const [x, y] = localXY(ev);
     const hit = hitAt(x, y);
     if (hit && hit.bar) {
-      const b = hit.bar, span = Math.max(10, (b[1] - b[0]) * 1.2);
-      setView(b[0] - (span - (b[1] - b[0])) / 2, b[0] - (span - (b[1] - b[0])) / 2 + span, false);
+      const b = hit.bar, span = Math.max(10, (b.end - b.start) * 1.2);
+      setView(b.start - (span - (b.end - b.start)) / 2, b.start - (span - (b.end - b.start)) / 2 + span, false);
     }
   });
   canvas.addEventListener('wheel', (ev) => {
@@ -859,11 +1172,33 @@
     S.mode = mode;
     $('mode-lanes').classList.toggle('active', mode === 'lanes');
     $('mode-tree').classList.toggle('active', mode === 'tree');
-    S.scrollY = 0; S.win = null;
+    $('mode-pipeline').classList.toggle('active', mode === 'pipeline');
+    $('pipe-type').hidden = mode !== 'pipeline';
+    S.scrollY = 0; S.win = null; S.pipe.win = null;
     if (S.sum) { buildLayout(); renderLabels(); schedule(); }
   }
   $('mode-lanes').addEventListener('click', () => setMode('lanes'));
   $('mode-tree').addEventListener('click', () => setMode('tree'));
+  $('mode-pipeline').addEventListener('click', () => setMode('pipeline'));
+  $('pipe-type').addEventListener('change', (ev) => {
+    S.pipe.type = Number(ev.target.value);
+    if (S.sum) updatePipeTypes(S.sum);
+    S.scrollY = 0; S.pipe.win = null; buildLayout(); renderLabels(); schedule();
+  });
+  $('jump-form').addEventListener('submit', (ev) => { ev.preventDefault(); jump($('jump').value); });
+  if (!src.live) $('mode-pipeline').hidden = true;
+  // The canvas is drawn at its laid-out size: redraw whenever that changes (the host panel
+  // appearing on first load, a window resize), so rows and their labels never drift apart.
+  if (typeof ResizeObserver === 'function') {
+    let last = '';
+    new ResizeObserver(() => {
+      const [w, h] = cssSize(canvas);
+      const key = w + 'x' + h;
+      if (key === last || !S.sum) { last = key; return; }
+      last = key;
+      buildLayout(); renderLabels(); draw(); schedule();
+    }).observe(canvas);
+  }
   $('zoom-in').addEventListener('click', () => zoom(0.5));
   $('zoom-out').addEventListener('click', () => zoom(2));
   $('zoom-fit').addEventListener('click', fit);
@@ -883,17 +1218,23 @@
   window.jetsViewer = {
     state: () => ({
       t0: S.t0, t1: S.t1, extent: S.extent.slice(), version: S.version, selected: S.selected,
-      drawn: Object.assign({}, S.drawn), rows: S.layout.filter((e) => e.kind !== 'lane').length, mode: S.mode,
-      records: S.sum ? S.sum.counts.records : 0, busy: inFlight || pending,
+      drawn: JSON.parse(JSON.stringify(S.drawn)), rows: S.layout.filter((e) => e.kind === 'row' || e.kind === 'rec').length, mode: S.mode,
+      records: S.sum ? S.sum.counts.records : 0, busy: inFlight || pending, ticks: S.ticks.slice(), scrollY: S.scrollY,
+      canvas: cssSize(canvas), canvasPixels: [canvas.width, canvas.height],
+      pipe: { type: S.pipe.type, groups: S.pipe.groups.map((g) => ({ seq: g.seq, count: g.count, label: g.label })),
+        rows: S.pipe.win ? S.pipe.win.groups.flatMap((g) => g.rows.map((r) => ({ k: r.k, id: r.id, start: r.start, end: r.end, name: r.name }))) : [] },
     }),
     // Where a drawn bar of record `id` is, in page coordinates (for clicking it).
     barRect: (id) => {
-      const h = S.hits.find((x) => x.bar && x.bar[2] === String(id) && x.bar[7] === 1);
+      const h = S.hits.find((x) => (x.bar && x.bar.id === String(id) && x.bar.count === 1) || (x.pipe && x.pipe.id === String(id)));
       if (!h) return null;
       const r = canvas.getBoundingClientRect();
       return { x: r.left + Math.max(0, h.x0), y: r.top + h.y0, w: Math.min(h.x1, r.width) - Math.max(0, h.x0), h: h.y1 - h.y0 };
     },
     setView: (t0, t1) => setView(t0, t1, false),
+    jump: (text) => jump(text),
+    setMode: (m) => setMode(m),
+    fmtTimeTick: (s, step) => fmtTimeTick(s, step),
   };
 
   pollLoop();

@@ -6,8 +6,8 @@ export const NASTY = `ld "x" <script>window.__pwned=1</script><img src=x onerror
 
 const line = (o) => JSON.stringify(o) + '\n';
 
-export function header(model) {
-  return line({ type: 'header', version: '2.0', metadata: { hardware_model: model, clock_frequency_mhz: 1000 } });
+export function header(model, mhz = 1000) {
+  return line({ type: 'header', version: '2.0', metadata: { hardware_model: model, clock_frequency_mhz: mhz } });
 }
 
 /** Two cores of `n` instructions each, about five in flight per core, events and annotations. */
@@ -46,9 +46,9 @@ export function pipelineLines(n, firstId = 1, clkBase = 0) {
   return { lines: out, last, records: 2 + 2 * n };
 }
 
-export function writeTrace(path, n) {
+export function writeTrace(path, n, mhz = 1000) {
   const p = pipelineLines(n);
-  fs.writeFileSync(path, header('Tiny5 <b>bold</b>') + p.lines.join('') + line({ type: 'footer', capture_end_clk: p.last }));
+  fs.writeFileSync(path, header('Tiny5 <b>bold</b>', mhz) + p.lines.join('') + line({ type: 'footer', capture_end_clk: p.last }));
   return p;
 }
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { NASTY, writeTrace } from './trace.mjs';
+import { NASTY, header, writeTrace } from './trace.mjs';
 
 const JETS = process.env.JETS_BIN;
 const ARTIFACTS = process.env.ARTIFACTS || path.join(os.tmpdir(), 'viewer-artifacts');
@@ -238,6 +238,133 @@ test('jets gantt writes a static page that works from a file', async () => {
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.locator('#tree .node .nm', { hasText: 'window.__pwned' }).first().textContent(), NASTY);
   await shot(page, 'gantt.png');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+const PIPELINE_BIN = process.env.PIPELINE_BIN;
+
+/** Runs `jets demo` into a fresh directory; returns the trace's path. */
+function demoTrace(words) {
+  const dir = fs.mkdtempSync(path.join(work, 'demo-'));
+  execFileSync(JETS, ['demo', '--out', dir, '--words', String(words)], { stdio: 'ignore' });
+  return path.join(dir, 'pipeline.jets');
+}
+
+test('pipeline mode on the demo trace: stage names per cycle, D-cache misses as warnings at every zoom', async () => {
+  const file = demoTrace(24);
+  const { page, errors } = await openPage(await view(file));
+  await page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 60000 });
+  await page.waitForFunction(() => window.jetsViewer.state().drawn.markers > 0);
+  let s = await settled(page);
+  // First load with host samples: the canvas is drawn at its laid-out size.
+  const dpr = await page.evaluate(() => window.devicePixelRatio || 1);
+  assert.equal(s.canvasPixels[1], Math.round(s.canvas[1] * dpr), 'canvas drawn at its box height: ' + JSON.stringify(s));
+  assert.ok((s.drawn.severities.warning || 0) > 0, 'lanes, whole run: warnings shown ' + JSON.stringify(s.drawn));
+  await shot(page, 'lanes-demo.png');
+
+  await page.click('#mode-pipeline');
+  await page.waitForFunction(() => window.jetsViewer.state().pipe.rows.length > 10);
+  s = await settled(page);
+  assert.equal(s.mode, 'pipeline');
+  assert.equal(s.pipe.groups.length, 1, 'one core');
+  assert.match(s.pipe.groups[0].label, /core/);
+  // Find a D-cache miss with the search box (event names are searchable), and go there.
+  await page.fill('#search', 'DCacheMiss');
+  await page.press('#search', 'Enter');
+  await page.waitForSelector('#results .node');
+  const hit = await page.locator('#results .node').first().getAttribute('data-clk');
+  assert.ok(Number(hit) > 0, 'results carry their cycle');
+  await page.locator('#results .node').first().click();
+  await page.waitForFunction((c) => { const st = window.jetsViewer.state(); return st.t0 <= c && c <= st.t1 && !st.busy; }, Number(hit));
+  const c = Number(hit);
+  await page.evaluate((c) => window.jetsViewer.setView(c - 15, c + 25), c);
+  s = await settled(page);
+  const cyclePx = s.canvas[0] / (s.t1 - s.t0);
+  assert.ok(cyclePx >= 12, 'cycles are ' + cyclePx + ' px wide');
+  assert.ok(s.drawn.stageLabels > 20, JSON.stringify(s.drawn));
+  for (const stage of ['IF', 'ID', 'EX', 'MEM', 'WB']) assert.ok(s.drawn.stageNames.includes(stage), stage + ' drawn: ' + s.drawn.stageNames);
+  assert.ok((s.drawn.severities.warning || 0) > 0, 'the miss is a warning marker: ' + JSON.stringify(s.drawn));
+  await shot(page, 'pipeline-stages.png');
+  // Zoom out step by step to the whole run: the miss stays a warning.
+  for (let i = 0; i < 8; i++) {
+    await page.click('#zoom-out');
+    s = await settled(page);
+    assert.ok((s.drawn.severities.warning || 0) > 0, `zoom-out ${i + 1}: ${JSON.stringify(s.drawn)} over ${s.t1 - s.t0} cycles`);
+  }
+  await page.click('#mode-lanes');
+  for (const [a, b] of [[c - 20, c + 20], [c - 2000, c + 2000]]) {
+    await page.evaluate(([a, b]) => window.jetsViewer.setView(a, b), [a, b]);
+    s = await settled(page);
+    assert.ok((s.drawn.severities.warning || 0) > 0, `lanes ${a}..${b}: ${JSON.stringify(s.drawn)}`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('axis labels at 2 GHz are exact', async () => {
+  const file = path.join(work, 'ghz.jets');
+  writeTrace(file, 6000, 2000);
+  const { page, errors } = await openPage(await view(file));
+  await page.evaluate(() => window.jetsViewer.setView(0, 20000));
+  const s = await settled(page);
+  assert.ok(s.ticks.length >= 3, JSON.stringify(s.ticks));
+  for (const t of s.ticks) {
+    const [value, unit] = t.time.split(' ');
+    const scale = { s: 1, ms: 1e-3, 'µs': 1e-6, ns: 1e-9 }[unit];
+    const decimals = (value.split('.')[1] || '').length;
+    assert.ok(Math.abs(Number(value) * scale - t.clk / 2e9) < 0.51 * scale * 10 ** -decimals, JSON.stringify(t));
+  }
+  const five = s.ticks.find((t) => t.clk === 5000);
+  if (five) assert.equal(five.time, '2.5 µs');
+  assert.equal(await page.evaluate(() => window.jetsViewer.fmtTimeTick(2.5e-6, 2.5e-6)), '2.5 µs');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('live follow: a record shown before its first child gets its expand arrow', async () => {
+  const file = path.join(work, 'arrow.jets');
+  fs.writeFileSync(file, header('arrow') + JSON.stringify({ clk: 0, type: 'record', name: 'lonely', record_type: 'Core', id: 1, parent_id: null, description: '' }) + '\n');
+  const { page, errors } = await openPage(await view(file));
+  await page.waitForSelector('#tree .node');
+  assert.equal(await page.locator('#tree .node .tw').first().textContent(), '', 'no children yet');
+  fs.appendFileSync(file, JSON.stringify({ clk: 5, type: 'record', name: 'child', record_type: 'Op', id: 2, parent_id: 1, description: '' }) + '\n');
+  await page.waitForFunction(() => document.querySelector('#tree .node .tw').textContent === '▸', null, { timeout: 10000 });
+  await page.locator('#tree .node .tw').first().click();
+  await page.waitForFunction(() => document.querySelectorAll('#tree .node').length === 2);
+  fs.appendFileSync(file, JSON.stringify({ type: 'footer' }) + '\n');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('jump to a cycle in the middle of a 1 M-instruction run shows the rows there', { skip: !PIPELINE_BIN && 'PIPELINE_BIN not set' }, async () => {
+  const file = path.join(work, 'million.jets');
+  // Bubble sort of 430 words: about 1.02 M instructions (retired and squashed), 740 MB.
+  const out = execFileSync(PIPELINE_BIN, [file, process.env.MILLION_WORDS || '430']).toString();
+  const m = /(\d+) retired .*?, (\d+) squashed/.exec(out);
+  assert.ok(m && Number(m[1]) + Number(m[2]) >= 1_000_000, out);
+  const { page, errors } = await openPage(await view(file));
+  await page.waitForFunction(() => { const s = window.jetsViewer.state(); return s.pipe.groups.length && s.records > 1_000_000; }, null, { timeout: 120000 });
+  await page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 120000 });
+  await page.click('#mode-pipeline');
+  let s = await settled(page);
+  const insns = s.pipe.groups[0].count;
+  assert.ok(insns >= 1_000_000, 'instructions: ' + insns);
+  const mid = Math.round((s.extent[0] + s.extent[1]) / 2);
+  const t = Date.now();
+  await page.fill('#jump', String(mid));
+  await page.press('#jump', 'Enter');
+  await page.waitForFunction((mid) => { const s = window.jetsViewer.state(); return s.pipe.rows.some((r) => Math.abs(r.start - mid) < 50); }, mid);
+  s = await settled(page);
+  console.log(`jump to cycle ${mid} of ${s.extent[1]} (${insns} instructions): rows drawn ${Date.now() - t} ms after Enter`);
+  assert.ok(s.scrollY > 1000 * 18, 'scrolled into the middle: ' + s.scrollY);
+  assert.ok(s.t0 <= mid && mid <= s.t1);
+  assert.ok(s.drawn.bars > 10 && s.drawn.stageNames.length >= 3, JSON.stringify(s.drawn));
+  await shot(page, 'pipeline-jump-1M.png');
+  // And to an instruction by its position.
+  await page.fill('#jump', '#' + (insns - 10));
+  await page.press('#jump', 'Enter');
+  await page.waitForFunction((k) => window.jetsViewer.state().pipe.rows.some((r) => r.k === k), insns - 10);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -16,6 +16,10 @@ use super::event::Stream;
 use super::IoTraceError;
 use crate::procfs;
 
+/// The file in the output directory with the rows and lost records per stream (not part of
+/// io-tracer's layout, which logs its losses instead; spec/host-io.md HIO3).
+pub const STATS_FILE: &str = "jets_io_stats.json";
+
 /// `CLOCK_MONOTONIC` ns → local wall-clock text.
 #[derive(Clone, Copy, Debug)]
 pub struct WallClock {
@@ -289,11 +293,16 @@ impl CsvOutput {
         Ok(())
     }
 
-    /// Finishes every open file; returns the directory.
-    pub fn finish(mut self) -> Result<PathBuf, IoTraceError> {
+    /// Finishes every open file and writes `stats` (rows and losses per stream, the
+    /// `HostIoStats` JSON) to [`STATS_FILE`] in the directory, so that a reader of the CSV files
+    /// alone learns which streams are incomplete (HIO3); returns the directory.
+    pub fn finish(mut self, stats: &Value) -> Result<PathBuf, IoTraceError> {
         for r in &mut self.streams {
             r.close()?;
         }
+        let p = self.dir.join(STATS_FILE);
+        let text = serde_json::to_string_pretty(stats).unwrap_or_default();
+        fs::write(&p, text).map_err(|e| IoTraceError::io(&p, e))?;
         Ok(self.dir)
     }
 }
@@ -425,7 +434,7 @@ mod tests {
         let mut out = CsvOutput::create(tmp.path(), 2).unwrap();
         let row = |i: u64| {
             Row::Fs(FsRow {
-                who: Who { ts: 1_000 + i, pid: 1, tid: 2, cpu: 0, comm: "a,b".into() },
+                who: Who { ts: 1_000 + i, pid: 1, tid: 2, cpu: 0, comm: "a,b".into(), clk: None },
                 op: "WRITE",
                 syscall: "write",
                 path: "/t/f".into(),
@@ -441,7 +450,11 @@ mod tests {
         for i in 0..5 {
             out.write(&row(i)).unwrap();
         }
-        let dir = out.finish().unwrap();
+        let stats = json!({"streams": {"fs": {"rows": 5, "lost": 2}}});
+        let dir = out.finish(&stats).unwrap();
+        let written: Value =
+            serde_json::from_str(&fs::read_to_string(dir.join(STATS_FILE)).unwrap()).unwrap();
+        assert_eq!(written, stats, "losses recorded beside the CSV files");
         assert!(dir.file_name().unwrap().to_string_lossy().starts_with("output_"));
         let mut files: Vec<_> =
             fs::read_dir(dir.join("fs")).unwrap().map(|e| e.unwrap().path()).collect();

@@ -24,11 +24,13 @@ pub struct Who {
     pub cpu: u32,
     /// Task name.
     pub comm: String,
+    /// The simulator's cycle at `ts`, when the kernel read it ([`Header::clk`]).
+    pub clk: Option<u64>,
 }
 
 impl From<&Header> for Who {
     fn from(h: &Header) -> Who {
-        Who { ts: h.ts, pid: h.pid, tid: h.tid, cpu: h.cpu, comm: h.comm.clone() }
+        Who { ts: h.ts, pid: h.pid, tid: h.tid, cpu: h.cpu, comm: h.comm.clone(), clk: h.clk }
     }
 }
 
@@ -230,11 +232,51 @@ struct PendingFault {
     file_fault_seen: bool,
 }
 
+/// A file mapping of a process: where a user page fault's inode comes from when the kernel
+/// resolved the fault without calling the file's fault handler (pages already cached, mapped by
+/// fault-around: no `mm_filemap_fault`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    inode: u64,
+    /// Kernel `dev_t` (major << 20 | minor).
+    dev: u32,
+    /// File offset of `start`, bytes.
+    offset: u64,
+}
+
+impl Mapping {
+    /// Parses a `/proc/<pid>/maps` line (`start-end perms offset major:minor inode path`).
+    fn parse(line: &str) -> Option<Mapping> {
+        let mut f = line.split_whitespace();
+        let (start, end) = f.next()?.split_once('-')?;
+        let _perms = f.next()?;
+        let offset = u64::from_str_radix(f.next()?, 16).ok()?;
+        let (major, minor) = f.next()?.split_once(':')?;
+        let dev =
+            (u32::from_str_radix(major, 16).ok()? << 20) | u32::from_str_radix(minor, 16).ok()?;
+        Some(Mapping {
+            start: u64::from_str_radix(start, 16).ok()?,
+            end: u64::from_str_radix(end, 16).ok()?,
+            inode: f.next()?.parse().ok()?,
+            dev,
+            offset,
+        })
+    }
+}
+
+const PAGE: u64 = 4096;
+
 /// Turns ring-buffer records into rows. Feed records in ring order with [`Decoder::push`].
 #[derive(Default)]
 pub struct Decoder {
     fds: HashMap<(u32, i64), Fd>,
     faults: HashMap<u32, PendingFault>,
+    /// File mappings per process: from MMAP rows, and from `/proc/<pid>/maps` (read when a fault
+    /// falls outside them, again after the process maps, unmaps or execs).
+    maps: HashMap<u32, Vec<Mapping>>,
+    proc_maps: HashMap<u32, Vec<Mapping>>,
     ppids: HashMap<u32, u32>,
     /// Syscalls that failed (not reported as rows; io-tracer has no error column).
     pub failed_syscalls: u64,
@@ -242,6 +284,10 @@ pub struct Decoder {
 
 const O_ACCMODE: u64 = 3;
 const O_APPEND: u64 = 0o2000;
+const O_DIRECT: u64 = 0o40000;
+/// The status flags `fcntl(F_SETFL)` may change: O_APPEND, O_ASYNC, O_DIRECT, O_NOATIME,
+/// O_NONBLOCK.
+const SETFL_MASK: u64 = O_APPEND | 0o20000 | O_DIRECT | 0o1000000 | 0o4000;
 const O_CREAT_WRONLY_TRUNC: u64 = 0o100 | 0o1 | 0o1000;
 
 impl Decoder {
@@ -256,7 +302,7 @@ impl Decoder {
         let fault_followup = matches!(raw, Raw::Cache { op: CacheOp::Fault | CacheOp::Add, .. });
         if !fault_followup {
             if let Some(p) = self.faults.remove(&tid) {
-                out.push(Row::Fault(p.row));
+                out.push(Row::Fault(self.finish_fault(p)));
             }
         }
         match raw {
@@ -374,10 +420,19 @@ impl Decoder {
                             .map(|((_, fd), f)| ((child, *fd), f.clone()))
                             .collect();
                         self.fds.extend(inherited);
+                        if let Some(m) = self.maps.get(&h.pid).cloned() {
+                            self.maps.insert(child, m);
+                        }
                         "FORK"
                     }
-                    ProcOp::Exec => "EXEC",
+                    ProcOp::Exec => {
+                        self.maps.remove(&h.pid);
+                        self.remap(h.pid);
+                        "EXEC"
+                    }
                     ProcOp::Exit => {
+                        self.maps.remove(&h.pid);
+                        self.remap(h.pid);
                         self.fds.retain(|(p, _), _| *p != h.pid);
                         "EXIT"
                     }
@@ -393,9 +448,41 @@ impl Decoder {
 
     /// Emits the faults still held (at the end of a trace).
     pub fn flush(&mut self, out: &mut Vec<Row>) {
-        let mut held: Vec<_> = self.faults.drain().map(|(_, p)| p.row).collect();
+        let pending: Vec<_> = self.faults.drain().map(|(_, p)| p).collect();
+        let mut held: Vec<_> = pending.into_iter().map(|p| self.finish_fault(p)).collect();
         held.sort_by_key(|r| r.who.ts);
         out.extend(held.into_iter().map(Row::Fault));
+    }
+
+    /// A fault without its file's fault handler: its inode and page from the mapping around its
+    /// address (anonymous memory stays inode 0).
+    fn finish_fault(&mut self, p: PendingFault) -> FaultRow {
+        let mut row = p.row;
+        if p.file_fault_seen {
+            return row;
+        }
+        let (pid, addr) = (row.who.pid, row.address);
+        let inside = |m: &&Mapping| (m.start..m.end).contains(&addr);
+        let mut found = self.maps.get(&pid).and_then(|v| v.iter().rev().find(inside)).copied();
+        if found.is_none() {
+            let maps = self.proc_maps.entry(pid).or_insert_with(|| {
+                std::fs::read_to_string(format!("/proc/{pid}/maps"))
+                    .map(|t| t.lines().filter_map(Mapping::parse).collect())
+                    .unwrap_or_default()
+            });
+            found = maps.iter().find(inside).copied();
+        }
+        if let Some(m) = found.filter(|m| m.inode != 0) {
+            row.inode = m.inode;
+            row.dev_id = m.dev;
+            row.offset = (m.offset + (addr - m.start)) / PAGE;
+        }
+        row
+    }
+
+    /// Forgets what is known of a process's mappings (after mmap, munmap, exec, exit).
+    fn remap(&mut self, pid: u32) {
+        self.proc_maps.remove(&pid);
     }
 
     fn ppid(&mut self, pid: u32) -> Option<u32> {
@@ -415,7 +502,12 @@ impl Decoder {
         let path = std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| format!("[fd {fd}]"));
-        let f = Fd { path, flags: None, pos: None };
+        let flags =
+            std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok().and_then(|t| {
+                let v = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
+                u64::from_str_radix(v.trim(), 8).ok()
+            });
+        let f = Fd { path, flags, pos: None };
         self.fds.insert((pid, fd), f.clone());
         f
     }
@@ -481,8 +573,15 @@ impl Decoder {
                     }
                     _ => None,
                 };
-                row.op =
-                    if matches!(sys, Sys::Read | Sys::PRead { .. }) { "READ" } else { "WRITE" };
+                // io-tracer's names: a transfer on an O_DIRECT fd bypasses the page cache.
+                let direct = f.flags.is_some_and(|fl| fl & O_DIRECT != 0);
+                let read = matches!(sys, Sys::Read | Sys::PRead { .. });
+                row.op = match (read, direct) {
+                    (true, false) => "READ",
+                    (false, false) => "WRITE",
+                    (true, true) => "DIO_READ",
+                    (false, true) => "DIO_WRITE",
+                };
                 row.offset = positioned.or(f.pos);
                 if positioned.is_none() {
                     self.advance(pid, fd0, ret as u64);
@@ -514,13 +613,34 @@ impl Decoder {
                 row.op = "MMAP";
                 row.size = a[1];
                 row.flags = format!("{},{}", prot_flags(a[2]), map_flags(a[3]));
+                self.remap(pid);
                 if !anonymous {
                     row.path = self.fd(pid, fd).path;
                     row.offset = Some(a[5]);
                     row.fd = Some(fd);
+                    // The file's identity now, while the fd is likely still open.
+                    let meta = std::fs::metadata(format!("/proc/{pid}/fd/{fd}"))
+                        .or_else(|_| std::fs::metadata(&row.path));
+                    if let Ok(m) = meta {
+                        use std::os::unix::fs::MetadataExt;
+                        let (major, minor) = (libc::major(m.dev()), libc::minor(m.dev()));
+                        let start = ret as u64;
+                        self.maps.entry(pid).or_default().push(Mapping {
+                            start,
+                            end: start.saturating_add(a[1].div_ceil(PAGE) * PAGE),
+                            inode: m.ino(),
+                            dev: (major << 20) | minor,
+                            offset: a[5],
+                        });
+                    }
                 }
             }
             Sys::Munmap => {
+                let (start, end) = (a[0], a[0].saturating_add(a[1]));
+                if let Some(v) = self.maps.get_mut(&pid) {
+                    v.retain(|m| m.end <= start || m.start >= end);
+                }
+                self.remap(pid);
                 row.op = "MUNMAP";
                 row.size = a[1];
             }
@@ -613,9 +733,14 @@ impl Decoder {
             Sys::Fcntl => {
                 const F_DUPFD: u64 = 0;
                 const F_DUPFD_CLOEXEC: u64 = 1030;
+                const F_SETFL: u64 = 4;
                 if a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC {
                     let f = self.fd(pid, fd0);
                     self.fds.insert((pid, ret), f);
+                } else if a[1] == F_SETFL {
+                    let mut f = self.fd(pid, fd0);
+                    f.flags = f.flags.map(|old| (old & !SETFL_MASK) | (a[2] & SETFL_MASK));
+                    self.fds.insert((pid, fd0), f);
                 }
                 return None;
             }
@@ -856,7 +981,7 @@ mod tests {
     use super::*;
 
     fn h(tid: u32, ts: u64) -> Header {
-        Header { pid: 7, tid, cpu: 0, ts, comm: "t".into() }
+        Header { pid: 7, tid, cpu: 0, ts, comm: "t".into(), clk: None }
     }
 
     fn sys(nr: i64, ret: i64, args: [u64; 6], paths: Vec<PathArg>) -> Raw {
@@ -900,6 +1025,40 @@ mod tests {
         assert_eq!(d.failed_syscalls, 1);
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn transfers_on_an_o_direct_fd_are_dio() {
+        let mut d = Decoder::new();
+        let mut out = Vec::new();
+        let open = |fd, flags| {
+            sys(257, fd, [AT_FDCWD, 0, flags, 0, 0, 0], vec![PathArg::Full("/x/d".into())])
+        };
+        d.push(open(5, O_DIRECT), &mut out);
+        d.push(sys(0, 4096, [5, 0, 4096, 0, 0, 0], vec![]), &mut out);
+        d.push(sys(17, 4096, [5, 0, 4096, 8192, 0, 0], vec![]), &mut out);
+        d.push(open(6, 2), &mut out);
+        d.push(sys(1, 512, [6, 0, 512, 0, 0, 0], vec![]), &mut out);
+        // fcntl(6, F_SETFL, O_DIRECT): from now on direct.
+        d.push(sys(72, 0, [6, 4, O_DIRECT, 0, 0, 0], vec![]), &mut out);
+        d.push(sys(1, 512, [6, 0, 512, 0, 0, 0], vec![]), &mut out);
+        let ops: Vec<_> = out
+            .iter()
+            .filter_map(|r| match r {
+                Row::Fs(f) if f.op != "OPEN" => Some((f.op, f.offset)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            vec![
+                ("DIO_READ", Some(0)),
+                ("DIO_READ", Some(8192)),
+                ("WRITE", Some(0)),
+                ("DIO_WRITE", Some(512))
+            ]
+        );
+    }
+
     #[test]
     fn a_fault_that_adds_a_page_after_a_file_fault_is_major() {
         let mut d = Decoder::new();
@@ -922,6 +1081,48 @@ mod tests {
             vec![("WRITE", "MAJOR", 11, 3, 0x1000), ("READ", "MINOR", 0, 0, 0x2000)]
         );
         assert!(out.iter().any(|r| matches!(r, Row::Cache(c) if c.event == "MISS")));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_fault_without_the_file_handler_gets_its_inode_from_the_mapping() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let f = tempfile::tempfile().expect("file");
+        let ino = f.metadata().expect("meta").ino();
+        let me = std::process::id();
+        let hd = |ts| Header { pid: me, tid: me, cpu: 0, ts, comm: "t".into(), clk: None };
+        let mut d = Decoder::new();
+        let mut out = Vec::new();
+        let base = 0x7000_0000u64;
+        // mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 4096) = base
+        let args = [0, 8192, 1, 1, f.as_raw_fd() as u64, 4096];
+        let mmap =
+            Raw::Syscall { h: hd(1), nr: 9, ret: base as i64, args, latency_ns: 1, paths: vec![] };
+        d.push(mmap, &mut out);
+        // A read fault in the second page, resolved from the page cache (no file fault event),
+        // and one in anonymous memory far away.
+        d.push(Raw::Fault { h: hd(2), address: base + 4096 + 16, ip: 0, error_code: 0 }, &mut out);
+        d.push(Raw::Fault { h: hd(3), address: 0x10, ip: 0, error_code: 0 }, &mut out);
+        d.flush(&mut out);
+        let faults: Vec<_> = out
+            .iter()
+            .filter_map(|r| match r {
+                Row::Fault(f) => Some((f.inode, f.offset, f.severity)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(faults, vec![(ino, 2, "MINOR"), (0, 0, "MINOR")]);
+        assert_eq!(
+            Mapping::parse("7f00-8f00 r--p 00002000 fd:01 1234 /usr/lib/x.so"),
+            Some(Mapping {
+                start: 0x7f00,
+                end: 0x8f00,
+                inode: 1234,
+                dev: (0xfd << 20) | 1,
+                offset: 0x2000
+            })
+        );
     }
 
     #[test]

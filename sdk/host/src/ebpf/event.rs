@@ -68,6 +68,10 @@ pub struct Header {
     pub ts: u64,
     /// The task's `comm`.
     pub comm: String,
+    /// The simulator's cycle at `ts`, read by the BPF program from the simulator's `SimClock`
+    /// when the record was made in a thread of the simulator process (see
+    /// `IoTracer::start_in`); `None` otherwise (other processes, completions, no simulator).
+    pub clk: Option<u64>,
 }
 
 /// A path argument as the BPF program read it.
@@ -234,7 +238,9 @@ pub struct DecodeError {
     pub what: String,
 }
 
-const HDR: usize = 40;
+const HDR: usize = 48;
+/// [`Header::clk`] when the BPF program had no cycle to read.
+const NO_CLK: u64 = u64::MAX;
 
 struct Rd<'a>(&'a [u8]);
 
@@ -271,6 +277,7 @@ impl Rd<'_> {
             cpu: self.u32(12),
             ts: self.u64(16),
             comm: self.cstr(24, 16),
+            clk: Some(self.u64(40)).filter(|&c| c != NO_CLK),
         }
     }
 }
@@ -298,14 +305,14 @@ impl Raw {
         let r = Rd(b);
         let kind = r.u32(0);
         let need = match kind {
-            1 => 120,
-            2 => 120 + 2 * PATH_LEN,
-            3 => 88,
-            4 => 72,
-            5 => 104,
-            6 => 64,
-            7 => 72,
-            8 => 48,
+            1 => HDR + 80,
+            2 => HDR + 80 + 2 * PATH_LEN,
+            3 => HDR + 48,
+            4 => HDR + 32,
+            5 => HDR + 64,
+            6 => HDR + 24,
+            7 => HDR + 32,
+            8 => HDR + 8,
             k => return Err(err(format!("unknown kind {k}"))),
         };
         if b.len() < need {
@@ -322,7 +329,7 @@ impl Raw {
                 let mut paths = Vec::new();
                 if kind == 2 {
                     for (i, &len) in lens.iter().enumerate() {
-                        let off = 120 + i * PATH_LEN;
+                        let off = HDR + 80 + i * PATH_LEN;
                         paths.push(match len {
                             0 => continue,
                             0xffff => PathArg::Unreadable,
@@ -419,21 +426,24 @@ mod tests {
         b[8..12].copy_from_slice(&43u32.to_ne_bytes());
         b[16..24].copy_from_slice(&1000u64.to_ne_bytes());
         b[24..28].copy_from_slice(b"sim\0");
+        b[40..48].copy_from_slice(&NO_CLK.to_ne_bytes());
         b
     }
 
     #[test]
     fn decodes_a_syscall_with_a_truncated_and_an_unreadable_path() {
-        let mut b = header(2, 120 + 2 * PATH_LEN);
-        b[40..48].copy_from_slice(&257i64.to_ne_bytes());
-        b[48..56].copy_from_slice(&3i64.to_ne_bytes());
-        b[112..114].copy_from_slice(&(PATH_LEN as u16).to_ne_bytes());
-        b[114..116].copy_from_slice(&0xffffu16.to_ne_bytes());
-        for c in &mut b[120..120 + PATH_LEN - 1] {
+        let mut b = header(2, 128 + 2 * PATH_LEN);
+        b[40..48].copy_from_slice(&777u64.to_ne_bytes());
+        b[48..56].copy_from_slice(&257i64.to_ne_bytes());
+        b[56..64].copy_from_slice(&3i64.to_ne_bytes());
+        b[120..122].copy_from_slice(&(PATH_LEN as u16).to_ne_bytes());
+        b[122..124].copy_from_slice(&0xffffu16.to_ne_bytes());
+        for c in &mut b[128..128 + PATH_LEN - 1] {
             *c = b'a';
         }
         let Raw::Syscall { h, nr, ret, paths, .. } = Raw::decode(&b).unwrap() else { panic!() };
         assert_eq!((h.pid, h.tid, h.ts, h.comm.as_str()), (42, 43, 1000, "sim"));
+        assert_eq!(h.clk, Some(777), "the simulator's cycle read in the kernel");
         assert_eq!((nr, ret), (257, 3));
         assert_eq!(paths, vec![PathArg::Truncated("a".repeat(PATH_LEN - 1)), PathArg::Unreadable]);
     }
@@ -442,6 +452,10 @@ mod tests {
     fn short_and_unknown_records_are_errors() {
         assert!(Raw::decode(&[0u8; 10]).unwrap_err().what.contains("header"));
         assert!(Raw::decode(&header(99, 64)).unwrap_err().what.contains("unknown kind 99"));
-        assert!(Raw::decode(&header(3, 64)).unwrap_err().what.contains("needs 88"));
+        assert!(Raw::decode(&header(3, 64)).unwrap_err().what.contains("needs 96"));
+        let mut b = header(8, 56);
+        b[48..52].copy_from_slice(&1u32.to_ne_bytes()); // fork
+        let Raw::Process { h, .. } = Raw::decode(&b).unwrap() else { panic!() };
+        assert_eq!(h.clk, None, "no cycle read");
     }
 }

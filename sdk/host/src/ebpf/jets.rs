@@ -14,59 +14,129 @@ pub const IO_CAPABILITIES_ANNOTATION: &str = "HostIoCapabilities";
 /// Annotation with the per-stream counts and lost events, written when the collector stops.
 pub const IO_STATS_ANNOTATION: &str = "HostIoStats";
 
-/// `CLOCK_MONOTONIC` → simulated cycle, through (mono, cycle) pairs read together as the
-/// collector runs (piecewise-linear, as spec/host-sync.md's HS3), held non-decreasing (HS1).
+/// Where an operation's cycle came from, and how exact it is (HIO1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// The cycle: interpolated between the clock readings around the operation's time.
+    pub clk: u64,
+    /// The true cycle lies in `clk ± uncertainty` (for a simulator clock that does not go back):
+    /// the readings around the operation bound it. `None` when no reading after the operation
+    /// exists (the cycle is then a lower bound).
+    pub uncertainty: Option<u64>,
+}
+
+/// A reading of the simulator's clock: the cycle read just before (`lo`) and just after (`hi`)
+/// `CLOCK_MONOTONIC`, so the cycle at `mono` lies in `lo..=hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Reading {
+    mono: u64,
+    lo: u64,
+    hi: u64,
+}
+
+/// `CLOCK_MONOTONIC` → simulated cycle, through readings of the trace's clock taken as the
+/// collector runs: a cycle is interpolated between the readings before and after the instant
+/// (as spec/host-sync.md's HS3), never extrapolated past the last one (HIO1).
 #[derive(Debug)]
 pub struct CycleMap {
     clock: SimClock,
-    points: VecDeque<(u64, u64)>,
-    last_clk: u64,
+    readings: VecDeque<Reading>,
+    /// The cycle the `HostIo` record started at: the lower bound before the first reading.
+    start_clk: u64,
+    /// The largest cycle given out.
+    max_clk: u64,
 }
 
+/// Readings kept for operations whose time lies far back (a long `fsync` is stamped with its
+/// entry): about a minute at the default 20 ms poll, more when records keep the collector busy.
+const KEEP: usize = 1 << 16;
+
 impl CycleMap {
-    /// A map reading `clock`.
-    pub fn new(clock: SimClock) -> CycleMap {
-        CycleMap { clock, points: VecDeque::new(), last_clk: 0 }
+    /// A map reading `clock`, with a first reading now; `start_clk` is the record's start.
+    pub fn new(clock: SimClock, start_clk: u64) -> CycleMap {
+        let mut m = CycleMap { clock, readings: VecDeque::new(), start_clk, max_clk: start_clk };
+        m.sample();
+        m
     }
 
-    /// Reads the clock with the monotonic time now.
+    /// Reads the clock with the monotonic time now. A clock that went back is held at its last
+    /// value (HS1).
     pub fn sample(&mut self) {
+        let lo = self.clock.now();
         let mono = crate::procfs::clock_ns(libc::CLOCK_MONOTONIC);
-        let clk = self.clock.now();
-        if self.points.back().is_some_and(|&(m, c)| m >= mono || c > clk) {
-            return;
-        }
-        if self.points.len() == 256 {
-            self.points.pop_front();
-        }
-        self.points.push_back((mono, clk));
+        let hi = self.clock.now();
+        self.push(Reading { mono, lo, hi });
     }
 
-    /// The cycle at monotonic time `mono_ns`, never below the previous answer.
-    pub fn cycle_at(&mut self, mono_ns: u64) -> u64 {
-        let n = self.points.len();
-        let clk = match self.points.iter().position(|&(m, _)| m >= mono_ns) {
-            _ if n == 0 => self.clock.now(),
-            Some(0) => self.points[0].1,
-            Some(i) => {
-                let (m0, c0) = self.points[i - 1];
-                let (m1, c1) = self.points[i];
-                c0 + ((c1 - c0) as f64 * (mono_ns - m0) as f64 / (m1 - m0) as f64) as u64
-            }
-            None => self.points[n - 1].1,
+    fn push(&mut self, r: Reading) {
+        let (lo, hi) = match self.readings.back() {
+            Some(last) if last.mono >= r.mono => return,
+            Some(last) => (r.lo.max(last.hi), r.hi.max(last.hi)),
+            None => (r.lo.max(self.start_clk), r.hi.max(self.start_clk)),
         };
-        self.last_clk = self.last_clk.max(clk);
-        self.last_clk
+        let r = Reading { mono: r.mono, lo, hi };
+        // A pause: readings in the middle of a run of one cycle add nothing.
+        let n = self.readings.len();
+        if n >= 2 {
+            let (a, b) = (self.readings[n - 2], self.readings[n - 1]);
+            if a.lo == a.hi && a.hi == b.lo && b.lo == b.hi && b.hi == r.lo && r.lo == r.hi {
+                self.readings[n - 1] = r;
+                return;
+            }
+        }
+        if self.readings.len() == KEEP {
+            self.readings.pop_front();
+        }
+        self.readings.push_back(r);
     }
 
-    /// The last cycle given out.
-    pub fn last(&self) -> u64 {
-        self.last_clk
+    /// The time of the latest reading: every operation up to it can be stamped.
+    pub fn latest(&self) -> u64 {
+        self.readings.back().map_or(0, |r| r.mono)
+    }
+
+    /// The cycle at monotonic time `mono_ns` and how exact it is.
+    pub fn stamp(&mut self, mono_ns: u64) -> Stamp {
+        let i = self.readings.partition_point(|r| r.mono < mono_ns);
+        let s = match (i.checked_sub(1).map(|j| self.readings[j]), self.readings.get(i)) {
+            (_, Some(b)) if b.mono == mono_ns => Stamp {
+                clk: b.lo + (b.hi - b.lo) / 2,
+                uncertainty: Some((b.hi - b.lo).div_ceil(2)),
+            },
+            (Some(a), Some(b)) => {
+                // Between a and b: the cycle lies in [a.lo, b.hi]; the estimate interpolates the
+                // readings' middles.
+                let (ca, cb) = (a.lo + (a.hi - a.lo) / 2, b.lo + (b.hi - b.lo) / 2);
+                let f = (mono_ns - a.mono) as u128;
+                let span = (b.mono - a.mono) as u128;
+                let clk = ca + (((cb - ca) as u128 * f) / span) as u64;
+                let clk = clk.clamp(a.lo, b.hi);
+                Stamp { clk, uncertainty: Some((clk - a.lo).max(b.hi - clk)) }
+            }
+            (None, Some(b)) => Stamp { clk: b.lo, uncertainty: Some(b.hi - self.start_clk) },
+            (Some(a), None) => Stamp { clk: a.hi, uncertainty: None },
+            (None, None) => Stamp { clk: self.start_clk, uncertainty: None },
+        };
+        self.max_clk = self.max_clk.max(s.clk);
+        s
+    }
+
+    /// A cycle the kernel read from the simulator's clock at the operation: exact (held at the
+    /// record's start if the simulator went back before it).
+    pub fn exact(&mut self, clk: u64) -> Stamp {
+        let clk = clk.max(self.start_clk);
+        self.max_clk = self.max_clk.max(clk);
+        Stamp { clk, uncertainty: Some(0) }
+    }
+
+    /// The cycle to end the record at: the largest given out, or the latest reading.
+    pub fn end(&self) -> u64 {
+        self.max_clk.max(self.readings.back().map_or(0, |r| r.hi))
     }
 }
 
 /// Writes one row as an event named after its operation.
-pub fn emit(root: &RecordHandle, row: &Row, clk: u64) -> Result<(), jets::Error> {
+pub fn emit(root: &RecordHandle, row: &Row, stamp: Stamp) -> Result<(), jets::Error> {
     let w = row.who();
     let stream = row.stream().dir();
     let name: String = match row {
@@ -85,6 +155,10 @@ pub fn emit(root: &RecordHandle, row: &Row, clk: u64) -> Result<(), jets::Error>
         .field("pid", w.pid)
         .field("tid", w.tid)
         .field("comm", w.comm.clone());
+    let e = match stamp.uncertainty {
+        Some(u) => e.field("clk_uncertainty", u),
+        None => e,
+    };
     let e = match row {
         Row::Fs(r) => {
             let mut e = e
@@ -162,20 +236,53 @@ pub fn emit(root: &RecordHandle, row: &Row, clk: u64) -> Result<(), jets::Error>
             None => e,
         },
     };
-    e.emit_at(clk)
+    e.emit_at(stamp.clk)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn map(readings: &[(u64, u64, u64)]) -> CycleMap {
+        let mut m = CycleMap {
+            clock: SimClock::new(),
+            readings: VecDeque::new(),
+            start_clk: 50,
+            max_clk: 50,
+        };
+        for &(mono, lo, hi) in readings {
+            m.push(Reading { mono, lo, hi });
+        }
+        m
+    }
+
     #[test]
-    fn interpolates_between_samples_and_never_goes_back() {
-        let clock = SimClock::new();
-        let mut m = CycleMap::new(clock.clone());
-        m.points.extend([(1_000, 100), (2_000, 300)]);
-        assert_eq!(m.cycle_at(1_500), 200);
-        assert_eq!(m.cycle_at(500), 200, "held at the last answer");
-        assert_eq!(m.cycle_at(5_000), 300);
+    fn interpolates_between_readings_with_a_bound() {
+        let mut m = map(&[(1_000, 100, 100), (2_000, 300, 300)]);
+        assert_eq!(m.stamp(1_500), Stamp { clk: 200, uncertainty: Some(100) });
+        assert_eq!(m.stamp(1_000), Stamp { clk: 100, uncertainty: Some(0) });
+        // Not held at the previous answer: an earlier operation gets its own, earlier cycle.
+        assert_eq!(m.stamp(1_250), Stamp { clk: 150, uncertainty: Some(150) });
+        assert_eq!(m.stamp(500), Stamp { clk: 100, uncertainty: Some(50) }, "since the start");
+        assert_eq!(m.end(), 300);
+    }
+
+    #[test]
+    fn nothing_past_the_last_reading_and_paused_clocks_are_exact() {
+        let mut m = map(&[(1_000, 100, 100)]);
+        // The old map stamped this with the latest reading, 100, as if exact.
+        assert_eq!(m.stamp(1_700), Stamp { clk: 100, uncertainty: None });
+        assert_eq!(m.latest(), 1_000);
+        m.push(Reading { mono: 2_000, lo: 100, hi: 100 });
+        m.push(Reading { mono: 3_000, lo: 100, hi: 100 });
+        m.push(Reading { mono: 4_000, lo: 900, hi: 910 });
+        assert_eq!(m.readings.len(), 3, "the middle of a pause is not kept");
+        assert_eq!(m.stamp(1_700), Stamp { clk: 100, uncertainty: Some(0) });
+        let s = m.stamp(3_500);
+        assert_eq!(s.clk, 100 + (905 - 100) / 2);
+        assert_eq!(s.uncertainty, Some(910 - s.clk));
+        // A clock that went back is held.
+        m.push(Reading { mono: 5_000, lo: 10, hi: 10 });
+        assert_eq!(m.stamp(5_000), Stamp { clk: 910, uncertainty: Some(0) });
     }
 }

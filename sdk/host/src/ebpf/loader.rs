@@ -23,6 +23,18 @@ struct SysClass {
 // SAFETY: plain bytes, no padding, any bit pattern is valid.
 unsafe impl Pod for SysClass {}
 
+/// `struct simclk` of the C code: the simulator process and the address of its cycle counter.
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+struct SimClk {
+    tgid: u32,
+    pad: u32,
+    addr: u64,
+}
+
+// SAFETY: plain integers, no padding (4 + 4 + 8), any bit pattern is valid.
+unsafe impl Pod for SimClk {}
+
 /// Each program, the tracepoint it attaches to and the stream it feeds.
 const PROGRAMS: &[(&str, &str, Stream)] = &[
     ("sys_enter", "raw_syscalls/sys_enter", Stream::Fs),
@@ -63,6 +75,8 @@ pub struct Loaded {
     pub ignore: HashMap<MapData, u32, u8>,
     /// Per-stream lost-event counters.
     pub lost: PerCpuArray<MapData, u64>,
+    /// The simulator whose cycle counter the programs read.
+    simclk: Array<MapData, SimClk>,
     /// Optional tracepoints that could not be used, and why.
     pub degraded: Degraded,
 }
@@ -169,13 +183,21 @@ pub fn load(ring_bytes: usize) -> Result<Loaded, IoTraceError> {
     let pids = HashMap::try_from(take(&mut bpf, "pids")?).map_err(|e| bpf_err("pids", e))?;
     let ignore = HashMap::try_from(take(&mut bpf, "ignore")?).map_err(|e| bpf_err("ignore", e))?;
     let lost = PerCpuArray::try_from(take(&mut bpf, "lost")?).map_err(|e| bpf_err("lost", e))?;
-    Ok(Loaded { _programs: bpf, ring, pids, ignore, lost, degraded })
+    let simclk = Array::try_from(take(&mut bpf, "simclk")?).map_err(|e| bpf_err("simclk", e))?;
+    Ok(Loaded { _programs: bpf, ring, pids, ignore, lost, simclk, degraded })
 }
 
 impl Loaded {
     /// Adds a process (and, through fork tracking, its future children) to the traced tree.
     pub fn trace_pid(&mut self, pid: u32) -> Result<(), IoTraceError> {
         self.pids.insert(pid, 1, 0).map_err(|e| bpf_err("adding a pid", e))
+    }
+
+    /// Has the programs read the cycle counter at `addr` in process `tgid` (a simulator's
+    /// `SimClock`) for every record made in one of its threads.
+    pub fn read_clock(&mut self, tgid: u32, addr: u64) -> Result<(), IoTraceError> {
+        let v = SimClk { tgid, pad: 0, addr };
+        self.simclk.set(0, v, 0).map_err(|e| bpf_err("setting the simulator's clock", e))
     }
 
     /// Excludes a thread (the collector's own) from tracing.

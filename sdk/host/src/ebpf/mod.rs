@@ -39,7 +39,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::Capability;
-use jets::{RecordHandle, Trace};
+use ::jets::{RecordHandle, Trace};
 
 pub mod csv;
 pub mod decode;
@@ -74,7 +74,7 @@ pub enum IoTraceError {
     Thread(String),
     /// Writing to the JETS trace failed.
     #[error("writing I/O events to the trace: {0}")]
-    Trace(#[from] jets::Error),
+    Trace(#[from] ::jets::Error),
 }
 
 impl IoTraceError {
@@ -148,6 +148,10 @@ pub struct IoReport {
     pub decode_errors: u64,
     /// The io-tracer output directory, when one was written.
     pub output: Option<PathBuf>,
+    /// Inside a simulator: the largest `clk_uncertainty` of the events written, in cycles (HIO1).
+    pub clk_uncertainty_max: u64,
+    /// Inside a simulator: the mean `clk_uncertainty`, in cycles.
+    pub clk_uncertainty_mean: f64,
     /// Optional tracepoints that could not be used: tracepoint → reason.
     pub degraded: Vec<(String, String)>,
     /// The rows, when [`IoTraceConfig::keep_rows`] was set.
@@ -169,7 +173,28 @@ impl IoReport {
             );
         }
         json!({"streams": m, "records": self.records, "failed_syscalls": self.failed_syscalls,
-               "decode_errors": self.decode_errors})
+               "decode_errors": self.decode_errors,
+               "clk_uncertainty": {"max": self.clk_uncertainty_max,
+                                   "mean": self.clk_uncertainty_mean}})
+    }
+
+    /// One line for people: rows, and the losses per stream (a trace with losses is incomplete
+    /// for those streams, HIO3).
+    pub fn summary(&self) -> String {
+        let rows: u64 = self.rows.iter().sum();
+        let lost: Vec<String> = Stream::ALL
+            .iter()
+            .filter(|&&s| self.lost[s as usize] > 0)
+            .map(|&s| format!("{} {}", s.dir(), self.lost[s as usize]))
+            .collect();
+        if lost.is_empty() {
+            format!("{rows} rows, none lost")
+        } else {
+            format!(
+                "{rows} rows, lost (ring buffer full; these streams are incomplete): {}",
+                lost.join(", ")
+            )
+        }
     }
 
     /// Records the collector can take per second of one core: records over its CPU time (its
@@ -189,6 +214,10 @@ pub struct IoTracer {
 struct JetsOut {
     root: RecordHandle,
     map: jets::CycleMap,
+    /// Rows waiting for a clock reading later than their time (HIO1: no extrapolation).
+    pending: Vec<Row>,
+    /// Where the simulator's cycle counter lives (the map holds a clone: it stays valid).
+    addr: u64,
 }
 
 impl IoTracer {
@@ -211,7 +240,9 @@ impl IoTracer {
             .field("pid", pid)
             .field("command", comm)
             .begin_at(clock.now())?;
-        Self::spawn(pid, config, Some(JetsOut { root, map: jets::CycleMap::new(clock) }))
+        let addr = clock.counter_address() as u64;
+        let map = jets::CycleMap::new(clock, root.start_clk());
+        Self::spawn(pid, config, Some(JetsOut { root, map, pending: Vec::new(), addr }))
     }
 
     fn spawn(
@@ -303,6 +334,8 @@ struct Collector {
     decoder: decode::Decoder,
     report: IoReport,
     rows: Vec<Row>,
+    stamped: u64,
+    uncertainty_sum: u128,
 }
 
 impl Collector {
@@ -322,6 +355,8 @@ impl Collector {
             decoder: decode::Decoder::new(),
             report: IoReport { degraded, ..IoReport::default() },
             rows: Vec::new(),
+            stamped: 0,
+            uncertainty_sum: 0,
         }
     }
 
@@ -329,10 +364,12 @@ impl Collector {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() } as u32;
         self.loaded.ignore_tid(tid)?;
-        self.loaded.trace_pid(pid)?;
         if let Some(j) = &mut self.jets {
-            j.map.sample();
+            // The simulator's own operations carry the cycle read in the kernel (HIO1).
+            self.loaded.read_clock(pid, j.addr)?;
+            j.map.sample(); // before the first traced operation
         }
+        self.loaded.trace_pid(pid)?;
         if let Some(c) = &mut self.csv {
             c.snapshot(pid, crate::procfs::clock_ns(libc::CLOCK_MONOTONIC))?;
         }
@@ -347,10 +384,13 @@ impl Collector {
         let poll_ms = self.config.poll.as_millis().clamp(1, 1000) as i32;
         loop {
             let stopping = stop.load(Ordering::Acquire);
+            self.drain()?;
+            // After the drain: a reading later than every operation drained so far (the last
+            // ones arrived during the drain), so every pending row gets one after it.
             if let Some(j) = &mut self.jets {
                 j.map.sample();
             }
-            self.drain()?;
+            self.stamp_ready(stopping)?;
             if stopping {
                 break;
             }
@@ -360,12 +400,13 @@ impl Collector {
         }
         self.decoder.flush(&mut self.rows);
         self.write_rows()?;
+        self.stamp_ready(true)?;
         self.report.lost = self.loaded.lost();
         self.report.failed_syscalls = self.decoder.failed_syscalls;
         self.report.wall_ns = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(wall0);
         self.report.collector_cpu_ns = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
         if let Some(c) = self.csv.take() {
-            self.report.output = Some(c.finish()?);
+            self.report.output = Some(c.finish(&self.report.to_json())?);
         }
         if let Some(j) = self.jets.take() {
             j.root
@@ -373,8 +414,7 @@ impl Collector {
                 .description("rows and lost records per stream")
                 .data_json(&self.report.to_json().to_string())
                 .emit()?;
-            let end = j.map.last();
-            j.root.end_at(end)?;
+            j.root.end_at(j.map.end())?;
         }
         Ok(self.report)
     }
@@ -401,20 +441,63 @@ impl Collector {
         }
     }
 
+    /// Writes the JETS events of the pending rows that a clock reading follows (all of them when
+    /// `all`), in time order, each at its interpolated cycle.
+    fn stamp_ready(&mut self, all: bool) -> Result<(), IoTraceError> {
+        let Some(j) = &mut self.jets else { return Ok(()) };
+        let latest = j.map.latest();
+        let (mut ready, wait): (Vec<Row>, Vec<Row>) =
+            j.pending.drain(..).partition(|r| all || r.who().ts <= latest);
+        j.pending = wait;
+        ready.sort_by_key(|r| r.who().ts);
+        for row in ready {
+            let stamp = match row.who().clk {
+                Some(c) => j.map.exact(c),
+                None => j.map.stamp(row.who().ts),
+            };
+            if let Some(u) = stamp.uncertainty {
+                self.stamped += 1;
+                self.uncertainty_sum += u128::from(u);
+                self.report.clk_uncertainty_max = self.report.clk_uncertainty_max.max(u);
+            }
+            jets::emit(&j.root, &row, stamp)?;
+        }
+        if self.stamped > 0 {
+            self.report.clk_uncertainty_mean = self.uncertainty_sum as f64 / self.stamped as f64;
+        }
+        Ok(())
+    }
+
     fn write_rows(&mut self) -> Result<(), IoTraceError> {
         for row in self.rows.drain(..) {
             self.report.rows[row.stream() as usize] += 1;
             if let Some(c) = &mut self.csv {
                 c.write(&row)?;
             }
-            if let Some(j) = &mut self.jets {
-                let clk = j.map.cycle_at(row.who().ts);
-                jets::emit(&j.root, &row, clk)?;
-            }
             if self.config.keep_rows {
-                self.report.kept.push(row);
+                self.report.kept.push(row.clone());
+            }
+            if let Some(j) = &mut self.jets {
+                j.pending.push(row);
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_each_stream_that_lost_records() {
+        let mut r = IoReport { rows: [5, 0, 2, 0, 0, 0, 1], ..IoReport::default() };
+        assert_eq!(r.summary(), "8 rows, none lost");
+        r.lost[Stream::Fs as usize] = 3;
+        r.lost[Stream::Cache as usize] = 1;
+        let s = r.summary();
+        assert!(s.starts_with("8 rows, lost"), "{s}");
+        assert!(s.ends_with(": fs 3, cache 1"), "{s}");
+        assert_eq!(r.to_json()["streams"]["fs"]["lost"], 3);
     }
 }

@@ -67,9 +67,14 @@ pub const FIELDS: &[Field] = &[
 /// it mounted it.
 pub fn ensure_mounted() -> Result<bool, String> {
     let events = Path::new(TRACEFS).join("events");
-    let populated = std::fs::read_dir(&events).map(|mut d| d.next().is_some()).unwrap_or(false);
-    if populated {
-        return Ok(false);
+    match std::fs::read_dir(&events).map(|mut d| d.next().is_some()) {
+        Ok(true) => return Ok(false),
+        // Without tracefs, the mount point is an empty sysfs directory anyone may enter: being
+        // refused means something is mounted there that this process may not read.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(unreadable(&e));
+        }
+        _ => {}
     }
     let c = |s: &str| std::ffi::CString::new(s).map_err(|e| e.to_string());
     let (src, target, fstype) = (c("nodev")?, c(TRACEFS)?, c("tracefs")?);
@@ -83,6 +88,25 @@ pub fn ensure_mounted() -> Result<bool, String> {
         ));
     }
     Ok(true)
+}
+
+/// The reason given when tracefs is there but refuses this process.
+fn unreadable(e: &std::io::Error) -> String {
+    const TRACEFS_MAGIC: i64 = 0x7472_6163;
+    let c = std::ffi::CString::new(TRACEFS).unwrap_or_default();
+    // SAFETY: statfs is plain data; `c` is a valid C string. statfs needs no permission on the
+    // directory itself, only on the path to it.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let is_tracefs =
+        unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 && st.f_type as i64 == TRACEFS_MAGIC;
+    let what = if is_tracefs { "tracefs is mounted" } else { "a file system is mounted" };
+    format!(
+        "{what} at {TRACEFS} but this process may not read it ({e}): it is root's (mode 0700 \
+         unless mounted otherwise), which CAP_BPF + CAP_PERFMON do not get past; run as root, \
+         or give this user access (for example `mount -o remount,mode=0755 {TRACEFS}`, or a \
+         group with `gid=` and `mode=0750`)"
+    )
 }
 
 /// The `format` file of a tracepoint.

@@ -10,11 +10,12 @@ use std::borrow::Cow;
 use std::fmt;
 
 use memchr::memmem;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::rules::{source_text, Diagnostic, Rule};
 use crate::RawLine;
+use jets_format::vocab::{event_hint, record_hint, HintType, EVENT_HINTS, RECORD_HINTS};
 use jets_format::{Color, LineType, MarkerStyle, Severity, Status};
 
 /// What the ordering pass needs to know about a line.
@@ -99,6 +100,9 @@ impl fmt::Display for Val<'_> {
             Val::Bool => f.write_str("a boolean"),
             Val::U64(n) => write!(f, "{n}"),
             Val::Neg(n) => write!(f, "negative number {n}"),
+            // JSON has `-0`; serde_json reads it as a float, but it has neither fraction nor
+            // exponent (spec/rules.md, JV2).
+            Val::Float(x) if *x == 0.0 && x.is_sign_negative() => f.write_str("negative zero (-0)"),
             Val::Float(x) if x.fract() == 0.0 && *x >= 18446744073709551616.0 => {
                 f.write_str("an integer above 2^64-1")
             }
@@ -112,6 +116,58 @@ impl fmt::Display for Val<'_> {
             Val::Array => f.write_str("an array"),
             Val::Object => f.write_str("an object"),
         }
+    }
+}
+
+/// Any JSON value, read and thrown away, but judged by the rules every kept value follows
+/// (spec/rules.md, JV1 and JV3): strings and keys are decoded, so a lone surrogate is an error,
+/// and numbers are converted, so one beyond the range of a double is an error. serde's
+/// `IgnoredAny` would skip both unchecked, and a value would then be valid or not depending on
+/// where in the line it stands.
+pub(crate) struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_none<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
     }
 }
 
@@ -151,11 +207,11 @@ impl<'de> Visitor<'de> for ValVisitor {
         Ok(Val::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val<'de>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(Val::Array)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val<'de>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(Val::Object)
     }
 }
@@ -166,19 +222,30 @@ impl<'de: 'a, 'a> Deserialize<'de> for Val<'a> {
     }
 }
 
-/// The visualization hints found in a `data` object (any of them, for records and events).
+/// The visualization hints found in a `data` object, in the order of the vocabulary's tables
+/// (`jets_vocab::RECORD_HINTS`, `EVENT_HINTS`): what a record or an event would mean by each. A
+/// key in both tables (`color`) fills both.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Hints<'a> {
-    pub(super) color: Val<'a>,
-    pub(super) unit_id: Val<'a>,
-    pub(super) thread_id: Val<'a>,
-    pub(super) subunit_id: Val<'a>,
-    pub(super) display_label: Val<'a>,
-    pub(super) status: Val<'a>,
-    pub(super) criticality: Val<'a>,
-    pub(super) icon: Val<'a>,
-    pub(super) severity: Val<'a>,
-    pub(super) marker_style: Val<'a>,
+    pub(super) record: [Val<'a>; RECORD_HINTS.len()],
+    pub(super) event: [Val<'a>; EVENT_HINTS.len()],
+}
+
+impl<'a> Hints<'a> {
+    /// Whether `key` is a hint of records or events (the parsers keep only those values).
+    pub(super) fn is_hint(key: &str) -> bool {
+        record_hint(key).is_some() || event_hint(key).is_some()
+    }
+
+    /// Keeps the value of hint `key`.
+    pub(super) fn set(&mut self, key: &str, v: Val<'a>) {
+        if let Some(i) = EVENT_HINTS.iter().position(|(k, _)| *k == key) {
+            self.event[i] = v.clone();
+        }
+        if let Some(i) = RECORD_HINTS.iter().position(|(k, _)| *k == key) {
+            self.record[i] = v;
+        }
+    }
 }
 
 /// A `data` field: its JSON type, and the hints when it is an object.
@@ -211,24 +278,12 @@ impl<'de> Visitor<'de> for DataVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DataField<'de>, A::Error> {
         let mut hints: Option<Box<Hints<'de>>> = None;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let h = || -> Box<Hints<'de>> { Box::default() };
-            let slot = match &*key {
-                "color" => &mut hints.get_or_insert_with(h).color,
-                "unit_id" => &mut hints.get_or_insert_with(h).unit_id,
-                "thread_id" => &mut hints.get_or_insert_with(h).thread_id,
-                "subunit_id" => &mut hints.get_or_insert_with(h).subunit_id,
-                "display_label" => &mut hints.get_or_insert_with(h).display_label,
-                "status" => &mut hints.get_or_insert_with(h).status,
-                "criticality" => &mut hints.get_or_insert_with(h).criticality,
-                "icon" => &mut hints.get_or_insert_with(h).icon,
-                "severity" => &mut hints.get_or_insert_with(h).severity,
-                "marker_style" => &mut hints.get_or_insert_with(h).marker_style,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-            };
-            *slot = map.next_value::<Val<'de>>()?;
+            if Hints::is_hint(&key) {
+                let v = map.next_value::<Val<'de>>()?;
+                hints.get_or_insert_with(Box::default).set(&key, v);
+            } else {
+                map.next_value::<Skip>()?;
+            }
         }
         Ok(DataField { val: Val::Object, hints })
     }
@@ -293,6 +348,36 @@ pub(super) struct Fields<'a> {
     pub(super) open_records: Val<'a>,
 }
 
+/// The bit of `data` in the duplicate check (the members of [`Fields::member`] use 0..=14).
+pub(super) const DATA_BIT: u32 = 15;
+
+impl<'a> Fields<'a> {
+    /// The one table of the members this view checks, for both parsers (serde and the fast
+    /// path): bit for the duplicate check, name, and slot. `data` has its own handling
+    /// ([`DATA_BIT`]); any other key is skipped. A test checks it against the vocabulary's
+    /// required members of every line type.
+    pub(super) fn member(&mut self, key: &str) -> Option<(u32, &'static str, &mut Val<'a>)> {
+        Some(match key {
+            "type" => (0, "type", &mut self.ty),
+            "version" => (1, "version", &mut self.version),
+            "metadata" => (2, "metadata", &mut self.metadata),
+            "clk" => (3, "clk", &mut self.clk),
+            "id" => (4, "id", &mut self.id),
+            "parent_id" => (5, "parent_id", &mut self.parent_id),
+            "record_id" => (6, "record_id", &mut self.record_id),
+            "name" => (7, "name", &mut self.name),
+            "record_type" => (8, "record_type", &mut self.record_type),
+            "description" => (9, "description", &mut self.description),
+            "capture_end_clk" => (10, "capture_end_clk", &mut self.capture_end_clk),
+            "total_records" => (11, "total_records", &mut self.total_records),
+            "total_annotations" => (12, "total_annotations", &mut self.total_annotations),
+            "total_events" => (13, "total_events", &mut self.total_events),
+            "open_records" => (14, "open_records", &mut self.open_records),
+            _ => return None,
+        })
+    }
+}
+
 /// Fills a [`Fields`] in place (a derived `Deserialize` would build it field by field and then
 /// move it, copying a few hundred bytes per line).
 struct FieldsSeed<'f, 'a>(&'f mut Fields<'a>);
@@ -315,34 +400,17 @@ impl<'de: 'a, 'a> Visitor<'de> for FieldsSeed<'_, 'a> {
         let f = self.0;
         let mut seen = 0u32;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let (bit, name, slot) = match &*key {
-                "type" => (0, "type", &mut f.ty),
-                "version" => (1, "version", &mut f.version),
-                "metadata" => (2, "metadata", &mut f.metadata),
-                "clk" => (3, "clk", &mut f.clk),
-                "id" => (4, "id", &mut f.id),
-                "parent_id" => (5, "parent_id", &mut f.parent_id),
-                "record_id" => (6, "record_id", &mut f.record_id),
-                "name" => (7, "name", &mut f.name),
-                "record_type" => (8, "record_type", &mut f.record_type),
-                "description" => (9, "description", &mut f.description),
-                "capture_end_clk" => (10, "capture_end_clk", &mut f.capture_end_clk),
-                "total_records" => (11, "total_records", &mut f.total_records),
-                "total_annotations" => (12, "total_annotations", &mut f.total_annotations),
-                "total_events" => (13, "total_events", &mut f.total_events),
-                "open_records" => (14, "open_records", &mut f.open_records),
-                "data" => {
-                    if seen & (1 << 15) != 0 {
-                        return Err(de::Error::duplicate_field("data"));
-                    }
-                    seen |= 1 << 15;
-                    f.data = map.next_value()?;
-                    continue;
+            if key == "data" {
+                if seen & (1 << DATA_BIT) != 0 {
+                    return Err(de::Error::duplicate_field("data"));
                 }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
+                seen |= 1 << DATA_BIT;
+                f.data = map.next_value()?;
+                continue;
+            }
+            let Some((bit, name, slot)) = f.member(&key) else {
+                map.next_value::<Skip>()?;
+                continue;
             };
             if seen & (1 << bit) != 0 {
                 return Err(de::Error::duplicate_field(name));
@@ -371,7 +439,7 @@ struct LineCheck<'r, 'o> {
 
 impl LineCheck<'_, '_> {
     fn report(&mut self, rule: Rule, column: u64, message: String, help: Option<&'static str>) {
-        if rule.severity() == super::Severity::Error {
+        if rule.level() == super::Level::Error {
             self.error = true;
         }
         self.out.push(Diagnostic {
@@ -437,49 +505,49 @@ impl LineCheck<'_, '_> {
         }
     }
 
+    /// Checks each hint of the vocabulary's table for records or events by its type.
     fn hints(&mut self, hints: &Hints, record: bool) {
-        if let Val::Str(s) = &hints.color {
-            if s.parse::<Color>().is_err() {
-                self.hint(Rule::BadColor, "color", format!("`color` {s:?} is not #rrggbb"));
-            }
-        } else if !hints.color.is_missing() {
-            let message = format!("`color` must be a \"#rrggbb\" string, found {}", hints.color);
-            self.hint(Rule::BadColor, "color", message);
+        let (table, vals): (&[(&str, HintType)], &[Val]) =
+            if record { (&RECORD_HINTS, &hints.record) } else { (&EVENT_HINTS, &hints.event) };
+        for (&(key, ty), v) in table.iter().zip(vals) {
+            self.hint_value(key, ty, v);
         }
-        if record {
-            for (key, v) in [
-                ("unit_id", &hints.unit_id),
-                ("thread_id", &hints.thread_id),
-                ("subunit_id", &hints.subunit_id),
-            ] {
+    }
+
+    fn hint_value(&mut self, key: &str, ty: HintType, v: &Val) {
+        match ty {
+            HintType::Color => {
+                if let Val::Str(s) = v {
+                    if s.parse::<Color>().is_err() {
+                        self.hint(Rule::BadColor, key, format!("`{key}` {s:?} is not #rrggbb"));
+                    }
+                } else if !v.is_missing() {
+                    let message = format!("`{key}` must be a \"#rrggbb\" string, found {v}");
+                    self.hint(Rule::BadColor, key, message);
+                }
+            }
+            HintType::UInt => {
                 if !matches!(v, Val::Missing | Val::U64(_)) {
                     let message = format!("`{key}` must be an unsigned integer, found {v}");
                     self.hint(Rule::BadHintType, key, message);
                 }
             }
-            self.hint_string("display_label", &hints.display_label);
-            self.hint_enum::<Status>(Rule::BadStatus, "status", &hints.status);
-            let ok = match hints.criticality {
-                Val::Missing => true,
-                Val::U64(n) => n <= 1,
-                Val::Float(x) => (0.0..=1.0).contains(&x),
-                _ => false,
-            };
-            if !ok {
-                let message = format!(
-                    "`criticality` must be a number in [0, 1], found {}",
-                    hints.criticality
-                );
-                self.hint(Rule::BadCriticality, "criticality", message);
+            HintType::Text => self.hint_string(key, v),
+            HintType::Fraction => {
+                let ok = match v {
+                    Val::Missing => true,
+                    Val::U64(n) => *n <= 1,
+                    Val::Float(x) => (0.0..=1.0).contains(x),
+                    _ => false,
+                };
+                if !ok {
+                    let message = format!("`{key}` must be a number in [0, 1], found {v}");
+                    self.hint(Rule::BadCriticality, key, message);
+                }
             }
-        } else {
-            self.hint_string("icon", &hints.icon);
-            self.hint_enum::<Severity>(Rule::BadSeverity, "severity", &hints.severity);
-            self.hint_enum::<MarkerStyle>(
-                Rule::BadMarkerStyle,
-                "marker_style",
-                &hints.marker_style,
-            );
+            HintType::Status => self.hint_enum::<Status>(Rule::BadStatus, key, v),
+            HintType::Severity => self.hint_enum::<Severity>(Rule::BadSeverity, key, v),
+            HintType::MarkerStyle => self.hint_enum::<MarkerStyle>(Rule::BadMarkerStyle, key, v),
         }
     }
 

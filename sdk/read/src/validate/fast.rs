@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::check::{DataField, Fields, Hints, Val};
+use super::check::{DataField, Fields, Hints, Val, DATA_BIT};
 
 /// Nesting beyond this falls back to serde_json (whose own limit is 128).
 const MAX_DEPTH: u32 = 100;
@@ -35,40 +35,23 @@ pub(crate) fn parse<'a>(text: &'a str, f: &mut Fields<'a>) -> Option<()> {
             s.ws();
             s.eat(b':')?;
             s.ws();
-            let (bit, slot) = match key {
-                "type" => (0, &mut f.ty),
-                "version" => (1, &mut f.version),
-                "metadata" => (2, &mut f.metadata),
-                "clk" => (3, &mut f.clk),
-                "id" => (4, &mut f.id),
-                "parent_id" => (5, &mut f.parent_id),
-                "record_id" => (6, &mut f.record_id),
-                "name" => (7, &mut f.name),
-                "record_type" => (8, &mut f.record_type),
-                "description" => (9, &mut f.description),
-                "capture_end_clk" => (10, &mut f.capture_end_clk),
-                "total_records" => (11, &mut f.total_records),
-                "total_annotations" => (12, &mut f.total_annotations),
-                "total_events" => (13, &mut f.total_events),
-                "open_records" => (14, &mut f.open_records),
-                "data" => {
-                    if seen & (1 << 15) != 0 {
-                        return None;
-                    }
-                    seen |= 1 << 15;
-                    f.data = s.data()?;
-                    if s.next_member()? {
-                        continue;
-                    }
-                    break;
+            if key == "data" {
+                if seen & (1 << DATA_BIT) != 0 {
+                    return None;
                 }
-                _ => {
-                    s.skip_value(0)?;
-                    if s.next_member()? {
-                        continue;
-                    }
-                    break;
+                seen |= 1 << DATA_BIT;
+                f.data = s.data()?;
+                if s.next_member()? {
+                    continue;
                 }
+                break;
+            }
+            let Some((bit, _, slot)) = f.member(key) else {
+                s.skip_value(0)?;
+                if s.next_member()? {
+                    continue;
+                }
+                break;
             };
             if seen & (1 << bit) != 0 {
                 return None;
@@ -210,23 +193,11 @@ impl<'a> Scan<'a> {
                 self.ws();
                 self.eat(b':')?;
                 self.ws();
-                let h = || -> Box<Hints<'a>> { Box::default() };
-                let slot = match key {
-                    "color" => Some(&mut hints.get_or_insert_with(h).color),
-                    "unit_id" => Some(&mut hints.get_or_insert_with(h).unit_id),
-                    "thread_id" => Some(&mut hints.get_or_insert_with(h).thread_id),
-                    "subunit_id" => Some(&mut hints.get_or_insert_with(h).subunit_id),
-                    "display_label" => Some(&mut hints.get_or_insert_with(h).display_label),
-                    "status" => Some(&mut hints.get_or_insert_with(h).status),
-                    "criticality" => Some(&mut hints.get_or_insert_with(h).criticality),
-                    "icon" => Some(&mut hints.get_or_insert_with(h).icon),
-                    "severity" => Some(&mut hints.get_or_insert_with(h).severity),
-                    "marker_style" => Some(&mut hints.get_or_insert_with(h).marker_style),
-                    _ => None,
-                };
-                match slot {
-                    Some(slot) => *slot = self.val()?,
-                    None => self.skip_value(1)?,
+                if Hints::is_hint(key) {
+                    let v = self.val()?;
+                    hints.get_or_insert_with(Box::default).set(key, v);
+                } else {
+                    self.skip_value(1)?;
                 }
                 if !self.next_member()? {
                     break;
@@ -293,25 +264,39 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, of a magnitude that surely fits in a
+    /// double: anything near or beyond its range (`1e400`) falls back to serde_json, which
+    /// rejects what is out of range (spec/rules.md, JV3).
     fn skip_number(&mut self) -> Option<()> {
         self.eat_if(b'-');
+        let int_start = self.i;
         match self.peek()? {
             b'0' => self.i += 1,
             b'1'..=b'9' => self.digits(),
             _ => return None,
         }
+        let int_digits = self.i - int_start;
         if self.eat_if(b'.') {
             self.peek().filter(u8::is_ascii_digit)?;
             self.digits();
         }
+        let mut exponent = 0usize;
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.i += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.i += 1;
-            }
+            let negative = self.eat_if(b'-') || {
+                self.eat_if(b'+');
+                false
+            };
+            let start = self.i;
             self.peek().filter(u8::is_ascii_digit)?;
             self.digits();
+            if !negative {
+                // More than 4 digits is far out of range anyway; serde_json decides.
+                exponent = self.text.get(start..self.i).filter(|e| e.len() <= 4)?.parse().ok()?;
+            }
+        }
+        if int_digits + exponent > 300 {
+            return None;
         }
         // serde_json reads a number followed directly by a letter or digit as an error; so must
         // we (`01`, `1x`); the caller's delimiter check covers the rest.
@@ -384,6 +369,10 @@ mod tests {
             r#"{"x":-}"#,
             r#"{"x":1e}"#,
             r#"{"x":"a	b"}"#,
+            r#"{"data":{"x":1e400}}"#,
+            r#"{"x":[1E+309]}"#,
+            r#"{"x":-1e999}"#,
+            &format!("{{\"x\":{}}}", "9".repeat(400)),
             "[1]",
             "",
         ] {
@@ -404,7 +393,7 @@ mod tests {
 
         #[test]
         fn mutated_lines(which in 0..LINES.len(), at in any::<usize>(), what in prop::sample::select(
-            vec!["", "\"", "\\", ",", "}", "{", "[", "]", ":", "-", "0", "1e", ".", " ", "null", "\\u0041", "\u{e9}"]),
+            vec!["", "\"", "\\", ",", "}", "{", "[", "]", ":", "-", "0", "1e", ".", " ", "null", "\\u0041", "\u{e9}", "1e400", "\\ud800", "-0", "9e307"]),
             cut in any::<bool>()) {
             let line = LINES[which];
             let mut at = at % (line.len() + 1);

@@ -2,10 +2,10 @@
 //! `jets validate`.
 //!
 //! Lines are parsed and checked on their own on all cores; a sequential pass then applies the
-//! rules that depend on what came before (ids, parents, ends, footer) in file order. A
-//! memory-mapped trace ([`crate::Reader::mapped`]) is cut into pieces of whole lines that
-//! worker threads check while the calling thread orders the finished ones; a streamed trace is
-//! checked chunk by chunk ([`crate::Reader::next_chunk`]). The sequential pass keeps 24
+//! rules that depend on what came before (ids, parents, ends, footer) in file order. A feeding
+//! thread reads the trace ([`crate::Reader::next_chunk`]) and cuts it into pieces of whole lines
+//! that worker threads check while the calling thread orders the finished ones; a trace being
+//! followed is checked chunk by chunk as it grows. The sequential pass keeps 24
 //! bytes per record id (when ids are dense, as writers make them) and nothing per event, so memory
 //! grows with the number of records, not with the file.
 //!
@@ -35,7 +35,7 @@ use std::io::Cursor;
 
 pub use order::Counts;
 pub use repair::{repair, RepairError, RepairOptions, RepairReport};
-pub use rules::{Diagnostic, Note, Rule, Severity};
+pub use rules::{Diagnostic, Level, Note, Rule};
 
 use crate::{Chunk, ReadError, Reader};
 use check::{check_line, Fact};
@@ -131,8 +131,9 @@ impl Validator {
         self
     }
 
-    /// Stops at the footer (for following a trace that is still being written: the footer is the
-    /// last line, so nothing more will come).
+    /// Stops waiting for more data at the footer (for following a trace that is still being
+    /// written: the footer is the last line a writer writes). Lines already in the file after it
+    /// are still checked, and reported (E017) as in a plain run.
     pub fn stop_at_footer(mut self, yes: bool) -> Validator {
         self.stop_at_footer = yes;
         self
@@ -155,13 +156,12 @@ impl Validator {
             report: Report::default(),
             allowed: self.allowed.clone(),
             max_errors: self.max_errors,
-            stop_at_footer: self.stop_at_footer,
             emit,
             last_line: 0,
             done: false,
         };
-        if let Some(bytes) = reader.mapped() {
-            self.run_mapped(bytes, &mut seq);
+        if self.threads > 1 && !reader.following() {
+            self.run_pipelined(reader, &mut seq)?;
         } else {
             self.run_chunks(reader, &mut seq)?;
         }
@@ -194,62 +194,98 @@ impl Validator {
         Ok(report)
     }
 
-    /// A memory-mapped trace: `threads` workers check pieces of whole lines, each its own share
-    /// in turn, while this thread runs the ordering pass over the pieces in file order. Each
-    /// worker is at most two pieces ahead, so memory stays bounded.
-    fn run_mapped<F: FnMut(Diagnostic)>(&mut self, bytes: &[u8], seq: &mut Sequential<F>) {
+    /// The pipeline: a feeding thread reads chunks and deals their pieces of whole lines to
+    /// `threads` workers in turn; each checks its pieces in order while this thread runs the
+    /// ordering pass over the finished pieces in file order. Each worker is at most two pieces
+    /// ahead, so memory stays bounded (a few chunks).
+    fn run_pipelined<F: FnMut(Diagnostic)>(
+        &mut self,
+        reader: &mut Reader,
+        seq: &mut Sequential<F>,
+    ) -> Result<(), ReadError> {
+        use std::sync::mpsc::sync_channel;
+        use std::sync::Arc;
+        /// A piece to check: `bytes[range]` starts at byte `offset` of the trace; the reader had
+        /// consumed `source_pos` bytes of its source when it was read (for the progress bar).
+        struct Job {
+            bytes: Arc<[u8]>,
+            range: std::ops::Range<usize>,
+            offset: u64,
+            source_pos: u64,
+        }
         const PIECE: usize = 2 << 20;
-        let len = bytes.len();
-        let pieces = len.div_ceil(PIECE).max(1);
-        // Piece i starts after the first newline at or after byte i * PIECE - 1.
-        let boundary = |i: usize| -> usize {
-            let at = i * PIECE;
-            if i == 0 {
-                0
-            } else if at >= len {
-                len
-            } else {
-                memchr::memchr(b'\n', &bytes[at - 1..]).map_or(len, |p| at + p)
-            }
-        };
-        let workers = self.threads.min(pieces).max(1);
+        let workers = self.threads;
         let progress = &mut self.progress;
         std::thread::scope(|s| {
-            let mut receivers = Vec::with_capacity(workers);
-            for w in 0..workers {
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(2);
-                receivers.push(rx);
+            let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+            for _ in 0..workers {
+                let (job_tx, job_rx) = sync_channel::<Job>(2);
+                let (done_tx, done_rx) = sync_channel::<(Job, Piece)>(2);
                 s.spawn(move || {
-                    for i in (w..pieces).step_by(workers) {
-                        let (a, b) = (boundary(i), boundary(i + 1));
-                        let chunk =
-                            Chunk { bytes: &bytes[a..b.max(a)], first_line: 1, offset: a as u64 };
-                        let mut piece = Piece { offset: a, ..Piece::default() };
+                    for job in job_rx {
+                        let chunk = Chunk {
+                            bytes: &job.bytes[job.range.clone()],
+                            first_line: 1,
+                            offset: job.offset,
+                        };
+                        let mut piece = Piece::default();
                         check_piece(&chunk, &mut piece);
-                        if tx.send(piece).is_err() {
+                        if done_tx.send((job, piece)).is_err() {
                             return; // the ordering pass stopped early
                         }
                     }
                 });
+                inputs.push(job_tx);
+                outputs.push(done_rx);
             }
-            for i in 0..pieces {
-                let Ok(piece) = receivers[i % workers].recv() else { break };
+            let feeder = s.spawn(move || -> Result<(), ReadError> {
+                let mut next = 0usize;
+                loop {
+                    let Some(chunk) = reader.next_chunk()? else { return Ok(()) };
+                    let (bytes, offset): (Arc<[u8]>, u64) = (Arc::from(chunk.bytes), chunk.offset);
+                    let source_pos = reader.source_pos();
+                    let mut start = 0;
+                    while start < bytes.len() {
+                        let at = (start + PIECE).min(bytes.len());
+                        let end =
+                            memchr::memchr(b'\n', &bytes[at - 1..]).map_or(bytes.len(), |p| at + p);
+                        let job = Job {
+                            bytes: bytes.clone(),
+                            range: start..end,
+                            offset: offset + start as u64,
+                            source_pos,
+                        };
+                        if inputs[next % workers].send(job).is_err() {
+                            return Ok(()); // the ordering pass stopped early
+                        }
+                        next += 1;
+                        start = end;
+                    }
+                }
+            });
+            for i in 0.. {
+                let Ok((job, piece)) = outputs[i % workers].recv() else { break };
                 seq.report.bytes += piece.len as u64;
-                let range = piece.offset..piece.offset + piece.len;
-                let end = range.end as u64;
-                seq.consume(piece, &bytes[range]);
+                seq.consume(piece, &job.bytes[job.range.clone()]);
                 if let Some(p) = progress.as_mut() {
-                    p(end);
+                    p(job.source_pos);
                 }
                 if seq.done {
                     break;
                 }
             }
-            drop(receivers);
-        });
+            // Workers and feeder see their channels close and stop.
+            drop(outputs);
+            match feeder.join() {
+                Ok(result) => result,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
     }
 
-    /// A streamed trace: each chunk is split and checked on all threads, then ordered.
+    /// Chunk by chunk, for one thread or a followed trace: each chunk is split and checked on
+    /// all threads, then ordered. Following, the footer ends the wait for more data: what the file
+    /// holds after it is still checked (E017), as in a plain run.
     fn run_chunks<F: FnMut(Diagnostic)>(
         &mut self,
         reader: &mut Reader,
@@ -276,6 +312,9 @@ impl Validator {
             }
             if let Some(p) = &mut self.progress {
                 p(reader.source_pos());
+            }
+            if self.stop_at_footer && seq.order.footer_seen() {
+                reader.finish_following();
             }
         }
         Ok(())
@@ -311,7 +350,6 @@ struct Sequential<F> {
     report: Report,
     allowed: Vec<Rule>,
     max_errors: Option<u64>,
-    stop_at_footer: bool,
     emit: F,
     last_line: u64,
     done: bool,
@@ -359,10 +397,6 @@ impl<F: FnMut(Diagnostic)> Sequential<F> {
                 self.done = true;
                 return;
             }
-            if self.stop_at_footer && matches!(fact.kind, check::Kind::Footer(_)) {
-                self.done = true;
-                return;
-            }
         }
     }
 }
@@ -377,9 +411,9 @@ fn filter(
     if allowed.contains(&d.rule) {
         return false;
     }
-    match d.severity() {
-        Severity::Error => report.errors += 1,
-        Severity::Warning => report.warnings += 1,
+    match d.level() {
+        Level::Error => report.errors += 1,
+        Level::Warning => report.warnings += 1,
     }
     emit(d);
     max_errors.is_some_and(|m| report.errors >= m)

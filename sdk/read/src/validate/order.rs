@@ -8,7 +8,7 @@ use memchr::memmem;
 use super::ids::{IdTable, Slot};
 
 use super::check::{Fact, Kind};
-use super::rules::{source_text, Diagnostic, Note, Rule, Severity};
+use super::rules::{source_text, Diagnostic, Level, Note, Rule};
 
 /// Line numbers use the low 62 bits of [`Slot::line`]; the top bits are flags.
 const ENDED: u64 = 1 << 63;
@@ -74,7 +74,7 @@ impl Order {
         self.apply_inner(fact, &mut findings);
         let mut error = false;
         for f in findings {
-            error |= f.rule.severity() == Severity::Error;
+            error |= f.rule.level() == Level::Error;
             let column = f
                 .key
                 .and_then(|k| memmem::find(bytes, format!("\"{k}\"").as_bytes()))

@@ -2,26 +2,27 @@
 
 use std::fmt;
 
-/// How bad a finding is.
+/// How bad a finding is: its level (named so as not to be confused with the format's event
+/// `severity` hint, [`jets_format::Severity`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Severity {
+pub enum Level {
     /// The trace breaks the JETS 2.0 spec; readers may reject or misread it.
     Error,
     /// The trace is valid but probably not what its writer meant.
     Warning,
 }
 
-impl Severity {
+impl Level {
     /// `error` or `warning`.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
+            Level::Error => "error",
+            Level::Warning => "warning",
         }
     }
 }
 
-impl fmt::Display for Severity {
+impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -48,8 +49,8 @@ macro_rules! rules {
             }
 
             /// Error or warning.
-            pub const fn severity(self) -> Severity {
-                match self { $(Rule::$variant => Severity::$sev,)* }
+            pub const fn level(self) -> Level {
+                match self { $(Rule::$variant => Level::$sev,)* }
             }
 
             /// One line saying what the rule checks.
@@ -179,8 +180,8 @@ impl Diagnostic {
     pub const MAX_SOURCE: usize = 512;
 
     /// The rule's severity.
-    pub fn severity(&self) -> Severity {
-        self.rule.severity()
+    pub fn level(&self) -> Level {
+        self.rule.level()
     }
 }
 
@@ -192,7 +193,7 @@ impl fmt::Display for Diagnostic {
             "line {}:{}: {}[{}]: {}",
             self.line,
             self.column,
-            self.severity(),
+            self.level(),
             self.rule.code(),
             self.message
         )?;

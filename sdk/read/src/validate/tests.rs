@@ -1,8 +1,10 @@
 use std::io::Cursor;
 
 use super::*;
+use crate::DEFAULT_CHUNK;
 
 const HEADER: &str = r#"{"type":"header","version":"2.0","metadata":{}}"#;
+const ROOT: &str = r#"{"clk":0,"type":"record","name":"r","record_type":"T","id":1,"parent_id":null,"description":""}"#;
 
 fn rec(id: u64, parent: Option<u64>, clk: u64) -> String {
     let p = parent.map_or("null".to_owned(), |p| p.to_string());
@@ -121,7 +123,7 @@ fn max_errors_and_allow() {
     let mut n = 0;
     let report = Validator::new()
         .max_errors(3)
-        .run(&mut r, |d| n += u64::from(d.severity() == Severity::Error))
+        .run(&mut r, |d| n += u64::from(d.level() == Level::Error))
         .unwrap();
     assert!(report.stopped_early);
     assert_eq!((report.errors, n), (3, 3));
@@ -171,7 +173,7 @@ fn repair_adds_a_header_when_there_is_none() {
 }
 
 #[test]
-fn mapped_pieces_and_streamed_chunks_give_the_same_result() {
+fn pipelined_pieces_and_sequential_chunks_give_the_same_result() {
     let text = noisy_trace(150_000) + "{\"clk\":1,\"type\":\"ev";
     assert!(text.len() > 3 * (2 << 20), "several pieces");
     let dir = tempfile::tempdir().unwrap();
@@ -184,16 +186,71 @@ fn mapped_pieces_and_streamed_chunks_give_the_same_result() {
         (d, report)
     };
     assert_eq!(streamed.0.last().map(|d| d.rule), Some(Rule::TornLine));
-    for threads in [1, 2, 3] {
-        let mut r = Reader::open(&path).unwrap();
-        assert!(r.mapped().is_some());
+    for (threads, chunk) in
+        [(1, DEFAULT_CHUNK), (2, DEFAULT_CHUNK), (3, DEFAULT_CHUNK), (2, 3 << 20)]
+    {
+        let mut r = Reader::open(&path).unwrap().with_chunk_size(chunk);
         let mut d = Vec::new();
         let report = Validator::new().threads(threads).run(&mut r, |x| d.push(x)).unwrap();
-        assert_eq!(report, streamed.1, "threads {threads}");
-        assert_eq!(d, streamed.0, "threads {threads}");
+        assert_eq!(report, streamed.1, "threads {threads}, chunk {chunk}");
+        assert_eq!(d, streamed.0, "threads {threads}, chunk {chunk}");
     }
     // Stopping early leaves the workers without a reader; they must end.
     let mut r = Reader::open(&path).unwrap();
     let report = Validator::new().max_errors(1).run(&mut r, |_| {}).unwrap();
     assert!(report.stopped_early);
+}
+
+/// The checking view takes its members and hints from the vocabulary (jets-vocab): every required
+/// member of every line type has a slot, and every record and event hint is checked by its type.
+/// A member or hint added to the vocabulary without a check here fails this test.
+#[test]
+fn the_checking_view_covers_every_list_of_the_vocabulary() {
+    use super::check::{Fields, Hints};
+    use jets_format::vocab::{LineType, EVENT_HINTS, RECORD_HINTS};
+    for t in LineType::ALL {
+        for key in t.required() {
+            assert!(*key == "data" || Fields::default().member(key).is_some(), "{t} {key}");
+        }
+        // Each required member, left out, is reported missing (E009).
+        if *t == LineType::Header || *t == LineType::Footer {
+            continue;
+        }
+        for key in t.required() {
+            let members: Vec<String> = t
+                .required()
+                .iter()
+                .filter(|k| *k != key)
+                .map(|k| match *k {
+                    "clk" | "id" | "record_id" => format!("\"{k}\":1"),
+                    "parent_id" => "\"parent_id\":null".into(),
+                    _ => format!("\"{k}\":\"x\""),
+                })
+                .collect();
+            let line = format!("{{\"type\":\"{t}\",{}}}", members.join(","));
+            let rules = rules_of(&format!("{HEADER}\n{}\n", line.replace(",}", "}")));
+            assert!(rules.contains(&(2, Rule::MissingField)), "{t} without {key}: {rules:?}");
+        }
+    }
+    // A value no hint accepts (an array), under each hint key, is reported under the hint's key.
+    for (table, line) in [
+        (
+            &RECORD_HINTS[..],
+            r#"{"clk":0,"type":"record","name":"n","record_type":"T","id":1,"parent_id":null,"description":"","data":{"K":[]}}"#,
+        ),
+        (
+            &EVENT_HINTS[..],
+            r#"{"clk":0,"type":"event","name":"n","record_id":1,"description":"","data":{"K":[]}}"#,
+        ),
+    ] {
+        for (key, _) in table {
+            assert!(Hints::is_hint(key));
+            let text = format!("{HEADER}\n{ROOT}\n{}\n", line.replace('K', key));
+            let (diagnostics, _) = validate_bytes(text.as_bytes());
+            assert!(
+                diagnostics.iter().any(|d| d.line == 3 && d.message.contains(&format!("`{key}`"))),
+                "{key}: {diagnostics:?}"
+            );
+        }
+    }
 }

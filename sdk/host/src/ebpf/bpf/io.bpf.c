@@ -30,6 +30,7 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)16;
+static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *src) = (void *)112;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
 static long (*bpf_probe_read_user_str)(void *dst, __u32 size, const void *src) = (void *)114;
 static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
@@ -54,6 +55,18 @@ struct hdr {
     __u32 cpu;
     __u64 ts;
     char comm[16];
+    // The simulator's cycle at `ts`, read from its SimClock when the record is made in a thread
+    // of the simulator process (NO_CLK otherwise: other processes, completions, no simulator).
+    __u64 clk;
+};
+
+#define NO_CLK (~0ULL)
+
+// Where the simulator's cycle counter lives: its process and the counter's address (0 = none).
+struct simclk {
+    __u32 tgid;
+    __u32 pad;
+    __u64 addr;
 };
 
 // How user space classifies syscall numbers (arch-specific, filled from Rust): trace it or not,
@@ -65,9 +78,10 @@ struct sysclass {
 };
 
 // A syscall between entry and exit. Paths live in a separate map so the common case (no path
-// argument) copies 72 bytes per syscall, not 600.
+// argument) copies 80 bytes per syscall, not 600.
 struct inflight {
     __u64 ts;
+    __u64 clk;
     __s64 nr;
     __u64 args[6];
     __u32 npaths;
@@ -203,6 +217,7 @@ struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct sock_addrs); } socks SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct uring_start); } urings SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, S_COUNT); __type(key, __u32); __type(value, __u64); } lost SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, struct simclk); } simclk SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 1 << 24); } events SEC(".maps");
 
 static __attribute__((always_inline)) void count_lost(__u32 stream) {
@@ -219,6 +234,20 @@ static __attribute__((always_inline)) int traced(__u64 pid_tgid) {
     return bpf_map_lookup_elem(&ignore, &tid) == 0;
 }
 
+// The simulator's cycle now, when the current task (pid_tgid) is a thread of the simulator: its
+// memory is the current address space, so the counter is read where the simulator keeps it.
+static __attribute__((always_inline)) __u64 read_clk(__u64 pid_tgid) {
+    __u32 zero = 0;
+    struct simclk *c = bpf_map_lookup_elem(&simclk, &zero);
+    __u64 v = NO_CLK;
+    if (!c || !c->addr || c->tgid != (__u32)(pid_tgid >> 32))
+        return NO_CLK;
+    if (bpf_probe_read_user(&v, sizeof(v), (const void *)c->addr) != 0)
+        return NO_CLK;
+    return v;
+}
+
+// `pid_tgid` is the current task's.
 static __attribute__((always_inline)) void fill_hdr(struct hdr *h, __u32 kind, __u64 pid_tgid, __u64 ts) {
     h->kind = kind;
     h->pid = pid_tgid >> 32;
@@ -226,6 +255,7 @@ static __attribute__((always_inline)) void fill_hdr(struct hdr *h, __u32 kind, _
     h->cpu = bpf_get_smp_processor_id();
     h->ts = ts;
     bpf_get_current_comm(h->comm, sizeof(h->comm));
+    h->clk = read_clk(pid_tgid);
 }
 
 struct sys_enter_args { __u64 common; __s64 id; __u64 args[6]; };
@@ -275,6 +305,7 @@ int sys_enter(struct sys_enter_args *ctx) {
         bpf_map_update_elem(&inflight_paths, &tid, p, BPF_ANY);
     }
     f->ts = bpf_ktime_get_ns();
+    f->clk = read_clk(pt);
     bpf_map_update_elem(&inflight, &tid, f, BPF_ANY);
     return 0;
 }
@@ -303,6 +334,7 @@ int sys_exit(struct sys_exit_args *ctx) {
         goto done;
     }
     fill_hdr(&e->h, pe ? K_SYSCALL_PATHS : K_SYSCALL, pt, f->ts);
+    e->h.clk = f->clk; // the cycle at the entry, with `ts`
     e->nr = f->nr;
     e->ret = ctx->ret;
     for (int i = 0; i < 6; i++)
@@ -438,6 +470,7 @@ int block_complete(struct block_rq_complete_args *ctx) {
     e->h.tid = s->tid;
     e->h.cpu = bpf_get_smp_processor_id();
     e->h.ts = bpf_ktime_get_ns();
+    e->h.clk = NO_CLK; // a completion: not in the submitter's context
     bpf_probe_read_kernel(e->h.comm, 16, s->comm);
     e->dev = ctx->dev;
     e->nr_sector = ctx->nr_sector;
@@ -633,6 +666,7 @@ int uring_complete(struct uring_complete_args *ctx) {
     e->h.tid = s->tid;
     e->h.cpu = bpf_get_smp_processor_id();
     e->h.ts = bpf_ktime_get_ns();
+    e->h.clk = NO_CLK; // a completion: not in the submitter's context
     bpf_probe_read_kernel(e->h.comm, 16, s->comm);
     e->user_data = s->user_data;
     e->submit_ts = s->ts;

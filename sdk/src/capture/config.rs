@@ -1,0 +1,378 @@
+//! What to capture: [`Capture`], built in code or parsed from `JETS_CAPTURE`.
+
+use std::fmt;
+use std::ops::Range;
+
+/// The environment variable read when a trace is opened (see [`Capture::parse`]).
+pub const ENV: &str = "JETS_CAPTURE";
+
+/// How much a flight recorder keeps in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorder {
+    /// The lines of the last N cycles (by `clk`, counted back from the largest seen).
+    Cycles(u64),
+    /// At most N bytes of encoded lines (ancestors kept for them are not counted).
+    Bytes(u64),
+}
+
+/// What makes a flight recorder write what it holds, besides `dump`, panics, fatal signals and
+/// close.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// An event with this name.
+    Event(String),
+    /// An event whose `severity` hint is `error`.
+    Error,
+}
+
+/// A capture setting: which lines of a run reach the file.
+///
+/// Every part is optional and all given parts must hold. [`Capture::default`] captures
+/// everything. Spelled as text (the `JETS_CAPTURE` grammar), clauses are separated by `;`:
+///
+/// ```
+/// use jets::capture::Capture;
+/// let c: Capture = "clk=1000..2000; types=Instruction; sample=Instruction:10".parse().unwrap();
+/// assert_eq!(c.to_string(), "clk=1000..2000;types=Instruction;sample=Instruction:10");
+/// let e = "clk=9..3".parse::<Capture>().unwrap_err();
+/// assert_eq!(e.to_string(), "JETS_CAPTURE clause `clk=9..3`: the window is empty (9 is not below 3)");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capture {
+    /// Start with capture off (`off`); [`crate::Trace::capture_on`] turns it on.
+    pub off: bool,
+    /// Only lines with `clk` in this window (`clk=A..B`, B excluded).
+    pub window: Option<Range<u64>>,
+    /// Only lines emitted while a region of interest is open (`roi`).
+    pub roi: bool,
+    /// Only records of these record_types, and the lines on them (`types=`).
+    pub types: Option<Vec<String>>,
+    /// Only events with these names (`events=`).
+    pub events: Option<Vec<String>>,
+    /// Only records with these `unit_id` hints (or inside such a record), and the lines on them
+    /// (`units=`).
+    pub units: Option<Vec<u64>>,
+    /// Keep 1 of every N records of a record_type, with their subtrees (`sample=TYPE:N`).
+    pub samples: Vec<(String, u64)>,
+    /// Keep recent lines in memory and write them only on a dump (`recorder=`).
+    pub recorder: Option<Recorder>,
+    /// What dumps the recorder (`trigger=`).
+    pub triggers: Vec<Trigger>,
+}
+
+/// A `JETS_CAPTURE` text that cannot be used: names the clause and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("JETS_CAPTURE clause `{clause}`: {reason}")]
+pub struct CaptureError {
+    /// The clause as written.
+    pub clause: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl Capture {
+    /// Everything (the default).
+    pub fn full() -> Capture {
+        Capture::default()
+    }
+
+    /// True when nothing is filtered, sampled or held back (capture may still be switched off).
+    pub fn is_full(&self) -> bool {
+        let Capture { off: _, window, roi, types, events, units, samples, recorder, triggers } =
+            self;
+        window.is_none()
+            && !roi
+            && types.is_none()
+            && events.is_none()
+            && units.is_none()
+            && samples.is_empty()
+            && recorder.is_none()
+            && triggers.is_empty()
+    }
+
+    /// Reads [`ENV`]: `Ok(None)` when it is unset or blank.
+    pub fn from_env() -> Result<Option<Capture>, CaptureError> {
+        match std::env::var(ENV) {
+            Ok(text) if !text.trim().is_empty() => text.parse().map(Some),
+            Ok(_) => Ok(None),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(CaptureError {
+                clause: "(whole value)".into(),
+                reason: "the value is not valid UTF-8".into(),
+            }),
+        }
+    }
+
+    /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
+    /// `clk=A..B`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
+    /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`.
+    pub fn parse(text: &str) -> Result<Capture, CaptureError> {
+        let mut c = Capture::default();
+        for raw in text.split(';') {
+            let clause = raw.trim();
+            if clause.is_empty() {
+                continue;
+            }
+            c.clause(clause).map_err(|reason| CaptureError { clause: clause.into(), reason })?;
+        }
+        if c.recorder.is_none() && !c.triggers.is_empty() {
+            let clause = c.triggers.iter().map(|t| format!("trigger={t}")).collect::<Vec<_>>();
+            return Err(CaptureError {
+                clause: clause.join(";"),
+                reason: "a trigger dumps the flight recorder: add a `recorder=` clause".into(),
+            });
+        }
+        Ok(c)
+    }
+
+    fn clause<'a>(&mut self, clause: &'a str) -> Result<(), String> {
+        let (key, value) = match clause.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (clause, None),
+        };
+        let need = |v: Option<&'a str>| -> Result<&'a str, String> {
+            match v {
+                Some("") | None => Err(format!("`{key}` needs a value after `=`")),
+                Some(v) => Ok(v),
+            }
+        };
+        match key {
+            "off" | "roi" => {
+                if value.is_some() {
+                    return Err(format!("`{key}` takes no value"));
+                }
+                if key == "off" {
+                    self.off = true;
+                } else {
+                    self.roi = true;
+                }
+            }
+            "clk" => {
+                once(self.window.is_some(), key)?;
+                self.window = Some(window(need(value)?)?);
+            }
+            "types" => {
+                once(self.types.is_some(), key)?;
+                self.types = Some(names(need(value)?, "record_type")?);
+            }
+            "events" => {
+                once(self.events.is_some(), key)?;
+                self.events = Some(names(need(value)?, "event name")?);
+            }
+            "units" => {
+                once(self.units.is_some(), key)?;
+                let units = need(value)?
+                    .split(',')
+                    .map(|u| number(u.trim(), "unit_id"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.units = Some(units);
+            }
+            "sample" => {
+                let v = need(value)?;
+                let Some((ty, n)) = v.rsplit_once(':') else {
+                    return Err(
+                        "expected `sample=TYPE:N` (keep 1 of every N records of TYPE)".into()
+                    );
+                };
+                let ty = ty.trim();
+                if ty.is_empty() {
+                    return Err("the record_type before `:` is empty".into());
+                }
+                let n = number(n.trim(), "N")?;
+                if n == 0 {
+                    return Err("N must be at least 1 (1 keeps every record)".into());
+                }
+                if self.samples.iter().any(|(t, _)| t == ty) {
+                    return Err(format!("record_type `{ty}` is sampled twice"));
+                }
+                self.samples.push((ty.to_owned(), n));
+            }
+            "recorder" => {
+                once(self.recorder.is_some(), key)?;
+                self.recorder = Some(recorder(need(value)?)?);
+            }
+            "trigger" => {
+                let v = need(value)?;
+                self.triggers.push(if v == "error" {
+                    Trigger::Error
+                } else {
+                    Trigger::Event(v.into())
+                });
+            }
+            _ => {
+                return Err(format!(
+                    "unknown clause `{key}` (expected off, clk=A..B, roi, types=, events=, units=, \
+                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error)"
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+fn once(already: bool, key: &str) -> Result<(), String> {
+    if already {
+        return Err(format!("`{key}` is given twice"));
+    }
+    Ok(())
+}
+
+fn number(text: &str, what: &str) -> Result<u64, String> {
+    text.replace('_', "")
+        .parse::<u64>()
+        .map_err(|_| format!("{what} `{text}` is not an unsigned integer"))
+}
+
+fn window(v: &str) -> Result<Range<u64>, String> {
+    let Some((a, b)) = v.split_once("..") else {
+        return Err(format!("expected `clk=A..B` (cycles A included, B excluded), got `{v}`"));
+    };
+    let a = number(a.trim(), "start cycle")?;
+    let b = number(b.trim(), "end cycle")?;
+    if a >= b {
+        return Err(format!("the window is empty ({a} is not below {b})"));
+    }
+    Ok(a..b)
+}
+
+fn names(v: &str, what: &str) -> Result<Vec<String>, String> {
+    let names: Vec<String> = v.split(',').map(|s| s.trim().to_owned()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(format!("an empty {what} in the list"));
+    }
+    Ok(names)
+}
+
+fn recorder(v: &str) -> Result<Recorder, String> {
+    let lower = v.to_ascii_lowercase();
+    let r = if let Some(n) = lower.strip_suffix("mib") {
+        let n = number(n.trim(), "size in MiB")?;
+        Recorder::Bytes(n.checked_mul(1 << 20).ok_or_else(|| format!("{n} MiB is too large"))?)
+    } else {
+        if lower.ends_with('b') || lower.ends_with("mb") {
+            return Err(format!("size `{v}`: write the size in MiB, e.g. `recorder=64MiB`"));
+        }
+        Recorder::Cycles(number(v, "cycle count")?)
+    };
+    if matches!(r, Recorder::Cycles(0) | Recorder::Bytes(0)) {
+        return Err("a recorder must keep at least 1 cycle or 1 MiB".into());
+    }
+    Ok(r)
+}
+
+impl std::str::FromStr for Capture {
+    type Err = CaptureError;
+    fn from_str(s: &str) -> Result<Capture, CaptureError> {
+        Capture::parse(s)
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trigger::Event(e) => f.write_str(e),
+            Trigger::Error => f.write_str("error"),
+        }
+    }
+}
+
+/// The normalized `JETS_CAPTURE` spelling (`full` when nothing is filtered), as written in the
+/// footer's `capture` member.
+impl fmt::Display for Capture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if self.off {
+            parts.push("off".to_owned());
+        }
+        if let Some(w) = &self.window {
+            parts.push(format!("clk={}..{}", w.start, w.end));
+        }
+        if self.roi {
+            parts.push("roi".into());
+        }
+        if let Some(t) = &self.types {
+            parts.push(format!("types={}", t.join(",")));
+        }
+        if let Some(e) = &self.events {
+            parts.push(format!("events={}", e.join(",")));
+        }
+        if let Some(u) = &self.units {
+            let u: Vec<String> = u.iter().map(u64::to_string).collect();
+            parts.push(format!("units={}", u.join(",")));
+        }
+        for (t, n) in &self.samples {
+            parts.push(format!("sample={t}:{n}"));
+        }
+        match self.recorder {
+            Some(Recorder::Cycles(n)) => parts.push(format!("recorder={n}")),
+            Some(Recorder::Bytes(n)) => parts.push(format!("recorder={}MiB", n >> 20)),
+            None => {}
+        }
+        for t in &self.triggers {
+            parts.push(format!("trigger={t}"));
+        }
+        if parts.is_empty() {
+            return f.write_str("full");
+        }
+        f.write_str(&parts.join(";"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Capture::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_clause_parses_and_prints_back() {
+        let text = "off;clk=10..20;roi;types=Instruction,Stall;events=Squash;units=0,3;\
+                    sample=Instruction:10;recorder=100000;trigger=Squash;trigger=error";
+        let c = Capture::parse(text).unwrap();
+        assert_eq!(c.window, Some(10..20));
+        assert_eq!(c.units, Some(vec![0, 3]));
+        assert_eq!(c.samples, vec![("Instruction".to_owned(), 10)]);
+        assert_eq!(c.recorder, Some(Recorder::Cycles(100_000)));
+        assert_eq!(c.triggers, vec![Trigger::Event("Squash".into()), Trigger::Error]);
+        assert_eq!(c.to_string(), text);
+        assert_eq!(Capture::parse(&c.to_string()).unwrap(), c);
+        assert_eq!(
+            Capture::parse(" recorder = 64MiB ; ").unwrap().recorder,
+            Some(Recorder::Bytes(64 << 20))
+        );
+        assert_eq!(Capture::parse("").unwrap().to_string(), "full");
+        assert!(Capture::parse("clk=1_000..2_000").unwrap().window == Some(1000..2000));
+    }
+
+    /// Each bad clause has its own message, naming the clause.
+    #[test]
+    fn bad_clauses_name_the_clause_and_the_problem() {
+        let cases = [
+            ("clk=5", "JETS_CAPTURE clause `clk=5`: expected `clk=A..B` (cycles A included, B excluded), got `5`"),
+            ("clk=x..9", "JETS_CAPTURE clause `clk=x..9`: start cycle `x` is not an unsigned integer"),
+            ("clk=1..-2", "JETS_CAPTURE clause `clk=1..-2`: end cycle `-2` is not an unsigned integer"),
+            ("clk=9..3", "JETS_CAPTURE clause `clk=9..3`: the window is empty (9 is not below 3)"),
+            ("clk=1..2;clk=3..4", "JETS_CAPTURE clause `clk=3..4`: `clk` is given twice"),
+            ("clk", "JETS_CAPTURE clause `clk`: `clk` needs a value after `=`"),
+            ("roi=1", "JETS_CAPTURE clause `roi=1`: `roi` takes no value"),
+            ("off=yes", "JETS_CAPTURE clause `off=yes`: `off` takes no value"),
+            ("types=A,,B", "JETS_CAPTURE clause `types=A,,B`: an empty record_type in the list"),
+            ("events=", "JETS_CAPTURE clause `events=`: `events` needs a value after `=`"),
+            ("units=0,x", "JETS_CAPTURE clause `units=0,x`: unit_id `x` is not an unsigned integer"),
+            ("sample=Instruction", "JETS_CAPTURE clause `sample=Instruction`: expected `sample=TYPE:N` (keep 1 of every N records of TYPE)"),
+            ("sample=:4", "JETS_CAPTURE clause `sample=:4`: the record_type before `:` is empty"),
+            ("sample=I:0", "JETS_CAPTURE clause `sample=I:0`: N must be at least 1 (1 keeps every record)"),
+            ("sample=I:2;sample=I:3", "JETS_CAPTURE clause `sample=I:3`: record_type `I` is sampled twice"),
+            ("recorder=10MB", "JETS_CAPTURE clause `recorder=10MB`: size `10MB`: write the size in MiB, e.g. `recorder=64MiB`"),
+            ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
+            ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
+            ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error)"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(err(text), want, "for {text:?}");
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The producer side of capture control: decides, in the emitting call, whether a line is
+//! written, held as a possible ancestor, or left out. Runs before anything is queued, so a line
+//! left out costs a branch or two and allocates nothing.
+
+use std::cell::{Cell, RefCell};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use super::config::Capture;
+use super::LeftOut;
+use crate::format::{Str, Value};
+
+/// Bits a record handle keeps for the capture decisions of the lines made through it.
+pub(crate) mod bits {
+    /// The record passes the record_type and unit filters: lines on it may be written.
+    pub(crate) const MATCH: u8 = 1;
+    /// The record is (or is inside) a record of a selected unit; children without a `unit_id`
+    /// inherit it.
+    pub(crate) const UNIT: u8 = 2;
+    /// The record was left out by capture (not dropped by the ring policy): its subtree is too.
+    pub(crate) const LEFT: u8 = 4;
+}
+
+/// What happens to a `record` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Queued and written (or kept by the flight recorder).
+    Select,
+    /// Queued but held by the writer: written only if a line under it is (CAP-ANC-1).
+    Hold,
+    /// Not queued; the record's subtree is left out with it (CAP-SUB-1).
+    Leave,
+}
+
+/// Line kinds, as indices of the left-out counters.
+pub(crate) const RECORD: usize = 0;
+pub(crate) const EVENT: usize = 1;
+pub(crate) const ANNOTATION: usize = 2;
+pub(crate) const END: usize = 3;
+
+const SHARDS: usize = 8;
+
+/// The capture state every emitting call reads.
+pub(crate) struct Gate {
+    /// Run-time on/off ([`crate::Trace::capture_on`]).
+    on: AtomicBool,
+    /// Any filter, window, ROI or sample: the slow checks run.
+    filtering: bool,
+    window: Range<u64>,
+    roi: bool,
+    roi_depth: AtomicI64,
+    types: Option<Vec<String>>,
+    events: Option<Vec<String>>,
+    units: Option<Vec<u64>>,
+    samples: Vec<(String, u64)>,
+    /// Left-out counts per line kind, sharded by thread so that counting shares no cache line.
+    left: [CachePadded<[AtomicU64; 4]>; SHARDS],
+    trace_id: u64,
+}
+
+thread_local! {
+    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's sample counters: (trace id, record_type, records seen).
+    static SAMPLED: RefCell<Vec<(u64, String, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn shard() -> usize {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    SHARD
+        .try_with(|s| {
+            if s.get() == usize::MAX {
+                s.set(NEXT.fetch_add(1, Ordering::Relaxed) as usize % SHARDS);
+            }
+            s.get()
+        })
+        .unwrap_or(0)
+}
+
+impl Gate {
+    pub(crate) fn new(c: &Capture, trace_id: u64) -> Gate {
+        Gate {
+            on: AtomicBool::new(!c.off),
+            filtering: c.window.is_some()
+                || c.roi
+                || c.types.is_some()
+                || c.events.is_some()
+                || c.units.is_some()
+                || !c.samples.is_empty(),
+            window: c.window.clone().unwrap_or(0..u64::MAX),
+            roi: c.roi,
+            roi_depth: AtomicI64::new(0),
+            types: c.types.clone(),
+            events: c.events.clone(),
+            units: c.units.clone(),
+            samples: c.samples.clone(),
+            left: Default::default(),
+            trace_id,
+        }
+    }
+
+    /// True while capture is on (compiled in and not switched off).
+    #[inline(always)]
+    pub(crate) fn on(&self) -> bool {
+        cfg!(feature = "enabled") && self.on.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_on(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn roi_begin(&self) {
+        self.roi_depth.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Returns false when no region was open.
+    pub(crate) fn roi_end(&self) -> bool {
+        self.roi_depth
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| (d > 0).then_some(d - 1))
+            .is_ok()
+    }
+
+    #[inline(always)]
+    fn in_region(&self, clk: u64) -> bool {
+        self.window.contains(&clk) && (!self.roi || self.roi_depth.load(Ordering::Relaxed) > 0)
+    }
+
+    /// Counts a line left out by capture.
+    #[inline(always)]
+    pub(crate) fn leave(&self, kind: usize) {
+        if cfg!(feature = "enabled") {
+            self.left[shard()][kind].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lines left out in the emitting calls so far.
+    pub(crate) fn left_out(&self) -> LeftOut {
+        let sum = |k: usize| self.left.iter().map(|s| s[k].load(Ordering::Relaxed)).sum();
+        LeftOut {
+            records: sum(RECORD),
+            events: sum(EVENT),
+            annotations: sum(ANNOTATION),
+            record_ends: sum(END),
+        }
+    }
+
+    /// The verdict on a record line and the bits its handle keeps.
+    #[inline(always)]
+    pub(crate) fn record(
+        &self,
+        record_type: &Str,
+        data_unit: impl FnOnce() -> Option<u64>,
+        clk: u64,
+        parent: u8,
+    ) -> (Verdict, u8) {
+        if !self.on() {
+            return (Verdict::Leave, bits::LEFT);
+        }
+        if !self.filtering {
+            return (Verdict::Select, bits::MATCH | bits::UNIT);
+        }
+        self.record_filtered(record_type, data_unit(), clk, parent)
+    }
+
+    #[cold]
+    fn record_filtered(
+        &self,
+        record_type: &Str,
+        unit: Option<u64>,
+        clk: u64,
+        parent: u8,
+    ) -> (Verdict, u8) {
+        if clk >= self.window.end {
+            // Nothing under it can be in the window either (children start at or after it).
+            return (Verdict::Leave, bits::LEFT);
+        }
+        if let Some(n) = self.samples.iter().find(|(t, _)| **t == **record_type).map(|s| s.1) {
+            if !self.sample(record_type, n) {
+                return (Verdict::Leave, bits::LEFT);
+            }
+        }
+        let unit_ok = match (&self.units, unit) {
+            (None, _) => true,
+            (Some(units), Some(u)) => units.contains(&u),
+            (Some(_), None) => parent & bits::UNIT != 0,
+        };
+        let type_ok = self.types.as_ref().is_none_or(|t| t.iter().any(|t| **t == **record_type));
+        let mut b = 0;
+        if unit_ok {
+            b |= bits::UNIT;
+        }
+        if unit_ok && type_ok {
+            b |= bits::MATCH;
+        }
+        let verdict = if b & bits::MATCH != 0 && self.in_region(clk) {
+            Verdict::Select
+        } else {
+            Verdict::Hold
+        };
+        (verdict, b)
+    }
+
+    /// Deterministic 1-of-N per record_type, counted per emitting thread (CAP-SAMPLE-1): the 1st,
+    /// (N+1)th, (2N+1)th... record of the type begun on a thread are kept.
+    fn sample(&self, record_type: &str, n: u64) -> bool {
+        SAMPLED
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                let i = match s
+                    .iter()
+                    .position(|(t, ty, _)| *t == self.trace_id && ty == record_type)
+                {
+                    Some(i) => i,
+                    None => {
+                        s.push((self.trace_id, record_type.to_owned(), 0));
+                        s.len() - 1
+                    }
+                };
+                let seen = s[i].2;
+                s[i].2 += 1;
+                seen % n == 0
+            })
+            .unwrap_or(true)
+    }
+
+    /// Whether an event on a record with bits `rec` is written.
+    #[inline(always)]
+    pub(crate) fn event(&self, name: &Str, clk: u64, rec: u8) -> bool {
+        if !self.on() {
+            return false;
+        }
+        if !self.filtering {
+            return true;
+        }
+        rec & bits::MATCH != 0
+            && self.in_region(clk)
+            && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name))
+    }
+
+    /// Whether an annotation on a record with bits `rec` is queued (the writer then keeps it
+    /// with its record: CAP-ANN-1).
+    #[inline(always)]
+    pub(crate) fn annotation(&self, rec: u8) -> bool {
+        self.on() && (!self.filtering || rec & bits::MATCH != 0)
+    }
+}
+
+/// The `unit_id` hint among a record's typed fields, if any.
+pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>) -> Option<u64> {
+    fields.find(|(k, _)| *k == "unit_id").and_then(|(_, v)| match v {
+        Value::U64(u) => Some(*u),
+        Value::I64(i) => u64::try_from(*i).ok(),
+        _ => None,
+    })
+}

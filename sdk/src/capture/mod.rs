@@ -1,0 +1,51 @@
+//! Capture control: which lines of a run reach the file.
+//!
+//! A long simulation cannot be traced whole; [`Capture`] selects what matters: a cycle window, the
+//! regions of interest a simulator marks ([`crate::Trace::roi_begin`]), record types, event
+//! names, units, a deterministic 1-of-N sample of a record type, or a flight recorder that keeps
+//! the last cycles in memory and writes them on [`crate::Trace::dump`], a trigger event, a panic, a
+//! fatal signal or close. Capture can also be switched off and on at run time
+//! ([`crate::Trace::capture_off`]); while off, an emitting call costs a load and a branch.
+//!
+//! Set it in code with [`crate::TraceBuilder::capture`], or without rebuilding through the
+//! `JETS_CAPTURE` environment variable, read when a trace is opened (the code's setting wins):
+//!
+//! ```text
+//! JETS_CAPTURE="clk=1000000..1100000" ./sim          # one window of 100 k cycles
+//! JETS_CAPTURE="types=Instruction;sample=Instruction:100" ./sim
+//! JETS_CAPTURE="recorder=100000;trigger=error" ./sim # last 100 k cycles before an error
+//! ```
+//!
+//! The trace stays valid by construction (rules CAP-* in `spec/write-decisions.md`): the emitting
+//! call decides, per line, to queue it, to queue a record only as a possible ancestor (held by the
+//! writer thread), or to leave it out with everything under it; the writer writes a held record,
+//! with its real start cycle, just before the first captured line that needs it. The footer's
+//! `capture` member names the setting and `left_out_*` count what was not written.
+
+mod config;
+#[cfg(unix)]
+pub(crate) mod fatal;
+pub(crate) mod gate;
+pub(crate) mod keep;
+
+pub use config::{Capture, CaptureError, Recorder, Trigger, ENV};
+
+/// Exact counts of lines that capture control left out of the file, per line kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// `record` lines.
+    pub records: u64,
+    /// `event` lines.
+    pub events: u64,
+    /// `annotation` lines.
+    pub annotations: u64,
+    /// `record_end` lines.
+    pub record_ends: u64,
+}
+
+impl LeftOut {
+    /// The sum of all kinds.
+    pub fn total(&self) -> u64 {
+        self.records + self.events + self.annotations + self.record_ends
+    }
+}

@@ -1,0 +1,367 @@
+//! A queued line: built in place by the builders ([`Line`]), moved word by word into a ring entry
+//! ([`Line::write_to`]), encoded by the writer where it lies ([`Entry::read`]), then dropped there
+//! ([`Entry::drop_in_place`]).
+//!
+//! An entry holds only what its line uses: a header word, `clk`, the id and the name, then the
+//! optional parts its flags name, then the inline fields. An event with two numeric fields is 16
+//! words (128 bytes, two cache lines); the builder's `Line` is about 500 bytes, most of it room
+//! for [`Data::INLINE`] fields that a line rarely fills. Values are moved bitwise (a `Str` or
+//! `Value` may own heap memory): exactly one of the builder and the entry owns them at any time.
+
+use std::mem::{size_of, ManuallyDrop};
+use std::ptr;
+
+use super::ring::Pos;
+use crate::format::{Data, DataExtra, DataRef, Field, Str};
+
+/// Which line a [`Line`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    Record,
+    End,
+    Event,
+    Annotation,
+}
+
+/// One line being built, in the builder's storage until it is pushed.
+///
+/// One shape for all four kinds: the fields a kind does not use stay empty (an empty `Str` and
+/// `Data` cost a few stores, no allocation) and take no room in the ring.
+pub(crate) struct Line {
+    pub(crate) kind: Kind,
+    pub(crate) clk: u64,
+    /// A record's own id; for the other kinds, the record referred to.
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) name: Str,
+    pub(crate) record_type: Str,
+    pub(crate) description: Str,
+    pub(crate) data: Data,
+    /// The line this one must follow when that one is on another thread's ring.
+    pub(crate) after: Option<Pos>,
+    /// Capture control: a record queued only as a possible ancestor (CAP-ANC-1).
+    pub(crate) hold: bool,
+}
+
+impl Line {
+    #[inline(always)]
+    pub(crate) fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Line {
+        Line {
+            kind,
+            clk: 0,
+            id,
+            parent: None,
+            name,
+            record_type: Str::EMPTY,
+            description: Str::EMPTY,
+            data: Data::new(),
+            after,
+            hold: false,
+        }
+    }
+
+    /// The entry's flags and size in words.
+    #[inline(always)]
+    pub(crate) fn layout(&self) -> (u8, usize) {
+        let data = self.data.as_ref();
+        let mut flags = if self.hold { HOLD } else { 0 };
+        let mut words = FIXED;
+        if self.after.is_some() {
+            flags |= AFTER;
+            words += 2;
+        }
+        if self.parent.is_some() {
+            flags |= PARENT;
+            words += 1;
+        }
+        if !is_static_empty(&self.record_type) {
+            flags |= RECORD_TYPE;
+            words += STR;
+        }
+        if !is_static_empty(&self.description) {
+            flags |= DESCRIPTION;
+            words += STR;
+        }
+        if data.extra.is_some() {
+            flags |= EXTRA;
+            words += 1;
+        }
+        (flags, words + data.inline.len() * FIELD)
+    }
+
+    /// Moves the line into the entry at `at`, which has room for `words` words; the line is
+    /// consumed (its storage must not be used or dropped afterwards).
+    ///
+    /// # Safety
+    /// `at` is valid for writing `words` 8-byte-aligned words, and `(flags, words)` is
+    /// `line.layout()`.
+    #[inline(always)]
+    pub(crate) unsafe fn write_to(
+        line: &mut ManuallyDrop<Line>,
+        at: *mut u64,
+        flags: u8,
+        words: usize,
+    ) {
+        let l: &mut Line = line;
+        let fields = l.data.as_ref().inline.len();
+        // SAFETY: every write below stays within the `words` words the layout counted, each at
+        // an 8-byte-aligned offset (all parts are whole words); each owned part of the line is
+        // either moved into the entry (ptr::read, never used again) or dropped, exactly once.
+        unsafe {
+            at.write(
+                words as u64 | (l.kind as u64) << 16 | (fields as u64) << 24 | (flags as u64) << 32,
+            );
+            at.add(1).write(l.clk);
+            at.add(2).write(l.id);
+            at.add(3).cast::<Str>().write(ptr::read(&l.name));
+            let mut p = at.add(FIXED);
+            if let Some(after) = l.after {
+                p.write(after.ring as u64);
+                p.add(1).write(after.index);
+                p = p.add(2);
+            }
+            if let Some(parent) = l.parent {
+                p.write(parent);
+                p = p.add(1);
+            }
+            if flags & RECORD_TYPE != 0 {
+                p.cast::<Str>().write(ptr::read(&l.record_type));
+                p = p.add(STR);
+            }
+            if flags & DESCRIPTION != 0 {
+                p.cast::<Str>().write(ptr::read(&l.description));
+                p = p.add(STR);
+            }
+            if let Some(extra) = l.data.take_extra() {
+                p.cast::<Box<DataExtra>>().write(extra);
+                p = p.add(1);
+            }
+            l.data.move_inline_to(p.cast::<Field>());
+        }
+        // Left in the line: static empty texts and an emptied `Data`, which own nothing.
+    }
+}
+
+/// An entry in a ring, read in place.
+pub(crate) struct Entry<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) clk: u64,
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) name: &'a Str,
+    pub(crate) record_type: &'a Str,
+    pub(crate) description: &'a Str,
+    pub(crate) data: DataRef<'a>,
+    pub(crate) after: Option<Pos>,
+    pub(crate) hold: bool,
+    /// Its size in words.
+    pub(crate) words: usize,
+}
+
+static EMPTY: Str = Str::EMPTY;
+
+/// Where the parts of an entry are, from its header.
+struct Parts {
+    header: u64,
+    after: Option<*mut u64>,
+    parent: Option<*mut u64>,
+    record_type: Option<*mut Str>,
+    description: Option<*mut Str>,
+    extra: Option<*mut Box<DataExtra>>,
+    fields: *mut Field,
+    count: usize,
+}
+
+impl Parts {
+    /// # Safety
+    /// `at` is the first word of an entry written by [`Line::write_to`].
+    #[inline(always)]
+    unsafe fn of(at: *mut u64) -> Parts {
+        // SAFETY: the same walk as `write_to`, from the flags it wrote; all within the entry.
+        unsafe {
+            let header = at.read();
+            let flags = (header >> 32) as u8;
+            let mut p = at.add(FIXED);
+            let mut take = |flag: u8, words: usize| {
+                (flags & flag != 0).then(|| {
+                    let part = p;
+                    p = p.add(words);
+                    part
+                })
+            };
+            let after = take(AFTER, 2);
+            let parent = take(PARENT, 1);
+            let record_type = take(RECORD_TYPE, STR).map(|p| p.cast::<Str>());
+            let description = take(DESCRIPTION, STR).map(|p| p.cast::<Str>());
+            let extra = take(EXTRA, 1).map(|p| p.cast::<Box<DataExtra>>());
+            let count = (header >> 24) as u8 as usize;
+            Parts {
+                header,
+                after,
+                parent,
+                record_type,
+                description,
+                extra,
+                fields: p.cast(),
+                count,
+            }
+        }
+    }
+}
+
+impl<'a> Entry<'a> {
+    /// Reads the entry at `at`.
+    ///
+    /// # Safety
+    /// `at` is the first word of an entry written by [`Line::write_to`] and not dropped yet, and
+    /// it stays in place, unchanged, for `'a`.
+    #[inline]
+    pub(crate) unsafe fn read(at: *mut u64) -> Entry<'a> {
+        // SAFETY: per the contract, each part holds the value `write_to` put there.
+        unsafe {
+            let parts = Parts::of(at);
+            let text = |s: Option<*mut Str>| s.map_or(&EMPTY, |s| &*s);
+            Entry {
+                kind: match (parts.header >> 16) as u8 {
+                    0 => Kind::Record,
+                    1 => Kind::End,
+                    2 => Kind::Event,
+                    _ => Kind::Annotation,
+                },
+                clk: at.add(1).read(),
+                id: at.add(2).read(),
+                parent: parts.parent.map(|p| p.read()),
+                name: &*at.add(3).cast::<Str>(),
+                record_type: text(parts.record_type),
+                description: text(parts.description),
+                data: DataRef {
+                    inline: std::slice::from_raw_parts(parts.fields, parts.count),
+                    extra: parts.extra.map(|b| &**b),
+                },
+                after: parts.after.map(|p| Pos { ring: p.read() as u32, index: p.add(1).read() }),
+                hold: (parts.header >> 32) as u8 & HOLD != 0,
+                words: (parts.header & 0xffff) as usize,
+            }
+        }
+    }
+
+    /// Drops what the entry at `at` owns (texts, values, raw JSON).
+    ///
+    /// # Safety
+    /// As for [`Entry::read`]; afterwards the entry must not be read or dropped again.
+    #[inline]
+    pub(crate) unsafe fn drop_in_place(at: *mut u64) {
+        // SAFETY: per the contract; each part is dropped once, where `write_to` put it.
+        unsafe {
+            let parts = Parts::of(at);
+            ptr::drop_in_place(at.add(3).cast::<Str>());
+            if let Some(s) = parts.record_type {
+                ptr::drop_in_place(s);
+            }
+            if let Some(s) = parts.description {
+                ptr::drop_in_place(s);
+            }
+            if let Some(b) = parts.extra {
+                ptr::drop_in_place(b);
+            }
+            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(parts.fields, parts.count));
+        }
+    }
+}
+
+/// Static empty texts are "absent": they need no room and no drop.
+#[inline(always)]
+fn is_static_empty(s: &Str) -> bool {
+    matches!(s, Str::Static(t) if t.is_empty())
+}
+
+const FIXED: usize = 3 + STR;
+const STR: usize = size_of::<Str>() / 8;
+const FIELD: usize = size_of::<Field>() / 8;
+const AFTER: u8 = 1;
+const PARENT: u8 = 2;
+const RECORD_TYPE: u8 = 4;
+const DESCRIPTION: u8 = 8;
+const EXTRA: u8 = 16;
+const HOLD: u8 = 32;
+
+// Every part is a whole number of 8-byte words with at most 8-byte alignment, so parts can sit
+// back to back in a word array; and the largest entry fits the header's 16-bit size.
+const _: () = {
+    assert!(size_of::<Str>() % 8 == 0 && std::mem::align_of::<Str>() <= 8);
+    assert!(size_of::<Field>() % 8 == 0 && std::mem::align_of::<Field>() <= 8);
+    assert!(size_of::<Box<DataExtra>>() == 8);
+    assert!(MAX_WORDS < 1 << 16);
+};
+
+/// The largest entry, in words.
+pub(crate) const MAX_WORDS: usize = FIXED + 2 + 1 + 2 * STR + 1 + Data::INLINE * FIELD;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Value;
+
+    fn round_trip(line: Line) -> (String, usize) {
+        let (flags, words) = line.layout();
+        let mut buf = vec![0u64; words];
+        let at = buf.as_mut_ptr();
+        let mut line = ManuallyDrop::new(line);
+        // SAFETY: `buf` has `words` words; the layout is the line's.
+        unsafe { Line::write_to(&mut line, at, flags, words) };
+        // SAFETY: just written, dropped once below.
+        let e = unsafe { Entry::read(at) };
+        let mut data = Vec::new();
+        e.data.write_json(&mut data);
+        let text = format!(
+            "{:?} {} {} {:?} {} {} {} {:?} {}",
+            e.kind,
+            e.clk,
+            e.id,
+            e.parent,
+            &**e.name,
+            &**e.record_type,
+            &**e.description,
+            e.after,
+            String::from_utf8(data).expect("utf8")
+        );
+        assert_eq!(e.words, words);
+        // SAFETY: as above.
+        unsafe { Entry::drop_in_place(at) };
+        (text, words)
+    }
+
+    #[test]
+    fn an_event_with_two_numbers_is_two_cache_lines() {
+        let mut l = Line::new(Kind::Event, 7, "Execute".into(), None);
+        l.clk = 9;
+        l.data.push("a", 1u64);
+        l.data.push("b", 2u64);
+        let (text, words) = round_trip(l);
+        assert_eq!(text, r#"Event 9 7 None Execute   None {"a":1,"b":2}"#);
+        assert_eq!(words, 16);
+    }
+
+    #[test]
+    fn every_part_round_trips_and_owned_parts_are_freed() {
+        let mut l = Line::new(Kind::Record, 3, String::from("owned name").into(), None);
+        l.after = Some(Pos { ring: 2, index: 40 });
+        l.parent = Some(1);
+        l.record_type = std::sync::Arc::<str>::from("Shared").into();
+        l.description = "static".into();
+        for i in 0..Data::INLINE + 2 {
+            l.data.push("k", Value::Str(format!("v{i}").into()));
+        }
+        l.data.parse_json(r#"{"z":true}"#).expect("json");
+        let (text, words) = round_trip(l);
+        assert!(
+            text.starts_with(
+                "Record 0 3 Some(1) owned name Shared static Some(Pos { ring: 2, index: 40 })"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with(r#""k":"v9","z":true}"#), "{text}");
+        assert_eq!(words, MAX_WORDS);
+    }
+}

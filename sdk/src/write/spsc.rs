@@ -1,0 +1,264 @@
+//! A single-producer single-consumer ring of variable-size entries, counted in 64-bit words.
+//!
+//! A line takes only the words it needs (an event with two numeric fields: 16 words), so the
+//! producer writes two or three cache lines per line instead of the whole largest-line slot a
+//! ring of fixed slots would copy. Entries are contiguous: one that does not fit before the end
+//! of the buffer starts at its beginning, after a wrap marker (a header word of 0). The producer
+//! publishes with one release store of `tail`, the consumer frees with one of `head`; each side
+//! caches the other's index and reads it again only when the cache says "full" or "empty".
+//!
+//! The ring moves bytes only; what an entry holds, and who drops it, is `line.rs`'s business.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+/// The header word that marks "continue at the start of the buffer".
+const WRAP: u64 = 0;
+
+struct Buffer {
+    /// The words, from `Box::into_raw` (freed in `Drop`): one pointer with provenance over all of
+    /// them, since entries span several words and hold values of other types.
+    words: *mut MaybeUninit<u64>,
+    len: usize,
+    mask: usize,
+    /// Words consumed so far (monotonic). Written by the consumer.
+    head: CachePadded<AtomicUsize>,
+    /// Words published so far (monotonic). Written by the producer.
+    tail: CachePadded<AtomicUsize>,
+    producer_gone: AtomicBool,
+}
+
+// SAFETY: the words are shared under the head/tail protocol: the producer writes only words in
+// [tail, head + len), the consumer reads only words in [head, tail), and each side publishes its
+// index with release and reads the other's with acquire.
+unsafe impl Sync for Buffer {}
+// SAFETY: as above; the words hold values of `Send` types only (`line.rs`).
+unsafe impl Send for Buffer {}
+
+/// A new ring of at least `words` words (rounded up to a power of two).
+pub(crate) fn ring(words: usize) -> (Producer, Consumer) {
+    let len = words.next_power_of_two().max(64);
+    let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len);
+    let buf = Arc::new(Buffer {
+        words: Box::into_raw(words).cast(),
+        len,
+        mask: len - 1,
+        head: CachePadded::new(AtomicUsize::new(0)),
+        tail: CachePadded::new(AtomicUsize::new(0)),
+        producer_gone: AtomicBool::new(false),
+    });
+    (
+        Producer { buf: Arc::clone(&buf), tail: 0, head: 0 },
+        Consumer { buf, head: 0, tail: 0, freed: 0 },
+    )
+}
+
+impl Buffer {
+    #[inline(always)]
+    fn at(&self, index: usize) -> *mut u64 {
+        // SAFETY: masked, so within the allocation.
+        unsafe { self.words.add(index & self.mask).cast() }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: `words` came from `Box::into_raw` of a slice of `len` words, freed only here.
+        // Entries left in it are leaked, not dropped: the buffer does not know their layout
+        // (the writer drains every ring before it lets go of it).
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.words, self.len)) });
+    }
+}
+
+/// The producer end.
+pub(crate) struct Producer {
+    buf: Arc<Buffer>,
+    /// Words written so far (published: `buf.tail`).
+    tail: usize,
+    /// Last `head` read from the consumer: free space is at least `len - (tail - head)`.
+    head: usize,
+}
+
+impl Producer {
+    /// The largest entry the ring can take, in words.
+    pub(crate) fn max_entry(&self) -> usize {
+        self.buf.len / 2
+    }
+
+    /// Room for an entry of `n` words (1 <= n <= [`Producer::max_entry`]), contiguous; `None` when
+    /// the ring is full. Write the entry, its first word nonzero, then [`Producer::commit`] it.
+    #[inline(always)]
+    pub(crate) fn reserve(&mut self, n: usize) -> Option<*mut u64> {
+        debug_assert!(n >= 1 && n <= self.max_entry());
+        let len = self.buf.len;
+        let to_end = len - (self.tail & self.buf.mask);
+        let need = if n <= to_end { n } else { to_end + n };
+        if self.tail + need - self.head > len {
+            self.head = self.buf.head.load(Ordering::Acquire);
+            if self.tail + need - self.head > len {
+                return None;
+            }
+        }
+        if n > to_end {
+            // SAFETY: the word at `tail` is free (checked above) and only this end writes it.
+            unsafe { self.buf.at(self.tail).write(WRAP) };
+            self.tail += to_end;
+        }
+        Some(self.buf.at(self.tail))
+    }
+
+    /// Publishes the entry of `n` words just written at the place [`Producer::reserve`] gave.
+    #[inline(always)]
+    pub(crate) fn commit(&mut self, n: usize) {
+        self.tail += n;
+        self.buf.tail.store(self.tail, Ordering::Release);
+    }
+
+    /// True when the consumer end was dropped (the writer is gone).
+    pub(crate) fn is_abandoned(&self) -> bool {
+        Arc::strong_count(&self.buf) == 1
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.buf.producer_gone.store(true, Ordering::Release);
+    }
+}
+
+/// The consumer end.
+pub(crate) struct Consumer {
+    buf: Arc<Buffer>,
+    /// Words read so far (freed up to `freed`; published: `buf.head`).
+    head: usize,
+    /// Last `tail` read from the producer.
+    tail: usize,
+    freed: usize,
+}
+
+impl Consumer {
+    /// The next entry's first word, or `None` when nothing is published. Stays valid until
+    /// [`Consumer::pop`].
+    #[inline]
+    pub(crate) fn peek(&mut self) -> Option<*mut u64> {
+        if self.head == self.tail {
+            self.tail = self.buf.tail.load(Ordering::Acquire);
+            if self.head == self.tail {
+                return None;
+            }
+        }
+        // SAFETY: `head < tail`: the word was published by the producer (acquire above).
+        if unsafe { self.buf.at(self.head).read() } == WRAP {
+            self.head += self.buf.len - (self.head & self.buf.mask);
+            // A wrap marker is published together with the entry after it.
+            debug_assert!(self.head < self.tail);
+        }
+        Some(self.buf.at(self.head))
+    }
+
+    /// Moves past the entry [`Consumer::peek`] gave, of `n` words. Its words become free for the
+    /// producer at the next [`Consumer::release`].
+    #[inline]
+    pub(crate) fn pop(&mut self, n: usize) {
+        self.head += n;
+    }
+
+    /// Hands the words of popped entries back to the producer.
+    #[inline]
+    pub(crate) fn release(&mut self) {
+        if self.freed != self.head {
+            self.freed = self.head;
+            self.buf.head.store(self.head, Ordering::Release);
+        }
+    }
+
+    /// Words consumed so far (compare with [`Consumer::published`]).
+    pub(crate) fn position(&self) -> usize {
+        self.head
+    }
+
+    /// Words published so far.
+    pub(crate) fn published(&self) -> usize {
+        self.buf.tail.load(Ordering::Acquire)
+    }
+
+    /// True when nothing is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == self.published()
+    }
+
+    /// True once the producer end is dropped; with [`Consumer::is_empty`], the ring is done.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.buf.producer_gone.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries of random-ish sizes through a small ring, across two threads, in order.
+    #[test]
+    fn entries_cross_threads_in_order_and_wrap() {
+        let (mut p, mut c) = ring(64);
+        let count: u64 = if cfg!(miri) { 300 } else { 100_000 };
+        let size = |i: u64| 1 + (i * 7 % 13) as usize;
+        let producer = std::thread::spawn(move || {
+            for i in 0..count {
+                let n = size(i);
+                let at = loop {
+                    match p.reserve(n) {
+                        Some(at) => break at,
+                        None => std::thread::yield_now(),
+                    }
+                };
+                for k in 0..n {
+                    // SAFETY: `reserve` gave n free words at `at`.
+                    unsafe { at.add(k).write(((i + 1) << 8) | k as u64) };
+                }
+                p.commit(n);
+            }
+        });
+        let mut i = 0;
+        while i < count {
+            let Some(at) = c.peek() else {
+                std::thread::yield_now();
+                continue;
+            };
+            let n = size(i);
+            for k in 0..n {
+                // SAFETY: a published entry of n words.
+                assert_eq!(unsafe { at.add(k).read() }, ((i + 1) << 8) | k as u64);
+            }
+            c.pop(n);
+            if i % 3 == 0 {
+                c.release();
+            }
+            i += 1;
+        }
+        c.release();
+        producer.join().expect("producer");
+        assert!(c.is_empty() && c.is_abandoned());
+    }
+
+    #[test]
+    fn full_ring_refuses_until_released() {
+        let (mut p, mut c) = ring(64);
+        let mut pushed = 0;
+        while let Some(at) = p.reserve(10) {
+            // SAFETY: reserved.
+            unsafe { at.write(1) };
+            p.commit(10);
+            pushed += 1;
+        }
+        assert_eq!(pushed, 6, "64 words hold six entries of 10");
+        assert!(c.peek().is_some());
+        c.pop(10);
+        assert!(p.reserve(10).is_none(), "not released yet");
+        c.release();
+        assert!(p.reserve(10).is_some(), "released");
+    }
+}

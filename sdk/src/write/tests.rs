@@ -1,0 +1,215 @@
+//! Unit tests of the rings and the writer thread, small enough for Miri
+//! (`scripts/test.d/15-miri.sh` runs them there): pushes racing a close, full rings, flushes
+//! racing a close, a panicking sink, retired rings, refused nested pushes.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use super::ring::Entered;
+use super::*;
+
+/// Loops shrink under Miri, which runs the same code about a thousand times slower.
+const N: u64 = if cfg!(miri) { 40 } else { 2000 };
+
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buf {
+    fn lines(&self) -> Vec<String> {
+        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        String::from_utf8(bytes).expect("utf8").lines().map(str::to_owned).collect()
+    }
+}
+
+fn open(capacity: usize, policy: Policy, out: &Buf) -> Trace {
+    TraceBuilder::new()
+        .capacity(capacity)
+        .policy(policy)
+        .writer(out.clone(), Metadata::new())
+        .expect("open")
+}
+
+/// Events whose emit returned Ok, as "t/seq" texts, and those found in the output.
+fn race_close(capacity: usize, threads: u64, close_after: usize) -> (Vec<String>, Vec<String>) {
+    let out = Buf::default();
+    let trace = open(capacity, Policy::Block, &out);
+    let root = Arc::new(trace.root("root", "Root").begin_at(0).expect("root"));
+    let acked = Arc::new(AtomicUsize::new(0));
+    let producers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (root, acked) = (Arc::clone(&root), Arc::clone(&acked));
+            thread::spawn(move || {
+                let mut ok = Vec::new();
+                for seq in 0..N {
+                    let tag = format!("{t}/{seq}");
+                    match root.event("e").field("tag", tag.clone()).emit_at(seq) {
+                        Ok(()) => {
+                            ok.push(tag);
+                            acked.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(Error::Closed) => break,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    while acked.load(Ordering::Relaxed) < close_after && producers.iter().any(|p| !p.is_finished())
+    {
+        thread::yield_now();
+    }
+    trace.close().expect("close");
+    let mut ok: Vec<String> = producers.into_iter().flat_map(|p| p.join().expect("join")).collect();
+    let mut written: Vec<String> = out
+        .lines()
+        .iter()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json");
+            v["data"]["tag"].as_str().map(str::to_owned)
+        })
+        .collect();
+    ok.sort();
+    written.sort();
+    (ok, written)
+}
+
+#[test]
+fn ok_means_written_when_close_races_pushes() {
+    for close_after in [0, 5, 30] {
+        let (ok, written) = race_close(16, 2, close_after);
+        assert_eq!(ok, written, "close after {close_after} acknowledged lines");
+    }
+}
+
+#[test]
+fn a_full_ring_blocks_then_drains_in_order() {
+    let out = Buf::default();
+    let trace = open(16, Policy::Block, &out);
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    for clk in 0..N {
+        root.event("e").field("n", clk).emit_at(clk).expect("emit");
+    }
+    drop(root);
+    let summary = trace.close().expect("close");
+    assert_eq!(summary.events, N);
+    let ns: Vec<u64> = out
+        .lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["data"]["n"].as_u64())
+        .collect();
+    assert_eq!(ns, (0..N).collect::<Vec<_>>(), "FIFO within a ring");
+}
+
+#[test]
+fn a_full_ring_drops_and_counts_under_the_drop_policy() {
+    let out = Buf::default();
+    let trace = open(16, Policy::Drop, &out);
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    for clk in 0..N {
+        root.event("e").emit_at(clk).expect("emit");
+    }
+    drop(root);
+    let s = trace.close().expect("close");
+    assert_eq!(s.events + s.dropped.events, N);
+}
+
+#[test]
+fn flush_racing_close_returns() {
+    for _ in 0..if cfg!(miri) { 2 } else { 50 } {
+        let out = Buf::default();
+        let trace = open(16, Policy::Block, &out);
+        let flusher = {
+            let trace = trace.clone();
+            thread::spawn(move || while trace.flush().is_ok() {})
+        };
+        trace.close().expect("close");
+        flusher.join().expect("flusher returns");
+        assert!(matches!(trace.flush(), Err(Error::Closed)));
+    }
+}
+
+struct Exploding;
+
+impl Write for Exploding {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        panic!("sink exploded");
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panicking_sink_fails_the_trace() {
+    // The header is written by `open` on this thread: let it through, then explode.
+    struct HeaderThenExplode(bool);
+    impl Write for HeaderThenExplode {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if std::mem::replace(&mut self.0, true) {
+                return Exploding.write(b);
+            }
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let trace = TraceBuilder::new()
+        .capacity(16)
+        .writer(HeaderThenExplode(false), Metadata::new())
+        .expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    for clk in 0..N {
+        root.event("e").emit_at(clk).expect("emit after failure: discarded, never blocks");
+    }
+    assert!(trace.flush().is_err());
+    assert!(trace.error().is_some());
+    drop(root);
+    assert!(trace.close().is_err());
+}
+
+#[test]
+fn close_retires_the_rings_of_live_threads() {
+    let out = Buf::default();
+    let trace = open(16, Policy::Block, &out);
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    root.event("e").emit_at(1).expect("emit");
+    let slots: Vec<Arc<Slot>> = {
+        let registry = trace.0.shared.rings.lock().expect("lock");
+        registry.slots.iter().filter_map(std::sync::Weak::upgrade).collect()
+    };
+    assert_eq!(slots.len(), 1);
+    assert!(slots[0].has_producer());
+    trace.close().expect("close");
+    assert!(!slots[0].has_producer(), "the buffer is freed at close");
+    // This thread's ring is retired: emitting is refused, and no new ring is made.
+    assert!(matches!(root.event("late").emit_at(2), Err(Error::Closed)));
+}
+
+#[test]
+fn a_push_inside_a_push_is_refused() {
+    let out = Buf::default();
+    let trace = open(16, Policy::Block, &out);
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    let outer = Entered::enter().expect("not inside a push yet");
+    assert!(Entered::enter().is_none(), "nested");
+    assert!(matches!(root.event("nested").emit_at(1), Err(Error::Reentrant)));
+    drop(outer);
+    root.event("after").emit_at(2).expect("emit");
+    drop(root);
+    let s = trace.close().expect("close");
+    assert_eq!(s.events, 1);
+}

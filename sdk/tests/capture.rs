@@ -1,0 +1,533 @@
+//! Capture control: windows, ROI, filters, sampling and the flight recorder write exactly the
+//! lines the setting selects, plus their ancestors, and every trace stays valid.
+//!
+//! The property test runs random multi-threaded programs twice, unfiltered and under a random
+//! setting, and computes from the unfiltered trace which lines the setting selects (rules CAP-* in
+//! spec/write-decisions.md); the filtered trace must hold exactly those lines and pass both the
+//! independent checker (`common::check`) and `jets_read::validate` with no diagnostic.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use jets::capture::{Capture, Recorder, Trigger};
+use jets::format::Severity;
+use jets::{Metadata, TraceBuilder};
+use proptest::prelude::*;
+use serde_json::Value;
+
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buf {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("lock").clone()).expect("utf8")
+    }
+}
+
+fn open(c: Capture) -> (jets::Trace, Buf) {
+    let buf = Buf::default();
+    let t = TraceBuilder::new().capture(c).writer(buf.clone(), Metadata::new()).expect("open");
+    (t, buf)
+}
+
+/// Checks validity both ways and returns the parsed lines.
+fn valid(text: &str) -> Vec<Value> {
+    common::check(text, false).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let (diags, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diags.is_empty() && report.errors == 0, "{diags:?}\n{text}");
+    text.lines().map(|l| serde_json::from_str(l).expect("json")).collect()
+}
+
+fn footer(lines: &[Value]) -> &Value {
+    lines.last().expect("footer")
+}
+
+fn names(lines: &[Value], ty: &str) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == ty)
+        .map(|l| l["name"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+#[test]
+fn a_window_keeps_its_lines_and_the_ancestors_with_their_real_start() {
+    let (t, buf) = open(Capture::parse("clk=100..200").unwrap());
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    for i in 0..30u64 {
+        let insn = core.child(format!("i{i}"), "Instruction").begin_at(i * 10).unwrap();
+        insn.event("IF").emit_at(i * 10).unwrap();
+        insn.event("WB").emit_at(i * 10 + 15).unwrap();
+        insn.end_at(i * 10 + 16).unwrap();
+    }
+    core.end_at(400).unwrap();
+    let s = t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(lines[1]["name"], "core");
+    assert_eq!(lines[1]["clk"], 0, "the ancestor keeps its real start");
+    let recs = names(&lines, "record");
+    // i10..i19 begin in the window; i9 begins at 90 and has WB at 105, in the window.
+    let want: Vec<String> =
+        ["core".to_owned()].into_iter().chain((9..20).map(|i| format!("i{i}"))).collect();
+    assert_eq!(recs, want);
+    for e in lines.iter().filter(|l| l["type"] == "event") {
+        let clk = e["clk"].as_u64().unwrap();
+        assert!((100..200).contains(&clk), "{e}");
+    }
+    let f = footer(&lines);
+    assert_eq!(f["capture"], "clk=100..200");
+    assert_eq!(f["left_out_records"], 30 - 11);
+    assert_eq!(f["total_records"], 12);
+    assert_eq!(s.left_out.records, 19);
+    // Ends of written records are written, whatever their cycle (CAP-END-1).
+    assert_eq!(lines.iter().filter(|l| l["type"] == "record_end").count(), 12);
+}
+
+#[test]
+fn types_units_events_and_sampling_filter_with_subtrees() {
+    let c = Capture::parse("types=Instruction;units=1;events=WB;sample=Instruction:3").unwrap();
+    let (t, buf) = open(c);
+    let top = t.root("top", "Top").begin_at(0).unwrap();
+    for u in 0..2u64 {
+        let core = top.child(format!("core{u}"), "Core").unit_id(u).begin_at(0).unwrap();
+        for i in 0..7u64 {
+            let insn = core.child(format!("c{u}i{i}"), "Instruction").begin_at(i).unwrap();
+            let uop = insn.child(format!("c{u}i{i}u"), "Uop").begin_at(i).unwrap();
+            uop.event("WB").emit_at(i).unwrap();
+            uop.end_at(i).unwrap();
+            insn.event("IF").emit_at(i).unwrap();
+            insn.event("WB").emit_at(i + 1).unwrap();
+            insn.annotation("note").emit().unwrap();
+            insn.end_at(i + 2).unwrap();
+        }
+        core.end_at(10).unwrap();
+    }
+    top.end_at(10).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    // Unit 1 only; the sample counts every Instruction this thread begins (c0i0..c0i6 are the 1st
+    // to 7th), so the 10th and 13th are kept; Uop records are not of a listed type, so they and
+    // their events are left out; only WB events.
+    assert_eq!(names(&lines, "record"), ["top", "core1", "c1i2", "c1i5"]);
+    assert_eq!(names(&lines, "event"), ["WB", "WB"]);
+    assert_eq!(lines.iter().filter(|l| l["type"] == "annotation").count(), 2);
+}
+
+#[test]
+fn capture_off_costs_nothing_in_the_file_and_leaves_subtrees_out() {
+    let (t, buf) = open(Capture::default());
+    let a = t.root("a", "R").begin_at(0).unwrap();
+    t.capture_off();
+    assert!(!t.is_capturing());
+    let b = t.root("b", "R").begin_at(1).unwrap();
+    b.child("b1", "R").begin_at(2).unwrap().end_at(3).unwrap();
+    a.event("while-off").emit_at(2).unwrap();
+    t.capture_on();
+    b.event("on-a-left-out-record").emit_at(4).unwrap();
+    a.event("on").emit_at(5).unwrap();
+    b.end_at(6).unwrap();
+    a.end_at(7).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "record"), ["a"]);
+    assert_eq!(names(&lines, "event"), ["on"]);
+    let f = footer(&lines);
+    assert_eq!(f["capture"], "full");
+    assert_eq!((f["left_out_records"].as_u64(), f["left_out_events"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(f["left_out_record_ends"], 2);
+}
+
+#[test]
+fn roi_regions_nest_across_threads() {
+    let (t, buf) = open(Capture::parse("roi").unwrap());
+    let r = t.root("r", "R").begin_at(0).unwrap();
+    r.event("before").emit_at(1).unwrap();
+    t.roi_begin();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            t.roi_begin();
+            r.event("inner").emit_at(2).unwrap();
+            assert!(t.roi_end());
+        });
+    });
+    r.event("outer").emit_at(3).unwrap();
+    assert!(t.roi_end());
+    assert!(!t.roi_end(), "no region left to close");
+    r.event("after").emit_at(4).unwrap();
+    r.end_at(5).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    let mut events = names(&lines, "event");
+    events.sort();
+    assert_eq!(events, ["inner", "outer"]);
+}
+
+#[test]
+fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close() {
+    let c = Capture {
+        recorder: Some(Recorder::Cycles(50)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    };
+    let (t, buf) = open(c);
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    let mut last = None;
+    for i in 0..100u64 {
+        let insn = core.child(format!("i{i}"), "Instruction").begin_at(i * 10).unwrap();
+        insn.event("EX").emit_at(i * 10 + 1).unwrap();
+        if i == 40 {
+            insn.event("Fault").severity(Severity::Error).emit_at(i * 10 + 2).unwrap();
+        }
+        if i == 99 {
+            last = Some(insn);
+        } else {
+            insn.end_at(i * 10 + 5).unwrap();
+        }
+    }
+    t.dump().unwrap();
+    let after_dump = buf.text();
+    assert!(after_dump.contains("\"name\":\"i98\""), "dump writes the recorder now");
+    last.unwrap().end_at(1000).unwrap();
+    core.end_at(1001).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    let recs = names(&lines, "record");
+    // The trigger at cycle 402 wrote the lines of cycles 353..402: the end of i35 (355) is one, so
+    // i35 is written as its ancestor, with its real start; the dump (largest cycle 991) likewise
+    // wrote i94 (ends at 945) to i99.
+    assert_eq!(
+        recs,
+        [
+            "core", "i35", "i36", "i37", "i38", "i39", "i40", "i94", "i95", "i96", "i97", "i98",
+            "i99"
+        ]
+    );
+    assert_eq!(lines.iter().find(|l| l["name"] == "i35").unwrap()["clk"], 350);
+    let f = footer(&lines);
+    assert_eq!(f["capture"], "recorder=50;trigger=error");
+    assert_eq!(f["recorder_dumps"], 3);
+}
+
+/// One record of a generated program: parent index (within the thread, or the thread root),
+/// type, unit, events and annotations, and how many cycles it lasts.
+#[derive(Clone, Debug)]
+struct Node {
+    parent: Option<usize>,
+    ty: u8,
+    unit: Option<u8>,
+    events: Vec<(u8, u64)>,
+    annotations: u8,
+    len: u64,
+}
+
+fn node(max_parent: usize) -> impl Strategy<Value = Node> {
+    (
+        proptest::option::of(0..max_parent.max(1)),
+        0..3u8,
+        proptest::option::of(0..3u8),
+        proptest::collection::vec((0..3u8, 0..40u64), 0..3),
+        0..2u8,
+        1..60u64,
+    )
+        .prop_map(move |(parent, ty, unit, events, annotations, len)| Node {
+            parent: parent.filter(|_| max_parent > 0),
+            ty,
+            unit,
+            events,
+            annotations,
+            len,
+        })
+}
+
+fn thread_program() -> impl Strategy<Value = Vec<Node>> {
+    (1..25usize).prop_flat_map(|n| (0..n).map(node).collect::<Vec<_>>())
+}
+
+const TYPES: [&str; 3] = ["A", "B", "C"];
+const EVENTS: [&str; 3] = ["x", "y", "z"];
+
+/// Runs the program: thread `t` makes a root `t{t}` (child of the shared `top`), then its nodes in
+/// order, each beginning 3 cycles after the previous one; every line carries its thread and
+/// sequence number so the test can tell which line is which.
+fn run(program: &[Vec<Node>], c: Capture) -> String {
+    let (t, buf) = open(c);
+    let top = t.root("top", "Top").begin_at(0).unwrap();
+    std::thread::scope(|s| {
+        for (ti, nodes) in program.iter().enumerate() {
+            let top = &top;
+            s.spawn(move || {
+                let root = top
+                    .child(format!("t{ti}"), "Thread")
+                    .unit_id(ti as u64 % 3)
+                    .begin_at(0)
+                    .unwrap();
+                let mut open: Vec<(jets::RecordHandle, u64)> = Vec::new();
+                for (i, n) in nodes.iter().enumerate() {
+                    let clk = 3 * i as u64;
+                    let parent = n.parent.and_then(|p| open.get(p)).map_or(&root, |o| &o.0);
+                    let clk = clk.max(parent.start_clk());
+                    let mut b = parent
+                        .child(format!("t{ti}n{i}"), TYPES[n.ty as usize])
+                        .field("seq", i as u64);
+                    if let Some(u) = n.unit {
+                        b = b.unit_id(u64::from(u));
+                    }
+                    let h = b.begin_at(clk).unwrap();
+                    for (k, &(e, d)) in n.events.iter().enumerate() {
+                        let at = clk + d % (n.len + 1);
+                        h.event(EVENTS[e as usize])
+                            .field("tag", format!("t{ti}n{i}e{k}"))
+                            .emit_at(at)
+                            .unwrap();
+                    }
+                    for k in 0..n.annotations {
+                        h.annotation(format!("t{ti}n{i}a{k}")).emit().unwrap();
+                    }
+                    open.push((h, clk + n.len));
+                }
+                // Ends last, each at or after its children's ends, so no child begins after its
+                // parent's end (W003) even when a recorder writes a held end early.
+                for i in (0..open.len()).rev() {
+                    if let Some(p) = nodes[i].parent.filter(|&p| p < i) {
+                        open[p].1 = open[p].1.max(open[i].1);
+                    }
+                }
+                for (h, at) in open.into_iter().rev() {
+                    h.end_at(at).unwrap();
+                }
+                root.end_at(10_000).unwrap();
+            });
+        }
+    });
+    top.end_at(10_001).unwrap();
+    t.close().unwrap();
+    buf.text()
+}
+
+/// A line's identity, stable across runs: (kind, record name, line name or tag).
+type Key = (String, String, String);
+
+struct Model {
+    /// record name -> (parent name, type, unit, clk, thread, seq)
+    recs: HashMap<String, (Option<String>, String, Option<u64>, u64, String, u64)>,
+    order: Vec<String>,
+    lines: Vec<(Key, Option<u64>)>,
+}
+
+fn model(text: &str) -> Model {
+    let mut by_id: HashMap<u64, String> = HashMap::new();
+    let mut m = Model { recs: HashMap::new(), order: Vec::new(), lines: Vec::new() };
+    for l in text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()) {
+        let id_name = |k: &str| by_id[&l[k].as_u64().unwrap()].clone();
+        match l["type"].as_str().unwrap() {
+            "record" => {
+                let name = l["name"].as_str().unwrap().to_owned();
+                by_id.insert(l["id"].as_u64().unwrap(), name.clone());
+                let parent = l["parent_id"].as_u64().map(|p| by_id[&p].clone());
+                let thread = name.split('n').next().unwrap().to_owned();
+                let seq = l["data"]["seq"].as_u64().unwrap_or(0);
+                m.recs.insert(
+                    name.clone(),
+                    (
+                        parent,
+                        l["record_type"].as_str().unwrap().into(),
+                        l["data"]["unit_id"].as_u64(),
+                        l["clk"].as_u64().unwrap(),
+                        thread,
+                        seq,
+                    ),
+                );
+                m.order.push(name.clone());
+                m.lines.push((("record".into(), name.clone(), String::new()), l["clk"].as_u64()));
+            }
+            "event" => m.lines.push((
+                (
+                    "event".into(),
+                    id_name("record_id"),
+                    l["data"]["tag"].as_str().unwrap_or(l["name"].as_str().unwrap()).to_owned(),
+                ),
+                l["clk"].as_u64(),
+            )),
+            "annotation" => m.lines.push((
+                ("annotation".into(), id_name("record_id"), l["name"].as_str().unwrap().to_owned()),
+                None,
+            )),
+            "record_end" => m.lines.push((
+                ("record_end".into(), id_name("record_id"), String::new()),
+                l["clk"].as_u64(),
+            )),
+            _ => {}
+        }
+    }
+    m
+}
+
+/// The lines `c` selects from the unfiltered run, with their ancestors (rules CAP-*).
+fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
+    let window = c.window.clone().unwrap_or(0..u64::MAX);
+    // Per-record verdicts in each thread's begin order (parents come first): the thread roots,
+    // then each thread's nodes by sequence number.
+    let mut dead: HashMap<&str, bool> = HashMap::new();
+    let mut unit_ok: HashMap<&str, bool> = HashMap::new();
+    let mut matches: HashMap<&str, bool> = HashMap::new();
+    let mut selected: HashMap<&str, bool> = HashMap::new();
+    let mut seen: HashMap<(String, String), u64> = HashMap::new();
+    let mut order: Vec<&String> = m.order.iter().collect();
+    order.sort_by_key(|n| (*n != "top", n.contains('n'), m.recs[*n].4.clone(), m.recs[*n].5));
+    for n in order {
+        let (parent, ty, unit, clk, thread, _) = &m.recs[n];
+        let p = parent.as_deref();
+        let mut d = p.is_some_and(|p| dead[p]) || *clk >= window.end;
+        if !d {
+            if let Some((_, every)) = c.samples.iter().find(|(t, _)| t == ty) {
+                let k = seen.entry((thread.clone(), ty.clone())).or_insert(0);
+                d = *k % every != 0;
+                *k += 1;
+            }
+        }
+        let u = match (&c.units, unit) {
+            (None, _) => true,
+            (Some(us), Some(u)) => us.contains(u),
+            (Some(_), None) => p.is_some_and(|p| unit_ok[p]),
+        };
+        let t = c.types.as_ref().is_none_or(|ts| ts.contains(ty));
+        dead.insert(n, d);
+        unit_ok.insert(n, u);
+        matches.insert(n, u && t);
+        selected.insert(n, !d && u && t && window.contains(clk));
+    }
+    let _ = text;
+    let mut out = BTreeSet::new();
+    let mut written: BTreeSet<String> = BTreeSet::new();
+    let with_ancestors = |name: &str, written: &mut BTreeSet<String>| {
+        let mut cur = Some(name.to_owned());
+        while let Some(n) = cur {
+            if !written.insert(n.clone()) {
+                break;
+            }
+            cur = m.recs[&n].0.clone();
+        }
+    };
+    for ((kind, rec, tag), clk) in &m.lines {
+        let r = rec.as_str();
+        let ok = match kind.as_str() {
+            "record" => selected[r],
+            "event" => {
+                let name = m_event_name(text, tag);
+                !dead[r]
+                    && matches[r]
+                    && window.contains(&clk.unwrap())
+                    && c.events.as_ref().is_none_or(|e| e.contains(&name))
+            }
+            _ => false,
+        };
+        if ok {
+            with_ancestors(r, &mut written);
+            out.insert((kind.clone(), rec.clone(), tag.clone()));
+        }
+    }
+    for n in &written {
+        out.insert(("record".into(), n.clone(), String::new()));
+    }
+    for ((kind, rec, tag), _) in &m.lines {
+        let in_file = written.contains(rec);
+        if (kind == "record_end" && in_file)
+            || (kind == "annotation" && in_file && matches[rec.as_str()])
+        {
+            out.insert((kind.clone(), rec.clone(), tag.clone()));
+        }
+    }
+    out
+}
+
+/// The event name of a tagged event (tags are unique; names are looked up in the text).
+fn m_event_name(text: &str, tag: &str) -> String {
+    let needle = format!("\"tag\":\"{tag}\"");
+    let line = text.lines().find(|l| l.contains(&needle)).expect("tagged event");
+    let v: Value = serde_json::from_str(line).unwrap();
+    v["name"].as_str().unwrap().to_owned()
+}
+
+fn setting() -> impl Strategy<Value = Capture> {
+    (
+        proptest::option::of((0..60u64, 1..60u64)),
+        proptest::option::of(proptest::sample::subsequence(
+            vec!["A", "B", "C", "Thread", "Top"],
+            1..4,
+        )),
+        proptest::option::of(proptest::sample::subsequence(vec!["x", "y", "z"], 1..3)),
+        proptest::option::of(proptest::sample::subsequence(vec![0u64, 1, 2], 1..3)),
+        proptest::option::of((0..3usize, 1..4u64)),
+    )
+        .prop_map(|(w, types, events, units, sample)| Capture {
+            window: w.map(|(a, l)| a..a + l),
+            types: types.map(|t| t.into_iter().map(String::from).collect()),
+            events: events.map(|t| t.into_iter().map(String::from).collect()),
+            units,
+            samples: sample.map(|(t, n)| vec![(TYPES[t].to_owned(), n)]).unwrap_or_default(),
+            ..Capture::default()
+        })
+}
+
+fn keys(text: &str) -> BTreeSet<Key> {
+    model(text).lines.into_iter().map(|(k, _)| k).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_programs_under_random_settings_write_exactly_the_selected_lines(
+        program in proptest::collection::vec(thread_program(), 1..4),
+        c in setting(),
+    ) {
+        let full = run(&program, Capture::default());
+        valid(&full);
+        let m = model(&full);
+        let want = expected(&m, &c, &full);
+        let text = run(&program, c.clone());
+        let lines = valid(&text);
+        let got = keys(&text);
+        prop_assert_eq!(&got, &want, "setting {}", c);
+        let f = footer(&lines);
+        let total = |k: &str| m.lines.iter().filter(|((kind, ..), _)| kind == k).count() as u64;
+        prop_assert_eq!(f["total_records"].as_u64().unwrap() + f["left_out_records"].as_u64().unwrap_or(0), total("record"));
+        prop_assert_eq!(f["total_events"].as_u64().unwrap() + f["left_out_events"].as_u64().unwrap_or(0), total("event"));
+    }
+
+    /// With a recorder, everything selected in the last N cycles is in the file, nothing else
+    /// but ancestors, and the trace is valid, whatever the interleaving.
+    #[test]
+    fn recorder_traces_hold_the_last_cycles_and_stay_valid(
+        program in proptest::collection::vec(thread_program(), 1..4),
+        cycles in 1..80u64,
+    ) {
+        let full = run(&program, Capture::default());
+        let all = keys(&full);
+        let c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
+        let text = run(&program, c);
+        valid(&text);
+        let got = keys(&text);
+        prop_assert!(got.is_subset(&all));
+        let m = model(&full);
+        let max = m.lines.iter().filter_map(|(_, c)| *c).max().unwrap_or(0);
+        for (k, clk) in &m.lines {
+            if clk.is_some_and(|c| c + cycles > max) {
+                prop_assert!(got.contains(k), "{:?} at {:?} missing (max {})", k, clk, max);
+            }
+        }
+    }
+}

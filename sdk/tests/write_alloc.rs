@@ -1,0 +1,123 @@
+//! The writer and the global allocator: an allocator that emits into a trace is refused (not
+//! undefined behaviour), and a closed trace gives its rings' memory back even while the threads
+//! that emitted to it live on.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use jets::{Error, Metadata, RecordHandle, Trace, TraceBuilder};
+
+/// Counts live bytes, and on threads that armed it, emits an event on every allocation.
+struct Hooked;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static TARGET: OnceLock<RecordHandle> = OnceLock::new();
+static REFUSED: AtomicUsize = AtomicUsize::new(0);
+static NESTED_OK: AtomicUsize = AtomicUsize::new(0);
+/// The tests measure process-wide allocation: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+    static IN_EMIT: Cell<bool> = const { Cell::new(false) };
+}
+
+#[global_allocator]
+static ALLOC: Hooked = Hooked;
+
+// SAFETY: forwards to `System`, adding only counters and (on armed threads) an emitting call.
+unsafe impl GlobalAlloc for Hooked {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            emit_from_allocator();
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+/// What an instrumented allocator does: emit an event for the allocation. The allocator guards
+/// against its own recursion (as any real one must); the SDK must guard against being entered
+/// from inside its own emitting call, which happens when that call allocates.
+fn emit_from_allocator() {
+    let armed = ARMED.try_with(Cell::get).unwrap_or(false);
+    if !armed || IN_HOOK.try_with(|h| h.replace(true)).unwrap_or(true) {
+        return;
+    }
+    if let Some(target) = TARGET.get() {
+        let nested = IN_EMIT.try_with(Cell::get).unwrap_or(false);
+        match target.event("alloc").emit_at(1) {
+            Err(Error::Reentrant) => {
+                REFUSED.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(()) if nested => {
+                NESTED_OK.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+    let _ = IN_HOOK.try_with(|h| h.set(false));
+}
+
+/// Issue 17.6: the first emit of a thread creates its ring, which allocates; the allocator's
+/// emit from inside it must be refused with `Error::Reentrant`, and the outer emit succeed.
+#[test]
+fn allocator_that_emits_is_refused_inside_an_emit() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("alloc.jets");
+    let trace = Trace::create(&path, Metadata::new()).expect("create");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    assert!(TARGET.set(root).is_ok(), "set once");
+    let outer = std::thread::spawn(|| {
+        ARMED.with(|a| a.set(true));
+        IN_EMIT.with(|e| e.set(true));
+        // First emit of this thread: creates its ring.
+        let r = TARGET.get().expect("target").event("outer").emit_at(2);
+        IN_EMIT.with(|e| e.set(false));
+        ARMED.with(|a| a.set(false));
+        r
+    })
+    .join()
+    .expect("thread");
+    outer.expect("the outer emit succeeds");
+    assert!(REFUSED.load(Ordering::Relaxed) > 0, "the nested emit was refused");
+    assert_eq!(NESTED_OK.load(Ordering::Relaxed), 0, "no emit succeeded inside another");
+    trace.close().expect("close");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains("\"outer\""), "{text}");
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}\n{text}");
+}
+
+/// Issue 17.5: a thread that emitted to a trace does not keep that trace's ring (16,384 lines,
+/// megabytes) after the trace is closed and dropped.
+#[test]
+fn closed_trace_frees_the_ring_of_a_thread_that_lives_on() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let before = LIVE.load(Ordering::Relaxed);
+    let trace = TraceBuilder::new()
+        .capacity(1 << 14)
+        .writer(std::io::sink(), Metadata::new())
+        .expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    root.event("e").emit_at(1).expect("event");
+    let during = LIVE.load(Ordering::Relaxed);
+    drop(root);
+    trace.close().expect("close");
+    drop(trace);
+    let after = LIVE.load(Ordering::Relaxed);
+    assert!(during - before > 1 << 20, "the ring is megabytes: {} bytes", during - before);
+    assert!(after - before < 256 << 10, "{} bytes still held after close", after - before);
+}
