@@ -108,7 +108,7 @@ fn every_table_and_column() {
         said.contains("5 records (2 unended), 5 events, 1 annotations, 2 host samples"),
         "{said}"
     );
-    // PQ-RUN-2: the run is the file's stem; PQ-LAYOUT-1: one directory per run.
+    // PQ-RUN-2: the run is the file's stem; one directory per run.
     let run = ds.join("run=small");
     let mut files: Vec<String> = std::fs::read_dir(&run)
         .expect("run dir")
@@ -214,7 +214,7 @@ fn runs_share_a_dataset_and_a_run_is_replaced_whole() {
     ok(&jets(&["convert", a.to_str().unwrap(), "--to", "parquet", "--run", "x", "-o", d]));
     ok(&jets(&["convert", a.to_str().unwrap(), "--to", "parquet", "--run", "y", "-o", d]));
     assert!(ds.join("run=x/host_samples.parquet").exists());
-    // Run x again from a trace without host samples: its old host table must not survive.
+    // PQ-RUN-3: run x again from a trace without host samples: its old host table is gone.
     ok(&jets(&["convert", b.to_str().unwrap(), "--to", "parquet", "--run", "x", "-o", d]));
     assert!(!ds.join("run=x/host_samples.parquet").exists());
     assert!(ds.join("run=y/host_samples.parquet").exists());
@@ -276,6 +276,7 @@ fn bad_input_is_a_clear_error_and_leaves_the_dataset_alone() {
     let dup = TRACE.replace(r#""id":4,"#, r#""id":3,"#);
     let bad = write(tmp.path(), "dup.jets", &dup);
     let msg = err(&jets(&["convert", bad.to_str().unwrap(), "--to", "parquet", "-o", d]));
+    // PQ-CHECK-1.
     assert!(msg.contains("dup.jets:8") && msg.contains("record 3 begins again"), "{msg}");
 
     // PQ-INT-1: an id beyond INT64 is refused, not wrapped.
