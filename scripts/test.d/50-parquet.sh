@@ -12,7 +12,11 @@ venv="$target/pyenv-parquet"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import duckdb, pyspark' 2>/dev/null ||
     "$venv/bin/pip" install -q 'duckdb==1.5.6' 'pyspark==4.1.4'
-cargo build -q --locked -p jets-cli
+# The feature is not a default one (build time), so `cargo test --workspace` skips its tests and
+# lints: they run here.
+cargo clippy -q --locked -p jets-cli --features parquet --all-targets -- -D warnings
+cargo test -q --locked -p jets-cli --features parquet --test parquet
+cargo build -q --locked -p jets-cli --features parquet
 jets="$target/debug/jets"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

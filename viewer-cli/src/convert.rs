@@ -100,7 +100,7 @@ fn parquet(args: &Args) -> Result<()> {
 #[cfg(not(feature = "parquet"))]
 fn parquet(_: &Args) -> Result<()> {
     anyhow::bail!(
-        "this jets was built without the `parquet` feature (a default feature of jets-cli)"
+        "this jets was built without the `parquet` feature: build it with `cargo build --release -p jets-cli --features parquet`"
     )
 }
 

@@ -409,7 +409,7 @@ pub fn read_trace(path: &Path, mut f: impl FnMut(u64, Line<'_>) -> Result<()>) -
     let mut set_progress = progress.setter();
     let mut n = 0u64;
     loop {
-        if n.is_multiple_of(1 << 16) {
+        if n % (1 << 16) == 0 {
             set_progress(reader.source_pos());
         }
         let Some(raw) = reader.next_line() else { break };

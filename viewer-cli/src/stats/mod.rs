@@ -158,5 +158,5 @@ fn parquet(args: &Args) -> Result<ExitCode> {
 
 #[cfg(not(feature = "parquet"))]
 fn parquet(_: &Args) -> Result<ExitCode> {
-    bail!("this jets was built without the `parquet` feature (a default feature of jets-cli)")
+    bail!("this jets was built without the `parquet` feature: build it with `cargo build --release -p jets-cli --features parquet`")
 }

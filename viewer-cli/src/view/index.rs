@@ -260,7 +260,7 @@ impl Row {
         'walk: while k < n {
             let mut size = FAN.pow(LEVELS as u32);
             for level in self.summaries.iter().rev() {
-                if k.is_multiple_of(size) {
+                if k % size == 0 {
                     let end = (k + size).min(n);
                     let s = level[k / size];
                     let skip = (s.gap as f64) < gap
