@@ -67,6 +67,8 @@ fn calls(cr: &mut Criterion) {
         fields: fields.as_ptr(),
         field_count: fields.len(),
         data_json: null(),
+        domain: 0,
+        clock: 0,
     };
 
     let mut g = cr.benchmark_group("c_api");

@@ -12,12 +12,38 @@
  *   jets_close(t);
  *
  * Every function is thread-safe. Status-returning calls return JETS_OK (0) or a negative
- * JETS_ERR_* code; jets_record_begin returns 0 on failure. A failing call writes nothing and
- * leaves the reason in jets_last_error() (per thread). Define JETS_DISABLE before including this
- * header to compile every call out (no library needed).
+ * JETS_ERR_* code; jets_record_begin returns 0 on failure, and 0 is never a record. A failing
+ * call writes nothing and leaves the reason in jets_last_error() (per thread). Define
+ * JETS_DISABLE before including this header to compile every call out (no library needed).
+ *
+ * Signals. These calls are async-signal-safe: they allocate nothing and take no lock another
+ * thread could hold forever, so a signal handler (a SIGALRM progress tick, a SIGINT handler) may
+ * make them:
+ *   jets_event_ex and jets_counter (interned names, typed fields other than JETS_FIELD_TEXT, at
+ *   most 4 fields, no data_json), jets_flush (until a write failed), jets_set_clock, jets_last_error_code,
+ *   jets_last_error, jets_status_name, jets_version;
+ * on a thread that has already emitted a line to that trace outside the handler (its queue then
+ * exists), and with the drop policy if the handler must never wait for the writer. Any call made
+ * from a handler that interrupted another libjets call on the same thread is refused with
+ * JETS_ERR_REENTRANT and does nothing. Other calls allocate: do not make them from a handler.
+ * jets_install_fatal_signal_flush() saves every open trace on SIGSEGV, SIGABRT, SIGBUS, SIGTERM
+ * and SIGINT, then re-raises the signal.
+ *
+ * fork. A child process cannot write to a trace its parent opened: every call on it returns
+ * JETS_ERR_FORKED at once and touches nothing (the parent's file stays the parent's). Open a new
+ * trace in the child. jets_intern works in the child.
+ *
+ * Closing. jets_close frees everything a trace holds but the handle itself (24 bytes, kept for
+ * the life of the process): every later call on it, a second close included, returns
+ * JETS_ERR_CLOSED.
  */
 #ifndef JETS_H
 #define JETS_H
+
+/* The version of this header (the library's is jets_version()). */
+#define JETS_VERSION_MAJOR 0
+#define JETS_VERSION_MINOR 1
+#define JETS_VERSION_PATCH 0
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,6 +108,26 @@
 #define JETS_ERR_HOST -10
 
 /**
+ * The trace was closed (`jets_close`): every later call on it, including a second close, returns
+ * this. The closed handle itself stays valid (see `jets_close`).
+ */
+#define JETS_ERR_CLOSED -11
+
+/**
+ * The trace was opened by the parent of this process, before a `fork`: the child cannot write to
+ * it (its writer thread did not survive the fork), and touches nothing of it. Open a new trace in
+ * the child if it should trace too.
+ */
+#define JETS_ERR_FORKED -12
+
+/**
+ * The call was made from a signal handler that interrupted another libjets call on the same
+ * thread; it was refused and did nothing. Only the async-signal-safe calls (see jets.h) may be
+ * made from a handler, and they too are refused when they would re-enter.
+ */
+#define JETS_ERR_REENTRANT -13
+
+/**
  * Pass as `clk` to use the trace clock (`jets_set_clock`) instead of an explicit cycle. The
  * clock is clamped so a line never lands before its record's (or parent's) start.
  */
@@ -113,6 +159,12 @@
 #define JETS_FIELD_STR 5
 
 /**
+ * `jets_field.kind`: a string copied from `value.text` (for values that vary per line; intern
+ * names and keys instead).
+ */
+#define JETS_FIELD_TEXT 6
+
+/**
  * `jets_options.policy`: wait for room when the queue is full (lossless, the default).
  */
 #define JETS_POLICY_BLOCK 0
@@ -123,7 +175,12 @@
 #define JETS_POLICY_DROP 1
 
 /**
- * An open trace. Opaque: made by `jets_open`, freed by `jets_close`.
+ * A trace handle. Opaque: made by `jets_open`, closed by `jets_close`.
+ *
+ * The handle is a small shell that outlives the trace: closing frees everything the trace
+ * holds (writer thread, queues, record table) but keeps the shell, which from then on answers
+ * every call with `JETS_ERR_CLOSED` (rule CA-LIFE-1 in spec/c-api-decisions.md). A shell is 24
+ * bytes, kept reachable until the process exits.
  */
 typedef struct jets_trace jets_trace;
 
@@ -140,7 +197,7 @@ typedef struct jets_options {
    */
   uint32_t policy;
   /**
-   * Lines the queue to the writer thread holds; 0 for the default (65,536).
+   * Lines the queue of each emitting thread holds; 0 for the default (16,384).
    */
   uint64_t queue_capacity;
   /**
@@ -180,6 +237,11 @@ typedef union jets_value {
    * `JETS_FIELD_STR`: an interned string.
    */
   jets_str str;
+  /**
+   * `JETS_FIELD_TEXT`: a NUL-terminated UTF-8 string, copied by the call (no interning, no
+   * JSON escaping by hand).
+   */
+  const char *text;
 } jets_value;
 
 /**
@@ -200,6 +262,16 @@ typedef struct jets_field {
    */
   union jets_value value;
 } jets_field;
+
+/**
+ * A subsystem that can be switched off at run time (`jets_domain_create`); 0 means "none".
+ */
+typedef uint32_t jets_domain;
+
+/**
+ * A clock other than the trace's own (`jets_clock_create`); 0 means the trace's clock.
+ */
+typedef uint32_t jets_clock;
 
 /**
  * Everything a line can carry, by interned handles: for `jets_record_begin_ex`,
@@ -235,7 +307,29 @@ typedef struct jets_attrs {
    * Optional JSON text for `data`; typed fields are merged into it (then it must be an object).
    */
   const char *data_json;
+  /**
+   * The subsystem the line belongs to (`jets_domain_create`); 0 for none. A line in a disabled
+   * domain is skipped at the cost of one atomic load; a record's line carries `data.domain`.
+   */
+  jets_domain domain;
+  /**
+   * The clock `clk` counts in (`jets_clock_create`); 0 for the trace's own clock.
+   */
+  jets_clock clock;
 } jets_attrs;
+
+/**
+ * Record ids handed out for records the drop policy dropped: never ids the trace file uses.
+ * Everything on such a record (children, events, annotations, its end) is dropped and counted,
+ * as in Rust.
+ */
+#define DROPPED_ID_BASE (1 << 63)
+
+/**
+ * The id of a record begun while tracing was off (`jets_set_enabled`, a disabled domain): every
+ * call on it succeeds and writes nothing, its children are off too. Never a real record.
+ */
+#define JETS_ID_OFF UINT64_MAX
 
 #ifdef __cplusplus
 extern "C" {
@@ -305,6 +399,19 @@ jets_id jets_record_begin_ex(struct jets_trace *t,
 int jets_record_end(struct jets_trace *t, jets_id record, uint64_t clk);
 
 /**
+ * `jets_record_end` with a final status on the `record_end` line, for outcomes known only at
+ * the end: `status` is one of the JETS status names, `"running"`, `"stalled"`, `"complete"` or
+ * `"flushed"` (e.g. an instruction squashed by a branch).
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`; `status` is NULL or NUL-terminated.
+ */
+int jets_record_end_status(struct jets_trace *t,
+                           jets_id record,
+                           uint64_t clk,
+                           const char *status_name);
+
+/**
  * Emits an event on `record` at `clk` (or `JETS_CLK_NOW`), not before the record's start.
  * `description` and `data_json` (any JSON value) may be NULL.
  *
@@ -351,6 +458,15 @@ int jets_annotation(struct jets_trace *t,
 int jets_annotation_ex(struct jets_trace *t, jets_id record, const struct jets_attrs *attrs);
 
 /**
+ * Emits a counter sample on `record`: an event named `name` whose `data.value` is `value` (rule
+ * CA-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`.
+ */
+int jets_counter(struct jets_trace *t, jets_id record, uint64_t clk, jets_str name, double value);
+
+/**
  * Sets the trace clock, the cycle used by calls given `JETS_CLK_NOW`.
  *
  * # Safety
@@ -359,20 +475,23 @@ int jets_annotation_ex(struct jets_trace *t, jets_id record, const struct jets_a
 int jets_set_clock(struct jets_trace *t, uint64_t clk);
 
 /**
- * Waits until everything emitted before this call is written and handed to the OS.
+ * Waits until everything emitted before this call is written and handed to the OS (for a
+ * compressed trace: the file is then a complete stream). Async-signal-safe.
  *
  * # Safety
- * `t` is NULL or an open trace.
+ * `t` is NULL or a handle from `jets_open`.
  */
 int jets_flush(struct jets_trace *t);
 
 /**
  * Writes the footer (exact totals; records still open are counted in `open_records`), completes
- * the file and frees `t`, which must not be used again, even when this returns an error
- * (`JETS_ERR_IO`: the file holds a valid prefix).
+ * the file and frees what the trace holds, even when this returns an error (`JETS_ERR_IO`: the
+ * file holds a valid prefix). The handle stays valid: every later call on it, a second close
+ * included, returns `JETS_ERR_CLOSED`. In a child process after `fork`, returns
+ * `JETS_ERR_FORKED` and touches nothing (the parent still owns the file).
  *
  * # Safety
- * `t` is NULL or an open trace, and no other thread uses it during or after this call.
+ * `t` is NULL or a handle from `jets_open`, and no other thread uses it during this call.
  */
 int jets_close(struct jets_trace *t);
 
@@ -445,10 +564,58 @@ int jets_roi_end(struct jets_trace *t);
 int jets_dump(struct jets_trace *t);
 
 /**
+ * Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):
+ * pass it in `jets_attrs.clock`, or to `jets_clock_set`, to give cycles of that clock; they are
+ * written in cycles of the trace's clock, whose rate is the header's `clock_frequency_mhz` (which
+ * `jets_open` must have been given). Returns 0 on failure.
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.
+ */
+jets_clock jets_clock_create(struct jets_trace *t, const char *name, double mhz);
+
+/**
+ * `jets_set_clock` in cycles of `clock` (converted to the trace's clock).
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`.
+ */
+int jets_clock_set(struct jets_trace *t, jets_clock clock, uint64_t clk);
+
+/**
  * The name of a status code, e.g. `"JETS_ERR_IO"`; `"JETS_ERR_UNRECOGNIZED"` for other values.
  * The string is static: never free it.
  */
 const char *jets_status_name(int code);
+
+/**
+ * Switches tracing of `t` on or off (on when opened). While off, every record, event, annotation
+ * and end call returns `JETS_OK` (a record: `JETS_ID_OFF`) and writes nothing, at the cost of
+ * one atomic load; `jets_flush` and `jets_close` work as usual.
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`.
+ */
+int jets_set_enabled(struct jets_trace *t, bool on);
+
+/**
+ * Creates the domain `name` of `t` (the same handle again for the same name), enabled: a
+ * subsystem whose lines can be switched off together (`jets_domain_set_enabled`). Name it in
+ * `jets_attrs.domain`; its records carry `data.domain`. Returns 0 on failure (at most 255
+ * domains per trace).
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.
+ */
+jets_domain jets_domain_create(struct jets_trace *t, const char *name);
+
+/**
+ * Enables or disables the lines of `domain`.
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`.
+ */
+int jets_domain_set_enabled(struct jets_trace *t, jets_domain domain, bool on);
 
 /**
  * Starts sampling this process (and its children) into the trace every `interval_ms`
@@ -481,13 +648,54 @@ int jets_host_monitor_stop(struct jets_trace *t);
  */
 jets_str jets_intern(const char *text);
 
+/**
+ * Begins a record, a child of this thread's innermost pushed record of `t` (a root record if
+ * none), and pushes it. `attrs` as in `jets_record_begin_ex`. Returns its id (`JETS_ID_OFF` when
+ * tracing is off, which pops like any other), or 0 on failure (nothing pushed).
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`; `attrs` as in `jets_record_begin_ex`.
+ */
+jets_id jets_push(struct jets_trace *t, uint64_t clk, const struct jets_attrs *attrs);
+
+/**
+ * Ends this thread's innermost pushed record of `t` at `clk` (or `JETS_CLK_NOW`) and pops it.
+ * `JETS_ERR_INVALID_ARGUMENT` when nothing is pushed; on any other failure the record stays
+ * pushed and open.
+ *
+ * # Safety
+ * `t` is NULL or a handle from `jets_open`.
+ */
+int jets_pop(struct jets_trace *t, uint64_t clk);
+
+/**
+ * Installs a handler for SIGSEGV, SIGABRT, SIGBUS, SIGTERM and SIGINT that flushes every open
+ * trace (waiting at most 2 s per trace), restores the action that was in place before, and
+ * re-raises the signal: a crashing or interrupted simulator leaves everything it emitted on disk
+ * (a valid prefix: `jets repair` adds the footer) and then dies, or runs its own handler, as it
+ * would have without libjets. Install your own handlers first if you have any. Idempotent.
+ */
+int jets_install_fatal_signal_flush(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
 
-/* Initializers for the size-versioned structs: start from these, then set what you need. */
-#define JETS_ATTRS_INIT { (uint32_t)sizeof(jets_attrs), 0, 0, 0, NULL, 0, NULL }
-#define JETS_OPTIONS_INIT { (uint32_t)sizeof(jets_options), JETS_POLICY_BLOCK, 0, 0 }
+/*
+ * Initial values for the size-versioned structs: start from these, then set what you need. They
+ * are expressions (compound literals in C, temporaries in C++), usable as initializers of local
+ * variables and in assignments: `a = JETS_ATTRS_INIT;` resets a struct. For a static variable in
+ * C, use JETS_ATTRS_STATIC_INIT (a brace initializer).
+ */
+#define JETS_ATTRS_STATIC_INIT { (uint32_t)sizeof(jets_attrs), 0, 0, 0, NULL, 0, NULL, 0, 0 }
+#define JETS_OPTIONS_STATIC_INIT { (uint32_t)sizeof(jets_options), JETS_POLICY_BLOCK, 0, 0 }
+#ifdef __cplusplus
+#define JETS_ATTRS_INIT (jets_attrs JETS_ATTRS_STATIC_INIT)
+#define JETS_OPTIONS_INIT (jets_options JETS_OPTIONS_STATIC_INIT)
+#else
+#define JETS_ATTRS_INIT ((jets_attrs)JETS_ATTRS_STATIC_INIT)
+#define JETS_OPTIONS_INIT ((jets_options)JETS_OPTIONS_STATIC_INIT)
+#endif
 
 /* Typed fields without JSON text. */
 static inline jets_field jets_field_u64(jets_str key, uint64_t v) {
@@ -504,6 +712,11 @@ static inline jets_field jets_field_bool(jets_str key, bool v) {
 }
 static inline jets_field jets_field_str(jets_str key, jets_str v) {
     jets_field f; f.key = key; f.kind = JETS_FIELD_STR; f.value.u64 = 0; f.value.str = v; return f;
+}
+/* A string value copied by the call: `text` need only live until the call returns. */
+static inline jets_field jets_field_text(jets_str key, const char *text) {
+    jets_field f; f.key = key; f.kind = JETS_FIELD_TEXT; f.value.u64 = 0; f.value.text = text;
+    return f;
 }
 
 #ifdef JETS_DISABLE
@@ -553,6 +766,33 @@ static inline int jets_disabled_trace_u32(jets_trace *t, uint32_t v) {
     (void)t; (void)v; return JETS_OK;
 }
 static inline int jets_disabled_trace(jets_trace *t) { (void)t; return JETS_OK; }
+static inline int jets_disabled_record_end_status(jets_trace *t, jets_id r, uint64_t clk,
+                                                  const char *s) {
+    (void)t; (void)r; (void)clk; (void)s; return JETS_OK;
+}
+static inline int jets_disabled_counter(jets_trace *t, jets_id r, uint64_t clk, jets_str n,
+                                        double v) {
+    (void)t; (void)r; (void)clk; (void)n; (void)v; return JETS_OK;
+}
+static inline int jets_disabled_trace_bool(jets_trace *t, bool on) {
+    (void)t; (void)on; return JETS_OK;
+}
+static inline uint32_t jets_disabled_handle(jets_trace *t, const char *name) {
+    (void)t; (void)name; return 1;
+}
+static inline jets_clock jets_disabled_clock_create(jets_trace *t, const char *name, double mhz) {
+    (void)t; (void)name; (void)mhz; return 1;
+}
+static inline int jets_disabled_domain_set_enabled(jets_trace *t, jets_domain d, bool on) {
+    (void)t; (void)d; (void)on; return JETS_OK;
+}
+static inline int jets_disabled_clock_set(jets_trace *t, jets_clock c, uint64_t clk) {
+    (void)t; (void)c; (void)clk; return JETS_OK;
+}
+static inline jets_id jets_disabled_push(jets_trace *t, uint64_t clk, const jets_attrs *a) {
+    (void)t; (void)clk; (void)a; return 1;
+}
+static inline int jets_disabled_none(void) { return JETS_OK; }
 static inline jets_str jets_disabled_intern(const char *s) { (void)s; return 1; }
 static inline const char *jets_disabled_text(void) { return ""; }
 static inline int jets_disabled_code(void) { return JETS_OK; }
@@ -562,6 +802,16 @@ static inline const char *jets_disabled_status_name(int code) { (void)code; retu
 #define jets_record_begin jets_disabled_record_begin
 #define jets_record_begin_ex jets_disabled_record_begin_ex
 #define jets_record_end jets_disabled_record_end
+#define jets_record_end_status jets_disabled_record_end_status
+#define jets_counter jets_disabled_counter
+#define jets_set_enabled jets_disabled_trace_bool
+#define jets_domain_create jets_disabled_handle
+#define jets_domain_set_enabled jets_disabled_domain_set_enabled
+#define jets_clock_create jets_disabled_clock_create
+#define jets_clock_set jets_disabled_clock_set
+#define jets_push jets_disabled_push
+#define jets_pop jets_disabled_trace_u64
+#define jets_install_fatal_signal_flush jets_disabled_none
 #define jets_event jets_disabled_event
 #define jets_event_ex jets_disabled_event_ex
 #define jets_annotation jets_disabled_annotation

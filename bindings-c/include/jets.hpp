@@ -1,10 +1,11 @@
 /*
  * jets.hpp: a C++17 RAII wrapper over libjets (jets.h).
  *
- *   jets::trace t("run.jets", R"({"hardware_model":"Tiny5"})");
+ *   jets::trace t("run.jets", R"({"hardware_model":"Tiny5","clock_frequency_mhz":1000})");
+ *   const jets::str decode("Decode"), pc("pc"), op("op");
  *   {
  *       jets::record core = t.root("core0", "Core", 0);
- *       core.event("Decode", 5, R"({"pc":4096})");
+ *       core.event(decode, 5, {jets::field(pc, 0x1000u), jets::field(op, "addi")});
  *       t.set_clock(9);
  *   }                        // core ends itself here, at the trace clock (cycle 9)
  *   t.close();               // footer; throws jets::error if writing failed
@@ -19,6 +20,10 @@
 #ifndef JETS_HPP
 #define JETS_HPP
 
+#if __cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L)
+#error "jets.hpp needs C++17 or later: compile with -std=c++17 (or /std:c++17); from older C++ use the C API in jets.h"
+#endif
+
 #include "jets.h"
 
 #include <cstdint>
@@ -26,8 +31,10 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace jets {
 
@@ -64,39 +71,124 @@ public:
     explicit str(const char *text) : h_(jets_intern(text)) {
         if (h_ == 0) throw error(jets_last_error_code(), jets_last_error());
     }
+    explicit str(const std::string &text) : str(text.c_str()) {}
     jets_str handle() const noexcept { return h_; }
 
 private:
     jets_str h_;
 };
 
-/** A typed `data` field: an integer, float, bool or interned string, without JSON text. */
-inline jets_field field(const str &key, bool v) { return jets_field_bool(key.handle(), v); }
-inline jets_field field(const str &key, double v) { return jets_field_f64(key.handle(), v); }
-inline jets_field field(const str &key, const str &v) {
-    return jets_field_str(key.handle(), v.handle());
-}
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>>
-inline jets_field field(const str &key, T v) {
-    if constexpr (std::is_signed_v<T>) {
-        return jets_field_i64(key.handle(), static_cast<int64_t>(v));
-    } else {
-        return jets_field_u64(key.handle(), static_cast<uint64_t>(v));
+/**
+ * A typed `data` field, made by jets::field() from an integer, a floating-point number, a bool,
+ * an enum (its underlying integer), an interned jets::str, or text (const char *, std::string,
+ * std::string_view: copied by the call, no interning, no JSON escaping). Each value keeps its
+ * type: a string literal is text, never a bool, and any other pointer does not compile.
+ */
+class field_value {
+public:
+    /** A field made by the C helpers (jets_field_u64() and friends). */
+    explicit field_value(jets_field f) noexcept : f_(f) {}
+    /** Text owned by this object (for views and strings that may not outlive the call). */
+    field_value(jets_str key, std::string text) : f_(jets_field_text(key, nullptr)),
+                                                  text_(std::move(text)), owned_(true) {}
+    /** The C field; text points into this object, valid while it lives. */
+    jets_field get() const noexcept {
+        jets_field f = f_;
+        if (owned_) f.value.text = text_.c_str();
+        return f;
     }
+
+private:
+    jets_field f_;
+    std::string text_;
+    bool owned_ = false;
+};
+
+/** A number, bool or enum field; the C++ type picks the JETS type. */
+template <typename T>
+inline field_value field(const str &key, T v) {
+    static_assert(!std::is_pointer_v<T>,
+                  "jets::field: a pointer is not a field value (text is const char *)");
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>,
+                  "jets::field: no JETS field type for this value");
+    if constexpr (std::is_enum_v<T>) {
+        return field(key, static_cast<std::underlying_type_t<T>>(v));
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return field_value(jets_field_bool(key.handle(), v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+        return field_value(jets_field_f64(key.handle(), static_cast<double>(v)));
+    } else if constexpr (std::is_signed_v<T>) {
+        return field_value(jets_field_i64(key.handle(), static_cast<int64_t>(v)));
+    } else {
+        return field_value(jets_field_u64(key.handle(), static_cast<uint64_t>(v)));
+    }
+}
+/** An interned string value. */
+inline field_value field(const str &key, const str &v) {
+    return field_value(jets_field_str(key.handle(), v.handle()));
+}
+/** Text, copied by the call (NULL is refused by the call). */
+inline field_value field(const str &key, const char *text) {
+    return field_value(jets_field_text(key.handle(), text));
+}
+inline field_value field(const str &key, char *text) {
+    return field(key, static_cast<const char *>(text));
+}
+/** Text from a view (copied here: a view need not end with a NUL). */
+inline field_value field(const str &key, std::string_view text) {
+    return field_value(key.handle(), std::string(text));
+}
+inline field_value field(const str &key, const std::string &text) {
+    return field_value(key.handle(), text);
+}
+inline field_value field(const str &key, std::string &&text) {
+    return field_value(key.handle(), std::move(text));
 }
 
 /** Fields for the typed overloads below. */
-using fields = std::initializer_list<jets_field>;
+using fields = std::initializer_list<field_value>;
+
+/** Where a line goes besides its record: its domain (jets::domain) and its clock (jets::clock). */
+struct where {
+    jets_domain domain = 0;
+    jets_clock clock = 0;
+};
 
 namespace detail {
-inline jets_attrs attrs(const str &name, jets_str type, fields f) {
-    jets_attrs a = JETS_ATTRS_INIT;
-    a.name = name.handle();
-    a.record_type = type;
-    a.fields = f.size() ? f.begin() : nullptr;
-    a.field_count = f.size();
-    return a;
-}
+/** The C fields of a field list, in a buffer living as long as this object. */
+class field_array {
+public:
+    explicit field_array(fields f) : size_(f.size()) {
+        jets_field *out = small_;
+        if (size_ > small_size) {
+            big_.resize(size_);
+            out = big_.data();
+        }
+        size_t i = 0;
+        for (const field_value &v : f) out[i++] = v.get();
+        data_ = size_ ? out : nullptr;
+    }
+    field_array(const field_array &) = delete;
+    field_array &operator=(const field_array &) = delete;
+
+    jets_attrs attrs(const str &name, jets_str type, where w) const {
+        jets_attrs a = JETS_ATTRS_INIT;
+        a.name = name.handle();
+        a.record_type = type;
+        a.fields = data_;
+        a.field_count = size_;
+        a.domain = w.domain;
+        a.clock = w.clock;
+        return a;
+    }
+
+private:
+    static constexpr size_t small_size = 8;
+    jets_field small_[small_size];
+    std::vector<jets_field> big_;
+    const jets_field *data_ = nullptr;
+    size_t size_;
+};
 }  // namespace detail
 
 /**
@@ -130,8 +222,10 @@ public:
                                                              description, data_json)));
     }
     /** Begins a child record by interned names, with typed fields. */
-    record child(const str &name, const str &type, uint64_t clk, fields f = {}) const {
-        jets_attrs a = detail::attrs(name, type.handle(), f);
+    record child(const str &name, const str &type, uint64_t clk, fields f = {},
+                 where w = {}) const {
+        detail::field_array fa(f);
+        jets_attrs a = fa.attrs(name, type.handle(), w);
         return record(h_, detail::check_id(jets_record_begin_ex(t(), id_, clk, &a)));
     }
     /** Emits an event at `clk` (or JETS_CLK_NOW). */
@@ -140,9 +234,14 @@ public:
         detail::check(jets_event(t(), id_, clk, name, description, data_json));
     }
     /** Emits an event by interned name, with typed fields. */
-    void event(const str &name, uint64_t clk, fields f = {}) const {
-        jets_attrs a = detail::attrs(name, 0, f);
+    void event(const str &name, uint64_t clk, fields f = {}, where w = {}) const {
+        detail::field_array fa(f);
+        jets_attrs a = fa.attrs(name, 0, w);
         detail::check(jets_event_ex(t(), id_, clk, &a));
+    }
+    /** Emits a counter sample: an event `name` with `data.value`. */
+    void counter(const str &name, uint64_t clk, double value) const {
+        detail::check(jets_counter(t(), id_, clk, name.handle(), value));
     }
     /** Adds an annotation. */
     void annotation(const char *name, const char *data_json = nullptr,
@@ -150,13 +249,19 @@ public:
         detail::check(jets_annotation(t(), id_, name, description, data_json));
     }
     /** Adds an annotation by interned name, with typed fields. */
-    void annotation(const str &name, fields f) const {
-        jets_attrs a = detail::attrs(name, 0, f);
+    void annotation(const str &name, fields f, where w = {}) const {
+        detail::field_array fa(f);
+        jets_attrs a = fa.attrs(name, 0, w);
         detail::check(jets_annotation_ex(t(), id_, &a));
     }
     /** Ends the record now, at `clk` (or JETS_CLK_NOW). On failure it stays open and owned. */
     void end(uint64_t clk = JETS_CLK_NOW) {
         detail::check(jets_record_end(t(), id_, clk));
+        id_ = 0;
+    }
+    /** Ends the record with a final status: "running", "stalled", "complete" or "flushed". */
+    void end(uint64_t clk, const char *status) {
+        detail::check(jets_record_end_status(t(), id_, clk, status));
         id_ = 0;
     }
     /** Gives up ownership without ending: the record stays open (the footer counts it). */
@@ -201,10 +306,31 @@ public:
                                                              description, data_json)));
     }
     /** Begins a root record by interned names, with typed fields. */
-    record root(const str &name, const str &type, uint64_t clk, fields f = {}) {
-        jets_attrs a = detail::attrs(name, type.handle(), f);
+    record root(const str &name, const str &type, uint64_t clk, fields f = {}, where w = {}) {
+        detail::field_array fa(f);
+        jets_attrs a = fa.attrs(name, type.handle(), w);
         return record(h_, detail::check_id(jets_record_begin_ex(get(), 0, clk, &a)));
     }
+    /** Switches tracing on or off at run time (a switched-off call costs one atomic load). */
+    void set_enabled(bool on) { detail::check(jets_set_enabled(get(), on)); }
+    /** The domain `name` (a subsystem that can be switched off on its own). */
+    jets_domain domain(const char *name) {
+        jets_domain d = jets_domain_create(get(), name);
+        if (d == 0) throw error(jets_last_error_code(), jets_last_error());
+        return d;
+    }
+    /** Enables or disables a domain's lines. */
+    void set_enabled(jets_domain d, bool on) {
+        detail::check(jets_domain_set_enabled(get(), d, on));
+    }
+    /** A clock at `mhz` whose cycles are converted to the trace's (needs clock_frequency_mhz). */
+    jets_clock clock(const char *name, double mhz) {
+        jets_clock c = jets_clock_create(get(), name, mhz);
+        if (c == 0) throw error(jets_last_error_code(), jets_last_error());
+        return c;
+    }
+    /** Sets the trace clock in cycles of clock `c`. */
+    void set_clock(jets_clock c, uint64_t clk) { detail::check(jets_clock_set(get(), c, clk)); }
     /** Sets the cycle used by JETS_CLK_NOW (and by scoped records ending themselves). */
     void set_clock(uint64_t clk) { detail::check(jets_set_clock(get(), clk)); }
     /** Starts sampling this process into the trace (jets_host_monitor_start; 0: every 100 ms). */
@@ -223,12 +349,47 @@ public:
     /** The C handle, for calls this wrapper does not cover (NULL once closed). */
     jets_trace *get() const noexcept { return h_ ? h_->t : nullptr; }
 
+    /** The shared handle, for scoped ranges. */
+    const detail::shared &shared() const noexcept { return h_; }
+
 private:
     jets_trace *take() noexcept { return h_ ? std::exchange(h_->t, nullptr) : nullptr; }
     void release() noexcept {
         if (jets_trace *t = take()) (void)jets_close(t);
     }
     detail::shared h_;
+};
+
+/**
+ * A pushed range (jets_push/jets_pop, as nvtxRangePush/Pop): a child of the innermost range this
+ * thread pushed on the trace (a root when none), popped when it goes out of scope (at the trace
+ * clock) or by end(). Ranges nest like scopes, so they are neither copyable nor movable.
+ */
+class range {
+public:
+    range(trace &t, const str &name, const str &type, uint64_t clk = JETS_CLK_NOW, fields f = {},
+          where w = {})
+        : h_(t.shared()) {
+        detail::field_array fa(f);
+        jets_attrs a = fa.attrs(name, type.handle(), w);
+        id_ = detail::check_id(jets_push(h_->t, clk, &a));
+    }
+    range(const range &) = delete;
+    range &operator=(const range &) = delete;
+    ~range() {
+        if (id_ != 0 && h_->t != nullptr) (void)jets_pop(h_->t, JETS_CLK_NOW);
+    }
+    /** The record's id. */
+    jets_id id() const noexcept { return id_; }
+    /** Pops now, at `clk`. */
+    void end(uint64_t clk = JETS_CLK_NOW) {
+        detail::check(jets_pop(h_->t, clk));
+        id_ = 0;
+    }
+
+private:
+    detail::shared h_;
+    jets_id id_ = 0;
 };
 
 }  // namespace jets

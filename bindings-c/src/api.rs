@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
 use jets::format::Str;
@@ -12,19 +13,48 @@ use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 use crate::attrs::{self, Attrs, Checked, Parts};
 use crate::codes::*;
 use crate::cstr;
-use crate::failure::{last_code, run, status, with_last_message, Failure};
+use crate::failure::{last_code, last_message, run, status, Failure, Msg};
 use crate::records::Records;
 use crate::types::*;
 
-/// An open trace. Opaque: made by `jets_open`, freed by `jets_close`.
+/// A trace handle. Opaque: made by `jets_open`, closed by `jets_close`.
+///
+/// The handle is a small shell that outlives the trace: closing frees everything the trace
+/// holds (writer thread, queues, record table) but keeps the shell, which from then on answers
+/// every call with `JETS_ERR_CLOSED` (rule CA-LIFE-1 in spec/c-api-decisions.md). A shell is 24
+/// bytes, kept reachable until the process exits.
 pub struct jets_trace {
+    /// The open trace; null once closed.
+    open: AtomicPtr<Open>,
+    /// The fork generation the trace was opened in (see `process`).
+    generation: u64,
+    /// The next closed shell (a lock-free list that keeps them reachable).
+    next_closed: AtomicPtr<jets_trace>,
+}
+
+/// Closed shells (see [`jets_trace`]).
+static CLOSED: AtomicPtr<jets_trace> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Record ids handed out for records the drop policy dropped: never ids the trace file uses.
+/// Everything on such a record (children, events, annotations, its end) is dropped and counted,
+/// as in Rust.
+pub const DROPPED_ID_BASE: jets_id = 1 << 63;
+
+/// What an open trace holds.
+pub(crate) struct Open {
     pub(crate) trace: Trace,
     records: Records,
     /// The running host monitor, if any (`jets_host_monitor_start`).
     pub(crate) host: crate::host::Slot,
+    /// The last id given to a dropped record, above [`DROPPED_ID_BASE`].
+    dropped_ids: AtomicU64,
+    /// Run-time on/off, for the trace and per domain.
+    pub(crate) switches: crate::domains::Switches,
+    /// Clocks other than the trace's.
+    pub(crate) clocks: crate::clocks::Clocks,
 }
 
-impl jets_trace {
+impl Open {
     /// The first write error, which stops every later call: nothing is queued after it.
     fn check_healthy(&self) -> Result<(), Failure> {
         match self.trace.error() {
@@ -40,6 +70,47 @@ impl jets_trace {
         } else {
             clk
         }
+    }
+
+    /// Ends `record` at `clk` (or the clock), with an optional status.
+    pub(crate) fn end(
+        &self,
+        record: jets_id,
+        clk: u64,
+        status: Option<jets::format::Status>,
+    ) -> Result<(), Failure> {
+        if record == JETS_ID_OFF {
+            return Ok(());
+        }
+        self.check_healthy()?;
+        let mut at = clk;
+        let handle = self.records.take(record, "record", |h| {
+            at = self.resolve(clk, h.start_clk());
+            if at < h.start_clk() {
+                return Err(jets::Error::ClkBeforeStart {
+                    clk: at,
+                    start: h.start_clk(),
+                    record_id: h.id(),
+                }
+                .into());
+            }
+            Ok(())
+        })?;
+        Ok(match status {
+            Some(s) => handle.end_with_status_at(at, s),
+            None => handle.end_at(at),
+        }?)
+    }
+
+    /// Registers a newly begun record: its SDK id, or a dropped-record id when the drop policy
+    /// dropped it (the SDK gives those no id), so that 0 never stands for a record.
+    fn register(&self, handle: RecordHandle) -> jets_id {
+        let id = if handle.is_recorded() {
+            handle.id()
+        } else {
+            DROPPED_ID_BASE | (self.dropped_ids.fetch_add(1, Ordering::Relaxed) + 1)
+        };
+        self.records.insert(id, handle)
     }
 
     /// Begins a record under `parent` (0 for a root) and registers its id.
@@ -60,13 +131,13 @@ impl jets_trace {
                 Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
             })?
         };
-        Ok(self.records.insert(handle))
+        Ok(self.register(handle))
     }
 }
 
-impl jets_trace {
-    /// [`jets_trace::begin`] for checked `jets_attrs`, filling the builder in place.
-    fn begin_ex(
+impl Open {
+    /// [`Open::begin`] for checked `jets_attrs`, filling the builder in place.
+    pub(crate) fn begin_ex(
         &self,
         parent: jets_id,
         clk: u64,
@@ -83,16 +154,30 @@ impl jets_trace {
                 Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
             })?
         };
-        Ok(self.records.insert(handle))
+        Ok(self.register(handle))
     }
 }
 
+/// The open trace behind `t`: refused when NULL, closed, or inherited across a `fork`.
+/// Allocates nothing and takes no lock.
+///
 /// # Safety
-/// `t` is NULL or a pointer returned by `jets_open` and not yet closed.
-pub(crate) unsafe fn trace<'a>(t: *mut jets_trace) -> Result<&'a jets_trace, Failure> {
+/// `t` is NULL or a pointer returned by `jets_open` (closed or not), and no other thread is
+/// closing it.
+pub(crate) unsafe fn trace<'a>(t: *mut jets_trace) -> Result<&'a Open, Failure> {
     // SAFETY: per the caller's contract.
-    unsafe { t.as_ref() }.ok_or_else(|| Failure::invalid("trace is NULL"))
+    let shell = unsafe { t.as_ref() }.ok_or(Failure::invalid(Msg::Static("trace is NULL")))?;
+    if crate::process::forked(shell.generation) {
+        return Err(Failure::new(JETS_ERR_FORKED, Msg::Static(FORKED)));
+    }
+    let open = shell.open.load(Ordering::Acquire);
+    // SAFETY: non-null means open; it is freed only by jets_close, which the contract keeps from
+    // running concurrently.
+    unsafe { open.as_ref() }
+        .ok_or(Failure::new(JETS_ERR_CLOSED, Msg::Static("the trace is closed")))
 }
+
+const FORKED: &str = "the trace was opened before fork() in the parent process; this child cannot write to it (open a new trace here)";
 
 /// Opens (creates or truncates) the trace file `path` and writes its header; `.gz` and `.zst`
 /// paths are compressed. `header_metadata_json` is a JSON object of header metadata (e.g.
@@ -139,6 +224,7 @@ pub unsafe extern "C" fn jets_open_ex(
         // SAFETY: forwarded from the caller.
         let meta = unsafe { cstr::optional(header_metadata_json, "header_metadata_json") }?;
         let mut metadata = Metadata::new();
+        let mut base_mhz = None;
         if let Some(text) = meta {
             let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
                 .map_err(|e| {
@@ -147,17 +233,31 @@ pub unsafe extern "C" fn jets_open_ex(
                         format!("header_metadata_json is not a JSON object: {e}"),
                     )
                 })?;
+            base_mhz = map.get("clock_frequency_mhz").and_then(|v| v.as_f64());
             for (k, v) in map {
                 metadata = metadata.insert(k, v);
             }
         }
         // SAFETY: forwarded from the caller.
         let builder = unsafe { builder(options) }?;
-        let trace = builder.create(path, metadata)?;
-        let t =
-            Box::new(jets_trace { trace, records: Records::default(), host: Default::default() });
+        let generation = crate::process::generation();
+        let trace = crate::process::with_signals_blocked(|| builder.create(path, metadata))?;
+        let open = Box::new(Open {
+            trace,
+            records: Records::default(),
+            host: Default::default(),
+            dropped_ids: AtomicU64::new(0),
+            switches: Default::default(),
+            clocks: crate::clocks::Clocks::new(base_mhz),
+        });
+        let t = Box::into_raw(Box::new(jets_trace {
+            open: AtomicPtr::new(Box::into_raw(open)),
+            generation,
+            next_closed: AtomicPtr::new(std::ptr::null_mut()),
+        }));
+        crate::process::register(t);
         // SAFETY: checked non-NULL above.
-        unsafe { out.write(Box::into_raw(t)) };
+        unsafe { out.write(t) };
         Ok(())
     })
 }
@@ -220,6 +320,9 @@ pub unsafe extern "C" fn jets_record_begin(
     run("jets_record_begin", || {
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
+        if !t.switches.on() || parent == JETS_ID_OFF {
+            return Ok(JETS_ID_OFF);
+        }
         let name = unsafe { cstr::required(name, "name") }?;
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
         let parts = unsafe { attrs::text(description, data_json) }?;
@@ -244,8 +347,14 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
+        let Some(domain) = t.switches.route(a.domain())? else { return Ok(JETS_ID_OFF) };
+        if parent == JETS_ID_OFF {
+            return Ok(JETS_ID_OFF);
+        }
+        let clk = t.clocks.to_trace(a.clock(), clk)?;
         let (name, record_type) = (a.name()?, a.record_type()?);
-        let c = unsafe { a.check() }?;
+        let mut c = unsafe { a.check() }?;
+        c.domain = domain;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
     .unwrap_or(0)
@@ -261,22 +370,32 @@ pub unsafe extern "C" fn jets_record_begin_ex(
 pub unsafe extern "C" fn jets_record_end(t: *mut jets_trace, record: jets_id, clk: u64) -> c_int {
     status("jets_record_end", || {
         // SAFETY: forwarded from the caller.
+        unsafe { trace(t) }?.end(record, clk, None)
+    })
+}
+
+/// `jets_record_end` with a final status on the `record_end` line, for outcomes known only at
+/// the end: `status` is one of the JETS status names, `"running"`, `"stalled"`, `"complete"` or
+/// `"flushed"` (e.g. an instruction squashed by a branch).
+///
+/// # Safety
+/// `t` is NULL or a handle from `jets_open`; `status` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn jets_record_end_status(
+    t: *mut jets_trace,
+    record: jets_id,
+    clk: u64,
+    status_name: *const c_char,
+) -> c_int {
+    status("jets_record_end_status", || {
+        // SAFETY (both): forwarded from the caller.
         let t = unsafe { trace(t) }?;
-        t.check_healthy()?;
-        let mut at = clk;
-        let handle = t.records.take(record, "record", |h| {
-            at = t.resolve(clk, h.start_clk());
-            if at < h.start_clk() {
-                return Err(jets::Error::ClkBeforeStart {
-                    clk: at,
-                    start: h.start_clk(),
-                    record_id: h.id(),
-                }
-                .into());
-            }
-            Ok(())
+        let name = unsafe { cstr::required(status_name, "status") }?;
+        let s: jets::format::Status = name.parse().map_err(|_| {
+            let known: Vec<&str> = jets::format::Status::ALL.iter().map(|s| s.as_str()).collect();
+            Failure::invalid(format!("status {name:?} is not one of {}", known.join(", ")))
         })?;
-        Ok(handle.end_at(at)?)
+        t.end(record, clk, Some(s))
     })
 }
 
@@ -297,6 +416,9 @@ pub unsafe extern "C" fn jets_event(
     status("jets_event", || {
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
+        if !t.switches.on() || record == JETS_ID_OFF {
+            return Ok(());
+        }
         let name = unsafe { cstr::required(name, "name") }?;
         let parts = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
@@ -322,6 +444,10 @@ pub unsafe extern "C" fn jets_event_ex(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
+        if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
+            return Ok(());
+        }
+        let clk = t.clocks.to_trace(a.clock(), clk)?;
         let name = a.name()?;
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
@@ -347,6 +473,9 @@ pub unsafe extern "C" fn jets_annotation(
     status("jets_annotation", || {
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
+        if !t.switches.on() || record == JETS_ID_OFF {
+            return Ok(());
+        }
         let name = unsafe { cstr::required(name, "name") }?;
         let parts = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
@@ -369,10 +498,40 @@ pub unsafe extern "C" fn jets_annotation_ex(
         // SAFETY (all calls below): forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let a = unsafe { Attrs::read(attrs) }?;
+        if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
+            return Ok(());
+        }
         let name = a.name()?;
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(c.fill(h.annotation(name))?.emit()?))
+    })
+}
+
+/// Emits a counter sample on `record`: an event named `name` whose `data.value` is `value` (rule
+/// CA-COUNTER-1), at `clk` (or `JETS_CLK_NOW`). Async-signal-safe, like `jets_event_ex`.
+///
+/// # Safety
+/// `t` is NULL or a handle from `jets_open`.
+#[no_mangle]
+pub unsafe extern "C" fn jets_counter(
+    t: *mut jets_trace,
+    record: jets_id,
+    clk: u64,
+    name: jets_str,
+    value: f64,
+) -> c_int {
+    status("jets_counter", || {
+        // SAFETY: forwarded from the caller.
+        let t = unsafe { trace(t) }?;
+        if !t.switches.on() || record == JETS_ID_OFF {
+            return Ok(());
+        }
+        let name = crate::intern::lookup(name, "name")?;
+        t.check_healthy()?;
+        t.records.with(record, "record", |h| {
+            Ok(h.event(name).field("value", value).emit_at(t.resolve(clk, h.start_clk()))?)
+        })
     })
 }
 
@@ -393,24 +552,37 @@ pub unsafe extern "C" fn jets_set_clock(t: *mut jets_trace, clk: u64) -> c_int {
     })
 }
 
-/// Waits until everything emitted before this call is written and handed to the OS.
+/// Waits until everything emitted before this call is written and handed to the OS (for a
+/// compressed trace: the file is then a complete stream). Async-signal-safe.
 ///
 /// # Safety
-/// `t` is NULL or an open trace.
+/// `t` is NULL or a handle from `jets_open`.
 #[no_mangle]
 pub unsafe extern "C" fn jets_flush(t: *mut jets_trace) -> c_int {
     status("jets_flush", || {
         // SAFETY: forwarded from the caller.
-        Ok(unsafe { trace(t) }?.trace.flush()?)
+        let t = unsafe { trace(t) }?;
+        // No timeout in practice (about 34 years); the wait allocates nothing and takes no lock.
+        if t.trace.flush_signal_safe(Duration::from_secs(1 << 30)) {
+            return Ok(());
+        }
+        // Only a failed trace gets here: naming its I/O error copies it, which allocates (the
+        // one place this call does; the trace writes nothing more anyway).
+        Err(match t.trace.error() {
+            Some(e) => e.into(),
+            None => Failure::new(JETS_ERR_CLOSED, Msg::Static("the trace is closed")),
+        })
     })
 }
 
 /// Writes the footer (exact totals; records still open are counted in `open_records`), completes
-/// the file and frees `t`, which must not be used again, even when this returns an error
-/// (`JETS_ERR_IO`: the file holds a valid prefix).
+/// the file and frees what the trace holds, even when this returns an error (`JETS_ERR_IO`: the
+/// file holds a valid prefix). The handle stays valid: every later call on it, a second close
+/// included, returns `JETS_ERR_CLOSED`. In a child process after `fork`, returns
+/// `JETS_ERR_FORKED` and touches nothing (the parent still owns the file).
 ///
 /// # Safety
-/// `t` is NULL or an open trace, and no other thread uses it during or after this call.
+/// `t` is NULL or a handle from `jets_open`, and no other thread uses it during this call.
 #[no_mangle]
 pub unsafe extern "C" fn jets_close(t: *mut jets_trace) -> c_int {
     // SAFETY: forwarded from the caller.
@@ -431,19 +603,34 @@ pub unsafe extern "C" fn jets_close_at(t: *mut jets_trace, clk: u64) -> c_int {
 /// As `jets_close`.
 unsafe fn close(t: *mut jets_trace, clk: Option<u64>, function: &str) -> c_int {
     status(function, || {
-        if t.is_null() {
-            return Err(Failure::invalid("trace is NULL"));
+        // Refuses NULL, a closed trace (a second close) and a trace inherited across fork, whose
+        // writer thread does not exist here: closing it would wait forever.
+        // SAFETY: forwarded from the caller.
+        unsafe { trace(t) }?;
+        // SAFETY: `trace` accepted it, so it is a live shell.
+        let shell = unsafe { &*t };
+        crate::process::unregister(t);
+        // SAFETY: the pointer came from Box::into_raw in jets_open; swapping it out makes this
+        // the only owner, and later calls see null (closed).
+        let open =
+            unsafe { Box::from_raw(shell.open.swap(std::ptr::null_mut(), Ordering::AcqRel)) };
+        // Keep the shell reachable: push it on the closed list.
+        let mut head = CLOSED.load(Ordering::Relaxed);
+        loop {
+            shell.next_closed.store(head, Ordering::Relaxed);
+            match CLOSED.compare_exchange_weak(head, t, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
         }
-        // SAFETY: a live pointer from `jets_open`, given up by the caller.
-        let t = unsafe { Box::from_raw(t) };
         // The monitor writes into the trace: it stops (last sample, record end) before the footer.
-        let host = crate::host::stop_running(&t);
+        let host = crate::host::stop_running(&open);
         let result = match clk {
-            Some(clk) => t.trace.close_at(clk),
-            None => t.trace.close(),
+            Some(clk) => open.trace.close_at(clk),
+            None => open.trace.close(),
         };
-        t.records.clear();
-        drop(t);
+        open.records.clear();
+        drop(open);
         // A write error outweighs a monitor's.
         result.map_err(Failure::from)?;
         host
@@ -454,7 +641,7 @@ unsafe fn close(t: *mut jets_trace, clk: Option<u64>, function: &str) -> c_int {
 /// ended"`); `""` if none failed. Valid until the next failing call on this thread; never free it.
 #[no_mangle]
 pub extern "C" fn jets_last_error() -> *const c_char {
-    with_last_message(|m| m.as_ptr()).unwrap_or(c"".as_ptr())
+    last_message()
 }
 
 /// The status code of the last failing call on this thread (`JETS_OK` if none failed): the reason

@@ -9,7 +9,7 @@ use jets::write::{AnnotationBuilder, EventBuilder, RecordBuilder};
 
 use crate::codes::JETS_ERR_INVALID_JSON;
 use crate::cstr;
-use crate::failure::Failure;
+use crate::failure::{Failure, Msg};
 use crate::intern;
 use crate::types::*;
 
@@ -66,8 +66,22 @@ macro_rules! describe {
 describe!(RecordBuilder, EventBuilder, AnnotationBuilder);
 
 fn parse_json(data: &mut Data, text: &str, what: &str) -> Result<(), Failure> {
+    strict_json(text, what)?;
     data.parse_json(text)
         .map_err(|e| Failure::new(JETS_ERR_INVALID_JSON, format!("{what} is not valid JSON: {e}")))
+}
+
+/// Refuses JSON text that the SDK would pass through but readers of the trace reject (rule
+/// CA-JSON-1 in spec/c-api-decisions.md): a number out of the range of a double (`1e999`), a lone
+/// UTF-16 surrogate escape (`"\ud800"`), and nesting deeper than 128 levels. `serde_json`'s own
+/// parser into a value is what `jets stats` and `jets convert` read with, so it is the referee.
+pub(crate) fn strict_json(text: &str, what: &str) -> Result<(), Failure> {
+    serde_json::from_str::<serde_json::Value>(text).map(drop).map_err(|e| {
+        Failure::new(
+            JETS_ERR_INVALID_JSON,
+            format!("{what} is not JSON that trace readers accept: {e}"),
+        )
+    })
 }
 
 /// Reads the plain-string arguments `description` and `data_json` (both optional).
@@ -93,6 +107,9 @@ pub(crate) unsafe fn text(
     Ok(Parts { description: description.map(|d| Str::from(d.to_owned())), data })
 }
 
+/// `sizeof(jets_attrs)` of the first version (up to `data_json`): still accepted.
+const FIRST_SIZE: usize = std::mem::offset_of!(jets_attrs, domain);
+
 /// A `jets_attrs` read from C, its size checked.
 pub(crate) struct Attrs(jets_attrs);
 
@@ -107,14 +124,41 @@ impl Attrs {
         }
         // SAFETY: `size` is the first member of every version of the struct.
         let size = unsafe { std::ptr::read_unaligned(p.cast::<u32>()) } as usize;
-        let ours = std::mem::size_of::<jets_attrs>();
-        if size < ours {
+        if size < FIRST_SIZE {
             return Err(Failure::invalid(format!(
-                "attrs->size is {size}, expected at least {ours} (initialize with JETS_ATTRS_INIT)"
+                "attrs->size is {size}, expected at least {FIRST_SIZE} (initialize with JETS_ATTRS_INIT)"
             )));
         }
-        // SAFETY: the caller's struct is at least as large as ours; newer members are ignored.
-        Ok(Attrs(unsafe { std::ptr::read(p) }))
+        // The caller's struct may be an older, shorter version: members it lacks stay zero (no
+        // domain, the trace clock); a newer, longer one has members we ignore.
+        let mut a = jets_attrs {
+            size: 0,
+            name: 0,
+            record_type: 0,
+            description: 0,
+            fields: std::ptr::null(),
+            field_count: 0,
+            data_json: std::ptr::null(),
+            domain: 0,
+            clock: 0,
+        };
+        let n = size.min(std::mem::size_of::<jets_attrs>());
+        // SAFETY: the caller's struct has `size >= n` valid bytes; ours has `n`, and every member
+        // is plain data valid for any bits it can get from a C struct of the same layout.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut a as *mut jets_attrs).cast(), n)
+        };
+        Ok(Attrs(a))
+    }
+
+    /// The domain named (0: none).
+    pub(crate) fn domain(&self) -> jets_domain {
+        self.0.domain
+    }
+
+    /// The clock named (0: the trace's).
+    pub(crate) fn clock(&self) -> jets_clock {
+        self.0.clock
     }
 
     pub(crate) fn name(&self) -> Result<&'static str, Failure> {
@@ -138,6 +182,9 @@ impl Attrs {
         };
         // SAFETY: forwarded from the caller.
         let json = unsafe { cstr::optional(a.data_json, "attrs->data_json") }?;
+        if let Some(text) = json {
+            strict_json(text, "attrs->data_json")?;
+        }
         let fields: &[jets_field] = match (a.field_count, a.fields.is_null()) {
             (0, _) => &[],
             (n, true) => {
@@ -148,7 +195,7 @@ impl Attrs {
             // SAFETY: non-NULL, and the caller promises `field_count` fields.
             (n, false) => unsafe { std::slice::from_raw_parts(a.fields, n) },
         };
-        Ok(Checked { description, json, fields })
+        Ok(Checked { description, json, fields, domain: None })
     }
 }
 
@@ -157,6 +204,8 @@ pub(crate) struct Checked<'a> {
     description: Option<Str>,
     json: Option<&'a str>,
     fields: &'a [jets_field],
+    /// The domain's name, written as `data.domain` on a record line.
+    pub(crate) domain: Option<&'static str>,
 }
 
 impl Checked<'_> {
@@ -174,13 +223,16 @@ impl Checked<'_> {
         for (i, f) in self.fields.iter().enumerate() {
             b = b.typed(intern::lookup(f.key, "field key")?, value(f, i)?);
         }
+        if let Some(d) = self.domain {
+            b = b.typed("domain", Value::Str(Str::Static(d)));
+        }
         Ok(b)
     }
 }
 
-fn required(h: jets_str, what: &str) -> Result<&'static str, Failure> {
+fn required(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
     if h == 0 {
-        return Err(Failure::invalid(format!("{what} is 0 (required)")));
+        return Err(Failure::invalid(Msg::What(what, " is 0 (required)")));
     }
     intern::lookup(h, what)
 }
@@ -195,6 +247,11 @@ fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
         JETS_FIELD_BOOL => Value::Bool(unsafe { f.value.u64 } != 0),
         JETS_FIELD_STR => {
             Value::Str(Str::Static(intern::lookup(unsafe { f.value.str }, "string field value")?))
+        }
+        JETS_FIELD_TEXT => {
+            // SAFETY: the caller promises a NUL-terminated string (or NULL, refused).
+            let text = unsafe { cstr::required(f.value.text, "text field value") }?;
+            Value::Str(Str::from(text.to_owned()))
         }
         kind => {
             return Err(Failure::invalid(format!(

@@ -28,6 +28,18 @@ pub const JETS_ERR_INTERNAL: c_int = -9;
 /// The host monitor could not start or stop (the message says why), or this platform has none.
 pub const JETS_ERR_HOST: c_int = -10;
 
+/// The trace was closed (`jets_close`): every later call on it, including a second close, returns
+/// this. The closed handle itself stays valid (see `jets_close`).
+pub const JETS_ERR_CLOSED: c_int = -11;
+/// The trace was opened by the parent of this process, before a `fork`: the child cannot write to
+/// it (its writer thread did not survive the fork), and touches nothing of it. Open a new trace in
+/// the child if it should trace too.
+pub const JETS_ERR_FORKED: c_int = -12;
+/// The call was made from a signal handler that interrupted another libjets call on the same
+/// thread; it was refused and did nothing. Only the async-signal-safe calls (see jets.h) may be
+/// made from a handler, and they too are refused when they would re-enter.
+pub const JETS_ERR_REENTRANT: c_int = -13;
+
 /// The name of a status code, e.g. `"JETS_ERR_IO"`; `"JETS_ERR_UNRECOGNIZED"` for other values.
 /// The string is static: never free it.
 #[no_mangle]
@@ -44,6 +56,9 @@ pub extern "C" fn jets_status_name(code: c_int) -> *const c_char {
         JETS_ERR_IO => b"JETS_ERR_IO\0",
         JETS_ERR_INTERNAL => b"JETS_ERR_INTERNAL\0",
         JETS_ERR_HOST => b"JETS_ERR_HOST\0",
+        JETS_ERR_CLOSED => b"JETS_ERR_CLOSED\0",
+        JETS_ERR_FORKED => b"JETS_ERR_FORKED\0",
+        JETS_ERR_REENTRANT => b"JETS_ERR_REENTRANT\0",
         _ => b"JETS_ERR_UNRECOGNIZED\0",
     };
     name.as_ptr().cast()

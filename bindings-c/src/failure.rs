@@ -1,8 +1,14 @@
 //! Failures at the C boundary: a code plus a message, kept per thread for `jets_last_error`, and
-//! the guard that turns panics into `JETS_ERR_INTERNAL` so that none unwinds into C.
+//! the guard every exported call runs in: it turns panics into `JETS_ERR_INTERNAL` (none unwinds
+//! into C) and refuses a call made while another libjets call is running on the same thread
+//! (only a signal handler can do that) with `JETS_ERR_REENTRANT`.
+//!
+//! Nothing here allocates: the message is formatted into a fixed per-thread buffer, so a failing
+//! call from a signal handler cannot deadlock on the allocator's lock.
 
-use std::cell::RefCell;
-use std::ffi::{c_int, CString};
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::{c_char, c_int};
+use std::fmt::{self, Write as _};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::codes::*;
@@ -11,15 +17,51 @@ use crate::codes::*;
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) code: c_int,
-    pub(crate) message: String,
+    pub(crate) msg: Msg,
+}
+
+/// A failure's text, formatted only when it is stored (into the per-thread buffer).
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Static(&'static str),
+    Owned(String),
+    /// `"{what} {id}{tail}"`, e.g. "record 7 has already ended", without allocating.
+    Id(&'static str, u64, &'static str),
+    /// `"{what}{tail}"`, e.g. "attrs->name is 0 (required)".
+    What(&'static str, &'static str),
+    Sdk(jets::Error),
+}
+
+impl fmt::Display for Msg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Msg::Static(s) => f.write_str(s),
+            Msg::Owned(s) => f.write_str(s),
+            Msg::Id(what, id, tail) => write!(f, "{what} {id}{tail}"),
+            Msg::What(what, tail) => write!(f, "{what}{tail}"),
+            Msg::Sdk(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<&'static str> for Msg {
+    fn from(s: &'static str) -> Self {
+        Msg::Static(s)
+    }
+}
+
+impl From<String> for Msg {
+    fn from(s: String) -> Self {
+        Msg::Owned(s)
+    }
 }
 
 impl Failure {
-    pub(crate) fn new(code: c_int, message: impl Into<String>) -> Self {
-        Failure { code, message: message.into() }
+    pub(crate) fn new(code: c_int, msg: impl Into<Msg>) -> Self {
+        Failure { code, msg: msg.into() }
     }
-    pub(crate) fn invalid(message: impl Into<String>) -> Self {
-        Failure::new(JETS_ERR_INVALID_ARGUMENT, message)
+    pub(crate) fn invalid(msg: impl Into<Msg>) -> Self {
+        Failure::new(JETS_ERR_INVALID_ARGUMENT, msg)
     }
 }
 
@@ -27,43 +69,97 @@ impl From<jets::Error> for Failure {
     fn from(e: jets::Error) -> Self {
         let code = match &e {
             jets::Error::ClkBeforeStart { .. } => JETS_ERR_CLK_BEFORE_START,
-            // jets_close frees the trace, so no call can reach a closed one: a bug if it happens.
-            jets::Error::Closed => JETS_ERR_INTERNAL,
+            jets::Error::Closed => JETS_ERR_CLOSED,
             jets::Error::InvalidJson(_) => JETS_ERR_INVALID_JSON,
             jets::Error::InvalidArgument(_) => JETS_ERR_INVALID_ARGUMENT,
             jets::Error::Io { .. } => JETS_ERR_IO,
             _ => JETS_ERR_INTERNAL,
         };
-        Failure::new(code, e.to_string())
+        Failure::new(code, Msg::Sdk(e))
     }
 }
 
+const MESSAGE_BYTES: usize = 1024;
+
 thread_local! {
-    static LAST: RefCell<(c_int, CString)> = RefCell::new((JETS_OK, CString::default()));
+    /// Depth of libjets calls running on this thread: more than one only from a signal handler.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    static CODE: Cell<c_int> = const { Cell::new(JETS_OK) };
+    /// The last message, NUL-terminated. Const-initialized plain data: no allocation, no
+    /// destructor, usable from a signal handler.
+    static MESSAGE: UnsafeCell<[u8; MESSAGE_BYTES]> = const { UnsafeCell::new([0; MESSAGE_BYTES]) };
+}
+
+/// Writes into a fixed buffer, cutting (at a character boundary) what does not fit or at a NUL.
+struct Cursor<'a> {
+    buf: &'a mut [u8; MESSAGE_BYTES],
+    len: usize,
+    full: bool,
+}
+
+impl fmt::Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            let mut tmp = [0u8; 4];
+            let bytes = c.encode_utf8(&mut tmp).as_bytes();
+            if self.full || c == '\0' || self.len + bytes.len() >= MESSAGE_BYTES {
+                self.full = true;
+                return Ok(());
+            }
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+        Ok(())
+    }
 }
 
 /// Remembers `f` as this thread's last failure of `function`.
 fn remember(function: &str, f: Failure) -> c_int {
-    // The message comes from our own text and user input, which may hold a NUL: cut there rather
-    // than lose the whole message.
-    let text = format!("{function}: {}", f.message);
-    let text = match CString::new(text) {
-        Ok(c) => c,
-        Err(e) => {
-            let cut = e.nul_position();
-            let mut bytes = e.into_vec();
-            bytes.truncate(cut);
-            CString::new(bytes).unwrap_or_default()
-        }
-    };
-    // During thread teardown the slot may be gone; the code is still returned.
-    let _ = LAST.try_with(|slot| *slot.borrow_mut() = (f.code, text));
+    let _ = CODE.try_with(|c| c.set(f.code));
+    let _ = MESSAGE.try_with(|m| {
+        // SAFETY: only this thread touches its buffer, and no reference to it outlives this call
+        // (jets_last_error hands C a pointer, not a Rust reference).
+        let buf = unsafe { &mut *m.get() };
+        let mut cur = Cursor { buf, len: 0, full: false };
+        let _ = write!(cur, "{function}: {}", f.msg);
+        let end = cur.len;
+        cur.buf[end] = 0;
+    });
     f.code
 }
 
+/// Marks a libjets call running on this thread.
+struct Entered;
+
+impl Entered {
+    fn enter() -> Option<Entered> {
+        // During thread teardown the depth is gone: let the call run (no handler can be nested).
+        let nested = DEPTH.try_with(|d| d.replace(1) > 0).unwrap_or(false);
+        // Build the guard only when entering (never eagerly, as `then_some` or `unwrap_or`
+        // would): dropping one resets the depth.
+        if nested {
+            None
+        } else {
+            Some(Entered)
+        }
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let _ = DEPTH.try_with(|d| d.set(0));
+    }
+}
+
 /// Runs one C call: a failure, or a panic inside it, becomes this thread's last error and its
-/// code is returned.
+/// code is returned. A call made while another runs on this thread (from a signal handler that
+/// interrupted it) is refused and touches nothing.
 pub(crate) fn run<T>(function: &str, f: impl FnOnce() -> Result<T, Failure>) -> Result<T, c_int> {
+    let Some(_entered) = Entered::enter() else {
+        // Only the code: the interrupted call may be writing the message buffer.
+        let _ = CODE.try_with(|c| c.set(JETS_ERR_REENTRANT));
+        return Err(JETS_ERR_REENTRANT);
+    };
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(failure)) => Err(remember(function, failure)),
@@ -86,32 +182,55 @@ pub(crate) fn status(function: &str, f: impl FnOnce() -> Result<(), Failure>) ->
 
 /// The code of this thread's last failure (`JETS_OK` when nothing failed yet).
 pub(crate) fn last_code() -> c_int {
-    LAST.try_with(|slot| slot.borrow().0).unwrap_or(JETS_OK)
+    CODE.try_with(Cell::get).unwrap_or(JETS_OK)
 }
 
-/// Runs `f` with this thread's last error message.
-pub(crate) fn with_last_message<R>(f: impl FnOnce(&CString) -> R) -> Option<R> {
-    LAST.try_with(|slot| f(&slot.borrow().1)).ok()
+/// This thread's last message, NUL-terminated (`""` when nothing failed, or for a refused
+/// re-entrant call, which has a fixed text).
+pub(crate) fn last_message() -> *const c_char {
+    if last_code() == JETS_ERR_REENTRANT {
+        return c"a libjets call was made from a signal handler that interrupted another libjets call on the same thread; it was refused".as_ptr();
+    }
+    MESSAGE.try_with(|m| m.get().cast::<c_char>().cast_const()).unwrap_or(c"".as_ptr())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn text() -> String {
+        // SAFETY: the buffer is NUL-terminated.
+        unsafe { std::ffi::CStr::from_ptr(last_message()) }.to_string_lossy().into_owned()
+    }
+
     #[test]
     fn a_panic_becomes_an_internal_error_with_its_message() {
         let got: Result<(), c_int> = run("jets_test", || panic!("boom"));
         assert_eq!(got, Err(JETS_ERR_INTERNAL));
         assert_eq!(last_code(), JETS_ERR_INTERNAL);
-        let text = with_last_message(|m| m.to_string_lossy().into_owned()).expect("slot");
-        assert_eq!(text, "jets_test: internal error (a bug): boom");
+        assert_eq!(text(), "jets_test: internal error (a bug): boom");
     }
 
     #[test]
     fn a_nul_in_a_message_cuts_it_there() {
-        let got: Result<(), c_int> = run("jets_test", || Err(Failure::invalid("bad\0tail")));
+        let got: Result<(), c_int> =
+            run("jets_test", || Err(Failure::invalid("bad\0tail".to_owned())));
         assert_eq!(got, Err(JETS_ERR_INVALID_ARGUMENT));
-        let text = with_last_message(|m| m.to_string_lossy().into_owned()).expect("slot");
-        assert_eq!(text, "jets_test: bad");
+        assert_eq!(text(), "jets_test: bad");
+    }
+
+    #[test]
+    fn a_long_message_is_cut_to_the_buffer() {
+        let long = "é".repeat(2 * MESSAGE_BYTES);
+        let _: Result<(), c_int> = run("jets_test", || Err(Failure::invalid(long)));
+        let t = text();
+        assert!(t.len() < MESSAGE_BYTES && t.starts_with("jets_test: éé"), "{t}");
+    }
+
+    #[test]
+    fn a_nested_call_is_refused() {
+        let got = run("outer", || Ok(run("inner", || Ok(1))));
+        assert_eq!(got, Ok(Err(JETS_ERR_REENTRANT)));
+        assert_eq!(run("after", || Ok(2)), Ok(2));
     }
 }

@@ -5,7 +5,7 @@
 use std::ffi::c_int;
 use std::sync::Mutex;
 
-use crate::api::{jets_trace, trace};
+use crate::api::{jets_trace, trace, Open};
 use crate::codes::*;
 use crate::failure::{status, Failure};
 
@@ -57,18 +57,18 @@ pub unsafe extern "C" fn jets_host_monitor_stop(t: *mut jets_trace) -> c_int {
 }
 
 /// Stops the monitor if one runs (for `jets_close`).
-pub(crate) fn stop_running(t: &jets_trace) -> Result<(), Failure> {
+pub(crate) fn stop_running(t: &Open) -> Result<(), Failure> {
     let monitor = t.host.lock().unwrap_or_else(|p| p.into_inner()).take();
     monitor.map_or(Ok(()), stop)
 }
 
 #[cfg(target_os = "linux")]
-fn start(t: &jets_trace, interval_ms: u32) -> Result<Monitor, Failure> {
+fn start(t: &Open, interval_ms: u32) -> Result<Monitor, Failure> {
     let mut config = jets_host::HostConfig::default();
     if interval_ms > 0 {
         config = config.interval(std::time::Duration::from_millis(u64::from(interval_ms)));
     }
-    jets_host::HostMonitor::start(&t.trace, config)
+    crate::process::with_signals_blocked(|| jets_host::HostMonitor::start(&t.trace, config))
         .map_err(|e| Failure::new(JETS_ERR_HOST, e.to_string()))
 }
 
@@ -78,7 +78,7 @@ fn stop(m: Monitor) -> Result<(), Failure> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn start(_: &jets_trace, _: u32) -> Result<Monitor, Failure> {
+fn start(_: &Open, _: u32) -> Result<Monitor, Failure> {
     Err(Failure::new(JETS_ERR_HOST, "the host monitor needs Linux (/proc, perf_event_open)"))
 }
 

@@ -7,14 +7,15 @@
 //! double in size (segment `k` holds handles `2^k .. 2^(k+1)`), each allocated once and never
 //! moved, and a slot is published before its handle is returned. Registering takes a lock.
 
+use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::codes::*;
 use crate::cstr;
-use crate::failure::{run, Failure};
+use crate::failure::{run, Failure, Msg};
 use crate::types::jets_str;
 
 type Slot = OnceLock<&'static str>;
@@ -27,6 +28,27 @@ static SEGMENTS: [AtomicPtr<Slot>; 32] = [const { AtomicPtr::new(std::ptr::null_
 /// rather than "possibly lost".
 static HANDLES: Mutex<BTreeMap<&'static str, jets_str>> = Mutex::new(BTreeMap::new());
 
+/// The guard of [`HANDLES`] held across a `fork` (see [`hold_for_fork`]).
+struct Held(UnsafeCell<Option<MutexGuard<'static, BTreeMap<&'static str, jets_str>>>>);
+// SAFETY: touched only by the `pthread_atfork` handlers, which run one after the other on the
+// forking thread (the prepare handler, then the parent or the child handler).
+unsafe impl Sync for Held {}
+static HELD: Held = Held(UnsafeCell::new(None));
+
+/// Before a `fork`: takes the intern lock, so that no other thread holds it when the child is
+/// made (the child would inherit it held forever).
+pub(crate) fn hold_for_fork() {
+    let guard = HANDLES.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: see `Held`.
+    unsafe { *HELD.0.get() = Some(guard) };
+}
+
+/// After a `fork`, in the parent and in the child: releases the lock taken by [`hold_for_fork`].
+pub(crate) fn release_after_fork() {
+    // SAFETY: see `Held`.
+    drop(unsafe { (*HELD.0.get()).take() });
+}
+
 /// Registers `text` and returns its handle (the same handle for the same text, from any thread,
 /// for any trace). Returns 0 on failure (NULL or invalid UTF-8; see `jets_last_error()`).
 ///
@@ -36,6 +58,7 @@ static HANDLES: Mutex<BTreeMap<&'static str, jets_str>> = Mutex::new(BTreeMap::n
 /// `text` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn jets_intern(text: *const c_char) -> jets_str {
+    crate::process::generation(); // registers the fork handlers that keep this lock safe
     run("jets_intern", || {
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let text = unsafe { cstr::required(text, "text") }?;
@@ -70,6 +93,12 @@ pub(crate) fn intern(text: &str) -> Result<jets_str, Failure> {
     Ok(handle)
 }
 
+/// The interned, `'static` copy of `text` (registered if new).
+pub(crate) fn text(text: &str) -> Result<&'static str, Failure> {
+    let h = intern(text)?;
+    lookup(h, "text")
+}
+
 /// Segment and index of handle `h` (> 0).
 fn locate(h: jets_str) -> (usize, usize) {
     let segment = (31 - h.leading_zeros()) as usize;
@@ -77,9 +106,13 @@ fn locate(h: jets_str) -> (usize, usize) {
 }
 
 /// The text of handle `h`; `what` names the argument in the error.
-pub(crate) fn lookup(h: jets_str, what: &str) -> Result<&'static str, Failure> {
-    let unknown =
-        || Failure::new(JETS_ERR_UNKNOWN_STRING, format!("{what} {h} is not a jets_intern handle"));
+pub(crate) fn lookup(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
+    let unknown = || {
+        Failure::new(
+            JETS_ERR_UNKNOWN_STRING,
+            Msg::Id(what, u64::from(h), " is not a jets_intern handle"),
+        )
+    };
     if h == 0 {
         return Err(unknown());
     }

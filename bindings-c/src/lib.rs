@@ -19,17 +19,25 @@
 pub mod api;
 mod attrs;
 pub mod capture;
+pub mod clocks;
 pub mod codes;
 mod cstr;
+pub mod domains;
 mod failure;
 pub mod host;
 pub mod intern;
+pub mod nesting;
+pub mod process;
 mod records;
 pub mod types;
 
 pub use api::*;
 pub use capture::*;
+pub use clocks::*;
 pub use codes::*;
+pub use domains::*;
 pub use host::*;
 pub use intern::jets_intern;
+pub use nesting::*;
+pub use process::jets_install_fatal_signal_flush;
 pub use types::*;

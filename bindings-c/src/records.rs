@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard};
 use jets::RecordHandle;
 
 use crate::codes::*;
-use crate::failure::Failure;
+use crate::failure::{Failure, Msg};
 use crate::types::jets_id;
 
 const SHARDS: usize = 32;
@@ -89,7 +89,7 @@ impl Records {
     pub(crate) fn with<R>(
         &self,
         id: jets_id,
-        what: &str,
+        what: &'static str,
         f: impl FnOnce(&RecordHandle) -> Result<R, Failure>,
     ) -> Result<R, Failure> {
         let shard = self.shard(id);
@@ -103,7 +103,7 @@ impl Records {
     pub(crate) fn take(
         &self,
         id: jets_id,
-        what: &str,
+        what: &'static str,
         check: impl FnOnce(&RecordHandle) -> Result<(), Failure>,
     ) -> Result<RecordHandle, Failure> {
         let mut shard = self.shard(id);
@@ -112,9 +112,8 @@ impl Records {
         shard.open.remove(&id).ok_or_else(|| missing(&shard, id, what))
     }
 
-    /// Makes a newly begun record known. Its id is returned to C only after this.
-    pub(crate) fn insert(&self, handle: RecordHandle) -> jets_id {
-        let id = handle.id();
+    /// Makes a newly begun record known under `id`. The id is returned to C only after this.
+    pub(crate) fn insert(&self, id: jets_id, handle: RecordHandle) -> jets_id {
         let mut shard = self.shard(id);
         shard.seen.insert(id / SHARDS as u64);
         shard.open.insert(id, handle);
@@ -129,12 +128,13 @@ impl Records {
     }
 }
 
-fn missing(shard: &Shard, id: jets_id, what: &str) -> Failure {
+/// Allocates nothing (it runs on the signal-safe path).
+fn missing(shard: &Shard, id: jets_id, what: &'static str) -> Failure {
     if id == 0 {
-        Failure::invalid(format!("{what} is 0 (no record)"))
+        Failure::invalid(Msg::Id(what, 0, " (no record)"))
     } else if shard.seen.contains(id / SHARDS as u64) {
-        Failure::new(JETS_ERR_RECORD_ENDED, format!("{what} {id} has already ended"))
+        Failure::new(JETS_ERR_RECORD_ENDED, Msg::Id(what, id, " has already ended"))
     } else {
-        Failure::new(JETS_ERR_UNKNOWN_RECORD, format!("{what} {id} was never begun in this trace"))
+        Failure::new(JETS_ERR_UNKNOWN_RECORD, Msg::Id(what, id, " was never begun in this trace"))
     }
 }

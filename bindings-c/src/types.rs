@@ -10,6 +10,16 @@ pub type jets_id = u64;
 /// A handle to a string registered once with `jets_intern`; 0 means "none".
 pub type jets_str = u32;
 
+/// A subsystem that can be switched off at run time (`jets_domain_create`); 0 means "none".
+pub type jets_domain = u32;
+
+/// A clock other than the trace's own (`jets_clock_create`); 0 means the trace's clock.
+pub type jets_clock = u32;
+
+/// The id of a record begun while tracing was off (`jets_set_enabled`, a disabled domain): every
+/// call on it succeeds and writes nothing, its children are off too. Never a real record.
+pub const JETS_ID_OFF: jets_id = u64::MAX;
+
 /// Pass as `clk` to use the trace clock (`jets_set_clock`) instead of an explicit cycle. The
 /// clock is clamped so a line never lands before its record's (or parent's) start.
 pub const JETS_CLK_NOW: u64 = u64::MAX;
@@ -24,6 +34,9 @@ pub const JETS_FIELD_F64: u32 = 3;
 pub const JETS_FIELD_BOOL: u32 = 4;
 /// `jets_field.kind`: an interned string in `value.str`.
 pub const JETS_FIELD_STR: u32 = 5;
+/// `jets_field.kind`: a string copied from `value.text` (for values that vary per line; intern
+/// names and keys instead).
+pub const JETS_FIELD_TEXT: u32 = 6;
 
 /// `jets_options.policy`: wait for room when the queue is full (lossless, the default).
 pub const JETS_POLICY_BLOCK: u32 = 0;
@@ -42,6 +55,9 @@ pub union jets_value {
     pub f64: f64,
     /// `JETS_FIELD_STR`: an interned string.
     pub str: jets_str,
+    /// `JETS_FIELD_TEXT`: a NUL-terminated UTF-8 string, copied by the call (no interning, no
+    /// JSON escaping by hand).
+    pub text: *const c_char,
 }
 
 /// One typed key/value of a line's `data`, written without any JSON text. 16 bytes, frozen:
@@ -77,6 +93,11 @@ pub struct jets_attrs {
     pub field_count: usize,
     /// Optional JSON text for `data`; typed fields are merged into it (then it must be an object).
     pub data_json: *const c_char,
+    /// The subsystem the line belongs to (`jets_domain_create`); 0 for none. A line in a disabled
+    /// domain is skipped at the cost of one atomic load; a record's line carries `data.domain`.
+    pub domain: jets_domain,
+    /// The clock `clk` counts in (`jets_clock_create`); 0 for the trace's own clock.
+    pub clock: jets_clock,
 }
 
 /// Options of `jets_open_ex`. Initialize with `JETS_OPTIONS_INIT` (all defaults), which sets `size`.
@@ -87,7 +108,7 @@ pub struct jets_options {
     pub size: u32,
     /// `JETS_POLICY_BLOCK` (default) or `JETS_POLICY_DROP`.
     pub policy: u32,
-    /// Lines the queue to the writer thread holds; 0 for the default (65,536).
+    /// Lines the queue of each emitting thread holds; 0 for the default (16,384).
     pub queue_capacity: u64,
     /// Longest time a line waits in the writer before reaching the OS, in microseconds; 0 for the
     /// default (100 ms).

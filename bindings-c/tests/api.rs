@@ -186,13 +186,27 @@ fn interned_names_and_typed_fields_are_written_typed() {
             fields: fields.as_ptr(),
             field_count: fields.len(),
             data_json: c(c"{\"extra\":[1,2]}"),
+            domain: 0,
+            clock: 0,
         };
         let core = jets_record_begin_ex(t, 0, 5, &a);
         assert_ne!(core, 0, "{}", last_error());
+        // A caller built against the first, shorter jets_attrs (no domain, no clock) still works;
+        // anything shorter is refused.
+        let mut old = a;
+        old.size = std::mem::offset_of!(jets_attrs, domain) as u32;
+        old.domain = 77; // beyond the caller's struct: never read
+        let ended_early = jets_record_begin_ex(t, core, 5, &old);
+        assert_ne!(ended_early, 0, "{}", last_error());
+        assert_eq!(jets_record_end(t, ended_early, 5), JETS_OK);
+        old.size -= 8;
+        assert_eq!(jets_record_begin_ex(t, core, 5, &old), 0);
+        assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_ARGUMENT);
         a.data_json = null();
         a.field_count = 2;
         assert_eq!(jets_event_ex(t, core, JETS_CLK_NOW, &a), JETS_OK); // clock 0 -> the start, 5
-                                                                       // A larger struct from a newer header is fine; a smaller one is refused.
+                                                                       // A larger struct from a newer header is fine; one smaller than the first version is
+                                                                       // refused.
         #[repr(C)]
         struct Newer {
             a: jets_attrs,
@@ -201,7 +215,7 @@ fn interned_names_and_typed_fields_are_written_typed() {
         let mut newer = Newer { a, future: 7 };
         newer.a.size = std::mem::size_of::<Newer>() as u32;
         assert_eq!(jets_annotation_ex(t, core, &newer.a), JETS_OK);
-        a.size -= 8;
+        a.size = std::mem::offset_of!(jets_attrs, domain) as u32 - 8;
         assert_eq!(jets_annotation_ex(t, core, &a), JETS_ERR_INVALID_ARGUMENT);
         assert_eq!(jets_close_at(t, 50), JETS_OK);
     }
@@ -217,10 +231,12 @@ fn interned_names_and_typed_fields_are_written_typed() {
     assert_eq!(d["b"], true);
     assert_eq!(d["s"], "x\"y");
     assert_eq!(d["extra"], serde_json::json!([1, 2]));
-    assert_eq!(all[2]["clk"], 5);
-    assert_eq!(all[2]["data"], serde_json::json!({"u": u64::MAX, "i": i64::MIN}));
-    assert_eq!(all[3]["type"], "annotation");
-    assert_eq!(all[4]["capture_end_clk"], 50);
+    // all[2] and all[3]: the record begun with the first version's struct, and its end.
+    assert_eq!(all[2]["parent_id"], rec["id"]);
+    assert_eq!(all[4]["clk"], 5);
+    assert_eq!(all[4]["data"], serde_json::json!({"u": u64::MAX, "i": i64::MIN}));
+    assert_eq!(all[5]["type"], "annotation");
+    assert_eq!(all[6]["capture_end_clk"], 50);
 }
 
 #[test]

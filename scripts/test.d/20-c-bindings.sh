@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The C and C++ bindings (libjets): installs the package under a temporary prefix, then builds
 # and runs the C99 and C++17 test programs (warnings as errors) against it, shared and static;
-# again under valgrind (no errors, no leaks) and ASan/UBSan; the JETS_DISABLE build (links
-# without libjets); and the example simulators in examples/c, built by CMake with
-# find_package(jets). Every trace produced is checked line by line (check_trace.py, and
+# again under valgrind (no errors, no leaks) and ASan/UBSan; the safety tests (fork, a signal
+# handler under an interval timer, the drop policy under pressure, bad JSON, calls after close,
+# a full disk under .gz/.zst/plain traces, opening over an existing file on a full disk) under
+# valgrind, ASan/UBSan and TSan (libjets itself built with -Zsanitizer=thread when a nightly
+# toolchain with rust-src is installable); the JETS_DISABLE build (links without libjets); an
+# outside pkg-config project (shared and static) and the example simulators in examples/c, built
+# by CMake with find_package(jets), exactly as docs say. Every trace produced is checked line by line (check_trace.py, and
 # `jets validate` when the CLI has it) against the counts its program reports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
-apt_install gcc g++ make cmake pkg-config valgrind python3
+apt_install gcc g++ make cmake pkg-config valgrind python3 binutils gzip zstd
 # clang is preferred for the sanitizer run; without it (or its runtime) gcc's sanitizers are used.
 apt_install clang libclang-rt-dev || echo "NOTE: clang with its sanitizer runtime is not installable here"
 
@@ -50,7 +54,7 @@ rpath="-Wl,-rpath,$prefix/lib"
 read -r -a inc <<<"$(pkg-config --cflags jets)"
 read -r -a libs <<<"$(pkg-config --libs jets)"
 # pkg-config --static lists the system libraries; -l:libjets.a picks the archive over the .so.
-read -r -a static_libs <<<"$(pkg-config --static --libs jets | sed 's/-ljets/-l:libjets.a/')"
+read -r -a static_libs <<<"$(pkg-config --libs jets-static)"
 
 # check_host: the host monitor's trace from the last api_test run (two monitor sessions), and its
 # write-failure trace.
@@ -168,6 +172,183 @@ run api_san "$work/api_san" "$work/api_san.jets" "$work"
 check_host
 run wrapper_san "$work/wrapper_san" "$work/wrapper_san.jets"
 unset ASAN_OPTIONS UBSAN_OPTIONS
+
+step "packaging: stripped artefacts, version macros, static library exports only jets_*"
+so="$(readlink -f "$prefix/lib/libjets.so")"
+if readelf -S "$so" | grep -q "\.symtab"; then echo "FAIL: $so is not stripped"; exit 1; fi
+# readelf, not nm: GNU nm loads the LLVM linker plugin, which aborts on Rust objects here.
+globals() { readelf -sW "$prefix/lib/libjets.a" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" { print $8 }'; }
+leaked="$(globals | grep -v '^jets_' | head -n5 || true)"
+[ -z "$leaked" ] || { echo "FAIL: libjets.a exports non-jets symbols: $leaked"; exit 1; }
+echo "libjets.so $(du -h "$so" | cut -f1), libjets.a $(du -h "$prefix/lib/libjets.a" | cut -f1); libjets.a exports $(globals | grep -c '^jets_') jets_* functions and nothing else"
+# A program with its own zstd keeps its own: ZSTD_versionNumber is not ours.
+cat >"$work/own_zstd.c" <<'C'
+#include <jets.h>
+#include <stdio.h>
+unsigned ZSTD_versionNumber(void) { return 4242u; }
+int main(void) {
+    printf("version %d.%d.%d %s zstd=%u\n", JETS_VERSION_MAJOR, JETS_VERSION_MINOR,
+           JETS_VERSION_PATCH, jets_version(), ZSTD_versionNumber());
+    return ZSTD_versionNumber() == 4242u ? 0 : 1;
+}
+C
+gcc "${cflags[@]}" "${inc[@]}" -o "$work/own_zstd" "$work/own_zstd.c" "${static_libs[@]}" -lpthread
+"$work/own_zstd" | tee "$work/own_zstd.out"
+grep -qx "version ${version//./\\.} $version zstd=4242" "$work/own_zstd.out"
+# C++14 gets one clear message.
+printf '#include <jets.hpp>\nint main() { return 0; }\n' >"$work/cxx14.cpp"
+if g++ -std=c++14 "${inc[@]}" -c -o /dev/null "$work/cxx14.cpp" 2>"$work/cxx14.log"; then
+    echo "FAIL: jets.hpp compiled as C++14"; exit 1
+fi
+grep -m1 "needs C++17" "$work/cxx14.log"
+
+step "outside pkg-config project (as documented): shared with rpath, and static"
+mkdir -p "$work/outside"
+cp examples/c/systolic.c "$work/outside/"
+(
+    cd "$work/outside"
+    cc -std=c99 -O2 systolic.c -o systolic $(pkg-config --cflags --libs jets)
+    cc -std=c99 -O2 systolic.c -o systolic-static $(pkg-config --cflags --libs jets-static)
+    # No LD_LIBRARY_PATH: the .pc file's rpath finds libjets.so.0.
+    env -u LD_LIBRARY_PATH ./systolic out.jets 4 4 | grep -q '^result ok'
+    ./systolic-static out-static.jets 4 4 | grep -q '^result ok'
+    if ldd systolic-static | grep -q libjets; then echo "FAIL: the static build links libjets.so"; exit 1; fi
+)
+python3 "$check" "$work/outside/out.jets"
+python3 "$check" "$work/outside/out-static.jets"
+echo "outside pkg-config project: shared and static builds run"
+
+# ---- the safety tests ----------------------------------------------------------------------
+# safety_checks RUNNER...: every mode of safety_test under RUNNER (valgrind, or nothing for a
+# sanitizer build), each bounded in time; traces checked as the program says.
+gcc "${cflags[@]}" -std=gnu99 "${inc[@]}" -o "$work/safety" "$tests/safety_test.c" "${libs[@]}" -lpthread "$rpath"
+safety_checks() {
+    local bin="$1" tag="$2"
+    shift 2
+    local d="$work/safety-$tag"
+    rm -rf "$d"
+    mkdir -p "$d"
+    for mode in fork signal drop badjson closed parity; do
+        local runner=("$@")
+        if [ "$tag" = valgrind ] && [ "$mode" = fork ]; then
+            runner=(valgrind -q --error-exitcode=99 --leak-check=no)
+        fi
+        timeout 300 "${runner[@]}" "$bin" "$mode" "$d" >"$d/$mode.out" || {
+            echo "FAIL: safety_test $mode ($tag)"; cat "$d/$mode.out"; exit 1; }
+        grep -v '^expect' "$d/$mode.out" || true
+    done
+    # A fatal signal: the handler saves what was emitted, then the process dies of it.
+    if "$@" "$bin" fatal "$d/fatal.jets" >"$d/fatal.out" 2>&1; then
+        echo "FAIL: safety_test fatal survived abort()"; exit 1
+    fi
+    python3 - "$d/fatal.jets" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+events = sum(1 for l in lines if l["type"] == "event")
+assert events == 1000, f"the fatal-signal flush saved {events} of 1000 events"
+print("fatal signal: all 1000 unflushed events saved before SIGABRT")
+PY
+    check_trace "$d/signal.jets" "$d/signal.out"
+    check_trace "$d/badjson.jets" "$d/badjson.out"
+    check_trace "$d/closed.jets" "$d/closed.out"
+    check_trace "$d/parity.jets" "$d/parity.out"
+    python3 "$check" "$d/parent.jets"
+    python3 "$check" "$d/child.jets" --expect "records=1 record_ends=1"
+    # Drop policy: every line the program made is either in the file or in the footer's counts.
+    python3 - "$d/drop.jets" "$(sed -n 's/^expect-dropped lines=//p' "$d/drop.out")" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+footer = lines[-1]
+written = sum(1 for l in lines if l["type"] in ("record", "record_end", "event", "annotation"))
+dropped = sum(footer[k] for k in ("dropped_records", "dropped_events", "dropped_annotations", "dropped_record_ends"))
+assert written + dropped == int(sys.argv[2]), f"{written} written + {dropped} dropped != {sys.argv[2]}"
+assert dropped > 0, "nothing was dropped: no pressure"
+print(f"drop policy: {written} lines written + {dropped} counted as dropped = {sys.argv[2]} made")
+PY
+}
+
+step "safety tests (fork, signals, drop policy, bad JSON, closed traces, parity)"
+safety_checks "$work/safety" plain
+step "safety tests under valgrind"
+# A forked child holds the memory of threads that did not survive the fork (the writer's buffers),
+# which valgrind calls leaked in every child: the fork mode is checked for memory errors only.
+safety_checks "$work/safety" valgrind "${vg[@]}"
+
+# full_disk DIR: .gz, .zst and plain traces on a full disk keep a valid prefix that `jets repair`
+# completes; opening over an existing trace on a full disk fails and leaves it intact.
+full_disk() {
+    local dir="$1" how="$2" f
+    for f in full.jets.gz full.jets.zst full.jets; do
+        "$work/safety" full "$dir/$f"
+        case "$f" in
+            *.gz) gzip -t "$dir/$f" ;;
+            *.zst) zstd -q -t "$dir/$f" ;;
+        esac
+        if [ ${#validate[@]} -gt 0 ]; then
+            "$target/debug/jets" repair "$dir/$f" -o "$work/repaired-$f.jets"
+            "${validate[@]}" "$work/repaired-$f.jets"
+        fi
+        echo "$f: complete compressed stream / whole lines after the I/O error; jets repair completes it"
+        rm -f "$dir/$f"
+    done
+    printf 'precious old trace\n' >"$dir/old.jets"
+    if [ "$how" = tmpfs ]; then
+        dd if=/dev/zero of="$dir/filler" bs=4k 2>/dev/null || true
+        "$work/safety" open "$dir/old.jets"
+    else
+        (ulimit -f 0 && "$work/safety" open "$dir/old.jets")
+    fi
+    [ "$(cat "$dir/old.jets")" = "precious old trace" ] || { echo "FAIL: open destroyed the old trace"; exit 1; }
+    [ -z "$(ls -A "$dir" | grep jets-tmp)" ] || { echo "FAIL: a temporary file was left"; exit 1; }
+    echo "open over an existing trace on a full disk: refused, old trace intact"
+    rm -f "$dir/filler" "$dir/old.jets"
+}
+step "full disk (ENOSPC) on .gz, .zst and plain traces"
+if mkdir -p "$work/tmpfs" && mount -t tmpfs -o size=512k tmpfs "$work/tmpfs" 2>/dev/null; then
+    full_disk "$work/tmpfs" tmpfs || { umount "$work/tmpfs"; exit 1; }
+    umount "$work/tmpfs"
+else
+    echo "NOTE: cannot mount a small tmpfs here (not root); a 512 KiB file size limit stands in for a full disk (EFBIG instead of ENOSPC)"
+    (ulimit -f 512 && full_disk "$work" limit)
+fi
+
+step "safety tests under ASan/UBSan"
+"$cc" "${cflags[@]}" -std=gnu99 "${san[@]}" "${inc[@]}" -o "$work/safety_san" "$tests/safety_test.c" "${libs[@]}" -lpthread "$rpath"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    safety_checks "$work/safety_san" asan
+
+step "TSan: libjets built with -Zsanitizer=thread, C tests with -fsanitize=thread"
+tsan_ok=0
+if [ "${JETS_TSAN:-1}" = 0 ]; then
+    echo "NOTE: JETS_TSAN=0: the TSan pass is skipped"
+elif command -v rustup >/dev/null \
+    && timeout 600 rustup toolchain install nightly --profile minimal --component rust-src >/dev/null 2>&1; then
+    host="$(rustc -vV | sed -n 's/^host: //p')"
+    tsan_target="$target/tsan"
+    if RUSTFLAGS="-Zsanitizer=thread" timeout 1800 cargo +nightly build -Zbuild-std --target "$host" \
+        -p jets-c --release --target-dir "$tsan_target" >"$work/tsan-build.log" 2>&1; then
+        tlib="$tsan_target/$host/release"
+        ln -sf "$tlib/libjets_c.so" "$tlib/libjets.so.0"
+        gcc -std=gnu99 -g -fsanitize=thread "${inc[@]}" -o "$work/safety_tsan" "$tests/safety_test.c" \
+            -L"$tlib" -ljets_c -lpthread -Wl,-rpath,"$tlib"
+        gcc -std=c99 -g -fsanitize=thread "${inc[@]}" -o "$work/api_tsan" "$tests/api_test.c" \
+            -L"$tlib" -ljets_c -lpthread -Wl,-rpath,"$tlib"
+        export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+        # fork under TSan is unsupported with threads alive in the parent; the other modes run.
+        d="$work/safety-tsan"; mkdir -p "$d"
+        for mode in signal drop badjson closed parity; do
+            timeout 300 "$work/safety_tsan" "$mode" "$d" >"$d/$mode.out"
+        done
+        check_trace "$d/signal.jets" "$d/signal.out"
+        "$work/api_tsan" "$work/api_tsan.jets" "$work" >"$work/api_tsan.out"
+        check_trace "$work/api_tsan.jets" "$work/api_tsan.out"
+        unset TSAN_OPTIONS
+        tsan_ok=1
+    else
+        echo "NOTE: the TSan build of libjets failed: $(tail -n3 "$work/tsan-build.log")"
+    fi
+fi
+[ "$tsan_ok" = 1 ] || echo "NOTE: TSan not run here (needs rustup nightly with rust-src); the valgrind and ASan runs stand"
 
 step "examples/c with CMake against the installed package"
 cmake -S examples/c -B "$work/examples" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -320,9 +320,12 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
 /// A line's identity, stable across runs: (kind, record name, line name or tag).
 type Key = (String, String, String);
 
+/// A record of the unfiltered run: (parent name, type, unit, clk, thread, seq).
+type Rec = (Option<String>, String, Option<u64>, u64, String, u64);
+
 struct Model {
-    /// record name -> (parent name, type, unit, clk, thread, seq)
-    recs: HashMap<String, (Option<String>, String, Option<u64>, u64, String, u64)>,
+    /// record name -> what the setting's rules look at
+    recs: HashMap<String, Rec>,
     order: Vec<String>,
     lines: Vec<(Key, Option<u64>)>,
 }

@@ -9,6 +9,11 @@
 //!   instruction, close (footer and all), timed from create to close.
 //! * The `tracing` Layer: a span with two fields, created, entered, exited and closed.
 //! * Validation throughput over the end-to-end file, warm in the page cache, on every core.
+//! * What tracing costs a real simulator: the Tiny5 pipeline (what `jets demo` runs) sorting
+//!   enough words for at least 10 M cycles (250 k with `--quick`), untraced, then traced into a
+//!   file with capture off, a window of 1% of the run, a 100 k-cycle flight recorder dumped at
+//!   the end, and everything; slowdown = traced time / untraced time, medians of repeated runs in
+//!   this process, each run from opening the trace to closing it.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -46,6 +51,9 @@ struct Sizes {
     end_to_end_lines: u64,
     spans: u64,
     validate_runs: usize,
+    /// Words bubble-sorted by the pipeline runs, and runs per mode.
+    sort_words: usize,
+    pipeline_runs: usize,
 }
 
 /// Calls timed together for one sample.
@@ -61,6 +69,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             end_to_end_lines: 100_000,
             spans: 1 << 14,
             validate_runs: 2,
+            sort_words: 200,
+            pipeline_runs: 3,
         }
     } else {
         Sizes {
@@ -68,6 +78,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             end_to_end_lines: 2_000_000,
             spans: 1 << 19,
             validate_runs: 5,
+            sort_words: 1300,
+            pipeline_runs: 3,
         }
     };
     let human = args.format == Format::Human;
@@ -87,6 +99,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let span_ns = layer(sizes.spans)?;
     step("validation");
     let gb_per_sec = validation(&file, sizes.validate_runs)?;
+    step("Tiny5 pipeline, untraced and in each capture mode");
+    let sim = simulator(dir.path(), sizes.sort_words, sizes.pipeline_runs)?;
 
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let report = json!({
@@ -98,6 +112,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "end_to_end_bytes_per_line": round(bytes_per_line),
         "layer_span_ns": round(span_ns),
         "validation_gb_per_sec": round(gb_per_sec),
+        "pipeline_cycles": sim.cycles,
+        "pipeline_untraced_sec": round3(sim.untraced),
+        "slowdown_disabled": round(sim.slowdown[0]),
+        "slowdown_window_1pct": round(sim.slowdown[1]),
+        "slowdown_recorder": round(sim.slowdown[2]),
+        "slowdown_full": round(sim.slowdown[3]),
         "cpus": cpus,
         "cpu_model": cpu_model(),
         "quick": args.quick,
@@ -118,6 +138,84 @@ fn round(x: f64) -> f64 {
     }
     let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
     (x * scale).round() / scale
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The Tiny5 figures: cycles per run, untraced seconds, and the slowdown of each mode of
+/// [`MODES`].
+struct Sim {
+    cycles: u64,
+    untraced: f64,
+    slowdown: [f64; 4],
+}
+
+/// The traced modes, in report order, with their targets on the reference machine.
+const MODES: [(&str, f64); 4] = [
+    ("capture off (compiled in)", 1.10),
+    ("window of 1% of the run", 1.5),
+    ("flight recorder, 100 k cycles", 3.0),
+    ("everything", 8.0),
+];
+
+fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
+    use jets::capture::{Capture, Recorder};
+    use jets_examples::pipeline::{programs, CacheConfig, Machine, Pipeline};
+    let program = programs::bubble_sort(&programs::random_words(words, 7))
+        .map_err(|e| anyhow!("assembling the benchmark program: {e}"))?;
+    let path = dir.join("pipeline-bench.jets");
+    // One run; `capture` None is untraced. The result is checked every time, so a mode that
+    // broke the simulation could not pass as fast.
+    let once = |capture: Option<&Capture>| -> Result<(f64, u64)> {
+        let machine = Machine::load(&program)?;
+        let start = Instant::now();
+        let mut pipe = Pipeline::new(machine, CacheConfig::default());
+        let trace = match capture {
+            Some(c) => {
+                let t = TraceBuilder::new()
+                    .capture(c.clone())
+                    .create(&path, Metadata::new())
+                    .with_context(|| format!("creating {}", path.display()))?;
+                pipe = pipe.traced(&t, "core0")?;
+                Some(t)
+            }
+            None => None,
+        };
+        pipe.run(u64::MAX)?;
+        let (machine, stats) = pipe.finish()?;
+        if let Some(t) = trace {
+            t.close_at(stats.cycles)?;
+        }
+        let took = start.elapsed().as_secs_f64();
+        program.verify(&machine).map_err(|e| anyhow!("the benchmark program went wrong: {e}"))?;
+        Ok((took, stats.cycles))
+    };
+    let median = |capture: Option<&Capture>| -> Result<(f64, u64)> {
+        let mut times = Vec::with_capacity(runs);
+        let mut cycles = 0;
+        for _ in 0..runs.max(1) {
+            let (t, c) = once(capture)?;
+            times.push(t);
+            cycles = c;
+        }
+        times.sort_by(f64::total_cmp);
+        Ok((times[times.len() / 2], cycles))
+    };
+    let (untraced, cycles) = median(None)?;
+    let mid = cycles / 2;
+    let settings = [
+        Capture { off: true, ..Capture::default() },
+        Capture { window: Some(mid..mid + (cycles / 100).max(1)), ..Capture::default() },
+        Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() },
+        Capture::full(),
+    ];
+    let mut slowdown = [0.0; 4];
+    for (i, c) in settings.iter().enumerate() {
+        slowdown[i] = median(Some(c))?.0 / untraced;
+    }
+    Ok(Sim { cycles, untraced, slowdown })
 }
 
 fn to_text(r: &Value) -> String {
@@ -153,6 +251,15 @@ fn to_text(r: &Value) -> String {
         "validation                {:>10.2} GB/s (warm file, all cores)\n",
         f("validation_gb_per_sec")
     );
+    s += &format!(
+        "\nTiny5 pipeline, {} cycles, untraced {:.3} s; slowdown = traced / untraced time:\n",
+        r["pipeline_cycles"],
+        f("pipeline_untraced_sec")
+    );
+    let keys = ["slowdown_disabled", "slowdown_window_1pct", "slowdown_recorder", "slowdown_full"];
+    for ((what, target), key) in MODES.iter().zip(keys) {
+        s += &format!("  {what:<32} {:>6.2}x   (target <= {target})\n", f(key));
+    }
     s
 }
 

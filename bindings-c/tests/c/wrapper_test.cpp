@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -85,6 +86,52 @@ int main(int argc, char **argv) {
             r.end(13);
             ends++;
             CHECK(r.id() == 0);
+        }
+
+        {
+            // Every field overload keeps its type: a literal is text (never `true`), strings and
+            // views are copied, numbers keep signedness and width. The script greps the line.
+            const jets::str typed("Typed"), g("greeting"), s("s"), v("v"), b("b"), f("f"),
+                i8("i8"), u16("u16"), e("e"), m("m"), tmp("tmp");
+            std::string owned = "from std::string";
+            std::string_view view = std::string_view("a view, not NUL-terminated!!", 6);
+            enum class level : unsigned char { high = 3 };
+            char mutable_text[] = "mutable";
+            top.event(typed, 14,
+                      {jets::field(g, "hello"), jets::field(s, owned), jets::field(v, view),
+                       jets::field(b, false), jets::field(f, 1.5f),
+                       jets::field(i8, static_cast<signed char>(-3)),
+                       jets::field(u16, static_cast<unsigned short>(65535)),
+                       jets::field(e, level::high), jets::field(m, mutable_text),
+                       jets::field(tmp, std::string("a temporary"))});
+            events++;
+            // Push/pop ranges nest like scopes; a counter; a domain switched off; end status.
+            const jets::str stage("Stage"), depth("queue_depth");
+            {
+                jets::range outer(t, stage, stage, 15);
+                jets::range inner(t, stage, stage, 16);
+                records += 2;
+                t.set_clock(17);
+            }
+            ends += 2;
+            top.counter(depth, 17, 4.0);
+            events++;
+            jets_domain quiet = t.domain("quiet");
+            t.set_enabled(quiet, false);
+            jets::record off = top.child(stage, stage, 17, {}, jets::where{quiet, 0});
+            CHECK(off.id() == JETS_ID_OFF);
+            off.event(stage, 17);
+            off.end(17);
+            jets::record squashed = top.child("squashed", "Instruction", 17);
+            records++;
+            squashed.end(18, "flushed");
+            ends++;
+            CHECK(error_code_of([&] {
+                      jets::record r = top.child("r", "R", 18);
+                      r.end(18, "sideways");
+                  }) == JETS_ERR_INVALID_ARGUMENT);
+            records++;  // "r" was begun, then ended by its destructor
+            ends++;
         }
 
         // Threads share `top` by reference; each scoped child ends itself.

@@ -171,6 +171,9 @@ pub(crate) struct Shared {
     control_pending: AtomicBool,
     /// The ring used when a thread's own cannot be (thread-local storage torn down).
     fallback: Mutex<Option<LocalRing>>,
+    /// Flushes asked by [`Trace::flush_signal_safe`] and served by the writer: counters rather
+    /// than an `Ack`, so that asking allocates nothing and takes no lock.
+    signal_flushes: [AtomicU64; 2],
     /// Capture control: what the emitting calls let through.
     pub(crate) gate: Gate,
     pub(crate) capture: Capture,
@@ -525,7 +528,8 @@ impl TraceBuilder {
     }
     /// Flush this trace when any thread panics, before the panic unwinds. A panicking simulator
     /// then leaves everything it emitted on disk. One process-wide hook (chained with the hook
-    /// found when it is installed) serves every such trace; a trace leaves it when dropped.
+    /// found when it is installed) serves every such trace; a trace leaves it when dropped. Set
+    /// your own panic hook before opening the first such trace: a hook set later replaces it.
     pub fn flush_on_panic(mut self, yes: bool) -> Self {
         self.flush_on_panic = yes;
         self
@@ -553,7 +557,7 @@ impl TraceBuilder {
         w: impl std::io::Write + Send + 'static,
         metadata: Metadata,
     ) -> Result<Trace, Error> {
-        self.open(Sink::Writer(Box::new(w)), "writer".to_owned(), metadata)
+        self.open(Sink::writer(Box::new(w)), "writer".to_owned(), metadata)
     }
 
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
@@ -587,6 +591,7 @@ impl TraceBuilder {
             control: Mutex::new(Control::default()),
             control_pending: AtomicBool::new(false),
             fallback: Mutex::new(None),
+            signal_flushes: Default::default(),
             gate: Gate::new(&capture, id),
             capture,
             fatal: AtomicBool::new(false),
@@ -667,6 +672,27 @@ impl Trace {
     /// Waits until everything emitted before this call is written and flushed to the OS.
     pub fn flush(&self) -> Result<(), Error> {
         self.0.flush(None)
+    }
+
+    /// [`Trace::flush`] for a signal handler: allocates nothing and takes no lock (it only touches
+    /// atomics, wakes the writer and sleeps), and waits at most `timeout`. Returns false when the
+    /// writer did not confirm in time or writing has failed.
+    pub fn flush_signal_safe(&self, timeout: Duration) -> bool {
+        let shared = &self.0.shared;
+        if shared.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let want = shared.signal_flushes[0].fetch_add(1, Ordering::AcqRel) + 1;
+        shared.control_pending.store(true, Ordering::Release);
+        shared.wake_writer();
+        let deadline = std::time::Instant::now() + timeout;
+        while shared.signal_flushes[1].load(Ordering::Acquire) < want {
+            if shared.failed.load(Ordering::Acquire) || std::time::Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_micros(50));
+        }
+        !shared.failed.load(Ordering::Acquire)
     }
 
     /// The first I/O error, if writing has failed. Once failed, nothing more is written; the file

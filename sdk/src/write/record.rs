@@ -104,6 +104,9 @@ impl RecordHandle {
         if !self.live {
             if self.cap & bits::LEFT != 0 {
                 self.inner.shared.gate.leave(gate::END);
+            } else {
+                // The end of a dropped record is dropped too, and counted like everything on it.
+                self.inner.shared.count_drop(DROP_END);
             }
             return Ok(());
         }

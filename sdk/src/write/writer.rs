@@ -281,7 +281,9 @@ impl Writer {
     /// Serves flush requests: everything pushed before the request is written and flushed.
     /// Returns `Some(end_clk)` when close was requested.
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
-        if !control.flushes.is_empty() || !control.dumps.is_empty() {
+        let signal_flushes = self.shared.signal_flushes[0].load(Ordering::Acquire);
+        let signal_flush = signal_flushes > self.shared.signal_flushes[1].load(Ordering::Relaxed);
+        if !control.flushes.is_empty() || !control.dumps.is_empty() || signal_flush {
             self.adopt_new_rings();
             let targets: Vec<(u32, usize)> =
                 self.rings.iter().map(|r| (r.id, r.consumer.published())).collect();
@@ -294,6 +296,7 @@ impl Writer {
             for ack in control.flushes.into_iter().chain(control.dumps) {
                 ack.set();
             }
+            self.shared.signal_flushes[1].store(signal_flushes, Ordering::Release);
         }
         control.close
     }

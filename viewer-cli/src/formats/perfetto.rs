@@ -6,9 +6,12 @@
 //! the build. Layout, with the same lanes as the Chrome output ([`super::timeline`]):
 //!
 //! * each root record is a track with `child_ordering = EXPLICIT`, its lanes child tracks ordered by
-//!   `sibling_order_rank` (lane 0, the events, first);
+//!   `sibling_order_rank` (lane 0, the events, first), each named after the records on it
+//!   (CV-NEST-2) and never merged with a same-named sibling;
 //! * records are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs, events `TYPE_INSTANT`, with names and
 //!   categories (record_type) interned, data and annotations as debug annotations;
+//! * packets are written in time order (CV-PERFETTO-1, [`PerfettoSink`]): a record that stays
+//!   open long (a core, a thread, a unit) gets a track of its own, ranked before the lanes;
 //! * timestamps are simulated time in ns (from `clock_frequency_mhz`, 1 cycle = 1 µs without it)
 //!   on the default trace clock; each host sync point (`HostSync` event, spec/host-sync.md) becomes
 //!   a `ClockSnapshot` linking that simulated instant to CLOCK_MONOTONIC and CLOCK_REALTIME.

@@ -60,6 +60,23 @@
     };
   }
 
+  // Markers (in clk order) within `reach` cycles of a group's first merged into one with the
+  // count and the highest severity, as the server does (VW-MARK-2): the static page holds every
+  // event and merges them for the zoom it draws.
+  function mergeMarkers(list, reach) {
+    const out = [];
+    let first = -Infinity;
+    for (const m of list) {
+      const last = out[out.length - 1];
+      if (last && m.clk < first + reach) {
+        const merged = Object.assign({}, last, { count: last.count + m.count });
+        if ((m.severity ?? -1) > (last.severity ?? -1)) Object.assign(merged, { severity: m.severity, ev: m.ev, style: m.style, color: m.color, icon: m.icon, record: m.record, name: m.name });
+        out[out.length - 1] = merged;
+      } else { first = m.clk; out.push(m); }
+    }
+    return out;
+  }
+
   function staticSource(bundle) {
     LAYOUT = bundle.summary.layouts;
     decodeRows(bundle.window.rows);
@@ -91,7 +108,7 @@
           return {
             row: r,
             bars: row.bars.filter((b) => b.end >= t0 && b.start < t1),
-            markers: row.markers.filter((m) => m.clk >= t0 && m.clk < t1),
+            markers: mergeMarkers(row.markers.filter((m) => m.clk >= t0 && m.clk < t1).sort((a, b) => a.clk - b.clk), (t1 - t0) / px * 8),
           };
         }),
       }),
@@ -111,14 +128,14 @@
       },
       host: async () => bundle.host,
       nodes: async (ids) => ({ nodes: bundle.nodes.filter((n) => ids.includes(n.id)) }),
-      bars: async (ids, t0, t1) => ({
+      bars: async (ids, t0, t1, px) => ({
         version: bundle.summary.version,
         rows: ids.map((id) => {
           const b = barOf.get(id);
           return {
             row: id,
             bars: b && b.end >= t0 && b.start < t1 ? [b] : [],
-            markers: (markersOf.get(id) || []).filter((m) => m.clk >= t0 && m.clk < t1),
+            markers: mergeMarkers((markersOf.get(id) || []).filter((m) => m.clk >= t0 && m.clk < t1).sort((a, b) => a.clk - b.clk), (t1 - t0) / px * 8),
           };
         }),
       }),
@@ -697,7 +714,7 @@
     if (!target) { S.error = 'jump: no instruction there'; renderStatus(); return; }
     const [, h] = cssSize(canvas);
     S.scrollY = clamp(target.g.rowsY + target.k * PIPE_H - h / 4, 0, Math.max(0, S.height - h));
-    const span = Math.min(S.t1 - S.t0, 120);
+    const span = Math.min(S.t1 - S.t0, 50); // cycles wide enough (≥ 12 px) to name every stage
     if (byRow) {
       // The row's start is not known before the answer: ask for it, then centre on it.
       S.pendingJump = { seq: target.g.seq, k: target.k, span };
@@ -787,8 +804,9 @@
     const sel = $('pipe-type');
     const candidates = sum.types.map((t, i) => [t, i]).filter(([t]) => t.count > 0);
     if (S.pipe.type === null) S.pipe.type = sum.pipeline_type !== null ? sum.pipeline_type : (candidates.length ? candidates[0][1] : null);
-    if (sel.options.length !== candidates.length) {
-      sel.replaceChildren(...candidates.map(([t, i]) => { const o = el('option', null, t.name + ' (' + fmtNum(t.count) + ')'); o.value = String(i); return o; }));
+    const texts = candidates.map(([t]) => t.name + ' (' + fmtNum(t.count) + ')');
+    if ([...sel.options].map((o) => o.textContent).join('\n') !== texts.join('\n')) {
+      sel.replaceChildren(...candidates.map(([, i], j) => { const o = el('option', null, texts[j]); o.value = String(i); return o; }));
     }
     sel.value = String(S.pipe.type);
     S.pipe.groups = sum.groups.filter((g) => g.rtype === S.pipe.type);

@@ -361,6 +361,28 @@ test('jump to a cycle in the middle of a 1 M-instruction run shows the rows ther
   assert.ok(s.t0 <= mid && mid <= s.t1);
   assert.ok(s.drawn.bars > 10 && s.drawn.stageNames.length >= 3, JSON.stringify(s.drawn));
   await shot(page, 'pipeline-jump-1M.png');
+  // Browser-side latency, key press to the new answer drawn (a figure for the README, not an
+  // assertion: the machine is shared).
+  const lat = async (key) => {
+    const ms = [];
+    for (let i = 0; i < 6; i++) {
+      const t0 = Date.now();
+      await page.keyboard.press(key);
+      await page.waitForFunction(() => !window.jetsViewer.state().busy);
+      ms.push(Date.now() - t0);
+    }
+    ms.sort((a, b) => a - b);
+    return ms[Math.floor(ms.length / 2)];
+  };
+  await page.locator('#timeline').focus();
+  const pipePan = await lat('d'), pipeZoom = await lat('-');
+  await page.click('#mode-lanes');
+  await settled(page);
+  await page.locator('#timeline').focus();
+  const lanesPan = await lat('d'), lanesZoom = await lat('+');
+  console.log(`latency at ${s.records} records: pipeline pan ${pipePan} ms, zoom ${pipeZoom} ms; lanes pan ${lanesPan} ms, zoom ${lanesZoom} ms (median of 6, key press to drawn)`);
+  await page.click('#mode-pipeline');
+  await settled(page);
   // And to an instruction by its position.
   await page.fill('#jump', '#' + (insns - 10));
   await page.press('#jump', 'Enter');

@@ -1,0 +1,107 @@
+//! More than one clock: a simulator whose cores, DRAM and network-on-chip tick at different rates
+//! gives each line's `clk` in its own clock, and the trace converts it to the trace's clock (the
+//! header's `clock_frequency_mhz`) so that all lines share one time axis (rule CA-CLK-3).
+
+use std::ffi::{c_char, c_int};
+use std::sync::{Mutex, OnceLock};
+
+use crate::api::{jets_trace, trace};
+use crate::cstr;
+use crate::failure::{run, status, Failure, Msg};
+use crate::types::*;
+
+/// Most clocks a trace can have.
+const MAX_CLOCKS: usize = 64;
+
+/// A trace's extra clocks.
+pub(crate) struct Clocks {
+    /// The trace clock's frequency, from the header metadata (`None`: no extra clocks possible).
+    base_mhz: Option<f64>,
+    names: Mutex<Vec<(&'static str, f64)>>,
+    /// `ratio[c - 1]` = trace cycles per cycle of clock `c`, published once.
+    ratio: [OnceLock<f64>; MAX_CLOCKS],
+}
+
+impl Clocks {
+    pub(crate) fn new(base_mhz: Option<f64>) -> Clocks {
+        Clocks {
+            base_mhz,
+            names: Mutex::new(Vec::new()),
+            ratio: [const { OnceLock::new() }; MAX_CLOCKS],
+        }
+    }
+
+    /// `clk` of clock `c` in trace cycles (rounded down); `JETS_CLK_NOW` stays as it is.
+    #[inline(always)]
+    pub(crate) fn to_trace(&self, c: jets_clock, clk: u64) -> Result<u64, Failure> {
+        if c == 0 || clk == JETS_CLK_NOW {
+            return Ok(clk);
+        }
+        let ratio = self.ratio.get(c as usize - 1).and_then(|r| r.get()).ok_or(
+            Failure::invalid(Msg::Id("clock", u64::from(c), " was never created in this trace")),
+        )?;
+        // Exact for products below 2^53 cycles; beyond that within one part in 2^53.
+        Ok((clk as f64 * ratio) as u64)
+    }
+}
+
+/// Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):
+/// pass it in `jets_attrs.clock`, or to `jets_clock_set`, to give cycles of that clock; they are
+/// written in cycles of the trace's clock, whose rate is the header's `clock_frequency_mhz` (which
+/// `jets_open` must have been given). Returns 0 on failure.
+///
+/// # Safety
+/// `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn jets_clock_create(
+    t: *mut jets_trace,
+    name: *const c_char,
+    mhz: f64,
+) -> jets_clock {
+    run("jets_clock_create", || {
+        // SAFETY (both): forwarded from the caller.
+        let t = unsafe { trace(t) }?;
+        let name = unsafe { cstr::required(name, "name") }?;
+        let c = &t.clocks;
+        let base = c.base_mhz.ok_or(Failure::invalid(
+            "the trace has no clock_frequency_mhz in its header metadata: give it to jets_open to use more than one clock",
+        ))?;
+        if !(mhz.is_finite() && mhz > 0.0) {
+            return Err(Failure::invalid(format!("mhz {mhz} is not a positive frequency")));
+        }
+        let mut names = c.names.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = names.iter().position(|(n, _)| *n == name) {
+            if names[i].1 != mhz {
+                return Err(Failure::invalid(format!(
+                    "clock {name:?} already runs at {} MHz",
+                    names[i].1
+                )));
+            }
+            return Ok(i as jets_clock + 1);
+        }
+        if names.len() == MAX_CLOCKS {
+            return Err(Failure::invalid("too many clocks (64 per trace)"));
+        }
+        names.push((crate::intern::text(name)?, mhz));
+        let _ = c.ratio[names.len() - 1].set(base / mhz);
+        Ok(names.len() as jets_clock)
+    })
+    .unwrap_or(0)
+}
+
+/// `jets_set_clock` in cycles of `clock` (converted to the trace's clock).
+///
+/// # Safety
+/// `t` is NULL or a handle from `jets_open`.
+#[no_mangle]
+pub unsafe extern "C" fn jets_clock_set(t: *mut jets_trace, clock: jets_clock, clk: u64) -> c_int {
+    status("jets_clock_set", || {
+        // SAFETY: forwarded from the caller.
+        let t = unsafe { trace(t) }?;
+        if clk == JETS_CLK_NOW {
+            return Err(Failure::invalid("clk is JETS_CLK_NOW, which is not a cycle"));
+        }
+        t.trace.clock().set(t.clocks.to_trace(clock, clk)?);
+        Ok(())
+    })
+}

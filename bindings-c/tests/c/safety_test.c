@@ -1,0 +1,506 @@
+/*
+ * What a simulator's process does to libjets, one mode per run (scripts/test.d/20-c-bindings.sh
+ * runs each under valgrind, ASan/UBSan and TSan):
+ *
+ *   safety_test fork DIR      fork with threads busy in jets_intern and jets_event_ex; the
+ *                             child's calls on the inherited trace fail with JETS_ERR_FORKED at
+ *                             once, its own new trace works, the parent's file is untouched
+ *   safety_test signal DIR    a SIGALRM interval timer whose handler emits events (interned
+ *                             names, two typed fields) and flushes, while the main thread works
+ *   safety_test drop DIR      the drop policy under pressure: dropped records get real ids on
+ *                             which children, events, annotations and ends are counted
+ *   safety_test badjson DIR   1e999, a lone \ud800 and 200 levels of nesting are refused
+ *   safety_test closed DIR    calls after close and a second close return JETS_ERR_CLOSED
+ *   safety_test parity DIR    on/off, domains, clocks, counters, push/pop, end with a status,
+ *                             text fields
+ *   safety_test full PATH     writes until the disk is full (or the file size limit is hit):
+ *                             the I/O error is reported, the file keeps a valid prefix
+ *   safety_test open PATH     opens over an existing file on a full disk: fails, file intact
+ *   safety_test fatal PATH    jets_install_fatal_signal_flush, 1000 events never flushed, then
+ *                             abort(): the process dies of SIGABRT with the events on disk
+ *
+ * Each mode that leaves a trace prints "expect ..." lines for check_trace.py.
+ */
+#define _GNU_SOURCE
+#include <jets.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,    \
+                    __LINE__, #cond, jets_last_error());                               \
+            failures++;                                                                \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_RC(call, code)                                                           \
+    do {                                                                               \
+        int rc_ = (call);                                                              \
+        if (rc_ != (code)) {                                                           \
+            fprintf(stderr, "%s:%d: %s returned %s, expected %s (last error: %s)\n",   \
+                    __FILE__, __LINE__, #call, jets_status_name(rc_),                  \
+                    jets_status_name(code), jets_last_error());                        \
+            failures++;                                                                \
+        }                                                                              \
+    } while (0)
+
+static char path_buf[4096];
+static const char *in_dir(const char *dir, const char *name) {
+    snprintf(path_buf, sizeof path_buf, "%s/%s", dir, name);
+    return path_buf;
+}
+
+static jets_trace *open_or_die(const char *path, const jets_options *o) {
+    jets_trace *t = NULL;
+    if (jets_open_ex(path, "{\"hardware_model\":\"safety\",\"clock_frequency_mhz\":1000}", o,
+                     &t) != JETS_OK) {
+        fprintf(stderr, "jets_open %s: %s\n", path, jets_last_error());
+        exit(1);
+    }
+    return t;
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+
+static atomic_int stop_workers;
+static jets_trace *shared_trace;
+static jets_id shared_root;
+
+static void *intern_worker(void *arg) {
+    (void)arg;
+    char name[32];
+    unsigned n = 0;
+    while (!atomic_load(&stop_workers)) {
+        snprintf(name, sizeof name, "w%u", n++ % 4096);
+        (void)jets_intern(name);
+    }
+    return NULL;
+}
+
+static void *event_worker(void *arg) {
+    (void)arg;
+    jets_str tick = jets_intern("Tick"), k = jets_intern("n");
+    unsigned long n = 0;
+    while (!atomic_load(&stop_workers)) {
+        jets_field f = jets_field_u64(k, n++);
+        jets_attrs a = JETS_ATTRS_INIT;
+        a.name = tick;
+        a.fields = &f;
+        a.field_count = 1;
+        (void)jets_event_ex(shared_trace, shared_root, JETS_CLK_NOW, &a);
+    }
+    return NULL;
+}
+
+static int mode_fork(const char *dir) {
+    char parent_path[4096];
+    snprintf(parent_path, sizeof parent_path, "%s", in_dir(dir, "parent.jets"));
+    shared_trace = open_or_die(parent_path, NULL);
+    shared_root = jets_record_begin(shared_trace, 0, 0, "parent", "Process", NULL, NULL);
+    CHECK(shared_root != 0);
+    pthread_t th[2];
+    pthread_create(&th[0], NULL, intern_worker, NULL);
+    pthread_create(&th[1], NULL, event_worker, NULL);
+    enum { CHILDREN = 40 };
+    int ok_children = 0;
+    for (int i = 0; i < CHILDREN; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* The child: only this thread exists. Every call on the inherited trace is refused
+             * at once; interning and a new trace work. alarm() turns a hang into a failure. */
+            alarm(20);
+            int bad = 0;
+            jets_str s = jets_intern("child-name");
+            bad |= s == 0;
+            jets_attrs a = JETS_ATTRS_INIT;
+            a.name = s;
+            bad |= jets_event_ex(shared_trace, shared_root, 1, &a) != JETS_ERR_FORKED;
+            bad |= jets_event(shared_trace, shared_root, 1, "x", NULL, NULL) != JETS_ERR_FORKED;
+            bad |= jets_record_begin(shared_trace, 0, 1, "c", "C", NULL, NULL) != 0;
+            bad |= jets_last_error_code() != JETS_ERR_FORKED;
+            bad |= jets_flush(shared_trace) != JETS_ERR_FORKED;
+            bad |= jets_close(shared_trace) != JETS_ERR_FORKED;
+            if (i == 0) {
+                jets_trace *own = NULL;
+                bad |= jets_open(in_dir(dir, "child.jets"), NULL, &own) != JETS_OK;
+                jets_id r = jets_record_begin(own, 0, 0, "child", "Process", NULL, NULL);
+                bad |= r == 0;
+                bad |= jets_record_end(own, r, 1) != JETS_OK;
+                bad |= jets_close(own) != JETS_OK;
+            }
+            _exit(bad ? 3 : 0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            ok_children++;
+        } else {
+            fprintf(stderr, "fork child %d: status %d\n", i, st);
+        }
+    }
+    atomic_store(&stop_workers, 1);
+    pthread_join(th[0], NULL);
+    pthread_join(th[1], NULL);
+    CHECK(ok_children == CHILDREN);
+    CHECK_RC(jets_record_end(shared_trace, shared_root, JETS_CLK_NOW), JETS_OK);
+    CHECK_RC(jets_close(shared_trace), JETS_OK);
+    printf("fork: %d of %d children got JETS_ERR_FORKED promptly and traced on their own\n",
+           ok_children, CHILDREN);
+    return failures ? 1 : 0;
+}
+
+/* ---- signals ------------------------------------------------------------------------------- */
+
+static jets_trace *sig_trace;
+static jets_id sig_record;
+static jets_str sig_name, sig_key_a, sig_key_b;
+static atomic_ulong sig_ok, sig_refused, sig_other, sig_flushes;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    int saved = errno;
+    static unsigned long n;
+    n++;
+    jets_field f[2] = {jets_field_u64(sig_key_a, n), jets_field_f64(sig_key_b, 0.5)};
+    jets_attrs a = JETS_ATTRS_INIT;
+    a.name = sig_name;
+    a.fields = f;
+    a.field_count = 2;
+    int rc = jets_event_ex(sig_trace, sig_record, JETS_CLK_NOW, &a);
+    if (rc == JETS_OK) {
+        atomic_fetch_add(&sig_ok, 1);
+    } else if (rc == JETS_ERR_REENTRANT) {
+        atomic_fetch_add(&sig_refused, 1);
+    } else {
+        atomic_fetch_add(&sig_other, 1);
+    }
+    if (n % 64 == 0 && jets_flush(sig_trace) == JETS_OK) atomic_fetch_add(&sig_flushes, 1);
+    errno = saved;
+}
+
+static int mode_signal(const char *dir) {
+    sig_trace = open_or_die(in_dir(dir, "signal.jets"), NULL);
+    sig_name = jets_intern("Tick");
+    sig_key_a = jets_intern("n");
+    sig_key_b = jets_intern("load");
+    sig_record = jets_record_begin(sig_trace, 0, 0, "sim", "Simulator", NULL, NULL);
+    /* The handler's thread emits once outside the handler: its queue then exists. */
+    CHECK_RC(jets_event(sig_trace, sig_record, 0, "Start", NULL, NULL), JETS_OK);
+    unsigned long records = 1, ends = 0, events = 1;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 200}, {0, 200}}; /* every 200 us */
+    setitimer(ITIMER_REAL, &it, NULL);
+
+    /* The main thread makes every kind of call, allocating ones included, while ticks land. */
+    jets_str insn = jets_intern("Insn"), type = jets_intern("Instruction"), pc = jets_intern("pc");
+    for (unsigned long i = 0; i < 20000; i++) {
+        jets_set_clock(sig_trace, i + 1);
+        jets_field f = jets_field_u64(pc, 0x1000 + 4 * i);
+        jets_attrs a = JETS_ATTRS_INIT;
+        a.name = insn;
+        a.record_type = type;
+        a.fields = &f;
+        a.field_count = 1;
+        jets_id r = jets_record_begin_ex(sig_trace, sig_record, JETS_CLK_NOW, &a);
+        if (r == 0) {
+            fprintf(stderr, "begin %lu: %s\n", i, jets_last_error());
+            failures++;
+            break;
+        }
+        records++;
+        if (jets_event(sig_trace, r, JETS_CLK_NOW, "Decode", NULL, "{\"op\":\"addi\"}") == JETS_OK)
+            events++;
+        else
+            failures++;
+        if (jets_record_end(sig_trace, r, JETS_CLK_NOW) == JETS_OK)
+            ends++;
+        else
+            failures++;
+        if (i % 1000 == 0) (void)jets_intern(i % 2000 ? "odd" : "even");
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_IGN);
+    CHECK(atomic_load(&sig_other) == 0);
+    CHECK(atomic_load(&sig_ok) > 0);
+    CHECK_RC(jets_record_end(sig_trace, sig_record, JETS_CLK_NOW), JETS_OK);
+    ends++;
+    CHECK_RC(jets_close(sig_trace), JETS_OK);
+    events += atomic_load(&sig_ok);
+    printf("signal: %lu handler events written, %lu refused (re-entrant), %lu handler flushes\n",
+           atomic_load(&sig_ok), atomic_load(&sig_refused), atomic_load(&sig_flushes));
+    printf("expect records=%lu record_ends=%lu events=%lu annotations=0 open=0\n", records, ends,
+           events);
+    return failures ? 1 : 0;
+}
+
+/* ---- drop policy --------------------------------------------------------------------------- */
+
+static int mode_drop(const char *dir) {
+    jets_options o = JETS_OPTIONS_INIT;
+    o.policy = JETS_POLICY_DROP;
+    o.queue_capacity = 16; /* tiny: most lines are dropped */
+    jets_trace *t = open_or_die(in_dir(dir, "drop.jets"), &o);
+    jets_str name = jets_intern("Op"), type = jets_intern("Op"), ev = jets_intern("Step");
+    unsigned long begun = 0, dropped_ids = 0, zero = 0;
+    for (unsigned long i = 0; i < 50000; i++) {
+        jets_attrs a = JETS_ATTRS_INIT;
+        a.name = name;
+        a.record_type = type;
+        jets_id r = jets_record_begin_ex(t, 0, i, &a);
+        if (r == 0) {
+            zero++;
+            continue;
+        }
+        begun++;
+        if (r >= ((jets_id)1 << 63)) dropped_ids++;
+        /* Children, events, annotations and the end on a dropped record all succeed. */
+        jets_id c = jets_record_begin_ex(t, r, i, &a);
+        CHECK(c != 0);
+        jets_attrs e = JETS_ATTRS_INIT;
+        e.name = ev;
+        CHECK_RC(jets_event_ex(t, r, i, &e), JETS_OK);
+        CHECK_RC(jets_annotation(t, r, "Note", NULL, NULL), JETS_OK);
+        CHECK_RC(jets_record_end(t, c, i), JETS_OK);
+        CHECK_RC(jets_record_end(t, r, i), JETS_OK);
+        /* An ended dropped record is refused like any ended record. */
+        CHECK_RC(jets_record_end(t, r, i), JETS_ERR_RECORD_ENDED);
+    }
+    CHECK(zero == 0);
+    CHECK(jets_record_begin(t, 0, 0, "x", "X", NULL, NULL) != 0);
+    /* 0 is never a record. */
+    CHECK_RC(jets_event(t, 0, 0, "x", NULL, NULL), JETS_ERR_INVALID_ARGUMENT);
+    CHECK_RC(jets_close(t), JETS_OK);
+    printf("drop: %lu records begun, %lu of them dropped (ids above 2^63), none returned 0\n",
+           begun, dropped_ids);
+    /* The checker reads the footer's dropped_* counts: every line is either written or counted. */
+    printf("expect-dropped lines=%lu\n", begun * 6 + 1);
+    return failures ? 1 : 0;
+}
+
+/* ---- bad JSON ------------------------------------------------------------------------------ */
+
+static int mode_badjson(const char *dir) {
+    jets_trace *t = open_or_die(in_dir(dir, "badjson.jets"), NULL);
+    jets_id r = jets_record_begin(t, 0, 0, "r", "R", NULL, NULL);
+    CHECK(r != 0);
+    char deep[512];
+    size_t n = 0;
+    for (int i = 0; i < 200; i++) deep[n++] = '[';
+    for (int i = 0; i < 200; i++) deep[n++] = ']';
+    deep[n] = 0;
+    const char *bad[] = {"{\"x\":1e999}", "{\"x\":\"\\ud800\"}", deep, "{\"x\":-1e400}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK_RC(jets_event(t, r, 1, "e", NULL, bad[i]), JETS_ERR_INVALID_JSON);
+        CHECK_RC(jets_annotation(t, r, "a", NULL, bad[i]), JETS_ERR_INVALID_JSON);
+        CHECK(jets_record_begin(t, r, 1, "c", "C", NULL, bad[i]) == 0);
+        CHECK(jets_last_error_code() == JETS_ERR_INVALID_JSON);
+        jets_attrs a = JETS_ATTRS_INIT;
+        a.name = jets_intern("e");
+        a.data_json = bad[i];
+        CHECK_RC(jets_event_ex(t, r, 1, &a), JETS_ERR_INVALID_JSON);
+    }
+    jets_trace *t2 = NULL;
+    CHECK_RC(jets_open(in_dir(dir, "badmeta.jets"), "{\"m\":1e999}", &t2), JETS_ERR_INVALID_JSON);
+    CHECK(t2 == NULL);
+    /* Good JSON still works: 1e300, a surrogate pair, 100 levels. */
+    CHECK_RC(jets_event(t, r, 2, "ok", NULL, "{\"x\":1e300,\"s\":\"\\ud83d\\ude00\"}"), JETS_OK);
+    n = 0;
+    for (int i = 0; i < 100; i++) deep[n++] = '[';
+    for (int i = 0; i < 100; i++) deep[n++] = ']';
+    deep[n] = 0;
+    CHECK_RC(jets_event(t, r, 2, "ok", NULL, deep), JETS_OK);
+    CHECK_RC(jets_record_end(t, r, 3), JETS_OK);
+    CHECK_RC(jets_close(t), JETS_OK);
+    printf("expect records=1 record_ends=1 events=2 annotations=0 open=0\n");
+    return failures ? 1 : 0;
+}
+
+/* ---- closed traces ------------------------------------------------------------------------- */
+
+static int mode_closed(const char *dir) {
+    jets_trace *t = open_or_die(in_dir(dir, "closed.jets"), NULL);
+    jets_id r = jets_record_begin(t, 0, 0, "r", "R", NULL, NULL);
+    CHECK_RC(jets_close(t), JETS_OK);
+    CHECK_RC(jets_close(t), JETS_ERR_CLOSED);
+    CHECK_RC(jets_close_at(t, 5), JETS_ERR_CLOSED);
+    CHECK_RC(jets_event(t, r, 1, "e", NULL, NULL), JETS_ERR_CLOSED);
+    CHECK_RC(jets_record_end(t, r, 1), JETS_ERR_CLOSED);
+    CHECK_RC(jets_flush(t), JETS_ERR_CLOSED);
+    CHECK_RC(jets_set_clock(t, 3), JETS_ERR_CLOSED);
+    CHECK(jets_record_begin(t, 0, 0, "r", "R", NULL, NULL) == 0);
+    CHECK(jets_last_error_code() == JETS_ERR_CLOSED);
+    CHECK_RC(jets_host_monitor_start(t, 10), JETS_ERR_CLOSED);
+    /* Many open/close cycles: each keeps only its small handle. */
+    for (int i = 0; i < 50; i++) {
+        jets_trace *u = open_or_die(in_dir(dir, "cycle.jets"), NULL);
+        CHECK_RC(jets_close(u), JETS_OK);
+        CHECK_RC(jets_close(u), JETS_ERR_CLOSED);
+    }
+    printf("expect records=1 record_ends=0 events=0 annotations=0 open=1\n");
+    return failures ? 1 : 0;
+}
+
+/* ---- parity with NVTX/ITT ------------------------------------------------------------------ */
+
+static int mode_parity(const char *dir) {
+    jets_trace *t = open_or_die(in_dir(dir, "parity.jets"), NULL);
+    jets_str name = jets_intern("Op"), type = jets_intern("Op"), k = jets_intern("who");
+    unsigned long records = 0, ends = 0, events = 0;
+    /* Off: nothing written, no id 0, everything succeeds. */
+    CHECK_RC(jets_set_enabled(t, false), JETS_OK);
+    jets_id off = jets_record_begin(t, 0, 0, "off", "Off", NULL, NULL);
+    CHECK(off == JETS_ID_OFF);
+    CHECK_RC(jets_event(t, off, 1, "e", NULL, NULL), JETS_OK);
+    CHECK_RC(jets_record_end(t, off, 1), JETS_OK);
+    CHECK_RC(jets_set_enabled(t, true), JETS_OK);
+    /* Domains. */
+    jets_domain dram = jets_domain_create(t, "dram"), noc = jets_domain_create(t, "noc");
+    CHECK(dram != 0 && noc != 0 && dram != noc && jets_domain_create(t, "dram") == dram);
+    CHECK_RC(jets_domain_set_enabled(t, noc, false), JETS_OK);
+    jets_attrs a = JETS_ATTRS_INIT;
+    a.name = name;
+    a.record_type = type;
+    a.domain = dram;
+    jets_id d = jets_record_begin_ex(t, 0, 0, &a);
+    CHECK(d != 0 && d != JETS_ID_OFF);
+    records++;
+    a.domain = noc;
+    CHECK(jets_record_begin_ex(t, 0, 0, &a) == JETS_ID_OFF);
+    CHECK_RC(jets_domain_set_enabled(t, 99, true), JETS_ERR_INVALID_ARGUMENT);
+    /* Clocks: the trace runs at 1000 MHz; a 250 MHz DRAM clock's cycle 10 is trace cycle 40. */
+    jets_clock dclk = jets_clock_create(t, "dram", 250.0);
+    CHECK(dclk != 0);
+    jets_attrs e = JETS_ATTRS_INIT;
+    e.name = jets_intern("Burst");
+    e.clock = dclk;
+    CHECK_RC(jets_event_ex(t, d, 10, &e), JETS_OK); /* at trace clk 40 */
+    events++;
+    CHECK_RC(jets_clock_set(t, dclk, 20), JETS_OK); /* trace clock 80 */
+    /* Counters. */
+    CHECK_RC(jets_counter(t, d, JETS_CLK_NOW, jets_intern("queue_depth"), 3.0), JETS_OK);
+    events++;
+    /* Push/pop nesting. */
+    a = JETS_ATTRS_INIT;
+    a.name = name;
+    a.record_type = type;
+    jets_id outer = jets_push(t, 80, &a);
+    jets_id inner = jets_push(t, 81, &a);
+    CHECK(outer != 0 && inner != 0 && outer != inner);
+    records += 2;
+    CHECK_RC(jets_pop(t, 82), JETS_OK);
+    CHECK_RC(jets_pop(t, 83), JETS_OK);
+    ends += 2;
+    CHECK_RC(jets_pop(t, 84), JETS_ERR_INVALID_ARGUMENT);
+    /* End with a status; a status not in the vocabulary is refused. */
+    jets_id s = jets_record_begin(t, 0, 90, "squashed", "Instruction", NULL, NULL);
+    records++;
+    CHECK_RC(jets_record_end_status(t, s, 91, "sideways"), JETS_ERR_INVALID_ARGUMENT);
+    CHECK_RC(jets_record_end_status(t, s, 91, "flushed"), JETS_OK);
+    ends++;
+    /* Text fields: copied, escaped by the library. */
+    char text[32];
+    snprintf(text, sizeof text, "core \"%d\"\n", 7);
+    jets_field f = jets_field_text(k, text);
+    e = JETS_ATTRS_INIT;
+    e.name = jets_intern("Owner");
+    e.fields = &f;
+    e.field_count = 1;
+    CHECK_RC(jets_event_ex(t, d, 95, &e), JETS_OK);
+    events++;
+    CHECK_RC(jets_record_end(t, d, 100), JETS_OK);
+    ends++;
+    /* The attrs initializer as an assignment. */
+    a = JETS_ATTRS_INIT;
+    CHECK(a.size == sizeof(jets_attrs) && a.name == 0 && a.domain == 0);
+    CHECK_RC(jets_close(t), JETS_OK);
+    printf("expect records=%lu record_ends=%lu events=%lu annotations=0 open=0\n", records, ends,
+           events);
+    return failures ? 1 : 0;
+}
+
+/* ---- full disk ----------------------------------------------------------------------------- */
+
+static int mode_full(const char *path) {
+    signal(SIGXFSZ, SIG_IGN); /* a file size limit then fails the write with EFBIG */
+    jets_trace *t = open_or_die(path, NULL);
+    jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
+    char data[200];
+    int rc = JETS_OK;
+    unsigned long i;
+    for (i = 0; i < 2000000 && rc == JETS_OK; i++) {
+        /* Poorly compressible data, so that compressed files fill up too. */
+        snprintf(data, sizeof data, "{\"x\":%lu,\"h\":\"%08lx%08lx\"}", i, (i * 2654435761u) ^ i,
+                 (i * 40503u) * 2246822519u);
+        rc = jets_event(t, r, i, "Tick", NULL, data);
+        if (rc == JETS_OK && i % 5000 == 0) rc = jets_flush(t);
+    }
+    CHECK(rc == JETS_ERR_IO);
+    CHECK_RC(jets_close(t), JETS_ERR_IO);
+    printf("full: JETS_ERR_IO after %lu events: %s\n", i, jets_last_error());
+    return failures ? 1 : 0;
+}
+
+static int mode_open(const char *path) {
+    signal(SIGXFSZ, SIG_IGN);
+    jets_trace *t = NULL;
+    int rc = jets_open(path, NULL, &t);
+    CHECK(rc == JETS_ERR_IO);
+    CHECK(t == NULL);
+    printf("open on a full disk: %s\n", jets_last_error());
+    return failures ? 1 : 0;
+}
+
+static int mode_fatal(const char *path) {
+    jets_trace *t = open_or_die(path, NULL);
+    CHECK_RC(jets_install_fatal_signal_flush(), JETS_OK);
+    CHECK_RC(jets_install_fatal_signal_flush(), JETS_OK); /* idempotent */
+    jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
+    jets_attrs a = JETS_ATTRS_INIT;
+    a.name = jets_intern("Tick");
+    for (uint64_t i = 0; i < 1000; i++) CHECK_RC(jets_event_ex(t, r, i, &a), JETS_OK);
+    if (failures) return 1;
+    abort(); /* the handler flushes, then SIGABRT kills the process as it would have */
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|full|open DIR|PATH\n",
+                argv[0]);
+        return 2;
+    }
+    const char *m = argv[1];
+    int rc = !strcmp(m, "fork")      ? mode_fork(argv[2])
+             : !strcmp(m, "signal")  ? mode_signal(argv[2])
+             : !strcmp(m, "drop")    ? mode_drop(argv[2])
+             : !strcmp(m, "badjson") ? mode_badjson(argv[2])
+             : !strcmp(m, "closed")  ? mode_closed(argv[2])
+             : !strcmp(m, "parity")  ? mode_parity(argv[2])
+             : !strcmp(m, "full")    ? mode_full(argv[2])
+             : !strcmp(m, "open")    ? mode_open(argv[2])
+             : !strcmp(m, "fatal")   ? mode_fatal(argv[2])
+                                     : 2;
+    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+    return rc;
+}
