@@ -23,6 +23,9 @@ pub enum Target {
     Dftracer,
     /// Linaro MAP JSON export of the trace's host samples (spec/host-sync.md), over `--windows`.
     Map,
+    /// One run of a Parquet dataset: OUT is the dataset directory, the run goes to
+    /// OUT/run=NAME/ (spec/parquet.md).
+    Parquet,
 }
 
 /// Arguments of `jets convert`.
@@ -33,9 +36,12 @@ pub struct Args {
     /// The format to write.
     #[arg(long = "to", value_enum)]
     pub to: Target,
-    /// The file to write (`-` for standard output).
+    /// The file to write (`-` for standard output); for Parquet, the dataset directory.
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Parquet: the run's name in the dataset (default: the file name without its suffixes).
+    #[arg(long)]
+    pub run: Option<String>,
     /// Kanata: the record_type whose records become instructions.
     #[arg(long, default_value = "Instruction")]
     pub record_type: String,
@@ -47,7 +53,8 @@ pub struct Args {
 /// Runs `jets convert`.
 pub fn run(args: Args) -> Result<ExitCode> {
     let result = convert(&args);
-    if result.is_err() && args.output != Path::new("-") {
+    // A Parquet export cleans up after itself and must never remove what OUT was before.
+    if result.is_err() && args.output != Path::new("-") && args.to != Target::Parquet {
         // A half-written file would pass for a whole one: remove it.
         let _ = std::fs::remove_file(&args.output);
     }
@@ -58,6 +65,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn convert(args: &Args) -> Result<()> {
+    if args.to == Target::Parquet {
+        return parquet(args);
+    }
     let out = open_output(&args.output)?;
     match args.to {
         Target::Chrome => formats::chrome::convert(&args.input, out),
@@ -65,7 +75,33 @@ fn convert(args: &Args) -> Result<()> {
         Target::Kanata => formats::kanata::convert(&args.input, out, &args.record_type),
         Target::Dftracer => formats::dftracer::convert(&args.input, out),
         Target::Map => formats::map::convert(&args.input, out, args.windows),
+        Target::Parquet => parquet(args),
     }
+}
+
+#[cfg(feature = "parquet")]
+fn parquet(args: &Args) -> Result<()> {
+    use std::io::Write as _;
+    let (dir, n) = formats::parquet::convert(&args.input, &args.output, args.run.as_deref())?;
+    let mut o = std::io::stdout().lock();
+    say!(
+        o,
+        "{}: {} records ({} unended), {} events, {} annotations, {} host samples",
+        dir.display(),
+        n.records,
+        n.unended,
+        n.events,
+        n.annotations,
+        n.host_samples
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "parquet"))]
+fn parquet(_: &Args) -> Result<()> {
+    anyhow::bail!(
+        "this jets was built without the `parquet` feature: build it with `cargo build --release -p jets-cli --features parquet`"
+    )
 }
 
 /// Where a converter writes: a file or standard output, gzip-compressed when the name ends in

@@ -45,6 +45,45 @@ pub mod keys {
     pub const HOST_INSTRUCTIONS: &str = "host_instructions";
 }
 
+/// How a [`METRICS`] value is spelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricType {
+    /// An unsigned integer (a count, bytes, KiB, ns).
+    Count,
+    /// A number with a fraction (a percentage or a 0..1 pressure).
+    Fraction,
+}
+
+/// The metric keys of a [`SYNC_EVENT`]'s data, as spec/host-sync.md lists them ("Metric keys"),
+/// with their type. Each is optional (HS5: absent when its source is unavailable).
+pub const METRICS: &[(&str, MetricType)] = &[
+    ("cpu_usage", MetricType::Fraction),
+    ("mem_rss_kb", MetricType::Count),
+    ("mem_vms_kb", MetricType::Count),
+    ("disk_read_bytes", MetricType::Count),
+    ("disk_write_bytes", MetricType::Count),
+    ("syscall_read_bytes", MetricType::Count),
+    ("syscall_write_bytes", MetricType::Count),
+    ("page_faults_cached", MetricType::Count),
+    ("page_faults_disk", MetricType::Count),
+    ("sys_net_rx_bytes", MetricType::Count),
+    ("sys_net_tx_bytes", MetricType::Count),
+    ("thread_count", MetricType::Count),
+    ("process_count", MetricType::Count),
+    ("psi_some_avg10", MetricType::Fraction),
+    ("psi_full_avg10", MetricType::Fraction),
+    ("psi_cgroup_some_avg10", MetricType::Fraction),
+    ("psi_cgroup_full_avg10", MetricType::Fraction),
+    ("perf_cycles", MetricType::Count),
+    ("perf_instructions", MetricType::Count),
+    ("perf_cache_refs", MetricType::Count),
+    ("perf_cache_misses", MetricType::Count),
+    ("perf_stalled_backend", MetricType::Count),
+    ("perf_task_clock_ns", MetricType::Count),
+    ("perf_context_switches", MetricType::Count),
+    ("perf_page_faults", MetricType::Count),
+];
+
 /// What is wrong with a set of sync points.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SyncError {
@@ -286,6 +325,27 @@ impl ClockMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`METRICS`] is the spec's table of metric keys, no more and no less.
+    #[test]
+    fn metrics_are_the_spec_table() {
+        let spec = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/host-sync.md"),
+        )
+        .expect("spec/host-sync.md");
+        let table = spec.split("Metric keys").nth(1).expect("Metric keys section");
+        let table = table.split("## ").next().expect("section");
+        let mut in_spec: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .flat_map(|l| l.split('|').nth(1).unwrap_or("").split(',').map(str::trim))
+            .map(|k| k.trim_matches('`'))
+            .collect();
+        in_spec.sort_unstable();
+        let mut ours: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+        ours.sort_unstable();
+        assert_eq!(ours, in_spec);
+    }
 
     fn p(clk: u64, mono_ns: u64) -> SyncPoint {
         SyncPoint {

@@ -6,5 +6,7 @@ pub mod dftracer;
 pub mod iotracer;
 pub mod kanata;
 pub mod map;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod perfetto;
 pub mod timeline;

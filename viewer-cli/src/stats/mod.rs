@@ -3,6 +3,8 @@
 
 pub mod denet;
 pub mod host;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod trace;
 
 use std::path::{Path, PathBuf};
@@ -17,14 +19,39 @@ use crate::out::{Format, Out};
 /// Arguments of `jets stats`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The trace (JETS, plain or compressed) or denet JSON Lines file.
-    pub file: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    /// The trace (JETS, plain or compressed) or denet JSON Lines file; several JETS traces with
+    /// `--format parquet`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format: `human`, `json`, or `parquet` (a file, `-o`, of many traces: one row per
+    /// run and record_type, spec/parquet.md).
+    #[arg(long, default_value = "human", value_parser = parse_destination)]
+    pub format: Destination,
+    /// Parquet: the file to write.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
     /// Host samples: the record_type counted as simulated instructions for the speed report.
     #[arg(long, default_value = "Instruction")]
     pub instruction_type: String,
+}
+
+/// Where `jets stats` writes: printed in one of the formats every command shares, or a Parquet
+/// file (only `jets stats` writes one, so it is not one of the shared [`Format`]s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output, `human` or `json`.
+    Print(Format),
+    /// `parquet`: a file of many traces.
+    Parquet,
+}
+
+fn parse_destination(s: &str) -> Result<Destination, String> {
+    if s == "parquet" {
+        return Ok(Destination::Parquet);
+    }
+    <Format as clap::ValueEnum>::from_str(s, false)
+        .map(Destination::Print)
+        .map_err(|_| format!("{s:?} is not one of human, json, parquet"))
 }
 
 /// What a file holds, judged by its first line.
@@ -78,11 +105,21 @@ pub fn read(
 
 /// Runs `jets stats`.
 pub fn run(args: Args) -> Result<ExitCode> {
+    let format = match args.format {
+        Destination::Parquet => return parquet(&args),
+        Destination::Print(f) => f,
+    };
+    if args.output.is_some() {
+        bail!("-o is for --format parquet; the other formats print to standard output");
+    }
+    let [file] = &args.files[..] else {
+        bail!("{} files given: several traces need --format parquet -o FILE", args.files.len())
+    };
     let mut out = Out::stdout();
-    match detect(&args.file)? {
+    match detect(file)? {
         InputKind::Jets => {
-            let (stats, host) = read(&args.file, &args.instruction_type)?;
-            match args.format {
+            let (stats, host) = read(file, &args.instruction_type)?;
+            match format {
                 Format::Human => {
                     out.text(&stats.to_text())?;
                     if let Some(h) = &host {
@@ -99,14 +136,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
         InputKind::Denet => {
-            let file = denet::read(&args.file)?;
-            let summary = denet::summarize(&file, &args.file)?;
-            match args.format {
-                Format::Human => out.text(&denet::to_text(&summary, &args.file))?,
+            let denet_file = denet::read(file)?;
+            let summary = denet::summarize(&denet_file, file)?;
+            match format {
+                Format::Human => out.text(&denet::to_text(&summary, file))?,
                 Format::Json => out.json(&summary)?,
             }
         }
     }
     out.finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "parquet")]
+fn parquet(args: &Args) -> Result<ExitCode> {
+    let Some(out) = &args.output else { bail!("--format parquet writes a file: give -o FILE") };
+    let rows = parquet::write(&args.files, out)?;
+    eprintln!("{}: {rows} rows from {} traces", out.display(), args.files.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn parquet(_: &Args) -> Result<ExitCode> {
+    bail!("this jets was built without the `parquet` feature: build it with `cargo build --release -p jets-cli --features parquet`")
 }
