@@ -3,7 +3,7 @@
 //!
 //! Record ids are sent as strings (u64 does not fit a JavaScript number); cycles are numbers.
 //! Items sent by the thousand (bars, markers, stages, host samples) are compact arrays: their
-//! types are declared with [`compact!`], which also gives their field names, and the summary
+//! types are declared with the `compact!` macro, which also gives their field names, and the summary
 //! sends those names (`layouts`) so the page indexes them by name. Closed sets (status,
 //! severity, marker style) travel as their `jets_vocab` `code()`, and the summary sends the
 //! vocabulary's lists (`vocab`), so the page never types a list of its own.
