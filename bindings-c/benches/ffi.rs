@@ -50,14 +50,20 @@ fn calls(cr: &mut Criterion) {
         std::ffi::CString::new(dir.path().join("bench.jets").into_os_string().into_encoded_bytes())
             .expect("temp path has no NUL");
     let mut t = std::ptr::null_mut();
-    // SAFETY (all calls below): `t` is open until jets_close at the end; strings are static;
-    // attrs and fields outlive the calls that read them.
+    // `t` is open from here until the jets_close after the last C bench (each closure runs only
+    // inside `bench_function`, before it); every string is a `'static` C-string literal.
+    // SAFETY: `path` is NUL-terminated and outlives the call; `t` is a writable out pointer.
     assert_eq!(unsafe { jets_open(path.as_ptr(), null(), &mut t) }, JETS_OK);
+    // SAFETY: `t` is open (see above); the strings are static and NUL-terminated.
     let root = unsafe { jets_record_begin(t, 0, 0, c(c"core0"), c(c"Core"), null(), null()) };
     assert_ne!(root, 0);
+    // SAFETY: a static NUL-terminated string (jets_intern copies it).
     let name = unsafe { jets_intern(c(c"Retire")) };
+    // SAFETY: as above.
     let kind = unsafe { jets_intern(c(c"Instruction")) };
+    // SAFETY: as above.
     let pc = unsafe { jets_intern(c(c"pc")) };
+    // SAFETY: as above.
     let lat = unsafe { jets_intern(c(c"latency")) };
     let attrs = |fields: &[jets_field], record_type| jets_attrs {
         size: std::mem::size_of::<jets_attrs>() as u32,
@@ -77,6 +83,7 @@ fn calls(cr: &mut Criterion) {
     g.bench_function("jets_event strings, no data", |b| {
         b.iter_custom(|n| {
             timed(t, &mut clk, n, |clk| {
+                // SAFETY: `t` is open (see the jets_open above); the name is a static C string.
                 let rc = unsafe { jets_event(t, root, clk, c(c"Retire"), null(), null()) };
                 black_box(rc);
             })
@@ -86,6 +93,7 @@ fn calls(cr: &mut Criterion) {
         b.iter_custom(|n| {
             timed(t, &mut clk, n, |clk| {
                 let json = c(c"{\"pc\":4096,\"latency\":3}");
+                // SAFETY: `t` is open; the name and the JSON text are static C strings.
                 black_box(unsafe { jets_event(t, root, clk, c(c"Retire"), null(), json) });
             })
         })
@@ -98,6 +106,8 @@ fn calls(cr: &mut Criterion) {
                     jets_field { key: lat, kind: JETS_FIELD_U64, value: jets_value { u64: 3 } },
                 ];
                 let a = attrs(&fields, 0);
+                // SAFETY: `t` is open; `a` is a whole `jets_attrs` (its `size`) whose `fields`
+                // points to `fields`, alive across the call, and whose `data_json` is NULL.
                 black_box(unsafe { jets_event_ex(t, root, clk, &a) });
             })
         })
@@ -106,12 +116,15 @@ fn calls(cr: &mut Criterion) {
         b.iter_custom(|n| {
             timed(t, &mut clk, n, |clk| {
                 let a = attrs(&[], kind);
+                // SAFETY: `t` is open; `a` is a whole `jets_attrs` with no fields and no JSON.
                 let id = unsafe { jets_record_begin_ex(t, root, clk, &a) };
+                // SAFETY: `t` is open.
                 black_box(unsafe { jets_record_end(t, id, clk) });
             })
         })
     });
     g.finish();
+    // SAFETY: `t` is open, and no other thread uses it (the benches ran on this one).
     assert_eq!(unsafe { jets_close(t) }, JETS_OK);
 
     // The same event through the Rust API, for the cost of the C layer (id table, interning).

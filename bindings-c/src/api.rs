@@ -318,13 +318,17 @@ pub unsafe extern "C" fn jets_record_begin(
     data_json: *const c_char,
 ) -> jets_id {
     run("jets_record_begin", || {
-        // SAFETY (all calls below): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
         if !t.switches.on() || parent == JETS_ID_OFF {
             return Ok(JETS_ID_OFF);
         }
+        // SAFETY: the caller's contract: `name` is NULL or NUL-terminated, alive for the call.
         let name = unsafe { cstr::required(name, "name") }?;
+        // SAFETY: the caller's contract: `record_type` is NULL or NUL-terminated.
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
+        // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let parts = unsafe { attrs::text(description, data_json) }?;
         t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), parts)
     })
@@ -344,8 +348,11 @@ pub unsafe extern "C" fn jets_record_begin_ex(
     attrs: *const jets_attrs,
 ) -> jets_id {
     run("jets_record_begin_ex", || {
-        // SAFETY (all calls below): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
+        // SAFETY: the caller's contract: `attrs` is NULL or initialized with JETS_ATTRS_INIT, so
+        // its `size` says how many bytes of it are valid (what `Attrs::read` requires).
         let a = unsafe { Attrs::read(attrs) }?;
         let Some(domain) = t.switches.route(a.domain())? else { return Ok(JETS_ID_OFF) };
         if parent == JETS_ID_OFF {
@@ -353,6 +360,8 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         }
         let clk = t.clocks.to_trace(a.clock(), clk)?;
         let (name, record_type) = (a.name()?, a.record_type()?);
+        // SAFETY: per this function's contract `fields` points to `field_count` fields, and
+        // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
         let mut c = unsafe { a.check() }?;
         c.domain = domain;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
@@ -388,8 +397,10 @@ pub unsafe extern "C" fn jets_record_end_status(
     status_name: *const c_char,
 ) -> c_int {
     status("jets_record_end_status", || {
-        // SAFETY (both): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
+        // SAFETY: the caller's contract: `status_name` is NULL or NUL-terminated.
         let name = unsafe { cstr::required(status_name, "status") }?;
         let s: jets::format::Status = name.parse().map_err(|_| {
             let known: Vec<&str> = jets::format::Status::ALL.iter().map(|s| s.as_str()).collect();
@@ -414,12 +425,15 @@ pub unsafe extern "C" fn jets_event(
     data_json: *const c_char,
 ) -> c_int {
     status("jets_event", || {
-        // SAFETY (all calls below): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
         if !t.switches.on() || record == JETS_ID_OFF {
             return Ok(());
         }
+        // SAFETY: the caller's contract: `name` is NULL or NUL-terminated, alive for the call.
         let name = unsafe { cstr::required(name, "name") }?;
+        // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let parts = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
         t.check_healthy()?;
@@ -441,14 +455,19 @@ pub unsafe extern "C" fn jets_event_ex(
     attrs: *const jets_attrs,
 ) -> c_int {
     status("jets_event_ex", || {
-        // SAFETY (all calls below): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
+        // SAFETY: the caller's contract: `attrs` is NULL or initialized with JETS_ATTRS_INIT, so
+        // its `size` says how many bytes of it are valid (what `Attrs::read` requires).
         let a = unsafe { Attrs::read(attrs) }?;
         if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
             return Ok(());
         }
         let clk = t.clocks.to_trace(a.clock(), clk)?;
         let name = a.name()?;
+        // SAFETY: per this function's contract `fields` points to `field_count` fields, and
+        // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
@@ -471,12 +490,15 @@ pub unsafe extern "C" fn jets_annotation(
     data_json: *const c_char,
 ) -> c_int {
     status("jets_annotation", || {
-        // SAFETY (all calls below): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
         if !t.switches.on() || record == JETS_ID_OFF {
             return Ok(());
         }
+        // SAFETY: the caller's contract: `name` is NULL or NUL-terminated, alive for the call.
         let name = unsafe { cstr::required(name, "name") }?;
+        // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let parts = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
         t.check_healthy()?;
@@ -495,13 +517,18 @@ pub unsafe extern "C" fn jets_annotation_ex(
     attrs: *const jets_attrs,
 ) -> c_int {
     status("jets_annotation_ex", || {
-        // SAFETY (all calls below): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
+        // SAFETY: the caller's contract: `attrs` is NULL or initialized with JETS_ATTRS_INIT, so
+        // its `size` says how many bytes of it are valid (what `Attrs::read` requires).
         let a = unsafe { Attrs::read(attrs) }?;
         if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
             return Ok(());
         }
         let name = a.name()?;
+        // SAFETY: per this function's contract `fields` points to `field_count` fields, and
+        // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(c.fill(h.annotation(name))?.emit()?))

@@ -238,14 +238,20 @@ fn required(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
 }
 
 fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
-    // SAFETY (all reads below): every member of the union is plain data, valid for any bits;
-    // `kind` only says which one the caller meant.
+    // Every member of the union is plain data, valid for any bits, and jets.h's constructors
+    // (`jets_field_u64()` and friends) write all 8 bytes: `kind` only says which one was meant.
     Ok(match f.kind {
+        // SAFETY: a `u64` is valid for any 8 initialized bytes (see above).
         JETS_FIELD_U64 => Value::U64(unsafe { f.value.u64 }),
+        // SAFETY: an `i64` is valid for any 8 initialized bytes.
         JETS_FIELD_I64 => Value::I64(unsafe { f.value.i64 }),
+        // SAFETY: an `f64` is valid for any 8 initialized bytes (NaN included).
         JETS_FIELD_F64 => Value::F64(unsafe { f.value.f64 }),
+        // SAFETY: `jets_field_bool()` stores 0 or 1 in `u64`; any value is a valid `u64`.
         JETS_FIELD_BOOL => Value::Bool(unsafe { f.value.u64 } != 0),
         JETS_FIELD_STR => {
+            // SAFETY: a `u32` is valid for any 4 initialized bytes; a stale or bogus handle is
+            // refused by `lookup`, never used as a pointer.
             Value::Str(Str::Static(intern::lookup(unsafe { f.value.str }, "string field value")?))
         }
         JETS_FIELD_TEXT => {

@@ -59,8 +59,10 @@ pub unsafe extern "C" fn jets_clock_create(
     mhz: f64,
 ) -> jets_clock {
     run("jets_clock_create", || {
-        // SAFETY (both): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract).
         let name = unsafe { cstr::required(name, "name") }?;
         let c = &t.clocks;
         let base = c.base_mhz.ok_or(Failure::invalid(

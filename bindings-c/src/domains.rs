@@ -93,8 +93,10 @@ pub unsafe extern "C" fn jets_domain_create(
     name: *const c_char,
 ) -> jets_domain {
     run("jets_domain_create", || {
-        // SAFETY (both): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let t = unsafe { trace(t) }?;
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract).
         let name = unsafe { cstr::required(name, "name") }?;
         let s = &t.switches;
         let mut names = s.names.lock().unwrap_or_else(|p| p.into_inner());

@@ -37,8 +37,11 @@ pub unsafe extern "C" fn jets_push(
     attrs: *const jets_attrs,
 ) -> jets_id {
     run("jets_push", || {
-        // SAFETY (all calls): forwarded from the caller.
+        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+        // `jets_close`'s contract keeps other threads from closing it during this call.
         let open = unsafe { trace(t) }?;
+        // SAFETY: `attrs` is NULL or initialized with JETS_ATTRS_INIT (this function's contract,
+        // as in `jets_record_begin_ex`), so its `size` says how many bytes of it are valid.
         let a = unsafe { Attrs::read(attrs) }?;
         let parent = top(t).unwrap_or(0);
         let id = match open.switches.route(a.domain())? {
@@ -47,6 +50,8 @@ pub unsafe extern "C" fn jets_push(
             Some(domain) => {
                 let clk = open.clocks.to_trace(a.clock(), clk)?;
                 let (name, record_type) = (a.name()?, a.record_type()?);
+                // SAFETY: per the contract `fields` points to `field_count` fields, and
+                // `data_json` (a C string member) is NULL or NUL-terminated, alive for the call.
                 let mut c = unsafe { a.check() }?;
                 c.domain = domain;
                 open.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)?

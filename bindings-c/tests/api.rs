@@ -14,15 +14,18 @@ fn c(s: &CStr) -> *const c_char {
 }
 
 struct Open(*mut jets_trace);
-// SAFETY: the C API is thread-safe; the tests only share the pointer, never free it concurrently.
+// SAFETY: every call of the C API but `jets_close` may run on any thread, and the tests close
+// the trace only after the threads that use it are joined.
 unsafe impl Send for Open {}
+// SAFETY: as for `Send`: the tests share the pointer between threads, never its closing.
 unsafe impl Sync for Open {}
 
 fn open(path: &Path) -> Open {
     let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
     let mut t = std::ptr::null_mut();
-    // SAFETY: valid strings and out pointer.
     assert_eq!(
+        // SAFETY: `p` and the metadata are NUL-terminated and live across the call; `t` is a
+        // writable out pointer.
         unsafe { jets_open(p.as_ptr(), c(c"{\"hardware_model\":\"rust\"}"), &mut t) },
         JETS_OK
     );
@@ -49,7 +52,8 @@ fn bad_input_is_refused_with_its_code_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.jets");
     let t = open(&path).0;
-    // SAFETY (all calls): `t` is open until jets_close; strings are NUL-terminated or NULL.
+    // SAFETY: `t` is open until the jets_close at the end of the block; every string is NULL or a
+    // NUL-terminated C-string literal (`\xff` is invalid UTF-8 on purpose, still NUL-terminated).
     unsafe {
         let root = jets_record_begin(t, 0, 10, c(c"root"), c(c"Root"), null(), null());
         assert_ne!(root, 0);
@@ -100,13 +104,15 @@ fn bad_input_is_refused_with_its_code_and_writes_nothing() {
 fn ended_and_never_begun_ids_are_told_apart_across_threads() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = open(&dir.path().join("t.jets"));
-    // SAFETY (all calls): `t` is open until jets_close.
+    // SAFETY: `t` is open (closed at the end of the test); the strings are C-string literals.
     let root = unsafe { jets_record_begin(t.0, 0, 0, c(c"root"), c(c"Root"), null(), null()) };
     // Threads take ids from separate blocks, so ids are not dense: gaps are "never begun".
     let ids: Vec<jets_id> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..3)
             .map(|_| {
                 let t = &t;
+                // SAFETY: `t` stays open until after the scope joins this thread; the strings are
+                // C-string literals.
                 s.spawn(move || unsafe {
                     let id = jets_record_begin(t.0, root, 1, c(c"r"), c(c"R"), null(), null());
                     assert_ne!(id, 0, "{}", last_error());
@@ -117,6 +123,8 @@ fn ended_and_never_begun_ids_are_told_apart_across_threads() {
             .collect();
         handles.into_iter().map(|h| h.join().expect("thread")).collect()
     });
+    // SAFETY: `t` is open until the jets_close at the end of the block, after the threads are
+    // joined; the strings are C-string literals.
     unsafe {
         for &id in &ids {
             assert_eq!(jets_event(t.0, id, 3, c(c"e"), null(), null()), JETS_ERR_RECORD_ENDED);
@@ -158,7 +166,11 @@ fn interned_names_and_typed_fields_are_written_typed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.jets");
     let t = open(&path).0;
-    // SAFETY (all calls): `t` is open until jets_close; `a` and `fields` outlive the calls.
+    // SAFETY: `t` is open until the jets_close_at at the end of the block; the strings are C-string
+    // literals; `a`, `old`, `newer` and `fields` outlive the calls that read them; each
+    // `field_count` is at most `fields.len()`; a `size` below ours is read as a prefix or refused,
+    // and `newer`'s larger one makes the library read only the `jets_attrs` it knows, all inside
+    // `newer.a`.
     unsafe {
         let h = |s: &CStr| jets_intern(s.as_ptr());
         assert_eq!(h(c"same"), h(c"same"));
@@ -204,9 +216,10 @@ fn interned_names_and_typed_fields_are_written_typed() {
         assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_ARGUMENT);
         a.data_json = null();
         a.field_count = 2;
-        assert_eq!(jets_event_ex(t, core, JETS_CLK_NOW, &a), JETS_OK); // clock 0 -> the start, 5
-                                                                       // A larger struct from a newer header is fine; one smaller than the first version is
-                                                                       // refused.
+        // JETS_CLK_NOW with the trace clock still 0: clamped to the record's start, 5.
+        assert_eq!(jets_event_ex(t, core, JETS_CLK_NOW, &a), JETS_OK);
+        // A larger struct from a newer header is fine; one smaller than the first version is
+        // refused.
         #[repr(C)]
         struct Newer {
             a: jets_attrs,
@@ -244,7 +257,8 @@ fn many_threads_on_one_record_while_it_ends() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.jets");
     let t = open(&path);
-    // SAFETY (all calls): `t` is open until jets_close, after the threads are joined.
+    // SAFETY: `t` is open until the jets_close at the end, after the threads are joined; the
+    // strings are C-string literals.
     let shared = unsafe { jets_record_begin(t.0, 0, 0, c(c"shared"), c(c"Unit"), null(), null()) };
     let accepted: u64 = std::thread::scope(|s| {
         let workers: Vec<_> = (0..4)
@@ -253,6 +267,7 @@ fn many_threads_on_one_record_while_it_ends() {
                 s.spawn(move || {
                     let mut ok = 0u64;
                     for i in 0..2_000u64 {
+                        // SAFETY: `t` is open until after the scope joins this thread.
                         match unsafe { jets_event(t.0, shared, i, c(c"e"), null(), null()) } {
                             JETS_OK => ok += 1,
                             JETS_ERR_RECORD_ENDED => break,
@@ -264,9 +279,12 @@ fn many_threads_on_one_record_while_it_ends() {
             })
             .collect();
         std::thread::sleep(std::time::Duration::from_millis(2));
+        // SAFETY: `t` is open; ending a record while other threads emit on it is allowed (their
+        // calls then return JETS_ERR_RECORD_ENDED).
         assert_eq!(unsafe { jets_record_end(t.0, shared, 10_000) }, JETS_OK);
         workers.into_iter().map(|w| w.join().expect("worker")).sum()
     });
+    // SAFETY: `t` is open, and every thread that used it has been joined by the scope above.
     assert_eq!(unsafe { jets_close(t.0) }, JETS_OK);
     let all = lines(&path);
     let events = all.iter().filter(|l| l["type"] == "event").count() as u64;
@@ -286,7 +304,9 @@ fn options_select_the_drop_policy_and_are_size_checked() {
         flush_interval_us: 1_000,
     };
     let mut t = std::ptr::null_mut();
-    // SAFETY (all calls): valid strings, options and out pointer; `t` is open until jets_close.
+    // SAFETY: `p` is NUL-terminated; `o` is a whole `jets_options` (the first open claims one
+    // byte fewer, which it refuses after reading only `size`); `t` is a writable out pointer,
+    // then open until the jets_close at the end of the block.
     unsafe {
         o.size -= 1;
         assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_ERR_INVALID_ARGUMENT);

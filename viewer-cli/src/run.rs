@@ -101,7 +101,9 @@ impl Child {
         // the async-signal-safe calls below; everything it uses was allocated before the fork.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            // SAFETY (child): only async-signal-safe calls on memory prepared before the fork.
+            // SAFETY: in the child of a single-threaded process (see the fork above), so no lock
+            // can be held by a lost thread; `ptrs` is a NULL-terminated array of C strings built
+            // before the fork, `fds[1]` is open, and `errno` is this thread's, 4 bytes long.
             unsafe {
                 libc::close(fds[0]);
                 libc::raise(libc::SIGSTOP);
