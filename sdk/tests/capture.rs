@@ -8,34 +8,15 @@
 
 mod common;
 
+use common::Buf;
+
 use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 use jets::capture::{Capture, Recorder, Trigger};
 use jets::format::Severity;
 use jets::{Metadata, TraceBuilder};
 use proptest::prelude::*;
 use serde_json::Value;
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buf {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("lock").clone()).expect("utf8")
-    }
-}
 
 fn open(c: Capture) -> (jets::Trace, Buf) {
     let buf = Buf::default();

@@ -1,24 +1,11 @@
 //! `JETS_CAPTURE` at open, in its own test binary: the variable is process-wide, so no other test
 //! may open a trace while it is set.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod common;
 
+use common::Buf;
 use jets::capture::Capture;
 use jets::{Metadata, TraceBuilder};
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn names(text: &str) -> Vec<String> {
     text.lines()
@@ -39,7 +26,7 @@ fn jets_capture_is_read_at_open_and_a_bad_clause_fails_it() {
     t.root("a", "Drop").begin_at(0).unwrap().end_at(1).unwrap();
     t.root("b", "Keep").begin_at(0).unwrap().end_at(1).unwrap();
     t.close().unwrap();
-    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let text = buf.text();
     assert_eq!(names(&text), ["b"]);
     let explicit = TraceBuilder::new()
         .capture(Capture::full())

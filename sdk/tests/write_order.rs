@@ -3,31 +3,14 @@
 
 mod common;
 
+use common::Buf;
+
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 use proptest::prelude::*;
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buf {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("lock").clone()).expect("utf8")
-    }
-}
 
 /// One step of a thread's program. Indices pick a handle from the shared pool (modulo its size);
 /// taking a handle out of the pool and putting it back is how handles travel between threads.

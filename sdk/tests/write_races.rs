@@ -6,10 +6,12 @@
 
 mod common;
 
+use common::Buf;
+
 use std::collections::HashSet;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
@@ -29,25 +31,6 @@ fn bounded<T: Send + 'static>(what: &str, body: impl FnOnce() -> T + Send + 'sta
         Ok(v) => v,
         Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: hung (no answer in {BOUND:?})"),
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
-    }
-}
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buf {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("lock").clone()).expect("utf8")
     }
 }
 

@@ -150,8 +150,8 @@ impl FileSink {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let frame = match self.codec {
-            Codec::Plain => return Ok(()),
+        let frame: Option<Vec<u8>> = match self.codec {
+            Codec::Plain => None,
             #[cfg(feature = "gzip")]
             Codec::Gzip => {
                 let mut e = flate2::write::GzEncoder::new(
@@ -159,11 +159,13 @@ impl FileSink {
                     flate2::Compression::fast(),
                 );
                 e.write_all(&self.pending)?;
-                e.finish()?
+                Some(e.finish()?)
             }
             #[cfg(feature = "zstd")]
-            Codec::Zstd => zstd::bulk::compress(&self.pending, 3)?,
+            Codec::Zstd => Some(zstd::bulk::compress(&self.pending, 3)?),
         };
+        // A plain file's lines were written as they came (and no codec exists without features).
+        let Some(frame) = frame else { return Ok(()) };
         self.pending.clear();
         self.write_durably(&frame)
     }

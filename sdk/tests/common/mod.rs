@@ -5,8 +5,31 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+
+/// An in-memory sink the tests write traces into and read back.
+#[derive(Clone, Default)]
+pub struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buf {
+    /// Everything written so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("lock").clone()).expect("utf8")
+    }
+}
 
 /// What the checker counted.
 #[derive(Debug, Default, PartialEq, Eq)]
