@@ -2,7 +2,7 @@
 //!
 //! * **fork**: only the forking thread survives in the child, so a trace opened before the fork
 //!   has no writer thread there, and any lock another thread held is held forever. A
-//!   `pthread_atfork` child handler bumps [`FORK_GENERATION`]; every trace remembers the
+//!   `pthread_atfork` child handler bumps `FORK_GENERATION`; every trace remembers the
 //!   generation it was opened in and refuses calls from a later one with `JETS_ERR_FORKED`
 //!   before touching anything. The one process-wide lock (the intern table's) is taken before the
 //!   fork and released on both sides, so it is never inherited held.
