@@ -256,3 +256,34 @@ fn tracing_mode_fields_from_temporaries() {
         r#"{"display_label":"LD","status":"running","unit_id":4,"sum":7,"tag":"x3","ratio":0.75}"#
     );
 }
+
+// Every status the vocabulary defines is accepted as a literal (the macro checks literals against
+// jets-vocab, so a status added there needs no change here), `flushed` included.
+#[jets::record(trace = parent, clk = 1, end_clk = 2, status = "running")]
+fn status_running(parent: &RecordHandle) {}
+#[jets::record(trace = parent, clk = 1, end_clk = 2, status = "stalled")]
+fn status_stalled(parent: &RecordHandle) {}
+#[jets::record(trace = parent, clk = 1, end_clk = 2, status = "complete")]
+fn status_complete(parent: &RecordHandle) {}
+#[jets::record(trace = parent, clk = 1, end_clk = 2, status = "flushed")]
+fn status_flushed(parent: &RecordHandle) {}
+
+#[test]
+fn every_status_literal_compiles_and_is_written() {
+    let (trace, out) = new_trace();
+    let root = trace.root("core", "Core").begin_at(0).unwrap();
+    status_running(&root);
+    status_stalled(&root);
+    status_complete(&root);
+    status_flushed(&root);
+    root.end_at(3).unwrap();
+    let text = finish(trace, out);
+    let written: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "record" && v["record_type"] != "Core")
+        .map(|v| v["data"]["status"].as_str().unwrap().to_owned())
+        .collect();
+    let all: Vec<String> = Status::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+    assert_eq!(written, all, "one record per status, in vocabulary order");
+}

@@ -152,9 +152,9 @@ impl RecordHandle {
     }
 
     /// Pushes an event or annotation line through this handle, counting it when dropped.
-    /// Consumes the builder's line (see [`Pending`]).
+    /// Takes the builder's line (see [`Pending`]).
     #[inline(always)]
-    fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
+    fn push(&self, mut pending: Pending, drop_kind: usize) -> Result<(), Error> {
         check_data(&pending.line, pending.error.take())?;
         let shared = &self.inner.shared;
         // The drop kinds are also capture's line-kind indices.
@@ -185,7 +185,8 @@ impl RecordHandle {
 
 /// A builder's line, and the data error found while building it. The line is handed to the ring
 /// by reference and moved from here straight into the ring slot (one copy); `pushed` records that
-/// it is gone, so that dropping an unused builder still frees it.
+/// it is gone, so that dropping an unused builder still frees it. `push` takes the `Pending` by
+/// value, so no code can reach the moved-out line afterwards: the contract is the type's.
 struct Pending {
     line: ManuallyDrop<Line>,
     error: Option<Box<Error>>,
@@ -199,8 +200,9 @@ impl Pending {
     }
 
     #[inline(always)]
-    fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
-        // The push consumes the line whatever it returns.
+    fn push(mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
+        // The push consumes the line whatever it returns; `self` is dropped right after, and
+        // `pushed` keeps that drop from freeing the line a second time.
         self.pushed = true;
         ring::push(shared, &mut self.line)
     }
@@ -426,7 +428,7 @@ impl EventBuilder<'_> {
     pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
         self.p.line.clk = clk;
-        self.record.push(&mut self.p, DROP_EVENT)
+        self.record.push(self.p, DROP_EVENT)
     }
 
     /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
@@ -450,7 +452,7 @@ impl AnnotationBuilder<'_> {
     /// Writes the `annotation` line. With no data given, `data` is written as `{}` (the spec
     /// requires the key).
     #[inline(always)]
-    pub fn emit(mut self) -> Result<(), Error> {
-        self.record.push(&mut self.p, DROP_ANNOTATION)
+    pub fn emit(self) -> Result<(), Error> {
+        self.record.push(self.p, DROP_ANNOTATION)
     }
 }
