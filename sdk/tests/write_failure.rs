@@ -29,6 +29,17 @@ fn spawn_child(test: &str, mode: &str, path: &Path) -> std::process::Child {
         .expect("spawn child")
 }
 
+/// A child that writes forever is killed when the test ends, even when the test fails first
+/// (an assertion before the planned SIGKILL must not leave it running).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Emits forever from two threads: records with children, events, annotations and ends.
 fn write_forever(trace: &Trace) -> ! {
     let root = trace.root("root", "Root").begin_at(0).expect("root");
@@ -100,14 +111,14 @@ fn child_process_entry() {
 fn sigkill_mid_write_leaves_a_valid_prefix() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("crash.jets");
-    let mut child = spawn_child("child_process_entry", "forever", &path);
+    let mut child = KillOnDrop(spawn_child("child_process_entry", "forever", &path));
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) < 4 << 20 {
         assert!(Instant::now() < deadline, "child wrote too little");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("wait");
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().expect("wait");
     let bytes = std::fs::read(&path).expect("read");
     let text = String::from_utf8_lossy(&bytes);
     let counts = common::check(&text, true).expect("every complete line valid and ordered");
