@@ -256,8 +256,10 @@ PY
     check_trace "$d/badjson.jets" "$d/badjson.out"
     check_trace "$d/closed.jets" "$d/closed.out"
     check_trace "$d/parity.jets" "$d/parity.out"
-    python3 "$check" "$d/parent.jets"
-    python3 "$check" "$d/child.jets" --expect "records=1 record_ends=1"
+    if [ "$tag" != valgrind ]; then   # the fork mode's traces (not run under valgrind, above)
+        python3 "$check" "$d/parent.jets"
+        python3 "$check" "$d/child.jets" --expect "records=1 record_ends=1"
+    fi
     # Drop policy: every line the program made is either in the file or in the footer's counts.
     python3 - "$d/drop.jets" "$(sed -n 's/^expect-dropped lines=//p' "$d/drop.out")" <<'PY'
 import json, sys
