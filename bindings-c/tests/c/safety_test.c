@@ -169,7 +169,7 @@ static int mode_fork(const char *dir) {
     CHECK(WIFEXITED(own_st) && WEXITSTATUS(own_st) == 0);
     CHECK_RC(jets_record_end(shared_trace, shared_root, JETS_CLK_NOW), JETS_OK);
     CHECK_RC(jets_close(shared_trace), JETS_OK);
-    printf("fork: %d of %d children got JETS_ERR_FORKED promptly and traced on their own\n",
+    printf("fork: %d of %d children got JETS_ERR_FORKED promptly; a child traced on its own\n",
            ok_children, CHILDREN);
     return failures ? 1 : 0;
 }
