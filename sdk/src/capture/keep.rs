@@ -203,8 +203,8 @@ impl Keeper {
         ring.max_clk = ring.max_clk.max(clk);
         ring.items.push_back(Item { kind, id, clk, len: bytes.len() });
         ring.bytes.extend(bytes);
-        loop {
-            let ring = self.ring.as_mut().expect("recorder");
+        // Drop what fell out of the window, always keeping the newest line.
+        while let Some(ring) = self.ring.as_mut() {
             let Some(front) = ring.items.front() else { break };
             let old = match ring.limit {
                 Recorder::Cycles(n) => front.clk.saturating_add(n) <= ring.max_clk,
@@ -213,7 +213,7 @@ impl Keeper {
             if !old || ring.items.len() == 1 {
                 break;
             }
-            let item = ring.items.pop_front().expect("front");
+            let Some(item) = ring.items.pop_front() else { break };
             ring.bytes.drain(..item.len);
             self.forget_item(&item);
         }
@@ -241,7 +241,8 @@ impl Keeper {
             cur = e.1.parent;
         }
         for &id in chain.iter().rev() {
-            let e = self.table.remove(&id).expect("in chain");
+            // Every id of the chain was just found in the table.
+            let Some(e) = self.table.remove(&id) else { continue };
             out.put(RECORD, Some(e.clk), &e.bytes);
             // Annotations carry no clk; they follow their record, then its held end.
             let mut held = e.held.split_inclusive(|&b| b == b'\n');
@@ -279,7 +280,7 @@ impl Keeper {
             if !passed {
                 break;
             }
-            let (_, ids) = self.graves.pop_front().expect("front");
+            let Some((_, ids)) = self.graves.pop_front() else { break };
             for id in ids {
                 if let Some(e) = self.table.get_mut(&id) {
                     e.safe = true;
@@ -331,9 +332,10 @@ impl Keeper {
             let clk = (item.kind != ANNOTATION).then_some(item.clk);
             out.put(item.kind, clk, &line);
         }
-        let ring = self.ring.as_mut().expect("recorder");
-        ring.items = VecDeque::new();
-        ring.bytes = bytes;
-        ring.bytes.clear();
+        if let Some(ring) = self.ring.as_mut() {
+            ring.items = VecDeque::new();
+            ring.bytes = bytes;
+            ring.bytes.clear();
+        }
     }
 }
