@@ -343,32 +343,14 @@ impl<W: Write> PerfettoSink<W> {
     /// The interned id of `name` (with its definition added to `interned` the first time), or
     /// `None` once the table is full.
     fn intern_name(&mut self, interned: &mut Vec<u8>, name: &str) -> Option<u64> {
-        if let Some(&iid) = self.names.get(name) {
-            return Some(iid);
-        }
-        if self.names.len() >= MAX_INTERNED {
+        if !self.names.contains_key(name) && self.names.len() >= MAX_INTERNED {
             return None;
         }
-        let iid = self.names.len() as u64 + 1;
-        self.names.insert(name.to_owned(), iid);
-        let mut en = Vec::new();
-        wire::uint(&mut en, field::IID, iid);
-        wire::bytes(&mut en, field::INTERNED_NAME, name.as_bytes());
-        wire::bytes(interned, field::ID_EVENT_NAMES, &en);
-        Some(iid)
+        Some(intern(&mut self.names, interned, field::ID_EVENT_NAMES, name))
     }
 
     fn intern_category(&mut self, interned: &mut Vec<u8>, cat: &str) -> u64 {
-        if let Some(&iid) = self.categories.get(cat) {
-            return iid;
-        }
-        let iid = self.categories.len() as u64 + 1;
-        self.categories.insert(cat.to_owned(), iid);
-        let mut ec = Vec::new();
-        wire::uint(&mut ec, field::IID, iid);
-        wire::bytes(&mut ec, field::INTERNED_NAME, cat.as_bytes());
-        wire::bytes(interned, field::ID_EVENT_CATEGORIES, &ec);
-        iid
+        intern(&mut self.categories, interned, field::ID_EVENT_CATEGORIES, cat)
     }
 
     /// Writes a held packet on the main sequence, interning its names now.
@@ -679,4 +661,19 @@ pub fn convert(input: &Path, out: Output) -> Result<()> {
     let mut timeline = Timeline::new(PerfettoSink::new(out));
     read_trace(input, |_, line| timeline.line(line))?;
     timeline.finish()?.into_inner().finish()
+}
+
+/// The interning id of `text` in `table`; a new one is also added to the packet's `interned`
+/// data under `list` (event names or categories).
+fn intern(table: &mut HashMap<String, u64>, interned: &mut Vec<u8>, list: u32, text: &str) -> u64 {
+    if let Some(&iid) = table.get(text) {
+        return iid;
+    }
+    let iid = table.len() as u64 + 1;
+    table.insert(text.to_owned(), iid);
+    let mut entry = Vec::new();
+    wire::uint(&mut entry, field::IID, iid);
+    wire::bytes(&mut entry, field::INTERNED_NAME, text.as_bytes());
+    wire::bytes(interned, list, &entry);
+    iid
 }
