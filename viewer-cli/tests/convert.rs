@@ -12,6 +12,13 @@ use serde_json::Value;
 mod common;
 use common::{data, jets};
 
+/// `jets import --from dftracer PFW -o BACK`, which must succeed.
+fn import_dftracer(pfw: &Path, back: &Path) {
+    let (pfw, back) = (pfw.to_str().expect("utf8"), back.to_str().expect("utf8"));
+    let o = jets(&["import", "--from", "dftracer", pfw, "-o", back]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 fn convert(input: &Path, to: &str, out: &Path, extra: &[&str]) {
     let mut args = vec![
         "convert",
@@ -541,15 +548,7 @@ fn jets_to_dftracer_to_jets_keeps_names_durations_and_nesting() {
         let pfw = dir.path().join(if gz { "t.pfw.gz" } else { "t.pfw" });
         convert(&input, "dftracer", &pfw, &[]);
         let back = dir.path().join("back.jets");
-        let o = jets(&[
-            "import",
-            "--from",
-            "dftracer",
-            pfw.to_str().expect("utf8"),
-            "-o",
-            back.to_str().expect("utf8"),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        import_dftracer(&pfw, &back);
         let (diagnostics, report) =
             jets_read::validate::validate_bytes(&std::fs::read(&back).expect("read"));
         assert!(report.is_valid(), "{name}: {diagnostics:#?}");
@@ -595,15 +594,7 @@ fn dftracer_times_are_integers_no_cycle_becomes_zero_and_round_trip_exactly() {
             assert!(e["dur"].as_u64() >= Some(1), "{mhz:?}: a cycle became 0: {e}");
         }
         let back = dir.path().join("back.jets");
-        let o = jets(&[
-            "import",
-            "--from",
-            "dftracer",
-            pfw.to_str().expect("utf8"),
-            "-o",
-            back.to_str().expect("utf8"),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        import_dftracer(&pfw, &back);
         assert_eq!(shape(&back), shape(&input), "{mhz:?}");
     }
 }
