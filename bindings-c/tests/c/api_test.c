@@ -17,16 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,   \
-                    __LINE__, #cond, jets_last_error());                              \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
+#include "check.h"
 
 /* A call must fail with `code`, name the function in jets_last_error(), and set the code. */
 #define EXPECT_ERR(call, code, fn)                                                    \

@@ -9,15 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int failures = 0;
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, \
-                    #cond, jets_last_error());                                               \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
+#include "check.h"
 
 int main(int argc, char **argv) {
     if (argc != 2) {

@@ -37,16 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,    \
-                    __LINE__, #cond, jets_last_error());                               \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
+#include "check.h"
 
 #define CHECK_RC(call, code)                                                           \
     do {                                                                               \
