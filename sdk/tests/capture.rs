@@ -131,6 +131,46 @@ fn capture_off_costs_nothing_in_the_file_and_leaves_subtrees_out() {
     assert_eq!(f["left_out_record_ends"], 2);
 }
 
+/// CAP-OFF-1: capture is asked when a builder is made and again when its line is written; a line
+/// is written only if both say yes. A builder made while off is inert (its calls do nothing, and
+/// its data is not even parsed), and everything made through a left-out handle is counted, on
+/// whatever thread.
+#[test]
+fn a_builder_made_while_off_is_inert_and_counted() {
+    let (t, buf) = open(Capture::default());
+    let a = t.root("a", "R").begin_at(0).unwrap();
+    t.capture_off();
+    let ev = a.event("made-while-off").field("x", 1u64).data_json("{not json");
+    let rec = a.child("c", "R").field("y", 2u64);
+    let ann = a.annotation("made-while-off");
+    t.capture_on();
+    ev.emit_at(1).unwrap(); // inert: left out, and its bad JSON is never parsed
+    let c = rec.begin_at(1).unwrap();
+    assert!(!c.is_recorded(), "a record whose builder was made while off is left out");
+    ann.emit().unwrap();
+    let ev = a.event("made-while-on");
+    t.capture_off();
+    ev.emit_at(2).unwrap(); // checked again when written: left out
+    t.capture_on();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            c.event("on-a-left-out-record").emit_at(3).unwrap();
+            c.child("grandchild", "R").begin_at(3).unwrap().end_at(4).unwrap();
+        });
+    });
+    c.end_at(5).unwrap();
+    a.event("on").emit_at(5).unwrap();
+    a.end_at(6).unwrap();
+    let s = t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "record"), ["a"]);
+    assert_eq!(names(&lines, "event"), ["on"]);
+    assert_eq!(names(&lines, "annotation"), Vec::<String>::new());
+    let left = (s.left_out.records, s.left_out.events, s.left_out.annotations, s.left_out.record_ends);
+    assert_eq!(left, (2, 3, 1, 2));
+    assert_eq!(footer(&lines)["left_out_events"], 3);
+}
+
 #[test]
 fn roi_regions_nest_across_threads() {
     let (t, buf) = open(Capture::parse("roi").unwrap());

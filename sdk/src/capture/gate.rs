@@ -1,12 +1,13 @@
 //! The producer side of capture control: decides, in the emitting call, whether a line is
-//! written, held as a possible ancestor, or left out. Runs before anything is queued, so a line
-//! left out costs a branch or two and allocates nothing.
+//! written, held as a possible ancestor, or left out. Asked first when a builder is made
+//! ([`Gate::may_record`], [`Gate::may_event`], [`Gate::annotation`]): a line that is left out
+//! whatever its cycle and data gets an inert builder that fills nothing. Lines that pass are
+//! checked again at their cycle before anything is queued. Left-out lines are counted per thread
+//! ([`left`]): a plain increment, no locked instruction.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-
-use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use super::config::Capture;
 use super::LeftOut;
@@ -40,8 +41,6 @@ pub(crate) const EVENT: usize = 1;
 pub(crate) const ANNOTATION: usize = 2;
 pub(crate) const END: usize = 3;
 
-const SHARDS: usize = 8;
-
 /// The capture state every emitting call reads.
 pub(crate) struct Gate {
     /// Run-time on/off ([`crate::Trace::capture_on`]).
@@ -55,31 +54,23 @@ pub(crate) struct Gate {
     events: Option<Vec<String>>,
     units: Option<Vec<u64>>,
     samples: Vec<(String, u64)>,
-    /// Left-out counts per line kind, sharded by thread so that counting shares no cache line.
-    left: [CachePadded<[AtomicU64; 4]>; SHARDS],
     trace_id: u64,
 }
 
 thread_local! {
-    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
     /// This thread's sample counters: (trace id, record_type, records seen).
     static SAMPLED: RefCell<Vec<(u64, String, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
-fn shard() -> usize {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    SHARD
-        .try_with(|s| {
-            if s.get() == usize::MAX {
-                s.set(NEXT.fetch_add(1, Ordering::Relaxed) as usize % SHARDS);
-            }
-            s.get()
-        })
-        .unwrap_or(0)
+impl Drop for Gate {
+    fn drop(&mut self) {
+        left::forget(self.trace_id);
+    }
 }
 
 impl Gate {
     pub(crate) fn new(c: &Capture, trace_id: u64) -> Gate {
+        left::register(trace_id);
         Gate {
             on: AtomicBool::new(!c.off),
             filtering: c.window.is_some()
@@ -95,9 +86,14 @@ impl Gate {
             events: c.events.clone(),
             units: c.units.clone(),
             samples: c.samples.clone(),
-            left: Default::default(),
             trace_id,
         }
+    }
+
+    /// The trace this gate belongs to (keys the left-out counters).
+    #[inline(always)]
+    pub(crate) fn trace_id(&self) -> u64 {
+        self.trace_id
     }
 
     /// True while capture is on (compiled in and not switched off).
@@ -129,20 +125,34 @@ impl Gate {
     /// Counts a line left out by capture.
     #[inline(always)]
     pub(crate) fn leave(&self, kind: usize) {
-        if cfg!(feature = "enabled") {
-            self.left[shard()][kind].fetch_add(1, Ordering::Relaxed);
-        }
+        left::count(self.trace_id, kind);
     }
 
     /// Lines left out in the emitting calls so far.
     pub(crate) fn left_out(&self) -> LeftOut {
-        let sum = |k: usize| self.left.iter().map(|s| s[k].load(Ordering::Relaxed)).sum();
-        LeftOut {
-            records: sum(RECORD),
-            events: sum(EVENT),
-            annotations: sum(ANNOTATION),
-            record_ends: sum(END),
+        left::sum(self.trace_id)
+    }
+
+    /// False when a child of a captured record with bits `parent` that began at `parent_start`
+    /// is left out whatever its cycle and data: capture is off, or the parent began at or after
+    /// the window's end (a child cannot begin before its parent). The builder is then inert.
+    #[inline(always)]
+    pub(crate) fn may_record(&self, parent_start: u64) -> bool {
+        self.on() && (!self.filtering || parent_start < self.window.end)
+    }
+
+    /// False when an event named `name` on a record with bits `rec` that began at `start` is
+    /// left out whatever its cycle: [`Gate::event`] would refuse it for every `clk >= start`.
+    /// The builder is then inert. The window and the ROI are checked again at the event's cycle.
+    #[inline(always)]
+    pub(crate) fn may_event(&self, name: &Str, rec: u8, start: u64) -> bool {
+        if !self.on() {
+            return false;
         }
+        !self.filtering
+            || (rec & bits::MATCH != 0
+                && start < self.window.end
+                && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name)))
     }
 
     /// The verdict on a record line and the bits its handle keeps.
@@ -253,4 +263,112 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
         Value::I64(i) => u64::try_from(*i).ok(),
         _ => None,
     })
+}
+
+/// Left-out counts: per thread and trace, so that counting a line is a plain load and store on
+/// memory only this thread writes (no locked instruction, no shared cache line), and summed on
+/// demand. Keyed by trace id rather than by the gate, so that a handle left out by capture can
+/// count what is made through it without holding the trace (no reference count to touch).
+pub(crate) mod left {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex, MutexGuard};
+
+    use super::super::LeftOut;
+    use super::{ANNOTATION, END, EVENT, RECORD};
+
+    /// One thread's counts for one trace, per line kind. Written only by that thread (a
+    /// non-atomic increment made of atomic parts), except `shared` ones, which use `fetch_add`.
+    #[derive(Default)]
+    struct Counts([AtomicU64; 4]);
+
+    /// Every open trace's counters: the per-thread ones, and one shared by threads that cannot
+    /// use their own (thread-local storage torn down, or a count nested in another).
+    type Registry = HashMap<u64, (Vec<Arc<Counts>>, Counts)>;
+
+    static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+    thread_local! {
+        static HERE: RefCell<Vec<(u64, Arc<Counts>)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn registry() -> MutexGuard<'static, Option<Registry>> {
+        REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A trace opens: its counts start at zero.
+    pub(crate) fn register(trace: u64) {
+        registry().get_or_insert_with(HashMap::new).insert(trace, Default::default());
+    }
+
+    /// The trace's gate is gone: nobody reads its counts any more.
+    pub(crate) fn forget(trace: u64) {
+        if let Some(r) = registry().as_mut() {
+            r.remove(&trace);
+        }
+    }
+
+    /// Counts one line of `kind` left out of `trace` by capture.
+    #[inline(always)]
+    pub(crate) fn count(trace: u64, kind: usize) {
+        if !cfg!(feature = "enabled") {
+            return;
+        }
+        let counted = HERE.try_with(|here| {
+            let Ok(mut here) = here.try_borrow_mut() else { return false };
+            let counts = match here.iter().find(|(t, _)| *t == trace) {
+                Some((_, c)) => c,
+                None => match join(&mut here, trace) {
+                    Some(c) => c,
+                    None => return true, // the trace is gone: nobody will read the count
+                },
+            };
+            let c = &counts.0[kind];
+            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            true
+        });
+        if counted != Ok(true) {
+            count_shared(trace, kind);
+        }
+    }
+
+    /// Cold: this thread's first count for `trace`. Also forgets counters of traces that are
+    /// gone.
+    #[cold]
+    fn join(here: &mut Vec<(u64, Arc<Counts>)>, trace: u64) -> Option<&Arc<Counts>> {
+        let mut registry = registry();
+        let (threads, _) = registry.as_mut()?.get_mut(&trace)?;
+        let counts = Arc::new(Counts::default());
+        threads.push(Arc::clone(&counts));
+        drop(registry);
+        here.retain(|(_, c)| Arc::strong_count(c) > 1);
+        here.push((trace, counts));
+        here.last().map(|(_, c)| c)
+    }
+
+    #[cold]
+    fn count_shared(trace: u64, kind: usize) {
+        if let Some((_, shared)) = registry().as_mut().and_then(|r| r.get_mut(&trace)) {
+            shared.0[kind].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counts of `trace` so far.
+    pub(crate) fn sum(trace: u64) -> LeftOut {
+        let registry = registry();
+        let Some((threads, shared)) = registry.as_ref().and_then(|r| r.get(&trace)) else {
+            return LeftOut::default();
+        };
+        let sum = |k: usize| {
+            shared.0[k].load(Ordering::Relaxed)
+                + threads.iter().map(|c| c.0[k].load(Ordering::Relaxed)).sum::<u64>()
+        };
+        LeftOut {
+            records: sum(RECORD),
+            events: sum(EVENT),
+            annotations: sum(ANNOTATION),
+            record_ends: sum(END),
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! names, units, a deterministic 1-of-N sample of a record type, or a flight recorder that keeps
 //! the last cycles in memory and writes them on [`crate::Trace::dump`], a trigger event, a panic, a
 //! fatal signal or close. Capture can also be switched off and on at run time
-//! ([`crate::Trace::capture_off`]); while off, an emitting call costs a load and a branch.
+//! ([`crate::Trace::capture_off`]); while off, a builder is inert from the start (its calls do
+//! nothing) and the emitting call only counts the line left out: a few nanoseconds.
 //!
 //! Set it in code with [`crate::TraceBuilder::capture`], or without rebuilding through the
 //! `JETS_CAPTURE` environment variable, read when a trace is opened (the code's setting wins):

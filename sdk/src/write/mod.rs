@@ -661,7 +661,7 @@ impl Trace {
         name: impl Into<crate::format::Str>,
         record_type: impl Into<crate::format::Str>,
     ) -> RecordBuilder<'_> {
-        RecordBuilder::root(&self.0, name.into(), record_type.into())
+        RecordBuilder::root(&self.0, name, record_type)
     }
 
     /// The clock read by calls without an explicit `clk`.
@@ -718,7 +718,8 @@ impl Trace {
     }
 
     /// Turns capture off: until [`Trace::capture_on`], emitting calls write nothing and cost a
-    /// load and a branch. Records begun while off are left out with their subtrees (CAP-OFF-1).
+    /// few nanoseconds (builders made while off are inert). Records begun while off are left out
+    /// with their subtrees (CAP-OFF-1).
     pub fn capture_off(&self) {
         self.0.shared.gate.set_on(false);
     }

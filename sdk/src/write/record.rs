@@ -2,8 +2,17 @@
 //!
 //! Each builder holds the queued [`Line`] it will push, filled in place by the chained calls, so
 //! emitting moves the line exactly once: into the thread's ring.
+//!
+//! Capture control is asked when a builder is made (`root`, `child`, `event`, `annotation`): a
+//! builder whose line will certainly be left out (capture off, a record left out or dropped above
+//! it, a filter that refuses it whatever its cycle) is *inert*. It holds no line, its chained
+//! calls do nothing (no conversion, no formatting, no allocation: a branch each), and its final
+//! call only counts the line as left out. A record handle left out by capture holds no reference
+//! to the trace either, so making and ending one touches no shared reference count. Decisions
+//! that need the line's cycle or data (a window's start, ROI, unit filters, sampling) are taken
+//! when it is written, as before.
 
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
@@ -20,14 +29,18 @@ use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
 /// Dropping a handle without ending it leaves the record open, which the spec allows; the footer
 /// counts open records.
 pub struct RecordHandle {
-    inner: Arc<Inner>,
+    /// `None` for a record left out by capture: nothing under it is written, only counted (by
+    /// trace id), so it needs no reference to the trace.
+    inner: Option<Arc<Inner>>,
+    trace_id: u64,
     id: u64,
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
     /// wait for it.
     pos: Pos,
-    /// False when the drop policy dropped this record's line: then everything hanging off it is
-    /// dropped (and counted) too, so no line can refer to a record missing from the file.
+    /// False when the drop policy dropped this record's line, or capture left it out: then
+    /// everything hanging off it is dropped or left out (and counted) too, so no line can refer
+    /// to a record missing from the file.
     live: bool,
     /// Capture control's bits for lines made through this handle (`capture::gate::bits`).
     cap: u8,
@@ -64,30 +77,57 @@ impl RecordHandle {
     /// Starts describing a child record.
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
-        let mut line = Line::new(Kind::Record, 0, name.into(), Some(self.pos));
-        line.parent = Some(self.id);
-        line.record_type = record_type.into();
-        RecordBuilder {
-            inner: &self.inner,
+        let inner = self.inner.as_ref();
+        let mut b = RecordBuilder {
+            inner,
+            trace_id: self.trace_id,
+            parent: Some(self.id),
             parent_start: self.start,
             parent_live: self.live,
             parent_cap: self.cap,
-            p: Pending::new(line),
+            p: Pending::inert(),
+        };
+        if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
+            let line = b.p.fill(Line::new(Kind::Record, 0, name.into(), Some(self.pos)));
+            line.parent = Some(self.id);
+            line.record_type = record_type.into();
         }
+        b
     }
 
     /// Starts describing an event on this record.
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
-        let line = Line::new(Kind::Event, self.id, name.into(), Some(self.pos));
-        EventBuilder { record: self, p: Pending::new(line) }
+        let mut b = EventBuilder { record: self, p: Pending::inert() };
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+            let name = name.into();
+            if i.shared.gate.may_event(&name, self.cap, self.start) {
+                b.p.fill(Line::new(Kind::Event, self.id, name, Some(self.pos)));
+            }
+        }
+        b
     }
 
     /// Starts describing an annotation on this record.
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
-        let line = Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
-        AnnotationBuilder { record: self, p: Pending::new(line) }
+        let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
+        if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
+            b.p.fill(Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos)));
+        }
+        b
+    }
+
+    /// Counts a line of `kind` (a drop kind, also capture's line-kind index) on this record that
+    /// is not written: left out by capture, or dropped with its record by the drop policy.
+    #[inline(always)]
+    fn not_written(&self, kind: usize) {
+        match &self.inner {
+            Some(inner) if self.cap & bits::LEFT == 0 && !self.live => {
+                inner.shared.count_drop(kind)
+            }
+            _ => gate::left::count(self.trace_id, kind),
+        }
     }
 
     /// Ends the record at `clk` (not before its start).
@@ -101,23 +141,19 @@ impl RecordHandle {
     #[inline(always)]
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
-        if !self.live {
-            if self.cap & bits::LEFT != 0 {
-                self.inner.shared.gate.leave(gate::END);
-            } else {
-                // The end of a dropped record is dropped too, and counted like everything on it.
-                self.inner.shared.count_drop(DROP_END);
-            }
+        let Some(inner) = self.inner.as_ref().filter(|_| self.live) else {
+            // The end of a dropped or left-out record is too, and counted like everything on it.
+            self.not_written(DROP_END);
             return Ok(());
-        }
+        };
         let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
         line.clk = clk;
         if let Some(status) = status {
             line.data.push("status", status);
         }
         // `line` is consumed by the push whatever it returns.
-        if ring::push(&self.inner.shared, &mut line)?.is_none() {
-            self.inner.shared.count_drop(DROP_END);
+        if ring::push(&inner.shared, &mut line)?.is_none() {
+            inner.shared.count_drop(DROP_END);
         }
         Ok(())
     }
@@ -139,8 +175,15 @@ impl RecordHandle {
     /// Ends the record at the trace clock's current cycle (or at its start if the clock is behind).
     #[inline(always)]
     pub fn end(self) -> Result<(), Error> {
-        let clk = self.inner.shared.clock.now().max(self.start);
+        let clk = self.now();
         self.end_at(clk)
+    }
+
+    /// The trace clock's cycle, not before the record's start (the start for a left-out record,
+    /// which keeps no trace).
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        self.inner.as_ref().map_or(self.start, |i| i.shared.clock.now().max(self.start))
     }
 
     #[inline(always)]
@@ -151,27 +194,25 @@ impl RecordHandle {
         Ok(())
     }
 
-    /// Pushes an event or annotation line through this handle, counting it when dropped.
-    /// Takes the builder's line (see [`Pending`]).
+    /// Pushes an event or annotation line through this handle, counting it when dropped or left
+    /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
-    fn push(&self, mut pending: Pending, drop_kind: usize) -> Result<(), Error> {
-        check_data(&pending.line, pending.error.take())?;
-        let shared = &self.inner.shared;
-        // The drop kinds are also capture's line-kind indices.
-        if !self.live {
-            if self.cap & bits::LEFT != 0 {
-                shared.gate.leave(drop_kind);
-            } else {
-                shared.count_drop(drop_kind);
-            }
+    fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
+        let error = pending.error.take();
+        let (Some(inner), Some(line)) = (self.inner.as_ref().filter(|_| self.live), pending.line())
+        else {
+            // An inert builder: the record is not written, or capture refused the line when the
+            // builder was made. The drop kinds are also capture's line-kind indices.
+            self.not_written(drop_kind);
             return Ok(());
-        }
-        let line = &pending.line;
-        let captured = if drop_kind == DROP_EVENT {
-            shared.gate.event(&line.name, line.clk, self.cap)
-        } else {
-            shared.gate.annotation(self.cap)
         };
+        let captured = if drop_kind == DROP_EVENT {
+            inner.shared.gate.event(&line.name, line.clk, self.cap)
+        } else {
+            inner.shared.gate.annotation(self.cap)
+        };
+        check_data(line, error)?;
+        let shared = &inner.shared;
         if !captured {
             shared.gate.leave(drop_kind);
             return Ok(());
@@ -184,35 +225,63 @@ impl RecordHandle {
 }
 
 /// A builder's line, and the data error found while building it. The line is handed to the ring
-/// by reference and moved from here straight into the ring slot (one copy); `pushed` records that
-/// it is gone, so that dropping an unused builder still frees it. `push` takes the `Pending` by
-/// value, so no code can reach the moved-out line afterwards: the contract is the type's.
+/// by reference and moved from here straight into the ring slot (one copy); `full` is cleared as
+/// it goes, so no code can reach the moved-out line afterwards (the contract is the type's), and
+/// dropping an unused builder still frees it.
+///
+/// An inert builder's `Pending` holds no line at all (`full` false from the start): making and
+/// dropping it writes two bytes.
 struct Pending {
-    line: ManuallyDrop<Line>,
+    line: MaybeUninit<Line>,
+    /// `line` holds a line that this `Pending` owns.
+    full: bool,
     error: Option<Box<Error>>,
-    pushed: bool,
 }
 
 impl Pending {
+    /// Puts the line in place (in the builder's own storage: building it elsewhere and moving the
+    /// `Pending` would copy the whole line) and returns it. The `Pending` must be empty.
     #[inline(always)]
-    fn new(line: Line) -> Pending {
-        Pending { line: ManuallyDrop::new(line), error: None, pushed: false }
+    fn fill(&mut self, line: Line) -> &mut Line {
+        debug_assert!(!self.full);
+        self.full = true;
+        self.line.write(line)
     }
 
     #[inline(always)]
-    fn push(mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
-        // The push consumes the line whatever it returns; `self` is dropped right after, and
-        // `pushed` keeps that drop from freeing the line a second time.
-        self.pushed = true;
-        ring::push(shared, &mut self.line)
+    fn inert() -> Pending {
+        Pending { line: MaybeUninit::uninit(), full: false, error: None }
+    }
+
+    /// The line, unless the builder is inert.
+    #[inline(always)]
+    fn line(&mut self) -> Option<&mut Line> {
+        // SAFETY: `full` says the line is initialized and still ours.
+        self.full.then(|| unsafe { self.line.assume_init_mut() })
+    }
+
+    /// Pushes the line, which leaves this `Pending` empty (as if inert). Only for a `Pending`
+    /// that holds one (`line()` was `Some`). By reference, not by value: moving a `Pending` would
+    /// copy the whole ~500-byte line, most of it unused field room.
+    #[inline(always)]
+    fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
+        debug_assert!(self.full);
+        // The push consumes the line whatever it returns; clearing `full` first keeps this
+        // `Pending` from touching it again (`line()` is `None`, and the drop frees nothing).
+        self.full = false;
+        // SAFETY: the line is initialized (`full` was set) and ours; `ManuallyDrop<Line>` has the
+        // same layout as `Line`, and the push takes ownership through it exactly once.
+        ring::push(shared, unsafe { &mut *self.line.as_mut_ptr().cast::<ManuallyDrop<Line>>() })
     }
 }
 
 impl Drop for Pending {
+    #[inline(always)]
     fn drop(&mut self) {
-        if !self.pushed {
-            // SAFETY: not pushed, so the line is still ours and dropped exactly once, here.
-            unsafe { ManuallyDrop::drop(&mut self.line) }
+        if self.full {
+            // SAFETY: initialized and not pushed, so the line is still ours and dropped exactly
+            // once, here.
+            unsafe { self.line.assume_init_drop() }
         }
     }
 }
@@ -241,29 +310,38 @@ macro_rules! data_methods {
         /// Sets the human-readable description (empty by default; the key is always written).
         #[inline(always)]
         pub fn description(mut self, text: impl Into<Str>) -> Self {
-            self.p.line.description = text.into();
+            if let Some(line) = self.p.line() {
+                line.description = text.into();
+            }
             self
         }
 
         /// Adds a typed field to `data`.
         #[inline(always)]
         pub fn field(mut self, key: impl Into<Str>, value: impl Into<Value>) -> Self {
-            self.p.line.data.push(key, value);
+            if let Some(line) = self.p.line() {
+                line.data.push(key, value);
+            }
             self
         }
 
         /// Sets `data` wholesale from a prepared [`Data`], replacing fields added before.
         #[inline(always)]
         pub fn data(mut self, data: Data) -> Self {
-            self.p.line.data = data;
+            if let Some(line) = self.p.line() {
+                line.data = data;
+            }
             self
         }
 
         /// Sets `data` from JSON text; typed fields are merged into it when it is an object.
-        /// A parse error is returned by the call that writes the line.
+        /// A parse error is returned by the call that writes the line (an inert builder, whose
+        /// line is left out, does not parse).
         pub fn data_json(mut self, text: &str) -> Self {
-            if let Err(e) = self.p.line.data.parse_json(text) {
-                self.p.error = Some(Box::new(Error::InvalidJson(e.to_string())));
+            if let Some(line) = self.p.line() {
+                if let Err(e) = line.data.parse_json(text) {
+                    self.p.error = Some(Box::new(Error::InvalidJson(e.to_string())));
+                }
             }
             self
         }
@@ -273,7 +351,10 @@ macro_rules! data_methods {
 /// Describes a record before it begins. Made by [`super::Trace::root`] or [`RecordHandle::child`].
 #[must_use = "a record is written only by begin_at() or begin()"]
 pub struct RecordBuilder<'a> {
-    inner: &'a Arc<Inner>,
+    /// `None` under a record left out by capture (the builder is inert).
+    inner: Option<&'a Arc<Inner>>,
+    trace_id: u64,
+    parent: Option<u64>,
     parent_start: u64,
     parent_live: bool,
     parent_cap: u8,
@@ -282,16 +363,24 @@ pub struct RecordBuilder<'a> {
 
 impl<'a> RecordBuilder<'a> {
     #[inline(always)]
-    pub(super) fn root(inner: &'a Arc<Inner>, name: Str, record_type: Str) -> Self {
-        let mut line = Line::new(Kind::Record, 0, name, None);
-        line.record_type = record_type;
-        RecordBuilder {
-            inner,
+    pub(super) fn root(
+        inner: &'a Arc<Inner>,
+        name: impl Into<Str>,
+        record_type: impl Into<Str>,
+    ) -> Self {
+        let mut b = RecordBuilder {
+            inner: Some(inner),
+            trace_id: inner.shared.gate.trace_id(),
+            parent: None,
             parent_start: 0,
             parent_live: true,
             parent_cap: 0,
-            p: Pending::new(line),
+            p: Pending::inert(),
+        };
+        if inner.shared.gate.may_record(0) {
+            b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type = record_type.into();
         }
+        b
     }
 
     data_methods!();
@@ -318,8 +407,11 @@ impl<'a> RecordBuilder<'a> {
     }
     /// Hint: short label for the bar.
     #[inline(always)]
-    pub fn display_label(self, label: impl Into<Str>) -> Self {
-        self.field("display_label", Value::Str(label.into()))
+    pub fn display_label(mut self, label: impl Into<Str>) -> Self {
+        if let Some(line) = self.p.line() {
+            line.data.push("display_label", Value::Str(label.into()));
+        }
+        self
     }
     /// Hint: visual state.
     #[inline(always)]
@@ -336,7 +428,7 @@ impl<'a> RecordBuilder<'a> {
     /// parent.
     #[inline(always)]
     pub fn begin_at(mut self, clk: u64) -> Result<RecordHandle, Error> {
-        if let Some(parent) = self.p.line.parent {
+        if let Some(parent) = self.parent {
             if clk < self.parent_start {
                 return Err(Error::ClkBeforeStart {
                     clk,
@@ -345,50 +437,88 @@ impl<'a> RecordBuilder<'a> {
                 });
             }
         }
-        check_data(&self.p.line, self.p.error.take())?;
-        self.p.line.clk = clk;
-        let shared = &self.inner.shared;
-        let line = &self.p.line;
-        let (verdict, mut cap) = if self.parent_live {
-            shared.gate.record(
-                &line.record_type,
-                || gate::unit_of(line.data.fields()),
-                clk,
-                self.parent_cap,
-            )
-        } else {
-            (Verdict::Leave, self.parent_cap & bits::LEFT)
+        let error = self.p.error.take();
+        let (Some(inner), Some(line)) = (self.inner, self.p.line()) else {
+            return Ok(self.not_written(clk));
         };
-        let pushed = if verdict == Verdict::Leave {
-            None
-        } else {
-            self.p.line.hold = verdict == Verdict::Hold;
-            self.p.push(shared)?
-        };
-        if pushed.is_none() {
-            if cap & bits::LEFT != 0 {
-                shared.gate.leave(gate::RECORD);
-            } else {
-                cap = 0;
-                shared.count_drop(DROP_RECORD);
-            }
+        check_data(line, error)?;
+        line.clk = clk;
+        let shared = &inner.shared;
+        let (verdict, cap) = shared.gate.record(
+            &line.record_type,
+            || gate::unit_of(line.data.fields()),
+            clk,
+            self.parent_cap,
+        );
+        if verdict == Verdict::Leave {
+            shared.gate.leave(gate::RECORD);
+            return Ok(left_out(self.trace_id, clk));
         }
-        let (pos, id) = pushed.unwrap_or((Pos { ring: u32::MAX, index: u64::MAX }, 0));
+        line.hold = verdict == Verdict::Hold;
+        let Some((pos, id)) = self.p.push(shared)? else {
+            shared.count_drop(DROP_RECORD);
+            return Ok(dropped(inner, clk));
+        };
         Ok(RecordHandle {
-            inner: Arc::clone(self.inner),
+            inner: Some(Arc::clone(inner)),
+            trace_id: self.trace_id,
             id,
             start: clk,
             pos,
-            live: pushed.is_some(),
+            live: true,
             cap,
         })
+    }
+
+    /// Cold-ish: an inert builder's record, counted as left out (or dropped under a record the
+    /// drop policy dropped), and its handle.
+    #[inline(always)]
+    fn not_written(&self, clk: u64) -> RecordHandle {
+        match self.inner {
+            Some(inner) if !self.parent_live && self.parent_cap & bits::LEFT == 0 => {
+                inner.shared.count_drop(DROP_RECORD);
+                dropped(inner, clk)
+            }
+            _ => {
+                gate::left::count(self.trace_id, gate::RECORD);
+                left_out(self.trace_id, clk)
+            }
+        }
     }
 
     /// Writes the `record` line at the trace clock's current cycle (never before the parent).
     #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
-        let clk = self.inner.shared.clock.now().max(self.parent_start);
+        let clk = self.inner.map_or(self.parent_start, |i| i.shared.clock.now().max(self.parent_start));
         self.begin_at(clk)
+    }
+}
+
+/// The handle of a record left out by capture: it keeps no trace, only the id to count by.
+#[inline(always)]
+fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
+    RecordHandle {
+        inner: None,
+        trace_id,
+        id: 0,
+        start: clk,
+        pos: Pos { ring: u32::MAX, index: u64::MAX },
+        live: false,
+        cap: bits::LEFT,
+    }
+}
+
+/// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
+#[cold]
+fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
+    RecordHandle {
+        inner: Some(Arc::clone(inner)),
+        trace_id: inner.shared.gate.trace_id(),
+        id: 0,
+        start: clk,
+        pos: Pos { ring: u32::MAX, index: u64::MAX },
+        live: false,
+        cap: 0,
     }
 }
 
@@ -409,8 +539,11 @@ impl EventBuilder<'_> {
     }
     /// Hint: icon identifier, e.g. `cache_miss`.
     #[inline(always)]
-    pub fn icon(self, icon: impl Into<Str>) -> Self {
-        self.field("icon", Value::Str(icon.into()))
+    pub fn icon(mut self, icon: impl Into<Str>) -> Self {
+        if let Some(line) = self.p.line() {
+            line.data.push("icon", Value::Str(icon.into()));
+        }
+        self
     }
     /// Hint: severity.
     #[inline(always)]
@@ -427,14 +560,16 @@ impl EventBuilder<'_> {
     #[inline(always)]
     pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
-        self.p.line.clk = clk;
-        self.record.push(self.p, DROP_EVENT)
+        if let Some(line) = self.p.line() {
+            line.clk = clk;
+        }
+        self.record.push(&mut self.p, DROP_EVENT)
     }
 
     /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
     #[inline(always)]
     pub fn emit(self) -> Result<(), Error> {
-        let clk = self.record.inner.shared.clock.now().max(self.record.start);
+        let clk = self.record.now();
         self.emit_at(clk)
     }
 }
@@ -452,7 +587,7 @@ impl AnnotationBuilder<'_> {
     /// Writes the `annotation` line. With no data given, `data` is written as `{}` (the spec
     /// requires the key).
     #[inline(always)]
-    pub fn emit(self) -> Result<(), Error> {
-        self.record.push(self.p, DROP_ANNOTATION)
+    pub fn emit(mut self) -> Result<(), Error> {
+        self.record.push(&mut self.p, DROP_ANNOTATION)
     }
 }
