@@ -133,7 +133,8 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{}/record", case.name), |b| {
             b.iter_custom(|iters| {
                 timed(&t, iters, case.records_queue, &clk, |i| {
-                    let r = root.child("insn", "Instruction").begin_at(black_box(i)).expect("begin");
+                    let r =
+                        root.child("insn", "Instruction").begin_at(black_box(i)).expect("begin");
                     r.end_at(i + 1).expect("end")
                 })
             })

@@ -166,7 +166,8 @@ fn a_builder_made_while_off_is_inert_and_counted() {
     assert_eq!(names(&lines, "record"), ["a"]);
     assert_eq!(names(&lines, "event"), ["on"]);
     assert_eq!(names(&lines, "annotation"), Vec::<String>::new());
-    let left = (s.left_out.records, s.left_out.events, s.left_out.annotations, s.left_out.record_ends);
+    let left =
+        (s.left_out.records, s.left_out.events, s.left_out.annotations, s.left_out.record_ends);
     assert_eq!(left, (2, 3, 1, 2));
     assert_eq!(footer(&lines)["left_out_events"], 3);
 }

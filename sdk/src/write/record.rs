@@ -198,7 +198,7 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        let error = pending.error.take();
+        let error = pending.take_error();
         let (Some(inner), Some(line)) = (self.inner.as_ref().filter(|_| self.live), pending.line())
         else {
             // An inert builder: the record is not written, or capture refused the line when the
@@ -225,64 +225,130 @@ impl RecordHandle {
 }
 
 /// A builder's line, and the data error found while building it. The line is handed to the ring
-/// by reference and moved from here straight into the ring slot (one copy); `full` is cleared as
-/// it goes, so no code can reach the moved-out line afterwards (the contract is the type's), and
-/// dropping an unused builder still frees it.
+/// by reference and moved from its box straight into the ring slot (one copy); the box leaves
+/// the `Pending` as it goes, so no code can reach the moved-out line afterwards (the contract is
+/// the type's), and dropping an unused builder still frees the line.
 ///
-/// An inert builder's `Pending` holds no line at all (`full` false from the start): making and
-/// dropping it writes two bytes.
-struct Pending {
+/// The line lives in a box from this thread's [`pool`], not in the builder: a builder is two
+/// words, so the chained calls, which take and return it by value, move two words rather than the
+/// ~500-byte line (most of it room for fields). An inert builder has no box at all.
+struct Pending(Option<Box<Slot>>);
+
+/// A pooled box: a line (initialized while a `Pending` holds it) and its data error.
+struct Slot {
     line: MaybeUninit<Line>,
-    /// `line` holds a line that this `Pending` owns.
-    full: bool,
     error: Option<Box<Error>>,
 }
 
 impl Pending {
-    /// Puts the line in place (in the builder's own storage: building it elsewhere and moving the
-    /// `Pending` would copy the whole line) and returns it. The `Pending` must be empty.
-    #[inline(always)]
-    fn fill(&mut self, line: Line) -> &mut Line {
-        debug_assert!(!self.full);
-        self.full = true;
-        self.line.write(line)
-    }
-
     #[inline(always)]
     fn inert() -> Pending {
-        Pending { line: MaybeUninit::uninit(), full: false, error: None }
+        Pending(None)
     }
 
-    /// The line, unless the builder is inert.
+    /// Puts the line in a box from the pool and returns it. The `Pending` must be inert.
+    #[inline(always)]
+    fn fill(&mut self, line: Line) -> &mut Line {
+        debug_assert!(self.0.is_none());
+        self.0.insert(pool::take()).line.write(line)
+    }
+
+    /// The line, unless the builder is inert (or the line was pushed).
     #[inline(always)]
     fn line(&mut self) -> Option<&mut Line> {
-        // SAFETY: `full` says the line is initialized and still ours.
-        self.full.then(|| unsafe { self.line.assume_init_mut() })
+        // SAFETY: a box held by a `Pending` holds an initialized line that is still ours.
+        self.0.as_mut().map(|s| unsafe { s.line.assume_init_mut() })
     }
 
-    /// Pushes the line, which leaves this `Pending` empty (as if inert). Only for a `Pending`
-    /// that holds one (`line()` was `Some`). By reference, not by value: moving a `Pending` would
-    /// copy the whole ~500-byte line, most of it unused field room.
+    /// Keeps the first data error, to be returned by the call that writes the line.
+    fn set_error(&mut self, e: Error) {
+        if let Some(s) = &mut self.0 {
+            s.error.get_or_insert_with(|| Box::new(e));
+        }
+    }
+
+    #[inline(always)]
+    fn take_error(&mut self) -> Option<Box<Error>> {
+        self.0.as_mut().and_then(|s| s.error.take())
+    }
+
+    /// Pushes the line, which leaves this `Pending` empty (as if inert) and its box back in the
+    /// pool. Only for a `Pending` that holds a line (`line()` was `Some`).
     #[inline(always)]
     fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
-        debug_assert!(self.full);
-        // The push consumes the line whatever it returns; clearing `full` first keeps this
-        // `Pending` from touching it again (`line()` is `None`, and the drop frees nothing).
-        self.full = false;
-        // SAFETY: the line is initialized (`full` was set) and ours; `ManuallyDrop<Line>` has the
-        // same layout as `Line`, and the push takes ownership through it exactly once.
-        ring::push(shared, unsafe { &mut *self.line.as_mut_ptr().cast::<ManuallyDrop<Line>>() })
+        let Some(mut slot) = self.0.take() else { return Err(Error::Closed) };
+        // SAFETY: the line is initialized and ours (the box was in the `Pending`, which no longer
+        // has it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
+        // ownership through it exactly once. The box then holds a moved-out line, which
+        // `MaybeUninit` never drops.
+        let result =
+            ring::push(shared, unsafe { &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
+        pool::give(slot);
+        result
     }
 }
 
 impl Drop for Pending {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.full {
-            // SAFETY: initialized and not pushed, so the line is still ours and dropped exactly
-            // once, here.
-            unsafe { self.line.assume_init_drop() }
+        if let Some(mut slot) = self.0.take() {
+            // SAFETY: initialized and not pushed (the box is still here), so the line is ours
+            // and dropped exactly once, here.
+            unsafe { slot.line.assume_init_drop() };
+            slot.error = None;
+            pool::give(slot);
         }
+    }
+}
+
+/// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
+/// making one takes a box from here and emitting gives it back, without the allocator.
+mod pool {
+    use std::cell::RefCell;
+    use std::mem::MaybeUninit;
+
+    use super::ring::Entered;
+    use super::Slot;
+
+    /// Boxes kept per thread: more than the builders a thread has alive at once, usually.
+    const KEEP: usize = 8;
+
+    thread_local! {
+        static FREE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A box for a line (uninitialized, no error).
+    #[inline(always)]
+    pub(super) fn take() -> Box<Slot> {
+        let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
+        pooled.ok().flatten().unwrap_or_else(fresh)
+    }
+
+    /// Cold: the pool is empty (a thread's first builders), or in use (a builder made from an
+    /// allocator or destructor inside this module). Allocating counts as being inside an
+    /// emitting call, so that an allocator that emits is refused (`Error::Reentrant`) as it is
+    /// when the ring itself allocates.
+    #[cold]
+    fn fresh() -> Box<Slot> {
+        let _entered = Entered::enter();
+        Box::new(Slot { line: MaybeUninit::uninit(), error: None })
+    }
+
+    /// Gives a box back (its content, if any, is not dropped).
+    #[inline(always)]
+    pub(super) fn give(slot: Box<Slot>) {
+        let mut slot = Some(slot);
+        let _ = FREE.try_with(|f| {
+            if let Ok(mut f) = f.try_borrow_mut() {
+                if f.len() < KEEP {
+                    if let Some(s) = slot.take() {
+                        let _entered = (f.capacity() == f.len()).then(Entered::enter);
+                        f.push(s);
+                    }
+                }
+            }
+        });
+        // A box the pool did not take is freed here.
     }
 }
 
@@ -340,7 +406,7 @@ macro_rules! data_methods {
         pub fn data_json(mut self, text: &str) -> Self {
             if let Some(line) = self.p.line() {
                 if let Err(e) = line.data.parse_json(text) {
-                    self.p.error = Some(Box::new(Error::InvalidJson(e.to_string())));
+                    self.p.set_error(Error::InvalidJson(e.to_string()));
                 }
             }
             self
@@ -378,7 +444,8 @@ impl<'a> RecordBuilder<'a> {
             p: Pending::inert(),
         };
         if inner.shared.gate.may_record(0) {
-            b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type = record_type.into();
+            b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type =
+                record_type.into();
         }
         b
     }
@@ -437,7 +504,7 @@ impl<'a> RecordBuilder<'a> {
                 });
             }
         }
-        let error = self.p.error.take();
+        let error = self.p.take_error();
         let (Some(inner), Some(line)) = (self.inner, self.p.line()) else {
             return Ok(self.not_written(clk));
         };
@@ -489,7 +556,8 @@ impl<'a> RecordBuilder<'a> {
     /// Writes the `record` line at the trace clock's current cycle (never before the parent).
     #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
-        let clk = self.inner.map_or(self.parent_start, |i| i.shared.clock.now().max(self.parent_start));
+        let clk =
+            self.inner.map_or(self.parent_start, |i| i.shared.clock.now().max(self.parent_start));
         self.begin_at(clk)
     }
 }
