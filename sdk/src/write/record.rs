@@ -303,6 +303,8 @@ impl Drop for Pending {
 
 /// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
 /// making one takes a box from here and emitting gives it back, without the allocator.
+// The pool holds boxes, not lines: a builder owns its box, which moves as one word.
+#[allow(clippy::vec_box)]
 mod pool {
     use std::cell::RefCell;
     use std::mem::MaybeUninit;
