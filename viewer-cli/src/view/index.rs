@@ -1453,12 +1453,12 @@ mod tests {
         let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
         let w = ix.window(0, 150_000, 500, &rows);
         let child_row = &w.iter().find(|r| ix.rows[r.row as usize].depth == 1).expect("row").items;
-        assert!(child_row.bar_count() <= 501, "{} items", child_row.bar_count());
+        assert!(child_row.len() <= 501, "{} items", child_row.len());
         assert_eq!(child_row.iter().map(|i| u64::from(i.count)).sum::<u64>(), 50_000);
         // At one cycle per pixel, the 1-cycle gaps separate every bar.
         let w = ix.window(3000, 3300, 300, &rows);
         let child_row = &w.iter().find(|r| ix.rows[r.row as usize].depth == 1).expect("row").items;
-        assert_eq!(child_row.bar_count(), 100);
+        assert_eq!(child_row.len(), 100);
         assert!(child_row.iter().all(|i| i.count == 1 && i.end - i.start == 2));
     }
 
