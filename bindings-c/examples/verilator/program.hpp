@@ -11,11 +11,10 @@
 
 namespace tiny5 {
 
-/** One instruction: its 32-bit word, its disassembly, its mnemonic and class. */
+/** One instruction: its 32-bit word, its disassembly and its class. */
 struct Insn {
     std::uint32_t word;
     std::string text;
-    std::string mnemonic;
     const char *kind;  // "alu", "mem", "branch" or "system"
 };
 
@@ -74,7 +73,7 @@ private:
     }
     std::uint32_t here() const { return static_cast<std::uint32_t>(4 * code_.size()); }
     void emit(std::uint32_t word, const char *mn, const std::string &args, const char *kind) {
-        code_.push_back({word, args.empty() ? mn : std::string(mn) + " " + args, mn, kind});
+        code_.push_back({word, args.empty() ? mn : std::string(mn) + " " + args, kind});
     }
     void op_imm(std::uint32_t f3, const char *mn, int rd, int rs1, int imm) {
         emit(imm12(imm) << 20 | reg(rs1) << 15 | f3 << 12 | reg(rd) << 7 | 0x13, mn,

@@ -101,7 +101,6 @@ public:
                             {jets::field(k_.thread_id, 0u), jets::field(k_.display_label, k_.hart)})) {
         for (const tiny5::Insn &i : program) {
             insn_names_.emplace_back(i.text);
-            mnemonics_.emplace_back(i.mnemonic);
             kind_colors_.emplace_back(color_of(i.kind));
         }
         core_.annotation(k_.run, {jets::field(k_.n, n), jets::field(k_.seed, seed),
@@ -203,7 +202,6 @@ private:
             ? hart_.child(name, k_.insn_t, c,
                           {jets::field(k_.pc, pc), jets::field(k_.seq, seq),
                            jets::field(k_.word, program_[i].word),
-                           jets::field(k_.display_label, mnemonics_[i]),
                            jets::field(k_.color, kind_colors_[i])})
             : hart_.child(name, k_.insn_t, c, {jets::field(k_.pc, pc), jets::field(k_.seq, seq)});
         rec.event(k_.stages[IF], c);
@@ -278,7 +276,8 @@ private:
     Names k_;  // before the records, which its names begin
     jets::record core_, hart_;
     std::vector<jets::record> units_;
-    std::vector<jets::str> insn_names_, mnemonics_, kind_colors_;
+    // Per program word: the disassembly (the record's name, which Konata shows) and a color.
+    std::vector<jets::str> insn_names_, kind_colors_;
     std::unordered_map<std::uint32_t, Inflight> inflight_;
     Counters counters_;
     bool stall_before_ = false, retired_any_ = false;
