@@ -143,17 +143,22 @@ for _ in range(600):
         break
     time.sleep(0.1)
 assert url, "jets view printed no address"
-get = lambda path: json.load(urllib.request.urlopen(url + path, timeout=30))
-for _ in range(600):
+local = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never via a proxy
+get = lambda path: json.load(local.open(url + path, timeout=30))
+def instructions(s):
+    return [g for g in s["groups"] if s["types"][g["rtype"]]["name"] == "Instruction"]
+for _ in range(600):   # the viewer indexes (and follows) the file in the background
     s = get("api/summary")
-    if s["done"] or s["counts"]["records"] >= fetched:
+    if s["build_error"] or sum(g["count"] for g in instructions(s)) >= fetched:
         break
     time.sleep(0.1)
+assert not s["build_error"], s["build_error"]
 assert s["pipeline_type"] is not None, "the viewer found no pipeline record_type"
 ptype = s["types"][s["pipeline_type"]]["name"]
 assert ptype == "Instruction", f"pipeline mode shows {ptype}"
-group = next(g for g in s["groups"] if s["types"][g["rtype"]]["name"] == "Instruction")
-assert group["count"] == fetched, f"pipeline group holds {group['count']} of {fetched}"
+groups = instructions(s)
+assert len(groups) == 1 and groups[0]["count"] == fetched, f"pipeline groups {groups}, {fetched} fetched"
+group = groups[0]
 t1 = s["extent"][1] + 1
 p = get(f"api/pipeline?t0=0&t1={t1}&px=800&groups={group['seq']}:0:8")
 rows = p["groups"][0]["rows"]
