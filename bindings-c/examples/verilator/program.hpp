@@ -22,7 +22,9 @@ struct Insn {
 class Asm {
 public:
     void label(const std::string &name) {
-        if (!labels_.emplace(name, here()).second) throw std::invalid_argument("label twice: " + name);
+        if (!labels_.emplace(name, here()).second) {
+            throw std::invalid_argument("label twice: " + name);
+        }
     }
     void lui(int rd, std::uint32_t imm20) {
         emit(imm20 << 12 | reg(rd) << 7 | 0x37, "lui", x(rd) + ", " + std::to_string(imm20), "alu");

@@ -51,8 +51,8 @@ struct Counters {
 /** The names a cycle's lines use, interned once (jets::str) so the per-cycle calls copy nothing. */
 struct Names {
     jets::str core{"core0"}, core_t{"Core"}, hart{"hart0"}, thread_t{"Thread"},
-        stage_t{"PipelineStage"}, insn_t{"Instruction"}, stall_t{"Stall"}, load_use{"load-use"},
-        outside{"(outside the program)"}, stall{"Stall"}, squash{"Squash"}, branch{"branch"},
+        stage_t{"PipelineStage"}, insn_t{"Instruction"}, stall{"Stall"}, load_use{"load-use"},
+        outside{"(outside the program)"}, squash{"Squash"}, branch{"branch"},
         halt{"halt"}, warning{"warning"}, error{"error"}, icon_stall{"stall"},
         icon_flush{"flush"}, box{"box"}, line{"line"}, stalled{"stalled"}, running{"running"},
         stall_label{"stall"}, stats{"PipelineStats"}, run{"Run"};
@@ -98,7 +98,8 @@ public:
           core_(t.root(k_.core, k_.core_t, 0,
                        {jets::field(k_.unit_id, 0u), jets::field(k_.display_label, k_.core)})),
           hart_(core_.child(k_.hart, k_.thread_t, 0,
-                            {jets::field(k_.thread_id, 0u), jets::field(k_.display_label, k_.hart)})) {
+                            {jets::field(k_.thread_id, 0u),
+                             jets::field(k_.display_label, k_.hart)})) {
         for (const tiny5::Insn &i : program) {
             insn_names_.emplace_back(i.text);
             kind_colors_.emplace_back(color_of(i.kind));
@@ -145,8 +146,9 @@ public:
             // The interlock as an interval on the ID unit, for the Gantt view.
             counters_.load_use_stalls++;
             units_[ID]
-                .child(k_.load_use, k_.stall_t, c,
-                       {jets::field(k_.status, k_.stalled), jets::field(k_.display_label, k_.stall_label),
+                .child(k_.load_use, k_.stall, c,
+                       {jets::field(k_.status, k_.stalled),
+                        jets::field(k_.display_label, k_.stall_label),
                         jets::field(k_.thread_id, 1u)})
                 .end(c + 1);
         }
@@ -165,8 +167,10 @@ public:
     Counters finish(std::uint64_t end) {
         if (!inflight_.empty()) throw Error("instructions still in flight after the halt");
         const Counters &k = counters_;
-        core_.annotation(k_.stats, {jets::field(k_.cycles, k.cycles), jets::field(k_.fetched, k.fetched),
-                                    jets::field(k_.retired, k.retired), jets::field(k_.squashed, k.squashed),
+        core_.annotation(k_.stats, {jets::field(k_.cycles, k.cycles),
+                                    jets::field(k_.fetched, k.fetched),
+                                    jets::field(k_.retired, k.retired),
+                                    jets::field(k_.squashed, k.squashed),
                                     jets::field(k_.load_use_stalls, k.load_use_stalls),
                                     jets::field(k_.taken_branches, k.taken_branches)});
         hart_.end(end);
@@ -243,7 +247,8 @@ private:
         if (halt) {
             in.rec.event(k_.squash, at,
                          {jets::field(k_.cause, k_.halt), jets::field(k_.severity, k_.error),
-                          jets::field(k_.icon, k_.icon_flush), jets::field(k_.marker_style, k_.line)});
+                          jets::field(k_.icon, k_.icon_flush),
+                          jets::field(k_.marker_style, k_.line)});
         } else {
             in.rec.event(k_.squash, at,
                          {jets::field(k_.cause, k_.branch), jets::field(k_.target, target),
@@ -346,7 +351,9 @@ int main(int argc, char **argv) {
 
     char meta[512];
     std::snprintf(meta, sizeof meta,
-                  R"({"hardware_model":"Tiny5 RTL: in-order 5-stage RV32I subset","architecture":"RV32I subset","clock_frequency_mhz":100,"simulator":"Verilator %s","program":"sum_and_max","n":%d,"seed":%u})",
+                  R"({"hardware_model":"Tiny5 RTL: in-order 5-stage RV32I subset",)"
+                  R"("architecture":"RV32I subset","clock_frequency_mhz":100,)"
+                  R"("simulator":"Verilator %s","program":"sum_and_max","n":%d,"seed":%u})",
                   Verilated::productVersion(), n, seed);
     Counters k;
     try {
@@ -375,12 +382,11 @@ int main(int argc, char **argv) {
 
     const std::uint32_t sum = read_word(*top, static_cast<std::uint32_t>(n));
     const auto max = static_cast<std::int32_t>(read_word(*top, static_cast<std::uint32_t>(n) + 1));
+    using ull = unsigned long long;
     std::printf("cycles=%llu fetched=%llu retired=%llu squashed=%llu load_use_stalls=%llu "
                 "taken_branches=%llu\n",
-                static_cast<unsigned long long>(k.cycles), static_cast<unsigned long long>(k.fetched),
-                static_cast<unsigned long long>(k.retired), static_cast<unsigned long long>(k.squashed),
-                static_cast<unsigned long long>(k.load_use_stalls),
-                static_cast<unsigned long long>(k.taken_branches));
+                ull{k.cycles}, ull{k.fetched}, ull{k.retired}, ull{k.squashed},
+                ull{k.load_use_stalls}, ull{k.taken_branches});
     const bool ok = !top->trap && sum == want_sum && max == want_max;
     std::printf("result %s n=%d sum=%d max=%d (expected sum=%d max=%d)\n", ok ? "ok" : "WRONG", n,
                 static_cast<std::int32_t>(sum), max, static_cast<std::int32_t>(want_sum), want_max);
