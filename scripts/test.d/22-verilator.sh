@@ -54,7 +54,7 @@ sim="$work/build/tiny5_sim"
 run() {
     local t0 t1
     t0=$(date +%s%N)
-    "$sim" "$work/$1.jets" "$2" "$3" | tee "$work/$1.out"
+    timeout 120 "$sim" "$work/$1.jets" "$2" "$3" | tee "$work/$1.out"
     t1=$(date +%s%N)
     grep -q '^result ok ' "$work/$1.out" || { echo "FAIL: the program's result is wrong"; exit 1; }
     echo "$1: $(((t1 - t0) / 1000000)) ms, trace $(stat -c %s "$work/$1.jets") bytes"
