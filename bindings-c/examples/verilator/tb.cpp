@@ -53,12 +53,11 @@ struct Names {
     jets::str core{"core0"}, core_t{"Core"}, hart{"hart0"}, thread_t{"Thread"},
         stage_t{"PipelineStage"}, insn_t{"Instruction"}, stall{"Stall"}, load_use{"load-use"},
         outside{"(outside the program)"}, squash{"Squash"}, branch{"branch"},
-        halt{"halt"}, warning{"warning"}, error{"error"}, icon_stall{"stall"},
-        icon_flush{"flush"}, box{"box"}, line{"line"}, stalled{"stalled"}, running{"running"},
+        halt{"halt"}, icon_stall{"stall"}, icon_flush{"flush"}, box{"box"}, line{"line"},
         stall_label{"stall"}, stats{"PipelineStats"}, run{"Run"};
-    // Field keys (hint keys are ordinary data keys).
+    // Field keys (hint keys are ordinary data keys; status and severity come from jets::hint).
     jets::str unit_id{"unit_id"}, thread_id{"thread_id"}, display_label{"display_label"},
-        color{"color"}, status{"status"}, severity{"severity"}, icon{"icon"},
+        color{"color"}, icon{"icon"},
         marker_style{"marker_style"}, pc{"pc"}, seq{"seq"}, word{"word"}, cause{"cause"},
         target{"target"}, addr{"addr"}, rd{"rd"}, value{"value"}, cycles{"cycles"},
         fetched{"fetched"}, retired{"retired"}, squashed{"squashed"},
@@ -111,7 +110,7 @@ public:
                 k_.stages[s], k_.stage_t, 0,
                 {jets::field(k_.unit_id, s + 1u), jets::field(k_.thread_id, 0u),
                  jets::field(k_.display_label, k_.stages[s]),
-                 jets::field(k_.color, k_.stage_colors[s]), jets::field(k_.status, k_.running)}));
+                 jets::field(k_.color, k_.stage_colors[s]), jets::hint(jets::status::running)}));
         }
     }
 
@@ -147,7 +146,7 @@ public:
             counters_.load_use_stalls++;
             units_[ID]
                 .child(k_.load_use, k_.stall, c,
-                       {jets::field(k_.status, k_.stalled),
+                       {jets::hint(jets::status::stalled),
                         jets::field(k_.display_label, k_.stall_label),
                         jets::field(k_.thread_id, 1u)})
                 .end(c + 1);
@@ -237,26 +236,22 @@ private:
         if (in.held) return;
         in.held = true;
         in.rec.event(k_.stall, c,
-                     {jets::field(k_.cause, k_.load_use), jets::field(k_.severity, k_.warning),
+                     {jets::field(k_.cause, k_.load_use), jets::hint(jets::severity::warning),
                       jets::field(k_.icon, k_.icon_stall), jets::field(k_.marker_style, k_.box)});
     }
 
     void squash(std::uint64_t at, std::uint32_t seq, bool halt, std::uint32_t target) {
         auto it = inflight_.find(seq);
         Inflight &in = it->second;
-        if (halt) {
-            in.rec.event(k_.squash, at,
-                         {jets::field(k_.cause, k_.halt), jets::field(k_.severity, k_.error),
-                          jets::field(k_.icon, k_.icon_flush),
-                          jets::field(k_.marker_style, k_.line)});
-        } else {
-            in.rec.event(k_.squash, at,
-                         {jets::field(k_.cause, k_.branch), jets::field(k_.target, target),
-                          jets::field(k_.severity, k_.error), jets::field(k_.icon, k_.icon_flush),
-                          jets::field(k_.marker_style, k_.line)});
-        }
+        // Which fields a squash has is known only now: a run-time list.
+        std::vector<jets::field_value> f{jets::field(k_.cause, halt ? k_.halt : k_.branch)};
+        if (!halt) f.push_back(jets::field(k_.target, target));
+        f.push_back(jets::hint(jets::severity::error));
+        f.push_back(jets::field(k_.icon, k_.icon_flush));
+        f.push_back(jets::field(k_.marker_style, k_.line));
+        in.rec.event(k_.squash, at, f);
         // The status on the record_end makes Konata draw a flush instead of a retirement.
-        in.rec.end(at, "flushed");
+        in.rec.end(at, jets::status::flushed);
         inflight_.erase(it);
         counters_.squashed++;
     }
