@@ -880,8 +880,7 @@ pub fn bars(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
             if bar.start < t1 && end >= t0 {
                 let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
                 let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
-                let label =
-                    if wide { bar_label(shared, ix.rec_offset(rec)) } else { None };
+                let label = if wide { bar_label(shared, ix.rec_offset(rec)) } else { None };
                 bars.push(bar_out(&ix, &it, label));
             }
             let evs = ix.events_of(rec, usize::MAX);

@@ -1648,7 +1648,9 @@ mod tests {
         );
         // An event far in time and in the file from its record.
         let ev = |clk: u64, name: &str| {
-            format!(r#"{{"clk":{clk},"type":"event","name":"{name}","record_id":1,"description":""}}"#)
+            format!(
+                r#"{{"clk":{clk},"type":"event","name":"{name}","record_id":1,"description":""}}"#
+            )
         };
         ix.apply(parse(&ev(big + 2, "late")), 5, big + 50);
         assert_eq!((ix.ev_clk(0), ix.ev_offset(0)), (big + 2, big + 50));
