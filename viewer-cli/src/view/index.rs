@@ -58,9 +58,10 @@ pub fn wire_code(stored: u8) -> Option<u8> {
 
 /// One record: 36 bytes.
 ///
-/// Its id and line offset are kept in 32 bits. An id that does not fit is [`FAR`] here and kept in
-/// [`Index::far_ids`]; offsets grow with the record index (records are indexed in file order), so
-/// their high 32 bits are found from [`Index::offset_steps`], the record indices where they change.
+/// Its id and line offset are kept in 32 bits. An id that does not fit is [`FAR`] here and kept
+/// whole in an overflow map ([`Index::rec_id`]); offsets grow with the record index (records are
+/// indexed in file order), so their high 32 bits come from the record indices where they change
+/// ([`Index::rec_offset`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Rec {
     /// The record's id in the trace, or [`FAR`] (see [`Index::rec_id`]).
@@ -132,7 +133,7 @@ pub struct Ev {
     doff: u32,
     /// Index of its record.
     pub rec: u32,
-    /// Interned [`Kind`], or [`FAR_KIND`] (see [`Index::ev_kind`]).
+    /// Interned [`Kind`], or [`FAR_KIND`] (see [`Index::kind_id`]).
     kind: u16,
 }
 
