@@ -281,8 +281,9 @@ impl Pending {
         // has it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
         // ownership through it exactly once. The box then holds a moved-out line, which
         // `MaybeUninit` never drops.
-        let result =
-            ring::push(shared, unsafe { &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
+        let result = ring::push(shared, unsafe {
+            &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
+        });
         pool::give(slot);
         result
     }
@@ -306,22 +307,35 @@ impl Drop for Pending {
 // The pool holds boxes, not lines: a builder owns its box, which moves as one word.
 #[allow(clippy::vec_box)]
 mod pool {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use std::mem::MaybeUninit;
 
     use super::ring::Entered;
     use super::Slot;
 
-    /// Boxes kept per thread: more than the builders a thread has alive at once, usually.
+    /// Boxes kept per thread besides [`LAST`]: more than the builders a thread has alive at
+    /// once, usually.
     const KEEP: usize = 8;
 
     thread_local! {
+        /// The box given back last: a thread usually has one builder alive at a time, so this
+        /// one-box cache (a take and a set) serves most calls without touching [`FREE`].
+        static LAST: Cell<Option<Box<Slot>>> = const { Cell::new(None) };
         static FREE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
     }
 
     /// A box for a line (uninitialized, no error).
     #[inline(always)]
     pub(super) fn take() -> Box<Slot> {
+        match LAST.try_with(Cell::take) {
+            Ok(Some(slot)) => slot,
+            _ => take_more(),
+        }
+    }
+
+    /// Several builders alive at once (or the thread's first one).
+    #[cold]
+    fn take_more() -> Box<Slot> {
         let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
         pooled.ok().flatten().unwrap_or_else(fresh)
     }
@@ -339,6 +353,24 @@ mod pool {
     /// Gives a box back (its content, if any, is not dropped).
     #[inline(always)]
     pub(super) fn give(slot: Box<Slot>) {
+        let spare = LAST.try_with(|last| match last.take() {
+            None => {
+                last.set(Some(slot));
+                None
+            }
+            Some(kept) => {
+                last.set(Some(kept));
+                Some(slot)
+            }
+        });
+        // `Err`: thread-local storage torn down; the box was dropped with the closure.
+        if let Ok(Some(slot)) = spare {
+            give_more(slot);
+        }
+    }
+
+    #[cold]
+    fn give_more(slot: Box<Slot>) {
         let mut slot = Some(slot);
         let _ = FREE.try_with(|f| {
             if let Ok(mut f) = f.try_borrow_mut() {
