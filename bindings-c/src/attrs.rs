@@ -37,7 +37,7 @@ impl Parts {
 pub(crate) trait Describe: Sized {
     fn describe(self, text: Str) -> Self;
     fn with_data(self, data: Data) -> Self;
-    fn typed(self, key: &'static str, value: Value) -> Self;
+    fn typed(self, field: (&'static str, Value)) -> Self;
     fn json(self, text: &str) -> Self;
 }
 
@@ -53,7 +53,7 @@ macro_rules! describe {
                 self.data(data)
             }
             #[inline(always)]
-            fn typed(self, key: &'static str, value: Value) -> Self {
+            fn typed(self, (key, value): (&'static str, Value)) -> Self {
                 self.field(key, value)
             }
             #[inline(always)]
@@ -129,8 +129,14 @@ impl Attrs {
                 "attrs->size is {size}, expected at least {FIRST_SIZE} (initialize with JETS_ATTRS_INIT)"
             )));
         }
-        // The caller's struct may be an older, shorter version: members it lacks stay zero (no
-        // domain, the trace clock); a newer, longer one has members we ignore.
+        let ours = std::mem::size_of::<jets_attrs>();
+        if size >= ours {
+            // The common case, a struct of this version or a newer one: a fixed-size copy.
+            // SAFETY: the caller's struct has at least `ours` valid bytes, laid out as ours; every
+            // member is plain data valid for any bits it can get from C.
+            return Ok(Attrs(unsafe { std::ptr::read_unaligned(p) }));
+        }
+        // An older, shorter version: the members it lacks stay zero (no domain, the trace clock).
         let mut a = jets_attrs {
             size: 0,
             name: 0,
@@ -142,11 +148,10 @@ impl Attrs {
             domain: 0,
             clock: 0,
         };
-        let n = size.min(std::mem::size_of::<jets_attrs>());
-        // SAFETY: the caller's struct has `size >= n` valid bytes; ours has `n`, and every member
-        // is plain data valid for any bits it can get from a C struct of the same layout.
+        // SAFETY: the caller's struct has `size` valid bytes, fewer than ours; every member is
+        // plain data valid for any bits it can get from a C struct of the same layout.
         unsafe {
-            std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut a as *mut jets_attrs).cast(), n)
+            std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut a as *mut jets_attrs).cast(), size)
         };
         Ok(Attrs(a))
     }
@@ -169,8 +174,8 @@ impl Attrs {
         required(self.0.record_type, "attrs->record_type")
     }
 
-    /// Checks description, data JSON text and the fields array, so that [`Attrs::fill`] can
-    /// only fail on a field's handle or kind.
+    /// Checks description, data JSON text and every field (key, kind, value), so that
+    /// [`Checked::fill`] cannot fail.
     ///
     /// # Safety
     /// `fields` points to `field_count` fields; `data_json` is NULL or NUL-terminated.
@@ -195,11 +200,23 @@ impl Attrs {
             // SAFETY: non-NULL, and the caller promises `field_count` fields.
             (n, false) => unsafe { std::slice::from_raw_parts(a.fields, n) },
         };
+        for (i, f) in fields.iter().enumerate() {
+            intern::lookup(f.key, "field key")?;
+            if f.kind == JETS_FIELD_TEXT {
+                // Checked without the copy `value` makes.
+                // SAFETY: the caller promises a NUL-terminated string (or NULL, refused), and a
+                // pointer is valid for any 8 initialized bytes of the union.
+                unsafe { cstr::required(f.value.text, "text field value") }?;
+            } else {
+                // SAFETY: not a text field: `value` reads no pointer.
+                unsafe { value(f, i) }?;
+            }
+        }
         Ok(Checked { description, json, fields, domain: None })
     }
 }
 
-/// A `jets_attrs` whose pointers have been read.
+/// A `jets_attrs` whose pointers have been read and whose fields have been checked.
 pub(crate) struct Checked<'a> {
     description: Option<Str>,
     json: Option<&'a str>,
@@ -209,24 +226,65 @@ pub(crate) struct Checked<'a> {
 }
 
 impl Checked<'_> {
-    /// Sets everything on the builder in place (the builder's line is moved once, into the
-    /// queue). JSON text is parsed by the builder, which reports an error when the line is
-    /// emitted, before anything is queued.
+    /// Sets everything on the builder. Cannot fail (the fields were checked by
+    /// [`Attrs::check`]). A builder holds a line of several hundred bytes (room for 8 inline
+    /// fields) and its methods take it by value, so the common shapes (up to 4 typed fields, no
+    /// JSON text) are set in straight-line chains the compiler builds in place, as it does for a
+    /// Rust caller; a loop over the fields copied the whole line per field, which was most of the
+    /// C layer's cost. JSON text the builder parses reports its error when the line is emitted,
+    /// before anything is queued.
     #[inline(always)]
-    pub(crate) fn fill<B: Describe>(self, mut b: B) -> Result<B, Failure> {
-        if let Some(d) = self.description {
+    pub(crate) fn fill<B: Describe>(mut self, mut b: B) -> B {
+        if let Some(d) = self.description.take() {
             b = b.describe(d);
         }
-        if let Some(json) = self.json {
-            b = b.json(json);
+        if self.json.is_none() && self.domain.is_none() {
+            let f = |i: usize| field(&self.fields[i], i);
+            return match self.fields.len() {
+                0 => b,
+                1 => b.typed(f(0)),
+                2 => b.typed(f(0)).typed(f(1)),
+                3 => b.typed(f(0)).typed(f(1)).typed(f(2)),
+                4 => b.typed(f(0)).typed(f(1)).typed(f(2)).typed(f(3)),
+                _ => {
+                    let mut data = Data::new();
+                    self.push_fields(&mut data);
+                    b.with_data(data)
+                }
+            };
         }
+        let mut data = Data::new();
+        if let Some(json) = self.json {
+            if data.parse_json(json).is_err() {
+                // Checked before, so this does not happen; the builder reports it if it does.
+                return b.json(json);
+            }
+        }
+        self.push_fields(&mut data);
+        b.with_data(data)
+    }
+
+    /// Adds the typed fields, then the domain, to `data`.
+    fn push_fields(&self, data: &mut Data) {
         for (i, f) in self.fields.iter().enumerate() {
-            b = b.typed(intern::lookup(f.key, "field key")?, value(f, i)?);
+            let (key, value) = field(f, i);
+            data.push(key, value);
         }
         if let Some(d) = self.domain {
-            b = b.typed("domain", Value::Str(Str::Static(d)));
+            data.push("domain", Value::Str(Str::Static(d)));
         }
-        Ok(b)
+    }
+}
+
+/// A checked field's key and value. A field that fails now although [`Attrs::check`] accepted it
+/// (its text was changed during the call, which the caller's contract forbids) is written as
+/// `"": null` rather than trusted.
+#[inline(always)]
+fn field(f: &jets_field, i: usize) -> (&'static str, Value) {
+    // SAFETY: the fields were checked by `Attrs::check`, under the same contract as this call.
+    match (intern::get(f.key), unsafe { value(f, i) }) {
+        (Some(key), Ok(value)) => (key, value),
+        _ => ("", Value::Null),
     }
 }
 
@@ -237,7 +295,12 @@ fn required(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
     intern::lookup(h, what)
 }
 
-fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
+/// The value of field `f` (number `index`, for the message).
+///
+/// # Safety
+/// A `JETS_FIELD_TEXT` value is NULL or a NUL-terminated string valid for the call.
+#[inline(always)]
+unsafe fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
     // Every member of the union is plain data, valid for any bits, and jets.h's constructors
     // (`jets_field_u64()` and friends) write all 8 bytes: `kind` only says which one was meant.
     Ok(match f.kind {
