@@ -234,10 +234,10 @@ impl Checked<'_> {
     /// C layer's cost. JSON text the builder parses reports its error when the line is emitted,
     /// before anything is queued.
     #[inline(always)]
-    pub(crate) fn fill<B: Describe>(mut self, mut b: B) -> B {
-        if let Some(d) = self.description.take() {
-            b = b.describe(d);
-        }
+    pub(crate) fn fill<B: Describe>(mut self, b: B) -> B {
+        // Unconditionally (no description is the empty one, CA-DESC-1): a branch here would be a
+        // join of two builders, and so a copy of the line.
+        let b = b.describe(self.description.take().unwrap_or(Str::EMPTY));
         if self.json.is_none() && self.domain.is_none() {
             let f = |i: usize| field(&self.fields[i], i);
             return match self.fields.len() {

@@ -229,17 +229,26 @@ safety_checks() {
     rm -rf "$d"
     mkdir -p "$d"
     for mode in fork signal drop badjson closed parity; do
-        local runner=("$@") children=40
+        local runner=("$@") children=40 no_open=0
         if [ "$tag" = valgrind ] && [ "$mode" = fork ]; then
-            # valgrind runs one thread at a time, and this mode forks while four threads spin in
-            # libjets: 40 children took over 5 minutes on this 2-core machine, so it forks fewer.
-            # A forked child holds the memory of threads that did not survive the fork (the
-            # writer's buffers), which valgrind calls leaked in every child: memory errors only.
-            children=4
+            # valgrind runs one thread at a time while four threads spin in libjets: it forks 20
+            # children (13 s here) instead of 40. A forked child holds the memory of threads
+            # that did not survive the fork (the writer's buffers), which valgrind calls leaked
+            # in every child: memory errors only.
+            children=20
             runner=(valgrind -q --error-exitcode=99 --leak-check=no)
             echo "NOTE: safety_test fork under valgrind forks $children children (40 plain and under ASan), memory errors only"
         fi
-        SAFETY_FORK_CHILDREN=$children timeout 300 "${runner[@]}" "$bin" "$mode" "$d" >"$d/$mode.out" || {
+        if [ "$tag" = asan ] && [ "$mode" = fork ]; then
+            # The ASan runtimes here (LLVM 14, GCC 12) do not lock their allocator around fork: a
+            # child forked while the open/close worker allocated a queue spins forever on the
+            # allocator's lock (gdb: StaticSpinMutex::LockSlow in LargeMmapAllocator::Allocate).
+            # That worker runs plain and under valgrind, where malloc is fork-safe.
+            no_open=1
+            echo "NOTE: safety_test fork under ASan without the open/close worker (this ASan's allocator is not fork-safe)"
+        fi
+        SAFETY_FORK_CHILDREN=$children SAFETY_FORK_NO_OPEN=$no_open \
+            timeout 300 "${runner[@]}" "$bin" "$mode" "$d" >"$d/$mode.out" || {
             echo "FAIL: safety_test $mode ($tag)"; cat "$d/$mode.out"; exit 1; }
         grep -v '^expect' "$d/$mode.out" || true
     done
