@@ -361,10 +361,16 @@ else
         echo "TSan build of libjets: $((SECONDS - started)) s (std rebuilt with the sanitizer; cached in $tsan_target)"
         tlib="$tsan_target/$host/release"
         ln -sf "$tlib/libjets_c.so" "$tlib/libjets.so.0"
-        gcc -std=gnu99 -g -fsanitize=thread "${inc[@]}" -o "$work/safety_tsan" "$tests/safety_test.c" \
-            -L"$tlib" -ljets_c -lpthread -Wl,-rpath,"$tlib"
-        gcc -std=c99 -g -fsanitize=thread "${inc[@]}" -o "$work/api_tsan" "$tests/api_test.c" \
-            -L"$tlib" -ljets_c -lpthread -Wl,-rpath,"$tlib"
+        # The programs link the TSan runtime of the toolchain that instrumented libjets: rustc's
+        # LLVM calls __tsan_memcpy/memset/memmove, which GCC 12's libtsan and clang 14's runtime
+        # lack. GCC instruments the C code; the runtime is rustc's, whole, in the executable.
+        rt="$(rustc +nightly --print sysroot)/lib/rustlib/$host/lib/librustc-nightly_rt.tsan.a"
+        tsan_link=(-Wl,--whole-archive "$rt" -Wl,--no-whole-archive -L"$tlib" -ljets_c
+            -lpthread -ldl -lm -lrt -lstdc++ -Wl,-rpath,"$tlib")
+        gcc -std=gnu99 -g -fsanitize=thread "${inc[@]}" -c -o "$work/safety_tsan.o" "$tests/safety_test.c"
+        gcc -o "$work/safety_tsan" "$work/safety_tsan.o" "${tsan_link[@]}"
+        gcc -std=c99 -g -fsanitize=thread "${inc[@]}" -c -o "$work/api_tsan.o" "$tests/api_test.c"
+        gcc -o "$work/api_tsan" "$work/api_tsan.o" "${tsan_link[@]}"
         export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
         # TSan does not support fork with other threads alive; the other modes run.
         d="$work/safety-tsan"; mkdir -p "$d"
