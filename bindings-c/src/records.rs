@@ -157,8 +157,7 @@ impl Records {
             if s & (GEN_MASK | OCCUPIED | ENDING | DROPPED) != open || s & READERS == READERS {
                 return Err(self.missing(id, what));
             }
-            match slot.state.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
+            match slot.state.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return Ok(slot),
                 Err(now) => s = now,
             }
@@ -249,7 +248,8 @@ impl Records {
         }
         // Still counted in, so nobody can finish the end before these are stored.
         slot.end_clk.store(clk, Ordering::Relaxed);
-        let code = status.and_then(|s| Status::ALL.iter().position(|&x| x == s)).map_or(0, |i| i + 1);
+        let code =
+            status.and_then(|s| Status::ALL.iter().position(|&x| x == s)).map_or(0, |i| i + 1);
         slot.end_status.store(code as u8, Ordering::Relaxed);
         match self.release(slot) {
             Some(result) => Ok(result?),
@@ -276,8 +276,12 @@ impl Records {
             let slot = self.slot(index)?;
             let next = slot.next_free.load(Ordering::Relaxed);
             let tagged = (head >> 32).wrapping_add(1) << 32 | next;
-            match self.free.compare_exchange_weak(head, tagged, Ordering::Acquire, Ordering::Acquire)
-            {
+            match self.free.compare_exchange_weak(
+                head,
+                tagged,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return Some((index, slot)),
                 Err(now) => head = now,
             }
@@ -290,8 +294,12 @@ impl Records {
         loop {
             slot.next_free.store(head & u64::from(u32::MAX), Ordering::Relaxed);
             let tagged = (head >> 32).wrapping_add(1) << 32 | (index + 1);
-            match self.free.compare_exchange_weak(head, tagged, Ordering::Release, Ordering::Relaxed)
-            {
+            match self.free.compare_exchange_weak(
+                head,
+                tagged,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return,
                 Err(now) => head = now,
             }
@@ -332,7 +340,10 @@ impl Records {
             return Failure::invalid(Msg::Id(what, 0, " (no record)"));
         }
         let never = || {
-            Failure::new(JETS_ERR_UNKNOWN_RECORD, Msg::Id(what, id, " was never begun in this trace"))
+            Failure::new(
+                JETS_ERR_UNKNOWN_RECORD,
+                Msg::Id(what, id, " was never begun in this trace"),
+            )
         };
         let Some((index, open)) = decode(id) else { return never() };
         let Some(slot) = self.slot(index) else { return never() };
