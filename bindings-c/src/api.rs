@@ -10,7 +10,7 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, Attrs, Checked, Parts};
+use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Parts};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{last_code, last_message, run, status, Failure, Msg};
@@ -124,11 +124,11 @@ impl Open {
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
         let handle = if parent == 0 {
-            c.fill(self.trace.root(name, record_type)).begin_at(self.resolve(clk, 0))?
+            filled!(c, self.trace.root(name, record_type), |b| b.begin_at(self.resolve(clk, 0)))?
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
-                let b = c.fill(p.child(name, record_type));
-                Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
+                let at = self.resolve(clk, p.start_clk());
+                Ok(filled!(c, p.child(name, record_type), |b| b.begin_at(at))?)
             })?
         };
         self.records.insert(handle)
@@ -452,7 +452,8 @@ pub unsafe extern "C" fn jets_event_ex(
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(c.fill(h.event(name)).emit_at(t.resolve(clk, h.start_clk()))?)
+            let at = t.resolve(clk, h.start_clk());
+            Ok(filled!(c, h.event(name), |b| b.emit_at(at))?)
         })
     })
 }
@@ -515,7 +516,7 @@ pub unsafe extern "C" fn jets_annotation_ex(
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
-        t.records.with(record, "record", |h| Ok(c.fill(h.annotation(name)).emit()?))
+        t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
     })
 }
 

@@ -216,6 +216,53 @@ impl Attrs {
     }
 }
 
+/// `$emit` on the builder `$b` filled from the [`Checked`] attrs `$c`, as `|$x| $emit`.
+///
+/// A builder holds a line of several hundred bytes (room for 8 inline fields) and its methods
+/// take it by value. Where builders of different shapes meet (a loop over the fields, a `match`
+/// whose arms return a builder) the compiler copies the whole line; per call that was most of
+/// the C layer's cost. So each common shape (up to 4 typed fields and nothing else) is its own
+/// straight-line chain ending in `$emit`, as a Rust caller writes it; anything else goes through
+/// [`Checked::fill`].
+macro_rules! filled {
+    ($c:expr, $b:expr, |$x:ident| $emit:expr) => {{
+        let c = $c;
+        let f = |fields: &[crate::types::jets_field], i: usize| crate::attrs::field(&fields[i], i);
+        match c.only_fields() {
+            Some(fs) if fs.is_empty() => {
+                let $x = $b;
+                $emit
+            }
+            // The values first, then the builder: nothing is called while the line is half built.
+            Some(fs) if fs.len() == 1 => {
+                let a = f(fs, 0);
+                let $x = $b.typed(a);
+                $emit
+            }
+            Some(fs) if fs.len() == 2 => {
+                let (a, b) = (f(fs, 0), f(fs, 1));
+                let $x = $b.typed(a).typed(b);
+                $emit
+            }
+            Some(fs) if fs.len() == 3 => {
+                let (a, b, d) = (f(fs, 0), f(fs, 1), f(fs, 2));
+                let $x = $b.typed(a).typed(b).typed(d);
+                $emit
+            }
+            Some(fs) => {
+                let (a, b, d, e) = (f(fs, 0), f(fs, 1), f(fs, 2), f(fs, 3));
+                let $x = $b.typed(a).typed(b).typed(d).typed(e);
+                $emit
+            }
+            None => {
+                let $x = c.fill($b);
+                $emit
+            }
+        }
+    }};
+}
+pub(crate) use filled;
+
 /// A `jets_attrs` whose pointers have been read and whose fields have been checked.
 pub(crate) struct Checked<'a> {
     description: Option<Str>,
@@ -226,33 +273,19 @@ pub(crate) struct Checked<'a> {
 }
 
 impl Checked<'_> {
-    /// Sets everything on the builder. Cannot fail (the fields were checked by
-    /// [`Attrs::check`]). A builder holds a line of several hundred bytes (room for 8 inline
-    /// fields) and its methods take it by value, so the common shapes (up to 4 typed fields, no
-    /// JSON text) are set in straight-line chains the compiler builds in place, as it does for a
-    /// Rust caller; a loop over the fields copied the whole line per field, which was most of the
-    /// C layer's cost. JSON text the builder parses reports its error when the line is emitted,
-    /// before anything is queued.
+    /// The typed fields, when they are all the line carries and at most 4 (no description, JSON
+    /// text or domain): [`filled!`] then sets them in a straight-line chain.
     #[inline(always)]
+    pub(crate) fn only_fields(&self) -> Option<&[jets_field]> {
+        let plain = self.description.is_none() && self.json.is_none() && self.domain.is_none();
+        (plain && self.fields.len() <= 4).then_some(self.fields)
+    }
+
+    /// Sets everything on the builder, `data` assembled on its own and set once. Cannot fail (the
+    /// fields were checked by [`Attrs::check`]). JSON text the builder parses reports its error
+    /// when the line is emitted, before anything is queued.
     pub(crate) fn fill<B: Describe>(mut self, b: B) -> B {
-        // Unconditionally (no description is the empty one, CA-DESC-1): a branch here would be a
-        // join of two builders, and so a copy of the line.
         let b = b.describe(self.description.take().unwrap_or(Str::EMPTY));
-        if self.json.is_none() && self.domain.is_none() {
-            let f = |i: usize| field(&self.fields[i], i);
-            return match self.fields.len() {
-                0 => b,
-                1 => b.typed(f(0)),
-                2 => b.typed(f(0)).typed(f(1)),
-                3 => b.typed(f(0)).typed(f(1)).typed(f(2)),
-                4 => b.typed(f(0)).typed(f(1)).typed(f(2)).typed(f(3)),
-                _ => {
-                    let mut data = Data::new();
-                    self.push_fields(&mut data);
-                    b.with_data(data)
-                }
-            };
-        }
         let mut data = Data::new();
         if let Some(json) = self.json {
             if data.parse_json(json).is_err() {
@@ -280,7 +313,7 @@ impl Checked<'_> {
 /// (its text was changed during the call, which the caller's contract forbids) is written as
 /// `"": null` rather than trusted.
 #[inline(always)]
-fn field(f: &jets_field, i: usize) -> (&'static str, Value) {
+pub(crate) fn field(f: &jets_field, i: usize) -> (&'static str, Value) {
     // SAFETY: the fields were checked by `Attrs::check`, under the same contract as this call.
     match (intern::get(f.key), unsafe { value(f, i) }) {
         (Some(key), Ok(value)) => (key, value),
