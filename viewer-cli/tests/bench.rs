@@ -21,6 +21,12 @@ fn bench_json_has_every_figure() {
         "end_to_end_bytes_per_line",
         "layer_span_ns",
         "validation_gb_per_sec",
+        "pipeline_untraced_sec",
+        "slowdown_disabled",
+        "slowdown_window_1pct",
+        "slowdown_sample_1pct",
+        "slowdown_recorder",
+        "slowdown_full",
     ] {
         let x = v[field].as_f64().unwrap_or_else(|| panic!("{field} missing in {v}"));
         assert!(x.is_finite() && x > 0.0, "{field} = {x}");
