@@ -16,7 +16,7 @@
 //! after draining every ring.
 
 mod fence;
-mod line;
+pub(crate) mod line;
 mod panic_flush;
 mod record;
 mod ring;

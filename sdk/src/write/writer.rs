@@ -71,7 +71,6 @@ struct Writer {
     consumed: Vec<u64>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
-    scratch: Vec<u8>,
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -126,7 +125,6 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         popped: Vec::new(),
         consumed: Vec::new(),
         keeper: None,
-        scratch: Vec::new(),
     };
     w.keeper = Keeper::new(&w.shared.capture);
     let mut nap = Duration::from_micros(20);
@@ -230,14 +228,22 @@ impl Writer {
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            if self.keeper.is_some() {
-                self.keep(&line);
-            } else {
-                self.encode(&line);
-            }
+            let kept = match self.keeper.as_mut() {
+                // SAFETY: `line` is the entry at `at`, not dropped; if kept, it is not dropped
+                // here (the keeper owns it now).
+                Some(keeper) => unsafe {
+                    keeper.line(at, &line, &mut Counted { buf: &mut self.buf, summary: &mut self.summary })
+                },
+                None => {
+                    self.encode(&line);
+                    false
+                }
+            };
             let words = line.words;
-            // SAFETY: encoded and not used again; dropped once, then popped.
-            unsafe { Entry::drop_in_place(at) };
+            if !kept {
+                // SAFETY: encoded and not used again; dropped once, then popped.
+                unsafe { Entry::drop_in_place(at) };
+            }
             ring.consumer.pop(words);
             ready += 1;
             if self.buf.len() >= BATCH_BYTES {
@@ -302,35 +308,7 @@ impl Writer {
     }
 
     fn encode(&mut self, line: &Entry<'_>) {
-        encode_line(&mut self.buf, line);
-        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
-        Counted { buf: &mut self.buf, summary: &mut self.summary }
-            .count(kind_index(line.kind), clk);
-    }
-
-    /// Capture control: the keeper decides what of `line` (and of what it holds) reaches the
-    /// file now.
-    fn keep(&mut self, line: &Entry<'_>) {
-        let Some(keeper) = self.keeper.as_mut() else { return };
-        self.scratch.clear();
-        encode_line(&mut self.scratch, line);
-        let meta = keep::Meta {
-            kind: kind_index(line.kind),
-            id: line.id,
-            parent: line.parent,
-            clk: line.clk,
-            hold: line.hold,
-            name: line.name,
-            error: line.kind == Kind::Event
-                && line.data.fields().any(|(k, v)| {
-                    k == "severity" && matches!(v, format::Value::Str(s) if &**s == "error")
-                }),
-        };
-        let mut out = Counted { buf: &mut self.buf, summary: &mut self.summary };
-        if keeper.line(&meta, &self.scratch, &mut out) {
-            // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
-            keeper.dump(&mut out);
-        }
+        keep::Out::put(&mut Counted { buf: &mut self.buf, summary: &mut self.summary }, line);
     }
 
     /// Writes the flight recorder's lines.
@@ -372,9 +350,10 @@ impl Counted<'_> {
 }
 
 impl keep::Out for Counted<'_> {
-    fn put(&mut self, kind: usize, clk: Option<u64>, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-        self.count(kind, clk);
+    fn put(&mut self, line: &Entry<'_>) {
+        encode_line(self.buf, line);
+        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
+        self.count(kind_index(line.kind), clk);
     }
 }
 
