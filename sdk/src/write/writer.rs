@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::encoders::{Job, Pool};
 use super::line::{Entry, Kind};
 use super::ring::Pos;
 use super::sink::Sink;
@@ -20,10 +21,12 @@ use crate::format::{self, Footer};
 pub(crate) struct Config {
     pub(crate) flush_interval: Duration,
     pub(crate) header_bytes: u64,
+    /// Encoder threads besides this one (1: this thread encodes, see `encoders.rs`).
+    pub(crate) encoders: usize,
 }
 
 /// A batch is written once it reaches this size (or the rings run dry, or the interval passes).
-const BATCH_BYTES: usize = 256 * 1024;
+pub(super) const BATCH_BYTES: usize = 256 * 1024;
 /// The longest nap of an idle writer. Short enough to keep the flush interval, long enough to
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
@@ -37,6 +40,13 @@ const ROUND: usize = 4096;
 struct Ring {
     id: u32,
     consumer: Consumer,
+}
+
+impl Ring {
+    /// Every word popped has been handed back (no encoder thread still reads this ring).
+    fn settled(&self, released: &[usize]) -> bool {
+        released[self.id as usize] == self.consumer.position()
+    }
 }
 
 impl Drop for Ring {
@@ -55,6 +65,9 @@ impl Drop for Ring {
 }
 
 struct Writer {
+    /// Encoder threads, when there is more than one encoder; first, so it is dropped (its
+    /// threads done with the rings' entries) before the rings.
+    pool: Option<Pool>,
     shared: Arc<Shared>,
     sink: Option<Sink>,
     buf: Vec<u8>,
@@ -69,6 +82,9 @@ struct Writer {
     /// Words consumed so far from each ring, by ring id (a position capture control compares
     /// with what was published).
     consumed: Vec<u64>,
+    /// With encoder threads: the word position up to which each ring's entries are written,
+    /// by ring id; words are handed back to the producer up to here.
+    released: Vec<usize>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
 }
@@ -124,9 +140,18 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         rings: Vec::new(),
         popped: Vec::new(),
         consumed: Vec::new(),
+        released: Vec::new(),
         keeper: None,
+        pool: None,
     };
     w.keeper = Keeper::new(&w.shared.capture);
+    // Capture control decides line by line in order, in this thread: its traces are encoded
+    // here too (most of their lines are never encoded at all).
+    if w.keeper.is_none() && w.config.encoders > 1 {
+        let codec = w.sink.as_ref().and_then(Sink::codec);
+        // Threads that cannot be started: this thread encodes, as with one encoder.
+        w.pool = Pool::new(w.config.encoders, codec).ok();
+    }
     let mut nap = Duration::from_micros(20);
     loop {
         if w.shared.fatal.load(Ordering::Acquire) {
@@ -170,6 +195,7 @@ impl Writer {
             if self.popped.len() <= idx {
                 self.popped.resize(idx + 1, 0);
                 self.consumed.resize(idx + 1, 0);
+                self.released.resize(idx + 1, 0);
             }
             self.rings.push(Ring { id, consumer });
         }
@@ -194,7 +220,7 @@ impl Writer {
             got += self.drain_ring(&mut rings[i]);
             // A ring whose thread has exited and which is empty will never hold lines again.
             let ring = &rings[i];
-            if ring.consumer.is_abandoned() && ring.consumer.is_empty() {
+            if ring.consumer.is_abandoned() && ring.consumer.is_empty() && self.settled(ring) {
                 rings.swap_remove(i);
             } else {
                 i += 1;
@@ -203,6 +229,15 @@ impl Writer {
         // Rings adopted meanwhile (none: adoption happens only in this thread) plus the kept ones.
         rings.append(&mut self.rings);
         self.rings = rings;
+        if self.pool.is_some() {
+            // Rings run dry: what is batched goes to the encoders now, not when a batch fills.
+            if got == 0 {
+                if let Some(pool) = self.pool.as_mut() {
+                    pool.submit();
+                }
+            }
+            self.output(false);
+        }
         if let Some(k) = self.keeper.as_mut() {
             let (consumed, rings) = (&self.consumed, &self.rings);
             k.end_pass(consumed, || {
@@ -228,6 +263,23 @@ impl Writer {
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
+            if let Some(pool) = self.pool.as_mut() {
+                let words = line.words;
+                ring.consumer.pop(words);
+                // SAFETY: a published entry, given up to the pool (its words are handed back
+                // only once its batch is written).
+                let full =
+                    unsafe { pool.push(at, words, ring.id, ring.consumer.position()) };
+                ready += 1;
+                if full {
+                    pool.submit();
+                    // At most two batches per encoder in flight: write the oldest first.
+                    if pool.in_flight() >= 2 * pool.encoders() as u64 {
+                        self.output_one(true);
+                    }
+                }
+                continue;
+            }
             let kept = match self.keeper.as_mut() {
                 // SAFETY: `line` is the entry at `at`, not dropped; if kept, it is not dropped
                 // here (the keeper owns it now).
@@ -250,7 +302,12 @@ impl Writer {
                 self.write_buf();
             }
         }
-        ring.consumer.release();
+        if self.pool.is_some() {
+            ring.consumer.release_to(self.released[ring.id as usize]);
+        } else {
+            ring.consumer.release();
+            self.released[ring.id as usize] = ring.consumer.position();
+        }
         self.popped[ring.id as usize] += ready as u64;
         self.consumed[ring.id as usize] = ring.consumer.position() as u64;
         ready
@@ -308,7 +365,67 @@ impl Writer {
     }
 
     fn encode(&mut self, line: &Entry<'_>) {
-        keep::Out::put(&mut Counted { buf: &mut self.buf, summary: &mut self.summary }, line);
+        encode_counted(&mut self.buf, &mut self.summary, line);
+    }
+
+    fn settled(&self, ring: &Ring) -> bool {
+        ring.settled(&self.released)
+    }
+
+    /// Writes the encoded batches that are next in order; with `wait`, every batch in flight.
+    fn output(&mut self, wait: bool) {
+        while self.output_one(wait) {}
+    }
+
+    /// Writes the next batch in order, if encoded (or waits for it); false when there was none.
+    fn output_one(&mut self, wait: bool) -> bool {
+        let Some(job) = self.pool.as_mut().and_then(|p| p.next(wait)) else { return false };
+        self.write_job(&job);
+        for &(id, pos) in &job.release {
+            let r = &mut self.released[id as usize];
+            *r = (*r).max(pos);
+        }
+        for ring in &mut self.rings {
+            ring.consumer.release_to(self.released[ring.id as usize]);
+        }
+        if let Some(pool) = self.pool.as_mut() {
+            pool.recycle(job);
+        }
+        true
+    }
+
+    /// Writes an encoded batch (after a failure, discards it like `write_buf`).
+    fn write_job(&mut self, job: &Job) {
+        let s = &mut self.summary;
+        let c = &job.counts;
+        s.records += c.records;
+        s.record_ends += c.record_ends;
+        s.events += c.events;
+        s.annotations += c.annotations;
+        if let Some(clk) = c.capture_end_clk {
+            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
+        }
+        if let Some(e) = &job.failed {
+            let e = io::Error::new(e.kind(), e.to_string());
+            if self.sink.is_some() {
+                self.fail(e);
+            }
+            return;
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            let written = match &job.frame {
+                Some(frame) => guarded(|| sink.write_frame(frame)),
+                None => guarded(|| sink.write_lines(&job.out)),
+            };
+            match written {
+                Ok(()) => {
+                    self.summary.bytes += job.out.len() as u64;
+                    self.dirty = true;
+                }
+                Err(e) => self.fail(e),
+            }
+        }
+        self.last_write = Instant::now();
     }
 
     /// Writes the flight recorder's lines.
@@ -355,6 +472,11 @@ impl keep::Out for Counted<'_> {
         let clk = (line.kind != Kind::Annotation).then_some(line.clk);
         self.count(kind_index(line.kind), clk);
     }
+}
+
+/// Encodes one line (with its newline) onto `buf`, counted in `summary`.
+pub(super) fn encode_counted(buf: &mut Vec<u8>, summary: &mut Summary, line: &Entry<'_>) {
+    keep::Out::put(&mut Counted { buf, summary }, line);
 }
 
 /// Encodes one line (with its newline) onto `out`.
@@ -406,6 +528,11 @@ impl Writer {
     /// Hands the batch to the sink. After a failure, output is discarded (and the error kept), so
     /// producers never block on a dead sink and the file keeps its valid prefix.
     fn write_buf(&mut self) {
+        if let Some(pool) = self.pool.as_mut() {
+            // Everything sequenced goes before what this thread encoded itself (the footer).
+            pool.submit();
+            self.output(true);
+        }
         if self.buf.is_empty() {
             return;
         }
@@ -533,5 +660,17 @@ struct EmptyObject;
 impl format::WriteJson for EmptyObject {
     fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{}");
+    }
+}
+
+/// The default number of encoders: one (the writer thread) on machines with up to 2 cores, where
+/// a second encoder would take the simulator's core; then half the cores, at most 4 (one
+/// sequencer keeps up with about that many; see ARCHITECTURE.md for more cores).
+pub(crate) fn default_encoders() -> usize {
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
+    if cores <= 2 {
+        1
+    } else {
+        (cores / 2).min(4)
     }
 }
