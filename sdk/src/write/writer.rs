@@ -585,6 +585,8 @@ impl Writer {
         self.drain_all();
         // CAP-REC-2: the recorder is written at close.
         self.dump();
+        // Every batch written: the totals below count what the encoder threads encoded.
+        self.write_buf();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
