@@ -35,13 +35,41 @@ pub fn expand(o: Options, mut item: ItemFn) -> syn::Result<TokenStream> {
         ReturnType::Type(_, ty) if !mentions_impl(&quote!(#ty)) => Some(quote!(#ty)),
         ReturnType::Type(..) => None,
     };
-    let body = if o.trace.is_some() {
+    let body = if !cfg!(feature = "enabled") {
+        compiled_out(&o, &args, block)
+    } else if o.trace.is_some() {
         native(&o, &name, &args, block, is_async, after, ret_ty.as_ref())
     } else {
         via_tracing(&o, &name, &args, block, is_async, after, ret_ty.as_ref())
     };
     item.block = syn::parse2(quote!({ #body }))?;
     Ok(quote!(#item))
+}
+
+/// Built without `jets-sdk`'s `enabled` feature: the body as it is, and `handle` bound to `None`.
+/// The captured arguments and the expressions the options name sit in a closure that never runs,
+/// so a variable used only there does not become unused, and nothing is computed.
+fn compiled_out(o: &Options, args: &[Ident], block: &syn::Block) -> TokenStream {
+    let hints = o.hints.iter().filter_map(|(_, v)| match v {
+        HintValue::Expr(e) => Some(e),
+        HintValue::Literal { .. } => None,
+    });
+    let fields = o.fields.iter().map(|(_, v)| v).filter(|v| !is_empty_marker(v));
+    let options = [&o.record_type, &o.description, &o.parent, &o.trace, &o.clk, &o.end_clk];
+    let exprs = options.into_iter().flatten().chain(fields).chain(hints);
+    let named: Vec<TokenStream> =
+        args.iter().map(|a| quote!(&#a)).chain(exprs.map(|e| quote!(&(#e)))).collect();
+    let bind = o.handle.as_ref().map(|h| {
+        quote!(let #h: ::core::option::Option<&::jets::RecordHandle> = ::core::option::Option::None;)
+    });
+    let stmts = &block.stmts;
+    quote! {
+        let _ = || {
+            let _ = ( #( #named, )* );
+        };
+        #bind
+        #(#stmts)*
+    }
 }
 
 /// `(&Capture(&x)).__jets_capture()`: the typed value when there is one, else the Debug text.
@@ -172,8 +200,7 @@ fn native(
             use ::jets::__private::RecordParent as _;
             let __jets_b = #trace
                 .__jets_record(::jets::format::Str::Static(#name), #record_type)
-                .description(#description)
-                #setters;
+                .map(|__jets_b| __jets_b.description(#description) #setters);
             ::jets::__private::RecordGuard::begin(__jets_b, #clk)
         };
         #bind

@@ -18,8 +18,9 @@ use proc_macro::TokenStream;
 ///   the function's `file:line`);
 /// * `parent = expr`: the parent span (`tracing` mode; default: the current span);
 /// * `trace = expr`: native mode; a `jets::Trace` makes a root record, a `jets::RecordHandle` a
-///   child; `handle = name` then binds the record as `name: Option<&jets::RecordHandle>` in the
-///   body (`None` if it could not begin), for children and events;
+///   child, an `Option` of either (or of a reference) a record only when `Some`; `handle = name`
+///   then binds the record as `name: Option<&jets::RecordHandle>` in the body (`None` if it could
+///   not begin or was not asked for), for children and events;
 /// * `clk = expr`: the start cycle; `end_clk = expr`: the end cycle, evaluated after the body
 ///   (defaults: the trace's clock);
 /// * `fields(key = expr, ...)`: more `data` fields (keys may be dotted or string literals);

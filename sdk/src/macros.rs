@@ -210,22 +210,35 @@ pub mod __private {
         }
     }
 
-    /// What `trace = expr` may name: a [`Trace`] (the record is a root) or a [`RecordHandle`]
-    /// (the record is its child).
+    /// What `trace = expr` may name: a [`Trace`] (the record is a root), a [`RecordHandle`] (the
+    /// record is its child), a reference to either, or an `Option` of any of these (`None`: no
+    /// record, and the field values are not even computed).
     pub trait RecordParent {
-        /// Starts describing the record.
-        fn __jets_record(&self, name: Str, record_type: Str) -> RecordBuilder<'_>;
+        /// Starts describing the record, or `None` for no record.
+        fn __jets_record(&self, name: Str, record_type: Str) -> Option<RecordBuilder<'_>>;
     }
     impl RecordParent for Trace {
         #[inline]
-        fn __jets_record(&self, name: Str, record_type: Str) -> RecordBuilder<'_> {
-            self.root(name, record_type)
+        fn __jets_record(&self, name: Str, record_type: Str) -> Option<RecordBuilder<'_>> {
+            Some(self.root(name, record_type))
         }
     }
     impl RecordParent for RecordHandle {
         #[inline]
-        fn __jets_record(&self, name: Str, record_type: Str) -> RecordBuilder<'_> {
-            self.child(name, record_type)
+        fn __jets_record(&self, name: Str, record_type: Str) -> Option<RecordBuilder<'_>> {
+            Some(self.child(name, record_type))
+        }
+    }
+    impl<T: RecordParent + ?Sized> RecordParent for &T {
+        #[inline]
+        fn __jets_record(&self, name: Str, record_type: Str) -> Option<RecordBuilder<'_>> {
+            (**self).__jets_record(name, record_type)
+        }
+    }
+    impl<T: RecordParent> RecordParent for Option<T> {
+        #[inline]
+        fn __jets_record(&self, name: Str, record_type: Str) -> Option<RecordBuilder<'_>> {
+            self.as_ref()?.__jets_record(name, record_type)
         }
     }
 
@@ -257,12 +270,15 @@ pub mod __private {
     pub struct RecordGuard(Option<RecordHandle>);
 
     impl RecordGuard {
-        /// Begins the record at `clk`, or at the trace clock's cycle.
+        /// Begins the record at `clk`, or at the trace clock's cycle; no record without a
+        /// builder (`trace = None`).
         #[inline]
-        pub fn begin(builder: RecordBuilder<'_>, clk: Option<u64>) -> Self {
-            RecordGuard(check(match clk {
-                Some(c) => builder.begin_at(c),
-                None => builder.begin(),
+        pub fn begin(builder: Option<RecordBuilder<'_>>, clk: Option<u64>) -> Self {
+            RecordGuard(builder.and_then(|b| {
+                check(match clk {
+                    Some(c) => b.begin_at(c),
+                    None => b.begin(),
+                })
             }))
         }
 

@@ -1,5 +1,7 @@
 //! The exact traces `#[jets::record]`, `jets::event!` and `jets::annotate!` write, natively and
-//! through `tracing`.
+//! through `tracing`. They read the lines written, so they need the `enabled` feature;
+//! `compiled_out.rs` covers the build without it.
+#![cfg(feature = "enabled")]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -209,6 +211,48 @@ fn native_records_nest_through_handle() {
     warp(&sm, 2);
     sm.end_at(3).unwrap();
     insta::assert_snapshot!(finish(trace, out));
+}
+
+// ---- native, optional: `trace = Option<..>` (None: no record, and nothing computed)
+
+#[jets::record(trace = core, skip(core), record_type = "Instruction", clk = pc, end_clk = pc + 1,
+    fields(text = described(pc)))]
+fn step_maybe(core: Option<&RecordHandle>, pc: u64) -> u64 {
+    pc + 4
+}
+
+static DESCRIBED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn described(pc: u64) -> String {
+    DESCRIBED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("pc {pc:#x}")
+}
+
+#[jets::record(trace = trace, skip(trace), record_type = "Core", clk = 0, end_clk = 9, handle = me)]
+fn run_maybe(trace: Option<Trace>) -> u64 {
+    // The body's own handle is an `Option<&RecordHandle>`: it is a parent as it is.
+    step_maybe(me, 0) + step_maybe(me, 4)
+}
+
+#[test]
+fn native_option_parent_records_only_when_some() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (trace, out) = new_trace();
+    DESCRIBED.store(0, Relaxed);
+    assert_eq!(run_maybe(None), 12);
+    assert_eq!(DESCRIBED.load(Relaxed), 0, "a None parent must not compute field values");
+    assert_eq!(run_maybe(Some(trace.clone())), 12);
+    assert_eq!(DESCRIBED.load(Relaxed), 2);
+    let text = finish(trace, out);
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "record")
+        .collect();
+    let names: Vec<&str> = records.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["run_maybe", "step_maybe", "step_maybe"]);
+    assert_eq!(records[1]["parent_id"], records[0]["id"]);
+    assert_eq!(records[2]["data"]["text"], "pc 0x4");
 }
 
 // ---- tracing mode: an explicit parent span

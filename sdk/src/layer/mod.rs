@@ -136,11 +136,18 @@ impl Drop for JetsLayer {
     }
 }
 
+/// False when built without the `enabled` feature: every callback returns at once. (Not
+/// `Interest::never()`: that would silence the other layers of the subscriber too.)
+const ENABLED: bool = cfg!(feature = "enabled");
+
 impl<S> tracing_subscriber::Layer<S> for JetsLayer
 where
     S: Subscriber + for<'l> LookupSpan<'l>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !ENABLED {
+            return;
+        }
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         let mut fields = Fields::new(Kind::Record, meta, String::new());
@@ -171,6 +178,9 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if !ENABLED {
+            return;
+        }
         let Some(span) = ctx.span(id) else { return };
         let mut fields = Fields::new(Kind::Late, span.metadata(), String::new());
         values.record(&mut fields);
@@ -189,6 +199,9 @@ where
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
+        if !ENABLED {
+            return;
+        }
         let (Some(span), Some(cause)) = (ctx.span(id), ctx.span(follows)) else { return };
         let (Some(span), Some(cause)) = (Self::recorded(Some(span)), Self::recorded(Some(cause)))
         else {
@@ -208,6 +221,9 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        if !ENABLED {
+            return;
+        }
         let meta = event.metadata();
         let mut fields = Fields::new(Kind::Event, meta, callsites::take_buffer());
         event.record(&mut fields);
@@ -252,6 +268,9 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if !ENABLED {
+            return;
+        }
         let Some(span) = ctx.span(&id) else { return };
         let Some(rec) = span.extensions_mut().remove::<SpanRecord>() else { return };
         self.errors.check(match rec.end_clk {

@@ -1,0 +1,74 @@
+//! Built without the `enabled` feature (`cargo test -p jets-sdk --no-default-features --features
+//! tracing,macros --test compiled_out`, as `scripts/test` does): the same instrumentation
+//! compiles, runs its bodies, computes nothing for the trace and writes no line but the header and
+//! the footer, which says why.
+#![cfg(all(not(feature = "enabled"), feature = "tracing", feature = "macros"))]
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use jets::{Metadata, RecordHandle, Trace};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+static COMPUTED: AtomicU32 = AtomicU32::new(0);
+
+fn costly(x: u64) -> u64 {
+    COMPUTED.fetch_add(1, Relaxed);
+    x * 2
+}
+
+#[jets::record(trace = trace, skip(trace), record_type = "Core", clk = costly(1), handle = me,
+    fields(doubled = costly(n)), ret)]
+fn native(trace: &Trace, n: u64) -> u64 {
+    assert!(me.is_none(), "compiled out: the body's handle is None");
+    n + 1
+}
+
+#[jets::record(description = "via tracing", fields(doubled = costly(n)))]
+fn via_tracing(n: u64) -> u64 {
+    n + 2
+}
+
+#[test]
+fn instrumentation_compiles_to_nothing() {
+    let out = Buffer::default();
+    let trace = Trace::to_writer(out.clone(), Metadata::new().tool("compiled-out")).unwrap();
+    let layer = jets::JetsLayer::new(trace.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        assert_eq!(native(&trace, 3), 4);
+        assert_eq!(via_tracing(3), 5);
+        let _span = tracing::info_span!("plain", clk = 1u64).entered();
+        tracing::info!(clk = 2u64, "an event");
+    });
+    assert_eq!(COMPUTED.load(Relaxed), 0, "no field value is computed");
+    let root = trace.root("core", "Core").begin_at(0).unwrap();
+    let child: RecordHandle = root.child("insn", "Instruction").begin_at(1).unwrap();
+    jets::event!(child, "Fetch", clk = 1, pc = 4u64).unwrap();
+    child.end_at(2).unwrap();
+    root.end_at(3).unwrap();
+    trace.close().unwrap();
+
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}\n{text}");
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert_eq!(kinds, [r#""header""#, r#""footer""#], "{text}");
+    assert!(text.contains(r#""capture":"compiled out""#), "{text}");
+}
