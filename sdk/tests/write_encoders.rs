@@ -44,7 +44,10 @@ fn several_encoders_write_the_same_file_as_one() {
     assert_eq!(counts.records, 20_001);
     for encoders in [2, 4] {
         let (many, s) = run(encoders);
-        assert_eq!(many, one, "{encoders} encoders: a single producer's file is byte for byte the same");
+        assert_eq!(
+            many, one,
+            "{encoders} encoders: a single producer's file is byte for byte the same"
+        );
         assert_eq!(s, s1, "{encoders} encoders: same summary");
     }
 }
@@ -52,8 +55,7 @@ fn several_encoders_write_the_same_file_as_one() {
 #[test]
 fn flush_means_written_with_several_encoders() {
     let out = Buf::default();
-    let trace =
-        TraceBuilder::new().encoders(3).writer(out.clone(), Metadata::new()).expect("open");
+    let trace = TraceBuilder::new().encoders(3).writer(out.clone(), Metadata::new()).expect("open");
     let root = trace.root("r", "R").begin_at(0).expect("root");
     for i in 0..5_000u64 {
         root.event("e").field("i", i).emit_at(i).expect("event");

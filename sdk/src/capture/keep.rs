@@ -83,11 +83,7 @@ impl Lines {
         // SAFETY: `at` holds `n` words (the caller's contract); `reserve` made room for them;
         // copying possibly uninitialised bytes as `MaybeUninit` is allowed.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                at.cast::<MaybeUninit<u64>>(),
-                raw.words.as_mut_ptr(),
-                n,
-            );
+            std::ptr::copy_nonoverlapping(at.cast::<MaybeUninit<u64>>(), raw.words.as_mut_ptr(), n);
             raw.words.set_len(n);
         }
         raw.owners = owners;

@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
 use super::line::Entry;
 use super::sink::Codec;
+use super::spsc::Consumer;
 use super::writer::encode_counted;
 use super::Summary;
 
@@ -42,6 +44,8 @@ pub(super) struct Job {
     pub(super) counts: Summary,
     /// Ring word positions (ring id, position) this batch's entries end at.
     pub(super) release: Vec<(u32, usize)>,
+    /// The rings' memory, alive until the batch is done, whatever happens to the writer.
+    rings: Vec<Arc<dyn Send + Sync>>,
     /// Compression failed, or encoding panicked.
     pub(super) failed: Option<io::Error>,
 }
@@ -56,6 +60,7 @@ impl Job {
             frame: None,
             counts: Summary::default(),
             release: Vec::new(),
+            rings: Vec::new(),
             failed: None,
         }
     }
@@ -142,7 +147,13 @@ impl Pool {
     ///
     /// # Safety
     /// `at` is a published entry, not dropped, which the caller gives up: the pool drops it.
-    pub(super) unsafe fn push(&mut self, at: *mut u64, words: usize, ring: u32, pos: usize) -> bool {
+    pub(super) unsafe fn push(
+        &mut self,
+        at: *mut u64,
+        words: usize,
+        ring: u32,
+        pos: usize,
+    ) -> bool {
         let job = &mut self.filling;
         job.entries.push(At(at));
         match job.release.last_mut() {
@@ -208,6 +219,7 @@ impl Pool {
         job.frame = None;
         job.counts = Summary::default();
         job.release.clear();
+        job.rings.clear();
         job.failed = None;
         self.spare.push(job);
     }

@@ -187,6 +187,12 @@ impl Consumer {
         }
     }
 
+    /// Keeps the ring's memory alive while held: for entries read elsewhere after their pop,
+    /// even if this end is dropped meanwhile (a writer thread unwinding).
+    pub(crate) fn keep_alive(&self) -> Arc<dyn Send + Sync> {
+        Arc::clone(&self.buf) as Arc<dyn Send + Sync>
+    }
+
     /// Words consumed so far (compare with [`Consumer::published`]).
     pub(crate) fn position(&self) -> usize {
         self.head

@@ -268,8 +268,7 @@ impl Writer {
                 ring.consumer.pop(words);
                 // SAFETY: a published entry, given up to the pool (its words are handed back
                 // only once its batch is written).
-                let full =
-                    unsafe { pool.push(at, words, ring.id, ring.consumer.position()) };
+                let full = unsafe { pool.push(at, words, ring.id, &ring.consumer) };
                 ready += 1;
                 if full {
                     pool.submit();
@@ -284,7 +283,11 @@ impl Writer {
                 // SAFETY: `line` is the entry at `at`, not dropped; if kept, it is not dropped
                 // here (the keeper owns it now).
                 Some(keeper) => unsafe {
-                    keeper.line(at, &line, &mut Counted { buf: &mut self.buf, summary: &mut self.summary })
+                    keeper.line(
+                        at,
+                        &line,
+                        &mut Counted { buf: &mut self.buf, summary: &mut self.summary },
+                    )
                 },
                 None => {
                     self.encode(&line);
