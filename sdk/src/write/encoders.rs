@@ -142,23 +142,28 @@ impl Pool {
         self.to.len()
     }
 
-    /// Adds the entry at `at`, of `words` words, popped from ring `ring` whose position is now
-    /// `pos`, to the batch being filled. Returns true when the batch is full.
+    /// Adds the entry at `at`, of `words` words, just popped from ring `ring` (`from`), to the
+    /// batch being filled. Returns true when the batch is full.
     ///
     /// # Safety
-    /// `at` is a published entry, not dropped, which the caller gives up: the pool drops it.
+    /// `at` is a published entry of `from`, not dropped, which the caller gives up: the pool
+    /// drops it.
     pub(super) unsafe fn push(
         &mut self,
         at: *mut u64,
         words: usize,
         ring: u32,
-        pos: usize,
+        from: &Consumer,
     ) -> bool {
         let job = &mut self.filling;
         job.entries.push(At(at));
+        let pos = from.position();
         match job.release.last_mut() {
             Some((id, p)) if *id == ring => *p = pos,
-            _ => job.release.push((ring, pos)),
+            _ => {
+                job.release.push((ring, pos));
+                job.rings.push(from.keep_alive());
+            }
         }
         job.weight += words * 8;
         job.weight >= super::writer::BATCH_BYTES
