@@ -271,8 +271,11 @@ impl Keeper {
         let kind = kind_index(m.kind);
         self.seen[kind] += 1;
         let recording = self.ring.is_some();
-        // SAFETY (of every `take` below): the caller's contract; the caller then leaves it.
-        let take = |lines: &mut Lines, owners| unsafe { lines.take(at, m.words, owners) };
+        let take = |lines: &mut Lines, owners| {
+            // SAFETY: `at` is a published entry of `m.words` words, not dropped (the caller's
+            // contract); once taken, this returns true and the caller leaves it.
+            unsafe { lines.take(at, m.words, owners) }
+        };
         match kind {
             RECORD => {
                 if !m.hold && !recording {
@@ -375,8 +378,7 @@ impl Keeper {
         ring.bytes += bytes;
         ring.items.push_back(Item { kind, id, clk, line });
         // Drop what fell out of the window, always keeping the newest line.
-        loop {
-            let Some(ring) = self.ring.as_mut() else { break };
+        while let Some(ring) = self.ring.as_mut() {
             let Some(front) = ring.items.front() else { break };
             let old = match ring.limit {
                 Recorder::Cycles(n) => front.clk.saturating_add(n) <= ring.max_clk,
