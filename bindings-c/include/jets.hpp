@@ -145,8 +145,58 @@ inline field_value field(const str &key, std::string &&text) {
     return field_value(key.handle(), std::move(text));
 }
 
-/** Fields for the typed overloads below. */
-using fields = std::initializer_list<field_value>;
+/**
+ * The typed fields of a call: a braced list `{jets::field(k, v), ...}`, or a std::vector built at
+ * run time when which fields a line has is known only then. A view: the list or vector must live
+ * until the call returns (a temporary does).
+ */
+class fields {
+public:
+    fields() noexcept = default;
+    fields(std::initializer_list<field_value> list) noexcept : list_(list) {}
+    fields(const std::vector<field_value> &list) noexcept : vector_(&list) {}
+    const field_value *begin() const noexcept { return vector_ ? vector_->data() : list_.begin(); }
+    const field_value *end() const noexcept { return begin() + size(); }
+    size_t size() const noexcept { return vector_ ? vector_->size() : list_.size(); }
+
+private:
+    std::initializer_list<field_value> list_;
+    const std::vector<field_value> *vector_ = nullptr;
+};
+
+/** A record's final status (the format's closed set; a drift test compares it with jets-vocab). */
+enum class status { running, stalled, complete, flushed };
+/** An event's severity (the format's closed set; a drift test compares it with jets-vocab). */
+enum class severity { info, warning, error };
+
+/** The name the format gives a status, e.g. "flushed". */
+inline const char *name(status s) noexcept {
+    static const char *const names[] = {"running", "stalled", "complete", "flushed"};
+    return names[static_cast<int>(s)];
+}
+/** The name the format gives a severity, e.g. "warning". */
+inline const char *name(severity s) noexcept {
+    static const char *const names[] = {"info", "warning", "error"};
+    return names[static_cast<int>(s)];
+}
+
+/**
+ * The `status` hint as a typed field (a record's state while it runs), with key and value
+ * interned once per process: `rec.child(n, t, clk, {jets::hint(jets::status::stalled)})`.
+ */
+inline field_value hint(status s) {
+    static const str key("status");
+    static const str values[] = {str(name(status::running)), str(name(status::stalled)),
+                                 str(name(status::complete)), str(name(status::flushed))};
+    return field(key, values[static_cast<int>(s)]);
+}
+/** The `severity` hint of an event as a typed field, interned once per process. */
+inline field_value hint(severity s) {
+    static const str key("severity");
+    static const str values[] = {str(name(severity::info)), str(name(severity::warning)),
+                                 str(name(severity::error))};
+    return field(key, values[static_cast<int>(s)]);
+}
 
 /** Where a line goes besides its record: its domain (jets::domain) and its clock (jets::clock). */
 struct where {
@@ -197,12 +247,14 @@ private:
  */
 class record {
 public:
+    /** No record (id 0): a member to assign later; a call on it throws jets::error. */
+    record() noexcept = default;
     record(detail::shared h, jets_id id) noexcept : h_(std::move(h)), id_(id) {}
-    record(record &&o) noexcept : h_(o.h_), id_(std::exchange(o.id_, 0)) {}
+    record(record &&o) noexcept : h_(std::move(o.h_)), id_(std::exchange(o.id_, 0)) {}
     record &operator=(record &&o) noexcept {
         if (this != &o) {
             finish();
-            h_ = o.h_;
+            h_ = std::move(o.h_);
             id_ = std::exchange(o.id_, 0);
         }
         return *this;
@@ -264,6 +316,8 @@ public:
         detail::check(jets_record_end_status(t(), id_, clk, status));
         id_ = 0;
     }
+    /** Ends the record with a final status, typed: `rec.end(clk, jets::status::flushed)`. */
+    void end(uint64_t clk, status s) { end(clk, name(s)); }
     /** Gives up ownership without ending: the record stays open (the footer counts it). */
     jets_id release() noexcept { return std::exchange(id_, 0); }
 
@@ -274,7 +328,7 @@ private:
         if (id != 0 && t() != nullptr) (void)jets_record_end(t(), id, JETS_CLK_NOW);
     }
     detail::shared h_;
-    jets_id id_;
+    jets_id id_ = 0;
 };
 
 /** An open trace; closed (footer written) by close() or by the destructor. Movable. */

@@ -35,3 +35,27 @@ fn committed_header_matches_the_crate() {
         path.display()
     );
 }
+
+/// `jets.hpp` spells the format's statuses and severities twice (the enum and its names), in the
+/// vocabulary's order; this keeps both equal to `jets-vocab`, the one definition.
+#[test]
+fn cpp_status_and_severity_match_the_vocabulary() {
+    use jets::format::{Severity, Status};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/jets.hpp");
+    let hpp = std::fs::read_to_string(path).expect("read include/jets.hpp");
+    // Each brace list after `start`, split on commas, trimmed and unquoted.
+    let lists = |start: &str| -> Vec<Vec<String>> {
+        hpp.match_indices(start)
+            .map(|(at, _)| {
+                let body = &hpp[at + start.len()..];
+                let body = &body[..body.find('}').expect("closing brace")];
+                body.split(',').map(|w| w.trim().trim_matches('"').to_owned()).collect()
+            })
+            .collect()
+    };
+    let statuses: Vec<String> = Status::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+    let severities: Vec<String> = Severity::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+    assert_eq!(lists("enum class status {"), std::slice::from_ref(&statuses));
+    assert_eq!(lists("enum class severity {"), std::slice::from_ref(&severities));
+    assert_eq!(lists("names[] = {"), [statuses, severities], "the name() arrays");
+}

@@ -3,8 +3,10 @@
 # Chromium, driven by playwright-core (from the npm registry; it never downloads a browser).
 # Bars, markers, zoom, details, escaping of names with markup, following a file that another
 # process appends to, pipeline mode on the demo trace (stage names per cycle, D-cache misses as
-# warnings at every zoom), axis labels, and a jump into the middle of a 1 M-instruction run that
-# the example pipeline simulator writes here. Release builds: a debug `jets view` takes minutes to
+# warnings at every zoom), the same pipeline mode in a `jets gantt` page (stalls hatched, flushes
+# marked, jumps), lane headers that are never cut, merged markers that keep the highest severity
+# and the count, axis labels, and a jump into the middle of a 1 M-instruction run that the example
+# pipeline simulator writes here. Release builds: a debug `jets view` takes minutes to
 # index the 740 MB that run writes.
 # Screenshots are kept in target/viewer-artifacts/.
 set -euo pipefail

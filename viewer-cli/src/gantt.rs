@@ -1,8 +1,9 @@
 //! `jets gantt FILE -o OUT.html`: the viewer as one self-contained HTML file, for small traces.
 //!
 //! The page is the same front-end as `jets view`; instead of asking the server, it reads a bundle
-//! inlined in the page: the summary, every bar with its label, every record's details and the
-//! host tracks, all written by the same API functions and escaped for a `<script>` element.
+//! inlined in the page: the summary, every bar with its label, every record's details, every
+//! pipeline row (so the page has the same pipeline mode) and the host tracks, all written by the
+//! same API functions and escaped for a `<script>` element.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +57,8 @@ struct Bundle {
     host: api::HostOut,
     nodes: Vec<api::Node>,
     records: Vec<api::RecordOut>,
+    /// Every row of every pipeline group, its markers unmerged (the page merges them per zoom).
+    pipeline: Vec<api::PipeGroup>,
 }
 
 /// The static page of an indexed trace.
@@ -79,7 +82,16 @@ pub fn page(shared: &build::Shared, max_records: u64) -> Result<String> {
     let px = u32::MAX;
     let window = api::window_of(shared, &ix, t0, t1, px, &rows, true);
     let all = 0..ix.recs.len() as u32;
+    // A cycle per u32::MAX pixels: only events at the same cycle are merged.
+    let cpp = 1.0 / f64::from(px);
+    let pipeline = (0..ix.seqs.len() as u32)
+        .map(|seq| api::PipeGroup {
+            seq,
+            rows: api::pipe_rows(&ix, seq, 0..ix.seqs[seq as usize].recs.len(), cpp),
+        })
+        .collect();
     let bundle = Bundle {
+        pipeline,
         summary,
         window,
         host,

@@ -433,6 +433,22 @@ fn gantt_writes_a_self_contained_escaped_page() {
         .map(|r| r["bars"].as_array().map_or(0, Vec::len))
         .sum();
     assert_eq!(bars, 402, "every bar, none merged");
+    // Every record is a row of the pipeline view of its group, in program order.
+    let groups = bundle["pipeline"].as_array().expect("pipeline groups");
+    let rows: Vec<&Value> =
+        groups.iter().flat_map(|g| g["rows"].as_array().expect("rows")).collect();
+    assert_eq!(rows.len(), 402);
+    for g in groups {
+        let seq = g["seq"].as_u64().expect("seq") as usize;
+        let ks: Vec<u64> = g["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["k"].as_u64().expect("k"))
+            .collect();
+        assert_eq!(ks, (0..ks.len() as u64).collect::<Vec<_>>(), "group {seq} in order");
+        assert_eq!(bundle["summary"]["groups"][seq]["count"], ks.len() as u64);
+    }
     assert!(bundle["records"]
         .as_array()
         .expect("records")

@@ -132,6 +132,26 @@ int main(int argc, char **argv) {
                   }) == JETS_ERR_INVALID_ARGUMENT);
             records++;  // "r" was begun, then ended by its destructor
             ends++;
+
+            // Typed statuses and severities; fields chosen at run time (more than the wrapper's
+            // 8-field buffer); a default-constructed record assigned later (the suite greps these).
+            jets::record later;
+            CHECK(later.id() == 0);
+            CHECK(error_code_of([&] { later.event(stage, 18); }) == JETS_ERR_INVALID_ARGUMENT);
+            later = top.child(jets::str("typed-status"), jets::str("Instruction"), 18,
+                              {jets::hint(jets::status::stalled)});
+            records++;
+            std::vector<jets::str> keys;
+            for (int k = 0; k < 10; k++) keys.emplace_back("k" + std::to_string(k));
+            std::vector<jets::field_value> dynamic{jets::hint(jets::severity::warning)};
+            for (int k = 0; k < 10; k++) dynamic.push_back(jets::field(keys[k], k));
+            later.event(jets::str("dynamic"), 18, dynamic);
+            events++;
+            jets::record moved(std::move(later));
+            CHECK(later.id() == 0 && moved.id() != 0);
+            moved.end(19, jets::status::flushed);
+            ends++;
+            CHECK(std::string(jets::name(jets::severity::error)) == "error");
         }
 
         // Threads share `top` by reference; each scoped child ends itself.

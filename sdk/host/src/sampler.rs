@@ -91,6 +91,38 @@ pub struct TreeSampler {
     since_scan: u32,
     discoveries: u32,
     known: Vec<u32>,
+    io_floor: IoFloor,
+}
+
+/// The highest summed I/O counters reported so far.
+#[derive(Debug, Default)]
+struct IoFloor {
+    disk_read: u64,
+    disk_write: u64,
+    syscall_read: u64,
+    syscall_write: u64,
+}
+
+impl IoFloor {
+    /// Keeps cumulative I/O from going down. The root is read before its descendants, so a child
+    /// reaped between the two reads is in neither: the root's reading predates the reap that
+    /// hands the child's counters to it, and the child's `/proc` entry is gone by the listing.
+    /// The sum then dips for one sample. Read in this order a sample can miss I/O but never count
+    /// it twice, so the previous total is the better value until the next sample has it whole.
+    fn apply(&mut self, a: &mut AggregatedMetrics) {
+        fn keep(floor: &mut u64, v: &mut u64) {
+            *v = (*v).max(*floor);
+            *floor = *v;
+        }
+        keep(&mut self.disk_read, &mut a.disk_read_bytes);
+        keep(&mut self.disk_write, &mut a.disk_write_bytes);
+        if let Some(v) = a.syscall_read_bytes.as_mut() {
+            keep(&mut self.syscall_read, v);
+        }
+        if let Some(v) = a.syscall_write_bytes.as_mut() {
+            keep(&mut self.syscall_write, v);
+        }
+    }
 }
 
 fn now_ms() -> u64 {
@@ -168,6 +200,7 @@ impl TreeSampler {
             since_scan: 0,
             discoveries: 0,
             known: Vec::new(),
+            io_floor: IoFloor::default(),
         })
     }
 
@@ -236,6 +269,7 @@ impl TreeSampler {
             );
             a.perf = hw;
             a.perf_sw = sw;
+            self.io_floor.apply(&mut a);
             a
         });
         let parent = parent.map(|mut p| {
@@ -374,5 +408,37 @@ impl TreeSampler {
             perf_sw: None,
             sim_clk: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(disk_write: u64, syscall_write: Option<u64>) -> AggregatedMetrics {
+        AggregatedMetrics {
+            disk_write_bytes: disk_write,
+            syscall_write_bytes: syscall_write,
+            ..Default::default()
+        }
+    }
+
+    /// The sums a child's reap made dip (seen in `jets run` as an unprivileged user: 8 MiB, then
+    /// 4 MiB, then 12 MiB) are reported at the previous total; growth passes through.
+    #[test]
+    fn summed_io_never_goes_down() {
+        let mut floor = IoFloor::default();
+        let mut seen = Vec::new();
+        for (disk, sys) in
+            [(10, Some(8 << 20)), (4, Some(4 << 20)), (12, Some(12 << 20)), (12, None)]
+        {
+            let mut a = io(disk, sys);
+            floor.apply(&mut a);
+            seen.push((a.disk_write_bytes, a.syscall_write_bytes));
+        }
+        assert_eq!(
+            seen,
+            [(10, Some(8 << 20)), (10, Some(8 << 20)), (12, Some(12 << 20)), (12, None)]
+        );
     }
 }

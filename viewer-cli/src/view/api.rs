@@ -388,7 +388,7 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
                     let name = ix.names.get(r.name);
                     let label =
                         if ids.is_empty() { name.to_owned() } else { format!("{name} · {ids}") };
-                    (Some({ r.id }.to_string()), label)
+                    (Some(ix.rec_id(p).to_string()), label)
                 }
             };
             GroupOut { seq: s, rtype: seq.rtype, parent, label, count: seq.recs.len() as u64 }
@@ -533,7 +533,7 @@ pub fn window_of(
                     let wide = it.count == 1 && (it.end - it.start) as f64 >= LABEL_MIN_PX * cpp;
                     let label = if all_labels || (wide && labels < MAX_LABELS) {
                         labels += 1;
-                        bar_label(shared, ix.recs[it.rec as usize].offset)
+                        bar_label(shared, ix.rec_offset(it.rec))
                     } else {
                         None
                     };
@@ -548,12 +548,11 @@ pub fn window_of(
 
 /// One bar of an answer.
 pub fn bar_out(ix: &Index, it: &Item, label: Option<String>) -> BarOut {
-    let r = ix.recs[it.rec as usize];
     let look = ix.look(it.rec);
     BarOut {
         start: it.start,
         end: it.end,
-        id: { r.id }.to_string(),
+        id: ix.rec_id(it.rec).to_string(),
         rtype: look.rtype,
         color: (look.color != 0).then_some(look.color & 0xff_ffff),
         status: wire_code(look.status),
@@ -575,7 +574,7 @@ pub fn marker_out(ix: &Index, m: &Marker) -> MarkerOut {
         severity: wire_code(m.severity),
         color: (k.color != 0).then_some(k.color & 0xff_ffff),
         icon: (k.icon != NONE).then_some(k.icon),
-        record: { ix.recs[ix.evs[m.ev as usize].rec as usize].id }.to_string(),
+        record: ix.rec_id(ix.evs[m.ev as usize].rec).to_string(),
         name: k.name,
     }
 }
@@ -619,8 +618,8 @@ pub fn node(ix: &Index, rec: u32) -> Node {
     let bar = ix.bar(rec);
     let look = ix.look(rec);
     Node {
-        id: { r.id }.to_string(),
-        parent: (r.parent != NONE).then(|| { ix.recs[r.parent as usize].id }.to_string()),
+        id: ix.rec_id(rec).to_string(),
+        parent: (r.parent != NONE).then(|| ix.rec_id(r.parent).to_string()),
         name: ix.names.get(r.name).to_owned(),
         rtype: ix.types.get(look.rtype).to_owned(),
         start: bar.start,
@@ -733,13 +732,13 @@ pub fn record_of(shared: &Shared, ix: &Index, rec: u32) -> RecordOut {
     let anns = ix.annotations_of(rec);
     let evs = ix.events_of(rec, MAX_DETAIL_LINES);
     RecordOut {
-        id: { r.id }.to_string(),
-        line: raw_line(shared, r.offset),
+        id: ix.rec_id(rec).to_string(),
+        line: raw_line(shared, ix.rec_offset(rec)),
         rtype: ix.types.get(ix.look(rec).rtype).to_owned(),
         start: bar.start,
         end,
         duration: end.map(|e| e - bar.start),
-        parent: (r.parent != NONE).then(|| { ix.recs[r.parent as usize].id }.to_string()),
+        parent: (r.parent != NONE).then(|| ix.rec_id(r.parent).to_string()),
         status: wire_code(ix.look(rec).status)
             .and_then(|c| Status::ALL.get(usize::from(c)))
             .map(|s| s.as_str()),
@@ -805,12 +804,12 @@ pub fn search(shared: &Shared, p: &Params) -> Result<SearchOut, ApiError> {
     }
     if complete && kinds.iter().any(|&b| b) {
         for (i, e) in ix.evs.iter().enumerate() {
-            if kinds[e.kind as usize] {
+            if kinds[ix.kind_id(i as u32) as usize] {
                 if results.len() == limit {
                     complete = false;
                     break;
                 }
-                let name = ix.event_names.get(ix.kinds.items[e.kind as usize].name).to_owned();
+                let name = ix.event_names.get(ix.kind(i as u32).name).to_owned();
                 let clk = ix.ev_clk(i as u32);
                 results.push(Hit { node: node(&ix, e.rec), clk, event: Some(name) });
             }
@@ -881,8 +880,7 @@ pub fn bars(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
             if bar.start < t1 && end >= t0 {
                 let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
                 let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
-                let label =
-                    if wide { bar_label(shared, ix.recs[rec as usize].offset) } else { None };
+                let label = if wide { bar_label(shared, ix.rec_offset(rec)) } else { None };
                 bars.push(bar_out(&ix, &it, label));
             }
             let evs = ix.events_of(rec, usize::MAX);
@@ -961,39 +959,47 @@ pub fn pipeline(shared: &Shared, p: &Params) -> Result<PipelineOut, ApiError> {
         let from = (first as usize).min(s.recs.len());
         let to = from.saturating_add((count as usize).min(budget)).min(s.recs.len());
         budget -= to - from;
-        let rows = (from..to)
-            .map(|k| {
-                let rec = s.recs[k];
-                let r = ix.recs[rec as usize];
-                let bar = ix.bar(rec);
-                let evs = ix.events_of(rec, usize::MAX);
-                let (mut stages, mut others) = (Vec::new(), Vec::new());
-                for e in evs {
-                    let kind = ix.kind(e);
-                    if kind.is_stage() {
-                        stages.push(StageOut { clk: ix.ev_clk(e), name: kind.name });
-                    } else {
-                        others.push(e);
-                    }
-                }
-                stages.sort_by_key(|s| s.clk);
-                let markers = ix.markers_of(&others, 0, u64::MAX, cpp * MARKER_PX);
-                PipeRow {
-                    k: k as u64,
-                    id: { r.id }.to_string(),
-                    name: ix.names.get(r.name).to_owned(),
-                    start: bar.start,
-                    end: if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end },
-                    open: bar.end == OPEN,
-                    status: wire_code(ix.look(rec).status),
-                    stages,
-                    markers: markers.iter().map(|m| marker_out(&ix, m)).collect(),
-                }
-            })
-            .collect();
+        let rows = pipe_rows(&ix, seq, from..to, cpp);
         groups.push(PipeGroup { seq, rows });
     }
     Ok(PipelineOut { version: ix.version, now: ix.now(), groups })
+}
+
+/// Rows `range` of group `seq` of the pipeline view: each instruction with its stages and its
+/// other events as markers merged for `cpp` cycles per pixel. `jets view` answers
+/// `api/pipeline` with it, and `jets gantt` writes every row with it.
+pub fn pipe_rows(ix: &Index, seq: u32, range: std::ops::Range<usize>, cpp: f64) -> Vec<PipeRow> {
+    let s = &ix.seqs[seq as usize];
+    range
+        .map(|k| {
+            let rec = s.recs[k];
+            let r = ix.recs[rec as usize];
+            let bar = ix.bar(rec);
+            let evs = ix.events_of(rec, usize::MAX);
+            let (mut stages, mut others) = (Vec::new(), Vec::new());
+            for e in evs {
+                let kind = ix.kind(e);
+                if kind.is_stage() {
+                    stages.push(StageOut { clk: ix.ev_clk(e), name: kind.name });
+                } else {
+                    others.push(e);
+                }
+            }
+            stages.sort_by_key(|s| s.clk);
+            let markers = ix.markers_of(&others, 0, u64::MAX, cpp * MARKER_PX);
+            PipeRow {
+                k: k as u64,
+                id: ix.rec_id(rec).to_string(),
+                name: ix.names.get(r.name).to_owned(),
+                start: bar.start,
+                end: if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end },
+                open: bar.end == OPEN,
+                status: wire_code(ix.look(rec).status),
+                stages,
+                markers: markers.iter().map(|m| marker_out(ix, m)).collect(),
+            }
+        })
+        .collect()
 }
 
 /// Where a jump lands.

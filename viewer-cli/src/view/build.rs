@@ -20,6 +20,9 @@ use super::index::{Index, Parsed};
 
 /// Lines longer than this are not read back (the details panel says so).
 const MAX_LINE: usize = 64 << 20;
+/// Bytes read and parsed at a time. The parsed lines of a chunk are the indexer's scratch memory
+/// (about twice the chunk), so a small chunk keeps the server's peak close to the index itself.
+const CHUNK: usize = 1 << 20;
 
 /// Where the lines of the trace are read back from.
 #[derive(Debug)]
@@ -110,7 +113,8 @@ pub fn start(path: &Path, follow: bool) -> Result<Arc<Shared>> {
     let mut note = None;
     let (reader, store, spool) = if plain {
         let reader = if follow { Reader::follow(path, stop.clone()) } else { Reader::open(path) }
-            .with_context(|| format!("opening {}", path.display()))?;
+            .with_context(|| format!("opening {}", path.display()))?
+            .with_chunk_size(CHUNK);
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
         (reader, Store { file }, None)
     } else {
@@ -121,7 +125,9 @@ pub fn start(path: &Path, follow: bool) -> Result<Arc<Shared>> {
                     .to_owned(),
             );
         }
-        let reader = Reader::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let reader = Reader::open(path)
+            .with_context(|| format!("opening {}", path.display()))?
+            .with_chunk_size(CHUNK);
         let (write, read) = spool_file()?;
         (reader, Store { file: read }, Some(BufWriter::with_capacity(1 << 20, write)))
     };
@@ -231,6 +237,13 @@ fn run(mut reader: Reader, mut spool: Option<BufWriter<File>>, shared: &Shared) 
     }
     if let Ok(mut index) = shared.index.write() {
         index.shrink();
+    }
+    // Give the parsing scratch freed above back to the system: glibc keeps freed heap memory
+    // (in every thread's arena) for reuse, and nothing will use it now.
+    // SAFETY: malloc_trim only releases free memory of the allocator; it has no preconditions.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0);
     }
     if let Some(t) = reader.truncated() {
         shared.set_state(|s| s.note = Some(format!("the compressed stream is truncated: {t}")));

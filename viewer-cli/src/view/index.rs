@@ -1,12 +1,15 @@
 //! The viewer's index: a compact entry per record and event, laid out for time-window queries
 //! at any zoom, for the pipeline view and for search.
 //!
-//! Nothing of the JSON is kept but interned names: a record is 44 bytes (ids, parent, where its
-//! events and bar are, interned name and *look*: type, color, status, criticality) plus a 20-byte
-//! bar and 4 bytes in its sequence; an event is 16 bytes (its cycle and line offset as deltas from
-//! its record's, the record, an interned *kind*: name, icon, color, style, severity) plus 4 bytes
-//! in its row's marker list. Descriptions, data and annotations are read back from the trace by
-//! byte offset when a query shows them.
+//! Nothing of the JSON is kept but interned names: a record is 36 bytes (32-bit id and line
+//! offset, parent, where its events and bar are, interned name and *look*: type, color, status,
+//! criticality) plus a 16-byte bar (start, 32-bit duration), 4 bytes in its sequence and 4 in the
+//! id table; an event is 14 bytes (its cycle and line offset as 32-bit deltas from its record's,
+//! the record, a 16-bit interned *kind*: name, icon, color, style, severity) plus 4 bytes in its
+//! row's marker list. The rare value that does not fit its field (a 64-bit id, a bar longer than
+//! 4 G cycles, a far event, a 65,536th kind) is kept whole in a small overflow map, and offsets
+//! past 4 GiB take their high bits from the record index where they change. Descriptions, data
+//! and annotations are read back from the trace by byte offset when a query shows them.
 //!
 //! Records are packed into *rows*: a lane (from `unit_id`/`thread_id`/`subunit_id`, inherited
 //! from the parent) holds one group of rows per tree depth, and a record takes the first row of its
@@ -53,14 +56,18 @@ pub fn wire_code(stored: u8) -> Option<u8> {
     stored.checked_sub(1)
 }
 
-/// One record. Packed to 4-byte alignment: 44 bytes, not 48.
+/// One record: 36 bytes.
+///
+/// Its id and line offset are kept in 32 bits. An id that does not fit is [`FAR`] here and kept
+/// whole in an overflow map ([`Index::rec_id`]); offsets grow with the record index (records are
+/// indexed in file order), so their high 32 bits come from the record indices where they change
+/// ([`Index::rec_offset`]).
 #[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
 pub struct Rec {
-    /// The record's id in the trace.
-    pub id: u64,
-    /// Byte offset of its line in the line store.
-    pub offset: u64,
+    /// The record's id in the trace, or [`FAR`] (see [`Index::rec_id`]).
+    id: u32,
+    /// The low 32 bits of its line's byte offset in the line store (see [`Index::rec_offset`]).
+    offset: u32,
     /// Index of the parent, or [`NONE`].
     pub parent: u32,
     /// Its first event, or [`NONE`]; its events follow in [`Index::evs`] (interleaved with
@@ -91,9 +98,8 @@ pub struct Look {
     pub crit: u16,
 }
 
-/// The time span of a record, in its row. Packed: 20 bytes, not 24.
+/// The time span of a record, as queries see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, packed(4))]
 pub struct Bar {
     /// Start cycle.
     pub start: u64,
@@ -103,8 +109,23 @@ pub struct Bar {
     pub rec: u32,
 }
 
-/// One event: 16 bytes.
+/// A bar as a row stores it: 16 bytes, the end as a 32-bit duration (a longer one is in the
+/// row's overflow map).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+struct Slot {
+    start: u64,
+    /// Cycles from start to end, [`OPEN_DUR`] while open, [`FAR`] when it does not fit.
+    dur: u32,
+    rec: u32,
+}
+
+/// The duration of a bar that has not ended.
+const OPEN_DUR: u32 = u32::MAX - 1;
+
+/// One event: 14 bytes (packed to 2-byte alignment).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(2))]
 pub struct Ev {
     /// Cycles after its record's start, or [`FAR`] (see [`Index::ev_clk`]).
     dclk: u32,
@@ -112,9 +133,12 @@ pub struct Ev {
     doff: u32,
     /// Index of its record.
     pub rec: u32,
-    /// Interned [`Kind`].
-    pub kind: u32,
+    /// Interned [`Kind`], or [`FAR_KIND`] (see [`Index::kind_id`]).
+    kind: u16,
 }
+
+/// An event kind id that does not fit 16 bits; the id is in an overflow map.
+const FAR_KIND: u16 = u16::MAX;
 
 /// What an event is, shared by many events, interned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -184,8 +208,10 @@ pub struct Row {
     pub lane: u32,
     /// Tree depth of its records.
     pub depth: u32,
-    /// Its bars.
-    pub bars: Vec<Bar>,
+    /// Its bars (see [`Row::bar`]).
+    bars: Vec<Slot>,
+    /// Ends of bars (by position) longer than a 32-bit duration.
+    far_end: HashMap<u32, u64>,
     /// Event markers (event indices) in clk order, one list per stored severity (none, info,
     /// warning, error).
     pub markers: [Vec<u32>; SEVERITIES],
@@ -212,11 +238,31 @@ struct Summary {
 }
 
 impl Row {
-    fn push_bar(&mut self, bar: Bar) -> u32 {
+    /// How many bars it holds.
+    pub fn bar_count(&self) -> usize {
+        self.bars.len()
+    }
+
+    /// Its bar at position `i`.
+    pub fn bar(&self, i: usize) -> Bar {
+        let s = self.bars[i];
+        let end = match s.dur {
+            OPEN_DUR => OPEN,
+            FAR => self.far_end.get(&(i as u32)).copied().unwrap_or(OPEN),
+            d => s.start + u64::from(d),
+        };
+        Bar { start: s.start, end, rec: s.rec }
+    }
+
+    fn last(&self) -> Option<Bar> {
+        self.bars.len().checked_sub(1).map(|i| self.bar(i))
+    }
+
+    fn push_bar(&mut self, start: u64, rec: u32) -> u32 {
         let i = self.bars.len();
         // A row takes a bar only when its last one has ended by the new start (`take_row`).
-        let gap = self.bars.last().map_or(0, |p| bar.start.saturating_sub(p.end));
-        self.bars.push(bar);
+        let gap = self.last().map_or(0, |p| start.saturating_sub(p.end));
+        self.bars.push(Slot { start, dur: OPEN_DUR, rec });
         self.summaries.resize_with(LEVELS, Vec::new);
         let mut size = 1;
         for level in &mut self.summaries {
@@ -232,10 +278,16 @@ impl Row {
     }
 
     fn end_bar(&mut self, pos: u32, clk: u64) {
-        let bar = &mut self.bars[pos as usize];
-        let start = bar.start;
-        bar.end = clk.max(start);
+        let slot = &mut self.bars[pos as usize];
+        let start = slot.start;
         let width = clk.max(start) - start;
+        slot.dur = match u32::try_from(width) {
+            Ok(d) if d < OPEN_DUR => d,
+            _ => {
+                self.far_end.insert(pos, start + width);
+                FAR
+            }
+        };
         let mut size = 1;
         for level in &mut self.summaries {
             size *= FAN;
@@ -249,14 +301,14 @@ impl Row {
     /// (or open). Whole blocks whose summary shows none of these are skipped, so a row that is
     /// busy across the window costs O(blocks), not O(bars).
     fn cluster_end(&self, i: usize, t1: u64, gap: f64, wide: f64, now: u64) -> usize {
-        let bars = &self.bars;
-        let n = bars.len();
+        let n = self.bars.len();
         let width = |b: &Bar| (end_of(b, now) - b.start) as f64;
-        if b_is_wide(&bars[i], wide, width) {
+        if b_is_wide(&self.bar(i), wide, width) {
             return i + 1;
         }
-        let open_last = bars.last().is_some_and(|b| b.end == OPEN);
+        let open_last = self.last().is_some_and(|b| b.end == OPEN);
         let mut k = i + 1;
+        let mut prev_end = self.bar(i).end;
         'walk: while k < n {
             let mut size = FAN.pow(LEVELS as u32);
             for level in self.summaries.iter().rev() {
@@ -265,20 +317,22 @@ impl Row {
                     let s = level[k / size];
                     let skip = (s.gap as f64) < gap
                         && (s.width as f64) < wide
-                        && bars[end - 1].start < t1
+                        && { self.bars[end - 1].start } < t1
                         && !(open_last && end == n);
                     if skip {
                         k = end;
+                        prev_end = self.bar(k - 1).end;
                         continue 'walk;
                     }
                 }
                 size /= FAN;
             }
-            let b = &bars[k];
-            let g = b.start.saturating_sub(bars[k - 1].end);
-            if b.start >= t1 || g as f64 >= gap || b_is_wide(b, wide, width) {
+            let b = self.bar(k);
+            let g = b.start.saturating_sub(prev_end);
+            if b.start >= t1 || g as f64 >= gap || b_is_wide(&b, wide, width) {
                 return k;
             }
+            prev_end = b.end;
             k += 1;
         }
         n
@@ -606,6 +660,12 @@ pub struct Index {
     /// Event cycles and offsets whose delta does not fit 32 bits.
     far_clk: HashMap<u32, u64>,
     far_off: HashMap<u32, u64>,
+    /// Event kind ids that do not fit 16 bits.
+    far_kind: HashMap<u32, u32>,
+    /// Record ids that do not fit 32 bits.
+    far_ids: HashMap<u32, u64>,
+    /// `offset_steps[k]`: the first record whose line offset is at least `(k + 1) << 32`.
+    offset_steps: Vec<u32>,
 }
 
 impl Default for Index {
@@ -639,6 +699,9 @@ impl Default for Index {
             kids: HashMap::new(),
             far_clk: HashMap::new(),
             far_off: HashMap::new(),
+            far_kind: HashMap::new(),
+            far_ids: HashMap::new(),
+            offset_steps: Vec::new(),
         }
     }
 }
@@ -696,7 +759,21 @@ impl Index {
     /// The bar of a record.
     pub fn bar(&self, rec: u32) -> Bar {
         let r = &self.recs[rec as usize];
-        self.rows[r.row as usize].bars[r.pos as usize]
+        self.rows[r.row as usize].bar(r.pos as usize)
+    }
+
+    /// The id of a record in the trace.
+    pub fn rec_id(&self, rec: u32) -> u64 {
+        match self.recs[rec as usize].id {
+            FAR => self.far_ids.get(&rec).copied().unwrap_or(u64::MAX),
+            id => u64::from(id),
+        }
+    }
+
+    /// Where a record's line starts in the line store.
+    pub fn rec_offset(&self, rec: u32) -> u64 {
+        let high = self.offset_steps.partition_point(|&first| first <= rec) as u64;
+        high << 32 | u64::from(self.recs[rec as usize].offset)
     }
 
     /// The look of a record.
@@ -706,7 +783,15 @@ impl Index {
 
     /// The kind of an event.
     pub fn kind(&self, ev: u32) -> Kind {
-        self.kinds.items[self.evs[ev as usize].kind as usize]
+        self.kinds.items[self.kind_id(ev) as usize]
+    }
+
+    /// The interned kind id of an event.
+    pub fn kind_id(&self, ev: u32) -> u32 {
+        match self.evs[ev as usize].kind {
+            FAR_KIND => self.far_kind.get(&ev).copied().unwrap_or(0),
+            k => u32::from(k),
+        }
     }
 
     /// The cycle of an event.
@@ -724,7 +809,7 @@ impl Index {
         if e.doff == FAR {
             return self.far_off.get(&ev).copied().unwrap_or(0);
         }
-        self.recs[e.rec as usize].offset + u64::from(e.doff)
+        self.rec_offset(e.rec) + u64::from(e.doff)
     }
 
     /// The last cycle, where open bars end.
@@ -848,7 +933,7 @@ impl Index {
             }
         };
         let row = self.take_row(key, depth, r.clk, idx);
-        let pos = self.rows[row as usize].push_bar(Bar { start: r.clk, end: OPEN, rec: idx });
+        let pos = self.rows[row as usize].push_bar(r.clk, idx);
         let rtype = self.types.intern(&r.rtype);
         if rtype as usize >= self.type_counts.len() {
             self.type_counts.push(0);
@@ -858,9 +943,20 @@ impl Index {
         let look =
             self.looks.intern(Look { rtype, color: r.color, status: r.status, crit: r.crit });
         let name = self.names.intern(&r.name);
+        let id = match u32::try_from(r.id) {
+            Ok(id) if id != FAR => id,
+            _ => {
+                self.far_ids.insert(idx, r.id);
+                FAR
+            }
+        };
+        // Records come in file order, so offsets only grow (see `rec_offset`).
+        while (self.offset_steps.len() as u64) < offset >> 32 {
+            self.offset_steps.push(idx);
+        }
         self.recs.push(Rec {
-            id: r.id,
-            offset,
+            id,
+            offset: offset as u32,
             parent,
             first_ev: NONE,
             n_ev: 0,
@@ -905,7 +1001,7 @@ impl Index {
         }
         let found = l.free[d].iter().copied().find(|&slot| {
             let row = l.depths[d][slot as usize];
-            rows[row as usize].bars.last().is_none_or(|b| b.end <= start)
+            rows[row as usize].last().is_none_or(|b| b.end <= start)
         });
         if let Some(slot) = found {
             l.free[d].remove(&slot);
@@ -923,7 +1019,7 @@ impl Index {
         };
         let r = self.recs[rec as usize];
         let row = &mut self.rows[r.row as usize];
-        if row.bars[r.pos as usize].end != OPEN {
+        if row.bar(r.pos as usize).end != OPEN {
             return self.error(line, || format!("record {id} ends twice"));
         }
         row.end_bar(r.pos, clk);
@@ -951,8 +1047,15 @@ impl Index {
         let name = self.event_names.intern(&e.name);
         let kind = Kind { name, icon, color: e.color, style: e.style, severity: e.severity };
         let kind_id = self.kinds.intern(kind);
+        let kind_small = match u16::try_from(kind_id) {
+            Ok(k) if k != FAR_KIND => k,
+            _ => {
+                self.far_kind.insert(idx, kind_id);
+                FAR_KIND
+            }
+        };
         let r = self.recs[rec as usize];
-        let start = self.rows[r.row as usize].bars[r.pos as usize].start;
+        let start = self.bar(rec).start;
         let dclk = match e.clk.checked_sub(start).map(u32::try_from) {
             Some(Ok(d)) if d != FAR => d,
             _ => {
@@ -960,14 +1063,14 @@ impl Index {
                 FAR
             }
         };
-        let doff = match offset.checked_sub(r.offset).map(u32::try_from) {
+        let doff = match offset.checked_sub(self.rec_offset(rec)).map(u32::try_from) {
             Some(Ok(d)) if d != FAR => d,
             _ => {
                 self.far_off.insert(idx, offset);
                 FAR
             }
         };
-        self.evs.push(Ev { dclk, doff, rec, kind: kind_id });
+        self.evs.push(Ev { dclk, doff, rec, kind: kind_small });
         let rm = &mut self.recs[rec as usize];
         if rm.first_ev == NONE {
             rm.first_ev = idx;
@@ -1131,6 +1234,7 @@ impl Index {
         self.evs.shrink_to_fit();
         for row in &mut self.rows {
             row.bars.shrink_to_fit();
+            row.far_end.shrink_to_fit();
             row.markers.iter_mut().for_each(Vec::shrink_to_fit);
         }
         for s in &mut self.seqs {
@@ -1148,7 +1252,8 @@ impl Index {
             .rows
             .iter()
             .map(|r| {
-                r.bars.capacity() * size_of::<Bar>()
+                r.bars.capacity() * size_of::<Slot>()
+                    + r.far_end.capacity() * 16
                     + r.markers.iter().map(|m| m.capacity() * 4).sum::<usize>()
                     + r.summaries.iter().map(|s| s.capacity() * 16).sum::<usize>()
             })
@@ -1161,7 +1266,9 @@ impl Index {
         self.recs.capacity() * size_of::<Rec>()
             + self.evs.capacity() * size_of::<Ev>()
             + self.anns.values().map(|a| a.capacity() * 8 + 32).sum::<usize>()
-            + (self.far_clk.capacity() + self.far_off.capacity()) * 16
+            + (self.far_clk.capacity() + self.far_off.capacity() + self.far_ids.capacity()) * 16
+            + self.far_kind.capacity() * 8
+            + self.offset_steps.capacity() * 4
             + self.names.bytes()
             + self.types.bytes()
             + self.event_names.bytes()
@@ -1209,17 +1316,27 @@ fn end_of(b: &Bar, now: u64) -> u64 {
 /// than a pixel, each narrower than [`WIDE_PX`]) ends at the first large gap or wide bar, which
 /// the row's summaries find without visiting every bar.
 fn bars_in(row: &Row, t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
-    let bars = &row.bars;
     let mut out = Vec::new();
     // A bar ending exactly at t0 touches the window and is kept (zero-length bars included).
-    let mut i = bars.partition_point(|b| b.end != OPEN && b.end < t0);
-    while i < bars.len() && bars[i].start < t1 {
+    // Ends are sorted like starts (bars of a row do not overlap), open bars last.
+    let (mut lo, mut hi) = (0, row.bar_count());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let b = row.bar(mid);
+        if b.end != OPEN && b.end < t0 {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let mut i = lo;
+    while i < row.bar_count() && { row.bars[i].start } < t1 {
         let k = row.cluster_end(i, t1, cpp, cpp * WIDE_PX, now);
-        let last = &bars[k - 1];
+        let (first, last) = (row.bar(i), row.bar(k - 1));
         out.push(Item {
-            start: bars[i].start,
-            end: end_of(last, now),
-            rec: bars[i].rec,
+            start: first.start,
+            end: end_of(&last, now),
+            rec: first.rec,
             count: (k - i) as u32,
             open: last.end == OPEN,
         });
@@ -1300,8 +1417,9 @@ mod tests {
         // Three instructions are in flight at once: three rows at depth 1.
         assert_eq!(lane.depths[1].len(), 3);
         for row in &ix.rows {
-            for w in row.bars.windows(2) {
-                assert!(w[0].end <= w[1].start, "{:?} overlaps {:?}", w[0], w[1]);
+            for i in 1..row.bar_count() {
+                let (a, b) = (row.bar(i - 1), row.bar(i));
+                assert!(a.end <= b.start, "{a:?} overlaps {b:?}");
             }
         }
     }
@@ -1416,7 +1534,7 @@ mod tests {
         let first = ix.children(root, None, 10);
         assert_eq!(first.len(), 10);
         let next = ix.children(root, first.last().copied(), 10);
-        assert_eq!({ ix.recs[next[0] as usize].id }, 20);
+        assert_eq!(ix.rec_id(next[0]), 20);
         assert_eq!(ix.children(None, None, 10), vec![0]);
     }
 
@@ -1511,5 +1629,45 @@ mod tests {
         assert_eq!(ix.rec_by_id(1 << 40), Some(0));
         assert_eq!(ix.rec_by_id(3), Some(1));
         assert_eq!(ix.rec_by_id(4), None);
+        assert_eq!((ix.rec_id(0), ix.rec_id(1)), (1 << 40, 3), "a 64-bit id is kept whole");
+    }
+
+    #[test]
+    fn entries_stay_small_and_values_that_do_not_fit_are_kept_whole() {
+        use std::mem::size_of;
+        assert_eq!((size_of::<Rec>(), size_of::<Slot>(), size_of::<Ev>()), (36, 16, 14));
+        let parse = |l: &str| Parsed::from_line(Line::parse(l).expect("line"));
+        let mut ix = Index::new();
+        let big = 5u64 << 32; // past 4 GiB of file and 4 G cycles
+        ix.apply(parse(&rec(0, 1, None, "{}")), 1, 0);
+        ix.apply(parse(&rec(7, 2, Some(1), "{}")), 2, 100);
+        ix.apply(parse(&rec(big, 3, Some(1), "{}")), 3, big);
+        ix.apply(parse(&rec(big + 1, 4, Some(1), "{}")), 4, big + 7);
+        assert_eq!(
+            (0..4).map(|r| ix.rec_offset(r)).collect::<Vec<_>>(),
+            vec![0, 100, big, big + 7]
+        );
+        // An event far in time and in the file from its record.
+        let ev = |clk: u64, name: &str| {
+            format!(
+                r#"{{"clk":{clk},"type":"event","name":"{name}","record_id":1,"description":""}}"#
+            )
+        };
+        ix.apply(parse(&ev(big + 2, "late")), 5, big + 50);
+        assert_eq!((ix.ev_clk(0), ix.ev_offset(0)), (big + 2, big + 50));
+        // A bar longer than 4 G cycles.
+        ix.apply(parse(&end(big + 3, 1)), 6, big + 60);
+        ix.apply(parse(&end(9, 2)), 7, big + 70);
+        assert_eq!((ix.bar(0).start, ix.bar(0).end), (0, big + 3));
+        assert_eq!((ix.bar(1).start, ix.bar(1).end), (7, 9));
+        assert_eq!(ix.bar(2).end, OPEN);
+        // More event kinds than 16 bits hold.
+        for i in 0..70_000u64 {
+            ix.apply(parse(&ev(big + 2, &format!("k{i}"))), 8 + i, big + 100 + i);
+        }
+        assert_eq!(ix.kinds.items.len(), 70_001);
+        let last = ix.evs.len() as u32 - 1;
+        assert_eq!(ix.event_names.get(ix.kind(last).name), "k69999");
+        assert_eq!(ix.event_names.get(ix.kind(1).name), "k0");
     }
 }

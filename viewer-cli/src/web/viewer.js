@@ -29,8 +29,12 @@
   function decodeWindow(w) { decodeRows(w.rows); return w; }
   function decodeHost(h) { h.samples = objs(h.samples, LAYOUT.sample); h.speed = objs(h.speed, LAYOUT.speed); return h; }
   function decodePipeline(p) {
-    for (const g of p.groups) for (const r of g.rows) { r.stages = objs(r.stages, LAYOUT.stage); r.markers = objs(r.markers, LAYOUT.marker); }
+    for (const g of p.groups) decodePipeRows(g.rows);
     return p;
+  }
+  function decodePipeRows(rows) {
+    for (const r of rows) { r.stages = objs(r.stages, LAYOUT.stage); r.markers = objs(r.markers, LAYOUT.marker); }
+    return rows;
   }
 
   function httpSource() {
@@ -89,6 +93,8 @@
       kids.get(p).push(n);
     }
     const rows = new Map(bundle.window.rows.map((r) => [String(r.row), r]));
+    // Pipeline rows per group, in program order, as `api/pipeline` answers them.
+    const pipe = new Map(bundle.pipeline.map((g) => [g.seq, decodePipeRows(g.rows)]));
     const barOf = new Map(), markersOf = new Map();
     for (const r of bundle.window.rows) {
       for (const b of r.bars) barOf.set(b.id, b);
@@ -127,6 +133,27 @@
         return { results: results.slice(0, 200).map((n) => Object.assign({ clk: n.start, event: null }, n)), complete: results.length <= 200 };
       },
       host: async () => bundle.host,
+      // Rows FIRST..FIRST+COUNT of each group ("SEQ:FIRST:COUNT"), markers merged for this zoom.
+      pipeline: async (t0, t1, px, ranges) => ({
+        version: bundle.summary.version,
+        now: bundle.window.now,
+        groups: ranges.map((range) => {
+          const [seq, first, count] = range.split(':').map(Number);
+          const list = pipe.get(seq) || [];
+          const reach = (t1 - t0) / px * 8;
+          return { seq, rows: list.slice(first, first + count).map((r) => Object.assign({}, r, { markers: mergeMarkers(r.markers, reach) })) };
+        }),
+      }),
+      // The first row of each group of `type` starting at or after `clk` (a binary search, as
+      // `api/jump` does: rows of a group start in program order).
+      jump: async (type, clk) => ({
+        rows: bundle.summary.groups.filter((g) => g.rtype === type).map((g) => {
+          const list = pipe.get(g.seq) || [];
+          let lo = 0, hi = list.length;
+          while (lo < hi) { const mid = (lo + hi) >> 1; if (list[mid].start < clk) lo = mid + 1; else hi = mid; }
+          return [g.seq, lo];
+        }),
+      }),
       nodes: async (ids) => ({ nodes: bundle.nodes.filter((n) => ids.includes(n.id)) }),
       bars: async (ids, t0, t1, px) => ({
         version: bundle.summary.version,
@@ -444,7 +471,9 @@
     const [ctx, w, h] = prep(canvas);
     const step = drawAxis();
     ctx.clearRect(0, 0, w, h);
-    const drawn = { bars: 0, clusters: 0, markers: 0, labels: 0, severities: {} };
+    // What was drawn, for tests and measurements: `events` counts what the markers stand for,
+    // `merged` the markers that stand for more than one event.
+    const drawn = { bars: 0, clusters: 0, markers: 0, labels: 0, severities: {}, events: 0, merged: 0 };
     const hits = [];
     // Grid lines on the axis ticks.
     ctx.strokeStyle = '#f0f2f5';
@@ -522,6 +551,8 @@
 
   function countMarker(drawn, m) {
     drawn.markers++;
+    drawn.events += m.count;
+    if (m.count > 1) drawn.merged++;
     const sev = nameOf('severity', m.severity) || 'none';
     drawn.severities[sev] = (drawn.severities[sev] || 0) + 1;
   }
@@ -533,7 +564,7 @@
   function drawPipeline(ctx, w, h, drawn, hits) {
     const cw = w / (S.t1 - S.t0);
     const rowsBy = pipeRows();
-    drawn.stageLabels = 0; drawn.stageNames = [];
+    drawn.stageLabels = 0; drawn.stageNames = []; drawn.stalls = 0; drawn.flushes = 0;
     const names = new Set();
     for (const e of S.layout) {
       const y = e.y - S.scrollY;
@@ -564,6 +595,7 @@
           // A warning or error inside a stage: its cycles after the first are a stall.
           const stall = r.markers.find((m) => m.severity !== null && m.clk >= st.clk && m.clk < end);
           if (stall && end - st.clk > 1) {
+            drawn.stalls++;
             const sx = xOf(Math.max(stall.clk, st.clk + 1), w);
             ctx.save(); ctx.beginPath(); ctx.rect(sx, top, x1 - sx, bh); ctx.clip();
             ctx.strokeStyle = 'rgba(127,29,29,0.6)'; ctx.lineWidth = 1.5;
@@ -592,7 +624,7 @@
         if (!r.open) {
           ctx.strokeStyle = flushed ? '#dc2626' : '#111827'; ctx.lineWidth = flushed ? 2 : 1.5;
           ctx.beginPath();
-          if (flushed) { ctx.moveTo(xe - 4, top); ctx.lineTo(xe + 4, top + bh); ctx.moveTo(xe + 4, top); ctx.lineTo(xe - 4, top + bh); }
+          if (flushed) { drawn.flushes++; ctx.moveTo(xe - 4, top); ctx.lineTo(xe + 4, top + bh); ctx.moveTo(xe + 4, top); ctx.lineTo(xe - 4, top + bh); }
           else { ctx.moveTo(xe, top); ctx.lineTo(xe, top + bh); }
           ctx.stroke(); ctx.lineWidth = 1;
         }
@@ -1204,7 +1236,6 @@
     S.scrollY = 0; S.pipe.win = null; buildLayout(); renderLabels(); schedule();
   });
   $('jump-form').addEventListener('submit', (ev) => { ev.preventDefault(); jump($('jump').value); });
-  if (!src.live) $('mode-pipeline').hidden = true;
   // The canvas is drawn at its laid-out size: redraw whenever that changes (the host panel
   // appearing on first load, a window resize), so rows and their labels never drift apart.
   if (typeof ResizeObserver === 'function') {
@@ -1248,6 +1279,13 @@
       if (!h) return null;
       const r = canvas.getBoundingClientRect();
       return { x: r.left + Math.max(0, h.x0), y: r.top + h.y0, w: Math.min(h.x1, r.width) - Math.max(0, h.x0), h: h.y1 - h.y0 };
+    },
+    // Where a drawn marker of severity `sev` is, in page coordinates (for hovering it).
+    markerAt: (sev) => {
+      const h = S.hits.find((x) => x.marker && nameOf('severity', x.marker.severity) === sev);
+      if (!h) return null;
+      const r = canvas.getBoundingClientRect();
+      return { x: r.left + (h.x0 + h.x1) / 2, y: r.top + (h.y0 + h.y1) / 2, count: h.marker.count };
     },
     setView: (t0, t1) => setView(t0, t1, false),
     jump: (text) => jump(text),

@@ -242,6 +242,102 @@ test('jets gantt writes a static page that works from a file', async () => {
   await page.close();
 });
 
+/** Opens a page written by `jets gantt FILE`; resolves to the page and its error list. */
+async function ganttPage(file) {
+  const html = file.replace(/\.jets$/, '') + '.html';
+  execFileSync(JETS, ['gantt', file, '-o', html], { stdio: 'ignore' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto('file://' + html);
+  await page.waitForFunction(() => window.jetsViewer && window.jetsViewer.state().records > 0);
+  return { page, errors };
+}
+
+/** For each lane header in the label column: its name, whether the name is cut (ellipsis), and
+ * whether its row count shows whole inside the header. */
+const laneHeaders = (page) => page.locator('#labels .lane').evaluateAll((els) => els.map((e) => {
+  const nm = e.querySelector('.nm'), cnt = e.querySelector('.cnt');
+  const box = e.getBoundingClientRect(), c = cnt.getBoundingClientRect();
+  return { name: nm.textContent, count: cnt.textContent, nameCut: nm.scrollWidth > nm.clientWidth,
+    countWhole: cnt.scrollWidth <= cnt.clientWidth && c.left >= box.left && c.right <= box.right };
+}));
+
+test('lane headers are never cut: a long name is shortened, its row count shows whole', async () => {
+  const file = path.join(work, 'long-lanes.jets');
+  const long = 'a processing element with a name much longer than the label column is wide';
+  const lines = [
+    { clk: 0, type: 'record', name: long, record_type: 'Core', id: 1, parent_id: null, description: '', data: { unit_id: 1 } },
+    { clk: 0, type: 'record', name: 'c', record_type: 'Core', id: 2, parent_id: null, description: '', data: { unit_id: 2 } },
+    { clk: 1, type: 'record', name: 'op', record_type: 'Op', id: 3, parent_id: 2, description: '' },
+    { clk: 2, type: 'record', name: 'op', record_type: 'Op', id: 4, parent_id: 2, description: '' },
+    { clk: 9, type: 'record_end', record_id: 3 }, { clk: 9, type: 'record_end', record_id: 4 },
+    { clk: 10, type: 'record_end', record_id: 1 }, { clk: 10, type: 'record_end', record_id: 2 },
+  ];
+  fs.writeFileSync(file, header('lanes') + lines.map((l) => JSON.stringify(l) + '\n').join('') + JSON.stringify({ type: 'footer' }) + '\n');
+  for (const open of [async () => openPage(await view(file)), () => ganttPage(file)]) {
+    const { page, errors } = await open();
+    await page.waitForFunction(() => document.querySelectorAll('#labels .lane').length === 2);
+    const heads = await laneHeaders(page);
+    assert.deepEqual(heads.map((h) => h.count), ['1 row', '3 rows'], JSON.stringify(heads));
+    assert.ok(heads.every((h) => h.countWhole), 'row counts show whole: ' + JSON.stringify(heads));
+    assert.ok(heads[0].name.startsWith('a processing element') && heads[0].nameCut, 'the long name is the part shortened: ' + JSON.stringify(heads[0]));
+    assert.equal(heads[1].nameCut, false);
+    await shot(page, 'lane-headers.png');
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+});
+
+test('jets gantt: merged markers show the highest severity and the count at every zoom', async () => {
+  // 2,000 events of no severity, one per cycle, on one record; a warning at cycle 1,000 and an
+  // error at cycle 1,500 among them.
+  const file = path.join(work, 'markers.jets');
+  const lines = [{ clk: 0, type: 'record', name: 'unit', record_type: 'Unit', id: 1, parent_id: null, description: '', data: { unit_id: 0 } }];
+  for (let c = 0; c < 2000; c++) {
+    const severity = c === 1000 ? 'warning' : c === 1500 ? 'error' : undefined;
+    lines.push({ clk: c, type: 'event', name: severity ? 'Miss' : 'Tick', record_id: 1, description: '', ...(severity ? { data: { severity } } : {}) });
+  }
+  lines.push({ clk: 2000, type: 'record_end', record_id: 1 });
+  fs.writeFileSync(file, header('markers') + lines.map((l) => JSON.stringify(l) + '\n').join('') + JSON.stringify({ type: 'footer' }) + '\n');
+  const { page, errors } = await ganttPage(file);
+  let s = await settled(page);
+  // The whole run: a cycle is less than a pixel, so markers merge; the two with a severity
+  // still show as such, and the merged markers count every event.
+  assert.ok(s.drawn.markers < 400 && s.drawn.merged > 0, JSON.stringify(s.drawn));
+  assert.equal(s.drawn.events, 2000, 'every event is counted in a marker: ' + JSON.stringify(s.drawn));
+  assert.equal(s.drawn.severities.warning, 1, JSON.stringify(s.drawn));
+  assert.equal(s.drawn.severities.error, 1, JSON.stringify(s.drawn));
+  // The tooltip of the merged warning says how many events it stands for.
+  const at = await page.evaluate(() => {
+    const h = window.jetsViewer.markerAt('warning');
+    return h && { x: h.x, y: h.y };
+  });
+  assert.ok(at, 'the warning marker is drawn');
+  await page.mouse.move(at.x, at.y);
+  await page.waitForSelector('#tooltip:not([hidden])');
+  assert.match(await page.locator('#tooltip').textContent(), /^\d+ events from [\d,]+\nhighest severity: warning/);
+  await shot(page, 'gantt-markers-merged.png');
+  // Zooming in step by step down to single cycles: still one warning and one error while they
+  // are in view, and fewer events per marker.
+  for (const [a, b] of [[900, 1600], [990, 1010]]) {
+    await page.evaluate(([a, b]) => window.jetsViewer.setView(a, b), [a, b]);
+    s = await settled(page);
+    assert.equal(s.drawn.severities.warning, 1, `${a}..${b}: ${JSON.stringify(s.drawn)}`);
+    assert.equal(s.drawn.severities.error || 0, b > 1500 ? 1 : 0, `${a}..${b}: ${JSON.stringify(s.drawn)}`);
+  }
+  assert.equal(s.drawn.merged, 0, 'single cycles: no marker is merged ' + JSON.stringify(s.drawn));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** The first line of a JETS file that matches `re`, parsed. */
+function firstLine(file, re) {
+  const line = fs.readFileSync(file, 'utf8').split('\n').find((l) => re.test(l));
+  return line && JSON.parse(line);
+}
+
 const PIPELINE_BIN = process.env.PIPELINE_BIN;
 
 /** Runs `jets demo` into a fresh directory; returns the trace's path. */
@@ -298,6 +394,46 @@ test('pipeline mode on the demo trace: stage names per cycle, D-cache misses as 
     s = await settled(page);
     assert.ok((s.drawn.severities.warning || 0) > 0, `lanes ${a}..${b}: ${JSON.stringify(s.drawn)}`);
   }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('jets gantt: the same pipeline mode on the demo trace (stage names, stalls hatched, flushes marked, jump)', async () => {
+  const file = demoTrace(24);
+  const miss = firstLine(file, /"name":"DCacheMiss"/);
+  const flush = firstLine(file, /"type":"record_end".*"status":"flushed"/);
+  assert.ok(miss && flush, 'the demo trace has a D-cache miss and a flush');
+  const { page, errors } = await ganttPage(file);
+  await page.click('#mode-pipeline');
+  await page.waitForFunction(() => window.jetsViewer.state().pipe.rows.length > 10);
+  let s = await settled(page);
+  assert.equal(s.mode, 'pipeline');
+  assert.equal(s.pipe.groups.length, 1, 'one core: ' + JSON.stringify(s.pipe.groups));
+  assert.match(s.pipe.groups[0].label, /core/);
+  // Jump to the miss with the Jump box: rows there, stage names in every cycle, the miss a
+  // warning and the stage it stalls hatched.
+  await page.fill('#jump', String(miss.clk));
+  await page.press('#jump', 'Enter');
+  await page.waitForFunction((c) => window.jetsViewer.state().pipe.rows.some((r) => r.start <= c && c <= r.end), miss.clk);
+  await page.evaluate((c) => window.jetsViewer.setView(c - 15, c + 25), miss.clk);
+  s = await settled(page);
+  assert.ok(s.canvas[0] / (s.t1 - s.t0) >= 12, 'cycles ≥ 12 px');
+  for (const stage of ['IF', 'ID', 'EX', 'MEM', 'WB']) assert.ok(s.drawn.stageNames.includes(stage), stage + ' drawn: ' + s.drawn.stageNames);
+  assert.ok((s.drawn.severities.warning || 0) > 0, 'the miss is a warning marker: ' + JSON.stringify(s.drawn));
+  assert.ok(s.drawn.stalls > 0, 'a stalled stage is hatched: ' + JSON.stringify(s.drawn));
+  await shot(page, 'gantt-pipeline-stages.png');
+  // A flushed instruction: faded and crossed at its end.
+  await page.fill('#jump', String(flush.clk - 10));
+  await page.press('#jump', 'Enter');
+  await page.waitForFunction((c) => window.jetsViewer.state().pipe.rows.some((r) => r.end === c), flush.clk);
+  s = await settled(page);
+  assert.ok(s.drawn.flushes > 0, 'a flush is marked: ' + JSON.stringify(s.drawn));
+  await shot(page, 'gantt-pipeline-flush.png');
+  // And by position in program order.
+  const last = s.pipe.groups[0].count - 1;
+  await page.fill('#jump', '#' + last);
+  await page.press('#jump', 'Enter');
+  await page.waitForFunction((k) => window.jetsViewer.state().pipe.rows.some((r) => r.k === k), last);
   assert.deepEqual(errors, []);
   await page.close();
 });
