@@ -98,11 +98,6 @@ impl Lines {
         unsafe { Entry::read(at) }
     }
 
-    /// The kept entry's size in bytes.
-    fn bytes(&self, slot: u32) -> u64 {
-        self.slots[slot as usize].words.len() as u64 * 8
-    }
-
     /// One owner lets go of `slot`; the last one drops the entry and frees the slot.
     fn release(&mut self, slot: u32) {
         let raw = &mut self.slots[slot as usize];
@@ -202,15 +197,105 @@ struct Item {
     kind: usize,
     id: u64,
     clk: u64,
+    /// A record's line (in `Lines`, shared with its node); `NONE`: the line is the next one in
+    /// the recorder's `Fifo`.
     line: u32,
+    words: u32,
 }
 
 /// The flight recorder: kept lines in arrival order, with the memory they take.
 struct Ring {
     limit: Recorder,
     items: VecDeque<Item>,
+    /// The recorded lines that are not records, back to back in arrival order.
+    fifo: Fifo,
     bytes: u64,
     max_clk: u64,
+}
+
+/// Words per chunk of the recorder's queue: 512 KiB, far above the largest entry.
+const CHUNK: usize = 1 << 16;
+
+/// Raw entries queued back to back in chunks of reused memory, taken from the front in the order
+/// they came: lines that only the recorder keeps (events, ends, annotations) are written and read
+/// sequentially, so keeping one costs a copy into memory the prefetcher already brings in.
+#[derive(Default)]
+struct Fifo {
+    chunks: VecDeque<Vec<MaybeUninit<u64>>>,
+    /// Words of the front chunk already taken.
+    head: usize,
+    spare: Vec<Vec<MaybeUninit<u64>>>,
+}
+
+impl Fifo {
+    /// Moves the entry at `at`, of `n` words, to the back.
+    ///
+    /// # Safety
+    /// As for [`Lines::take`].
+    unsafe fn push(&mut self, at: *mut u64, n: usize) {
+        if self.chunks.back().is_none_or(|c| c.len() + n > CHUNK) {
+            let chunk = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+            self.chunks.push_back(chunk);
+        }
+        let Some(chunk) = self.chunks.back_mut() else { return };
+        let len = chunk.len();
+        // SAFETY: the chunk has capacity CHUNK >= len + n (checked above; never reallocated, so
+        // entries already in it stay in place); `at` holds `n` words (the caller's contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                at.cast::<MaybeUninit<u64>>(),
+                chunk.as_mut_ptr().add(len),
+                n,
+            );
+            chunk.set_len(len + n);
+        }
+    }
+
+    /// The entry at the front (there is one: each `Item` with `NONE` has its entry here).
+    fn front(&mut self) -> Option<Entry<'_>> {
+        let head = self.head;
+        let chunk = self.chunks.front_mut()?;
+        if head >= chunk.len() {
+            return None;
+        }
+        // SAFETY: an entry moved in whole by `push`, not dropped yet; it stays in place while
+        // borrowed.
+        Some(unsafe { Entry::read(chunk.as_mut_ptr().add(head).cast()) })
+    }
+
+    /// Drops the front entry, of `n` words, and moves past it.
+    fn pop(&mut self, n: usize) {
+        let head = self.head;
+        let Some(chunk) = self.chunks.front_mut() else { return };
+        if head + n > chunk.len() {
+            return;
+        }
+        // SAFETY: the front entry (as in `front`), dropped once, here.
+        unsafe { Entry::drop_in_place(chunk.as_mut_ptr().add(head).cast()) };
+        self.head += n;
+        if self.head < chunk.len() {
+            return;
+        }
+        self.head = 0;
+        if self.chunks.len() == 1 {
+            // The only chunk, all taken: start it over.
+            if let Some(chunk) = self.chunks.front_mut() {
+                chunk.clear();
+            }
+        } else if let Some(mut done) = self.chunks.pop_front() {
+            done.clear();
+            self.spare.push(done);
+        }
+    }
+}
+
+impl Drop for Fifo {
+    /// Frees what the entries still queued own.
+    fn drop(&mut self) {
+        while let Some(n) = self.front().map(|e| e.words) {
+            self.pop(n);
+        }
+    }
 }
 
 pub(crate) struct Keeper {
@@ -249,6 +334,7 @@ impl Keeper {
             ring: c.recorder.map(|limit| Ring {
                 limit,
                 items: VecDeque::new(),
+                fifo: Fifo::default(),
                 bytes: 0,
                 max_clk: 0,
             }),
@@ -303,7 +389,7 @@ impl Keeper {
                     refs: 0,
                 });
                 if buffered {
-                    self.record_item(RECORD, m.id, m.clk, line);
+                    self.record_item(RECORD, m.id, m.clk, line, m.words);
                 }
             }
             ANNOTATION => match self.table.get_mut(m.id) {
@@ -315,8 +401,8 @@ impl Keeper {
                 }
                 _ if recording => {
                     let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
-                    let line = take(&mut self.lines, 1);
-                    self.record_item(ANNOTATION, m.id, clk, line);
+                    // SAFETY: the caller's contract; kept, so the caller leaves it.
+                    unsafe { self.record_entry(ANNOTATION, m.id, clk, at, m.words) };
                 }
                 _ => {
                     out.put(m);
@@ -328,15 +414,18 @@ impl Keeper {
                     n.open = false;
                     let selected = n.selected;
                     self.ended.push(m.id);
-                    let line = take(&mut self.lines, 1);
                     if recording && selected {
-                        self.record_item(END, m.id, m.clk, line);
-                    } else if let Some(n) = self.table.get_mut(m.id) {
-                        n.end = line;
+                        // SAFETY: the caller's contract; kept, so the caller leaves it.
+                        unsafe { self.record_entry(END, m.id, m.clk, at, m.words) };
+                    } else {
+                        let line = take(&mut self.lines, 1);
+                        if let Some(n) = self.table.get_mut(m.id) {
+                            n.end = line;
+                        }
                     }
                 } else if recording {
-                    let line = take(&mut self.lines, 1);
-                    self.record_item(END, m.id, m.clk, line);
+                    // SAFETY: the caller's contract; kept, so the caller leaves it.
+                    unsafe { self.record_entry(END, m.id, m.clk, at, m.words) };
                 } else {
                     out.put(m);
                     return false;
@@ -354,8 +443,8 @@ impl Keeper {
                         k == "severity" && matches!(v, Value::Str(s) if &**s == "error")
                     }),
                 });
-                let line = take(&mut self.lines, 1);
-                self.record_item(EVENT, m.id, m.clk, line);
+                // SAFETY: the caller's contract; kept, so the caller leaves it.
+                unsafe { self.record_entry(EVENT, m.id, m.clk, at, m.words) };
                 if trigger {
                     // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
                     self.dump(out);
@@ -365,18 +454,28 @@ impl Keeper {
         true
     }
 
+    /// Moves a line that is not a record into the recorder's queue, and records it.
+    ///
+    /// # Safety
+    /// As for [`Lines::take`]; only with a recorder.
+    unsafe fn record_entry(&mut self, kind: usize, id: u64, clk: u64, at: *mut u64, n: usize) {
+        let Some(ring) = self.ring.as_mut() else { return };
+        // SAFETY: the caller's contract.
+        unsafe { ring.fifo.push(at, n) };
+        self.record_item(kind, id, clk, NONE, n);
+    }
+
     /// Appends a kept line to the recorder and forgets what falls out of it.
-    fn record_item(&mut self, kind: usize, id: u64, clk: u64, line: u32) {
+    fn record_item(&mut self, kind: usize, id: u64, clk: u64, line: u32, words: usize) {
         if kind != RECORD {
             if let Some(n) = self.table.get_mut(id) {
                 n.refs += 1;
             }
         }
-        let bytes = self.lines.bytes(line);
         let Some(ring) = self.ring.as_mut() else { return };
         ring.max_clk = ring.max_clk.max(clk);
-        ring.bytes += bytes;
-        ring.items.push_back(Item { kind, id, clk, line });
+        ring.bytes += words as u64 * 8;
+        ring.items.push_back(Item { kind, id, clk, line, words: words as u32 });
         // Drop what fell out of the window, always keeping the newest line.
         while let Some(ring) = self.ring.as_mut() {
             let Some(front) = ring.items.front() else { break };
@@ -389,14 +488,20 @@ impl Keeper {
                 break;
             }
             let Some(item) = ring.items.pop_front() else { break };
-            ring.bytes -= self.lines.bytes(item.line);
+            ring.bytes -= item.words as u64 * 8;
             self.forget_item(&item);
         }
     }
 
     /// A recorded line left the recorder without being written.
     fn forget_item(&mut self, item: &Item) {
-        self.lines.release(item.line);
+        if item.line == NONE {
+            if let Some(ring) = self.ring.as_mut() {
+                ring.fifo.pop(item.words as usize);
+            }
+        } else {
+            self.lines.release(item.line);
+        }
         if let Some(n) = self.table.get_mut(item.id) {
             if item.kind == RECORD {
                 n.buffered = false;
@@ -507,8 +612,12 @@ impl Keeper {
                 n.refs = n.refs.saturating_sub(1);
             }
             self.materialize(Some(item.id), out);
-            out.put(&self.lines.get(item.line));
-            self.lines.release(item.line);
+            if let Some(ring) = self.ring.as_mut() {
+                if let Some(line) = ring.fifo.front() {
+                    out.put(&line);
+                }
+                ring.fifo.pop(item.words as usize);
+            }
         }
         if let Some(ring) = self.ring.as_mut() {
             // Keep the allocation for the next lines.
