@@ -1,5 +1,6 @@
 //! The cost of one C call per line, calling the exported `extern "C"` functions exactly as C does,
-//! next to the same line through the Rust API for comparison.
+//! and, in the group `event_2_fields`, the C call for an event with interned names and two typed
+//! fields side by side with the same event through the Rust API (the cost of the C layer).
 //!
 //! Only the calls are timed: between chunks the bench waits, untimed, for the writer thread
 //! (`jets_flush`), so a chunk never blocks on a full ring. That is the cost a simulator thread
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use jets_c::*;
 
-/// Calls per timed chunk: well below the ring capacity (65,536 lines).
+/// Calls per timed chunk: well below the ring capacity (16,384 lines by default).
 const CHUNK: u64 = 1 << 13;
 
 fn c(s: &'static CStr) -> *const c_char {
@@ -50,7 +51,7 @@ fn calls(cr: &mut Criterion) {
         std::ffi::CString::new(dir.path().join("bench.jets").into_os_string().into_encoded_bytes())
             .expect("temp path has no NUL");
     let mut t = std::ptr::null_mut();
-    // `t` is open from here until the jets_close after the last C bench (each closure runs only
+    // `t` is open from here until the jets_close after the last bench (each closure runs only
     // inside `bench_function`, before it); every string is a `'static` C-string literal.
     // SAFETY: `path` is NUL-terminated and outlives the call; `t` is a writable out pointer.
     assert_eq!(unsafe { jets_open(path.as_ptr(), null(), &mut t) }, JETS_OK);
@@ -98,7 +99,47 @@ fn calls(cr: &mut Criterion) {
             })
         })
     });
-    g.bench_function("jets_event_ex interned + 2 typed fields", |b| {
+    g.bench_function("jets_record_begin_ex + jets_record_end (2 lines)", |b| {
+        b.iter_custom(|n| {
+            timed(t, &mut clk, n, |clk| {
+                let a = attrs(&[], kind);
+                // SAFETY: `t` is open; `a` is a whole `jets_attrs` with no fields and no JSON.
+                let id = unsafe { jets_record_begin_ex(t, root, clk, &a) };
+                // SAFETY: `t` is open.
+                black_box(unsafe { jets_record_end(t, id, clk) });
+            })
+        })
+    });
+    g.finish();
+
+    // The same event through the Rust API, side by side with the C call: the cost of the C layer
+    // (argument checks, id table, interned names, the error guard).
+    let trace =
+        jets::Trace::create(dir.path().join("rust.jets"), jets::Metadata::new()).expect("open");
+    let rust_root = trace.root("core0", "Core").begin_at(0).expect("root");
+    let mut g = cr.benchmark_group("event_2_fields");
+    g.throughput(Throughput::Elements(1));
+    let mut rust_clk = 0u64;
+    g.bench_function("rust: event + 2 typed fields", |b| {
+        b.iter_custom(|n| {
+            let mut total = Duration::ZERO;
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(CHUNK);
+                let start = Instant::now();
+                for _ in 0..k {
+                    rust_clk += 1;
+                    let e = rust_root.event("Retire").field("pc", rust_clk).field("latency", 3u64);
+                    black_box(e.emit_at(rust_clk)).expect("emit");
+                }
+                total += start.elapsed();
+                left -= k;
+                trace.flush().expect("flush");
+            }
+            total
+        })
+    });
+    g.bench_function("c: jets_event_ex interned + 2 typed fields", |b| {
         b.iter_custom(|n| {
             timed(t, &mut clk, n, |clk| {
                 let fields = [
@@ -112,50 +153,11 @@ fn calls(cr: &mut Criterion) {
             })
         })
     });
-    g.bench_function("jets_record_begin_ex + jets_record_end (2 lines)", |b| {
-        b.iter_custom(|n| {
-            timed(t, &mut clk, n, |clk| {
-                let a = attrs(&[], kind);
-                // SAFETY: `t` is open; `a` is a whole `jets_attrs` with no fields and no JSON.
-                let id = unsafe { jets_record_begin_ex(t, root, clk, &a) };
-                // SAFETY: `t` is open.
-                black_box(unsafe { jets_record_end(t, id, clk) });
-            })
-        })
-    });
     g.finish();
+    drop(rust_root);
+    trace.close().expect("close");
     // SAFETY: `t` is open, and no other thread uses it (the benches ran on this one).
     assert_eq!(unsafe { jets_close(t) }, JETS_OK);
-
-    // The same event through the Rust API, for the cost of the C layer (id table, interning).
-    let trace =
-        jets::Trace::create(dir.path().join("rust.jets"), jets::Metadata::new()).expect("open");
-    let root = trace.root("core0", "Core").begin_at(0).expect("root");
-    let mut g = cr.benchmark_group("rust_api");
-    g.throughput(Throughput::Elements(1));
-    let mut clk = 0u64;
-    g.bench_function("event + 2 typed fields", |b| {
-        b.iter_custom(|n| {
-            let mut total = Duration::ZERO;
-            let mut left = n;
-            while left > 0 {
-                let k = left.min(CHUNK);
-                let start = Instant::now();
-                for _ in 0..k {
-                    clk += 1;
-                    let e = root.event("Retire").field("pc", clk).field("latency", 3u64);
-                    black_box(e.emit_at(clk)).expect("emit");
-                }
-                total += start.elapsed();
-                left -= k;
-                trace.flush().expect("flush");
-            }
-            total
-        })
-    });
-    g.finish();
-    drop(root);
-    trace.close().expect("close");
 }
 
 criterion_group!(benches, calls);

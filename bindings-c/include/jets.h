@@ -304,7 +304,8 @@ typedef struct jets_attrs {
    */
   size_t field_count;
   /**
-   * Optional JSON text for `data`; typed fields are merged into it (then it must be an object).
+   * Optional JSON text for `data`: NULL, or a NUL-terminated UTF-8 string valid for the call.
+   * Typed fields are merged into it (then it must be an object).
    */
   const char *data_json;
   /**
@@ -317,13 +318,6 @@ typedef struct jets_attrs {
    */
   jets_clock clock;
 } jets_attrs;
-
-/**
- * Record ids handed out for records the drop policy dropped: never ids the trace file uses.
- * Everything on such a record (children, events, annotations, its end) is dropped and counted,
- * as in Rust.
- */
-#define DROPPED_ID_BASE (1 << 63)
 
 /**
  * The id of a record begun while tracing was off (`jets_set_enabled`, a disabled domain): every
@@ -381,7 +375,9 @@ jets_id jets_record_begin(struct jets_trace *t,
  *
  * # Safety
  * `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
- * `fields` pointing to `field_count` fields.
+ * `fields` pointing to `field_count` fields (each `JETS_FIELD_TEXT` value NULL or
+ * NUL-terminated), and `attrs->data_json` NULL or a NUL-terminated string; all of them valid for
+ * the duration of the call.
  */
 jets_id jets_record_begin_ex(struct jets_trace *t,
                              jets_id parent,
@@ -429,7 +425,10 @@ int jets_event(struct jets_trace *t,
  * `jets_event` with interned names and typed fields.
  *
  * # Safety
- * `t` is NULL or an open trace; `attrs` as in `jets_record_begin_ex`.
+ * `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
+ * `fields` pointing to `field_count` fields (each `JETS_FIELD_TEXT` value NULL or
+ * NUL-terminated), and `attrs->data_json` NULL or a NUL-terminated string, as in
+ * `jets_record_begin_ex`.
  */
 int jets_event_ex(struct jets_trace *t,
                   jets_id record,
@@ -453,7 +452,10 @@ int jets_annotation(struct jets_trace *t,
  * `jets_annotation` with interned names and typed fields.
  *
  * # Safety
- * `t` is NULL or an open trace; `attrs` as in `jets_record_begin_ex`.
+ * `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
+ * `fields` pointing to `field_count` fields (each `JETS_FIELD_TEXT` value NULL or
+ * NUL-terminated), and `attrs->data_json` NULL or a NUL-terminated string, as in
+ * `jets_record_begin_ex`.
  */
 int jets_annotation_ex(struct jets_trace *t, jets_id record, const struct jets_attrs *attrs);
 
@@ -654,7 +656,9 @@ jets_str jets_intern(const char *text);
  * tracing is off, which pops like any other), or 0 on failure (nothing pushed).
  *
  * # Safety
- * `t` is NULL or a handle from `jets_open`; `attrs` as in `jets_record_begin_ex`.
+ * `t` is NULL or a handle from `jets_open`; `attrs` is NULL or initialized with
+ * `JETS_ATTRS_INIT`, its `fields` pointing to `field_count` fields, and `attrs->data_json` NULL or
+ * a NUL-terminated string, as in `jets_record_begin_ex`.
  */
 jets_id jets_push(struct jets_trace *t, uint64_t clk, const struct jets_attrs *attrs);
 

@@ -4,13 +4,13 @@
 
 use std::ffi::{c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, Attrs, Checked, Parts};
+use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Parts};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{last_code, last_message, run, status, Failure, Msg};
@@ -35,19 +35,12 @@ pub struct jets_trace {
 /// Closed shells (see [`jets_trace`]).
 static CLOSED: AtomicPtr<jets_trace> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Record ids handed out for records the drop policy dropped: never ids the trace file uses.
-/// Everything on such a record (children, events, annotations, its end) is dropped and counted,
-/// as in Rust.
-pub const DROPPED_ID_BASE: jets_id = 1 << 63;
-
 /// What an open trace holds.
 pub(crate) struct Open {
     pub(crate) trace: Trace,
     records: Records,
     /// The running host monitor, if any (`jets_host_monitor_start`).
     pub(crate) host: crate::host::Slot,
-    /// The last id given to a dropped record, above [`DROPPED_ID_BASE`].
-    dropped_ids: AtomicU64,
     /// Run-time on/off, for the trace and per domain.
     pub(crate) switches: crate::domains::Switches,
     /// Clocks other than the trace's.
@@ -83,9 +76,8 @@ impl Open {
             return Ok(());
         }
         self.check_healthy()?;
-        let mut at = clk;
-        let handle = self.records.take(record, "record", |h| {
-            at = self.resolve(clk, h.start_clk());
+        self.records.end(record, "record", status, |h| {
+            let at = self.resolve(clk, h.start_clk());
             if at < h.start_clk() {
                 return Err(jets::Error::ClkBeforeStart {
                     clk: at,
@@ -94,23 +86,8 @@ impl Open {
                 }
                 .into());
             }
-            Ok(())
-        })?;
-        Ok(match status {
-            Some(s) => handle.end_with_status_at(at, s),
-            None => handle.end_at(at),
-        }?)
-    }
-
-    /// Registers a newly begun record: its SDK id, or a dropped-record id when the drop policy
-    /// dropped it (the SDK gives those no id), so that 0 never stands for a record.
-    fn register(&self, handle: RecordHandle) -> jets_id {
-        let id = if handle.is_recorded() {
-            handle.id()
-        } else {
-            DROPPED_ID_BASE | (self.dropped_ids.fetch_add(1, Ordering::Relaxed) + 1)
-        };
-        self.records.insert(id, handle)
+            Ok(at)
+        })
     }
 
     /// Begins a record under `parent` (0 for a root) and registers its id.
@@ -131,7 +108,7 @@ impl Open {
                 Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
             })?
         };
-        Ok(self.register(handle))
+        self.records.insert(handle)
     }
 }
 
@@ -147,14 +124,14 @@ impl Open {
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
         let handle = if parent == 0 {
-            c.fill(self.trace.root(name, record_type))?.begin_at(self.resolve(clk, 0))?
+            filled!(c, self.trace.root(name, record_type), |b| b.begin_at(self.resolve(clk, 0)))?
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
-                let b = c.fill(p.child(name, record_type))?;
-                Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
+                let at = self.resolve(clk, p.start_clk());
+                Ok(filled!(c, p.child(name, record_type), |b| b.begin_at(at))?)
             })?
         };
-        Ok(self.register(handle))
+        self.records.insert(handle)
     }
 }
 
@@ -246,7 +223,6 @@ pub unsafe extern "C" fn jets_open_ex(
             trace,
             records: Records::default(),
             host: Default::default(),
-            dropped_ids: AtomicU64::new(0),
             switches: Default::default(),
             clocks: crate::clocks::Clocks::new(base_mhz),
         });
@@ -339,7 +315,9 @@ pub unsafe extern "C" fn jets_record_begin(
 ///
 /// # Safety
 /// `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
-/// `fields` pointing to `field_count` fields.
+/// `fields` pointing to `field_count` fields (each `JETS_FIELD_TEXT` value NULL or
+/// NUL-terminated), and `attrs->data_json` NULL or a NUL-terminated string; all of them valid for
+/// the duration of the call.
 #[no_mangle]
 pub unsafe extern "C" fn jets_record_begin_ex(
     t: *mut jets_trace,
@@ -446,7 +424,10 @@ pub unsafe extern "C" fn jets_event(
 /// `jets_event` with interned names and typed fields.
 ///
 /// # Safety
-/// `t` is NULL or an open trace; `attrs` as in `jets_record_begin_ex`.
+/// `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
+/// `fields` pointing to `field_count` fields (each `JETS_FIELD_TEXT` value NULL or
+/// NUL-terminated), and `attrs->data_json` NULL or a NUL-terminated string, as in
+/// `jets_record_begin_ex`.
 #[no_mangle]
 pub unsafe extern "C" fn jets_event_ex(
     t: *mut jets_trace,
@@ -471,7 +452,8 @@ pub unsafe extern "C" fn jets_event_ex(
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(c.fill(h.event(name))?.emit_at(t.resolve(clk, h.start_clk()))?)
+            let at = t.resolve(clk, h.start_clk());
+            Ok(filled!(c, h.event(name), |b| b.emit_at(at))?)
         })
     })
 }
@@ -509,7 +491,10 @@ pub unsafe extern "C" fn jets_annotation(
 /// `jets_annotation` with interned names and typed fields.
 ///
 /// # Safety
-/// `t` is NULL or an open trace; `attrs` as in `jets_record_begin_ex`.
+/// `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
+/// `fields` pointing to `field_count` fields (each `JETS_FIELD_TEXT` value NULL or
+/// NUL-terminated), and `attrs->data_json` NULL or a NUL-terminated string, as in
+/// `jets_record_begin_ex`.
 #[no_mangle]
 pub unsafe extern "C" fn jets_annotation_ex(
     t: *mut jets_trace,
@@ -531,7 +516,7 @@ pub unsafe extern "C" fn jets_annotation_ex(
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
         let c = unsafe { a.check() }?;
         t.check_healthy()?;
-        t.records.with(record, "record", |h| Ok(c.fill(h.annotation(name))?.emit()?))
+        t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
     })
 }
 
@@ -656,7 +641,7 @@ unsafe fn close(t: *mut jets_trace, clk: Option<u64>, function: &str) -> c_int {
             Some(clk) => open.trace.close_at(clk),
             None => open.trace.close(),
         };
-        open.records.clear();
+        // The handles of records still open go with the table (they stay open in the file).
         drop(open);
         // A write error outweighs a monitor's.
         result.map_err(Failure::from)?;

@@ -37,7 +37,7 @@ impl Parts {
 pub(crate) trait Describe: Sized {
     fn describe(self, text: Str) -> Self;
     fn with_data(self, data: Data) -> Self;
-    fn typed(self, key: &'static str, value: Value) -> Self;
+    fn typed(self, field: (&'static str, Value)) -> Self;
     fn json(self, text: &str) -> Self;
 }
 
@@ -53,7 +53,7 @@ macro_rules! describe {
                 self.data(data)
             }
             #[inline(always)]
-            fn typed(self, key: &'static str, value: Value) -> Self {
+            fn typed(self, (key, value): (&'static str, Value)) -> Self {
                 self.field(key, value)
             }
             #[inline(always)]
@@ -129,8 +129,14 @@ impl Attrs {
                 "attrs->size is {size}, expected at least {FIRST_SIZE} (initialize with JETS_ATTRS_INIT)"
             )));
         }
-        // The caller's struct may be an older, shorter version: members it lacks stay zero (no
-        // domain, the trace clock); a newer, longer one has members we ignore.
+        let ours = std::mem::size_of::<jets_attrs>();
+        if size >= ours {
+            // The common case, a struct of this version or a newer one: a fixed-size copy.
+            // SAFETY: the caller's struct has at least `ours` valid bytes, laid out as ours; every
+            // member is plain data valid for any bits it can get from C.
+            return Ok(Attrs(unsafe { std::ptr::read_unaligned(p) }));
+        }
+        // An older, shorter version: the members it lacks stay zero (no domain, the trace clock).
         let mut a = jets_attrs {
             size: 0,
             name: 0,
@@ -142,11 +148,10 @@ impl Attrs {
             domain: 0,
             clock: 0,
         };
-        let n = size.min(std::mem::size_of::<jets_attrs>());
-        // SAFETY: the caller's struct has `size >= n` valid bytes; ours has `n`, and every member
-        // is plain data valid for any bits it can get from a C struct of the same layout.
+        // SAFETY: the caller's struct has `size` valid bytes, fewer than ours; every member is
+        // plain data valid for any bits it can get from a C struct of the same layout.
         unsafe {
-            std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut a as *mut jets_attrs).cast(), n)
+            std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut a as *mut jets_attrs).cast(), size)
         };
         Ok(Attrs(a))
     }
@@ -169,8 +174,8 @@ impl Attrs {
         required(self.0.record_type, "attrs->record_type")
     }
 
-    /// Checks description, data JSON text and the fields array, so that [`Attrs::fill`] can
-    /// only fail on a field's handle or kind.
+    /// Checks description, data JSON text and every field (key, kind, value), so that
+    /// [`Checked::fill`] cannot fail.
     ///
     /// # Safety
     /// `fields` points to `field_count` fields; `data_json` is NULL or NUL-terminated.
@@ -195,11 +200,70 @@ impl Attrs {
             // SAFETY: non-NULL, and the caller promises `field_count` fields.
             (n, false) => unsafe { std::slice::from_raw_parts(a.fields, n) },
         };
+        for (i, f) in fields.iter().enumerate() {
+            intern::lookup(f.key, "field key")?;
+            if f.kind == JETS_FIELD_TEXT {
+                // Checked without the copy `value` makes.
+                // SAFETY: the caller promises a NUL-terminated string (or NULL, refused), and a
+                // pointer is valid for any 8 initialized bytes of the union.
+                unsafe { cstr::required(f.value.text, "text field value") }?;
+            } else {
+                // SAFETY: not a text field: `value` reads no pointer.
+                unsafe { value(f, i) }?;
+            }
+        }
         Ok(Checked { description, json, fields, domain: None })
     }
 }
 
-/// A `jets_attrs` whose pointers have been read.
+/// `$emit` on the builder `$b` filled from the [`Checked`] attrs `$c`, as `|$x| $emit`.
+///
+/// A builder holds a line of several hundred bytes (room for 8 inline fields) and its methods
+/// take it by value. Where builders of different shapes meet (a loop over the fields, a `match`
+/// whose arms return a builder) the compiler copies the whole line; per call that was most of
+/// the C layer's cost. So each common shape (up to 4 typed fields and nothing else) is its own
+/// straight-line chain ending in `$emit`, as a Rust caller writes it; anything else goes through
+/// [`Checked::fill`].
+macro_rules! filled {
+    ($c:expr, $b:expr, |$x:ident| $emit:expr) => {{
+        let c = $c;
+        let f = |fields: &[crate::types::jets_field], i: usize| crate::attrs::field(&fields[i], i);
+        match c.only_fields() {
+            Some(fs) if fs.is_empty() => {
+                let $x = $b;
+                $emit
+            }
+            // The values first, then the builder: nothing is called while the line is half built.
+            Some(fs) if fs.len() == 1 => {
+                let a = f(fs, 0);
+                let $x = $b.typed(a);
+                $emit
+            }
+            Some(fs) if fs.len() == 2 => {
+                let (a, b) = (f(fs, 0), f(fs, 1));
+                let $x = $b.typed(a).typed(b);
+                $emit
+            }
+            Some(fs) if fs.len() == 3 => {
+                let (a, b, d) = (f(fs, 0), f(fs, 1), f(fs, 2));
+                let $x = $b.typed(a).typed(b).typed(d);
+                $emit
+            }
+            Some(fs) => {
+                let (a, b, d, e) = (f(fs, 0), f(fs, 1), f(fs, 2), f(fs, 3));
+                let $x = $b.typed(a).typed(b).typed(d).typed(e);
+                $emit
+            }
+            None => {
+                let $x = c.fill($b);
+                $emit
+            }
+        }
+    }};
+}
+pub(crate) use filled;
+
+/// A `jets_attrs` whose pointers have been read and whose fields have been checked.
 pub(crate) struct Checked<'a> {
     description: Option<Str>,
     json: Option<&'a str>,
@@ -209,24 +273,51 @@ pub(crate) struct Checked<'a> {
 }
 
 impl Checked<'_> {
-    /// Sets everything on the builder in place (the builder's line is moved once, into the
-    /// queue). JSON text is parsed by the builder, which reports an error when the line is
-    /// emitted, before anything is queued.
+    /// The typed fields, when they are all the line carries and at most 4 (no description, JSON
+    /// text or domain): [`filled!`] then sets them in a straight-line chain.
     #[inline(always)]
-    pub(crate) fn fill<B: Describe>(self, mut b: B) -> Result<B, Failure> {
-        if let Some(d) = self.description {
-            b = b.describe(d);
-        }
+    pub(crate) fn only_fields(&self) -> Option<&[jets_field]> {
+        let plain = self.description.is_none() && self.json.is_none() && self.domain.is_none();
+        (plain && self.fields.len() <= 4).then_some(self.fields)
+    }
+
+    /// Sets everything on the builder, `data` assembled on its own and set once. Cannot fail (the
+    /// fields were checked by [`Attrs::check`]). JSON text the builder parses reports its error
+    /// when the line is emitted, before anything is queued.
+    pub(crate) fn fill<B: Describe>(mut self, b: B) -> B {
+        let b = b.describe(self.description.take().unwrap_or(Str::EMPTY));
+        let mut data = Data::new();
         if let Some(json) = self.json {
-            b = b.json(json);
+            if data.parse_json(json).is_err() {
+                // Checked before, so this does not happen; the builder reports it if it does.
+                return b.json(json);
+            }
         }
+        self.push_fields(&mut data);
+        b.with_data(data)
+    }
+
+    /// Adds the typed fields, then the domain, to `data`.
+    fn push_fields(&self, data: &mut Data) {
         for (i, f) in self.fields.iter().enumerate() {
-            b = b.typed(intern::lookup(f.key, "field key")?, value(f, i)?);
+            let (key, value) = field(f, i);
+            data.push(key, value);
         }
         if let Some(d) = self.domain {
-            b = b.typed("domain", Value::Str(Str::Static(d)));
+            data.push("domain", Value::Str(Str::Static(d)));
         }
-        Ok(b)
+    }
+}
+
+/// A checked field's key and value. A field that fails now although [`Attrs::check`] accepted it
+/// (its text was changed during the call, which the caller's contract forbids) is written as
+/// `"": null` rather than trusted.
+#[inline(always)]
+pub(crate) fn field(f: &jets_field, i: usize) -> (&'static str, Value) {
+    // SAFETY: the fields were checked by `Attrs::check`, under the same contract as this call.
+    match (intern::get(f.key), unsafe { value(f, i) }) {
+        (Some(key), Ok(value)) => (key, value),
+        _ => ("", Value::Null),
     }
 }
 
@@ -237,7 +328,12 @@ fn required(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
     intern::lookup(h, what)
 }
 
-fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
+/// The value of field `f` (number `index`, for the message).
+///
+/// # Safety
+/// A `JETS_FIELD_TEXT` value is NULL or a NUL-terminated string valid for the call.
+#[inline(always)]
+unsafe fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
     // Every member of the union is plain data, valid for any bits, and jets.h's constructors
     // (`jets_field_u64()` and friends) write all 8 bytes: `kind` only says which one was meant.
     Ok(match f.kind {

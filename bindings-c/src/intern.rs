@@ -100,27 +100,34 @@ pub(crate) fn text(text: &str) -> Result<&'static str, Failure> {
 }
 
 /// Segment and index of handle `h` (> 0).
+#[inline(always)]
 fn locate(h: jets_str) -> (usize, usize) {
     let segment = (31 - h.leading_zeros()) as usize;
     (segment, (h - (1 << segment)) as usize)
 }
 
 /// The text of handle `h`; `what` names the argument in the error.
+#[inline]
 pub(crate) fn lookup(h: jets_str, what: &'static str) -> Result<&'static str, Failure> {
-    let unknown = || {
+    get(h).ok_or_else(|| {
         Failure::new(
             JETS_ERR_UNKNOWN_STRING,
             Msg::Id(what, u64::from(h), " is not a jets_intern handle"),
         )
-    };
+    })
+}
+
+/// The text of handle `h`, if it is one.
+#[inline(always)]
+pub(crate) fn get(h: jets_str) -> Option<&'static str> {
     if h == 0 {
-        return Err(unknown());
+        return None;
     }
     let (segment, index) = locate(h);
     let slots = SEGMENTS[segment].load(Ordering::Acquire);
     if slots.is_null() {
-        return Err(unknown());
+        return None;
     }
     // SAFETY: `index < 2^segment`, the segment's length; segments are never freed.
-    unsafe { &*slots.add(index) }.get().copied().ok_or_else(unknown)
+    unsafe { &*slots.add(index) }.get().copied()
 }

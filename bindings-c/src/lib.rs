@@ -2,9 +2,9 @@
 //!
 //! The C API (`include/jets.h`, generated from this crate by cbindgen) over the Rust writer in
 //! [`jets::write`]. C code names records by `jets_id` numbers instead of holding Rust handles, so
-//! every trace keeps a thread-safe table from id to [`jets::RecordHandle`]: an id that was never
-//! handed out or whose record has ended is detected and refused, and `jets_record_end` removes the
-//! handle before ending it, so a record ends once.
+//! every trace keeps a lock-free table from id to [`jets::RecordHandle`] (generation-tagged slots,
+//! `records.rs`): an id that was never handed out or whose record has ended is detected and
+//! refused, and a record ends once, after every line accepted for it.
 //!
 //! Rules every exported function keeps:
 //! * it never unwinds into C: a panic is caught and reported as `JETS_ERR_INTERNAL`;

@@ -29,7 +29,9 @@ fn top(t: *mut jets_trace) -> Option<jets_id> {
 /// tracing is off, which pops like any other), or 0 on failure (nothing pushed).
 ///
 /// # Safety
-/// `t` is NULL or a handle from `jets_open`; `attrs` as in `jets_record_begin_ex`.
+/// `t` is NULL or a handle from `jets_open`; `attrs` is NULL or initialized with
+/// `JETS_ATTRS_INIT`, its `fields` pointing to `field_count` fields, and `attrs->data_json` NULL or
+/// a NUL-terminated string, as in `jets_record_begin_ex`.
 #[no_mangle]
 pub unsafe extern "C" fn jets_push(
     t: *mut jets_trace,

@@ -5,13 +5,14 @@
 //!   `pthread_atfork` child handler bumps `FORK_GENERATION`; every trace remembers the
 //!   generation it was opened in and refuses calls from a later one with `JETS_ERR_FORKED`
 //!   before touching anything. The one process-wide lock (the intern table's) is taken before the
-//!   fork and released on both sides, so it is never inherited held.
+//!   fork and released on both sides, so it is never inherited held; everything else a call on
+//!   the C path shares between threads is lock-free (the record table, the list of open traces,
+//!   the one-time setups below, which are atomics rather than `Once`s).
 //! * **fatal signals**: [`jets_install_fatal_signal_flush`] flushes every open trace (bounded,
 //!   allocation- and lock-free) and then lets the signal do what it did before.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::Once;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::api::jets_trace;
@@ -21,13 +22,29 @@ use crate::failure::{status, Failure};
 /// How many forks this process's ancestors and itself have gone through since libjets loaded.
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// The current fork generation (registers the fork handlers on first use).
-pub(crate) fn generation() -> u64 {
-    static ATFORK: Once = Once::new();
-    ATFORK.call_once(|| {
-        // SAFETY: the handlers are `extern "C"` functions that live as long as the process.
+/// Whether the fork handlers are registered.
+static ATFORK: AtomicBool = AtomicBool::new(false);
+
+/// Registers the fork handlers when libjets is loaded (a constructor, run before `main` or by
+/// `dlopen`), so that no call has to: a `Once` would be a lock, held forever in a child forked
+/// while another thread was inside it.
+#[used]
+#[link_section = ".init_array"]
+static REGISTER_AT_LOAD: extern "C" fn() = register_fork_handlers;
+
+extern "C" fn register_fork_handlers() {
+    // The first caller registers; any other goes on without waiting (nothing here blocks).
+    if !ATFORK.swap(true, Ordering::AcqRel) {
+        // SAFETY: the handlers are `extern "C"` functions that live as long as the library.
         unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    });
+    }
+}
+
+/// The current fork generation (registers the fork handlers if the constructor did not run).
+pub(crate) fn generation() -> u64 {
+    if !ATFORK.load(Ordering::Relaxed) {
+        register_fork_handlers();
+    }
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
@@ -98,7 +115,9 @@ const FATAL: [c_int; 5] = [libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS, libc::SIG
 /// handler is installed; read only by the handler.
 static mut PREVIOUS: [std::mem::MaybeUninit<libc::sigaction>; 5] =
     [const { std::mem::MaybeUninit::uninit() }; 5];
-static INSTALLED: Once = Once::new();
+/// 0: not installed, 1: being installed, 2: installed. Not a `Once`, which would be a lock that
+/// a child forked during the installation inherits held.
+static INSTALLED: AtomicU8 = AtomicU8::new(0);
 
 /// Installs a handler for SIGSEGV, SIGABRT, SIGBUS, SIGTERM and SIGINT that flushes every open
 /// trace (waiting at most 2 s per trace), restores the action that was in place before, and
@@ -108,8 +127,13 @@ static INSTALLED: Once = Once::new();
 #[no_mangle]
 pub extern "C" fn jets_install_fatal_signal_flush() -> c_int {
     status("jets_install_fatal_signal_flush", || {
-        let mut result = Ok(());
-        INSTALLED.call_once(|| result = install());
+        // Only the first call installs; a concurrent one returns at once (installing is quick
+        // and cannot fail for these signals, so it is as good as done).
+        if INSTALLED.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Ok(());
+        }
+        let result = install();
+        INSTALLED.store(if result.is_ok() { 2 } else { 0 }, Ordering::Release);
         result
     })
 }

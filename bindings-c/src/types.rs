@@ -91,7 +91,8 @@ pub struct jets_attrs {
     pub fields: *const jets_field,
     /// How many `fields`.
     pub field_count: usize,
-    /// Optional JSON text for `data`; typed fields are merged into it (then it must be an object).
+    /// Optional JSON text for `data`: NULL, or a NUL-terminated UTF-8 string valid for the call.
+    /// Typed fields are merged into it (then it must be an object).
     pub data_json: *const c_char,
     /// The subsystem the line belongs to (`jets_domain_create`); 0 for none. A line in a disabled
     /// domain is skipped at the cost of one atomic load; a record's line carries `data.domain`.

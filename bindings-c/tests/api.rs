@@ -326,3 +326,92 @@ fn options_select_the_drop_policy_and_are_size_checked() {
     let dropped = footer["dropped_events"].as_u64().expect("dropped_events in the footer");
     assert_eq!(written + dropped, 20_000, "every event is written or counted as dropped");
 }
+
+#[test]
+fn an_ended_records_slot_is_reused_and_its_old_id_still_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path);
+    // SAFETY: `t` is open until the jets_close at the end; the strings are C-string literals.
+    unsafe {
+        let first = jets_record_begin(t.0, 0, 0, c(c"a"), c(c"R"), null(), null());
+        assert_eq!(jets_record_end(t.0, first, 1), JETS_OK);
+        let second = jets_record_begin(t.0, 0, 2, c(c"b"), c(c"R"), null(), null());
+        // The same slot (bits 0-31), the next generation: the old id cannot reach the new record.
+        assert_eq!(first & 0xffff_ffff, second & 0xffff_ffff);
+        assert_ne!(first, second);
+        assert_eq!(jets_event(t.0, first, 3, c(c"e"), null(), null()), JETS_ERR_RECORD_ENDED);
+        assert_eq!(jets_record_end(t.0, first, 3), JETS_ERR_RECORD_ENDED);
+        // A generation not handed out yet was never begun.
+        let ahead = second + (1 << 32);
+        assert_eq!(jets_event(t.0, ahead, 3, c(c"e"), null(), null()), JETS_ERR_UNKNOWN_RECORD);
+        assert_eq!(jets_event(t.0, second, 3, c(c"e"), null(), null()), JETS_OK);
+        assert_eq!(jets_record_end(t.0, second, 4), JETS_OK);
+        assert_eq!(jets_close(t.0), JETS_OK);
+    }
+    let all = lines(&path);
+    let ends: Vec<_> = all.iter().filter(|l| l["type"] == "record_end").collect();
+    assert_eq!(ends.len(), 2);
+    assert_eq!(all.iter().filter(|l| l["type"] == "event").count(), 1);
+}
+
+#[test]
+fn records_begun_used_and_ended_from_many_threads_end_once_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path);
+    const THREADS: usize = 4;
+    const PER_THREAD: u64 = 3_000;
+    // Each thread begins records, and ends the records the previous thread began (handed over
+    // through a shared list), while events land on them: slots are reused across threads and
+    // ends race with events.
+    let handoff: Vec<std::sync::Mutex<Vec<jets_id>>> =
+        (0..THREADS).map(|_| std::sync::Mutex::new(Vec::new())).collect();
+    let (accepted, ended): (u64, u64) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|me| {
+                let (t, handoff) = (&t, &handoff);
+                s.spawn(move || {
+                    let (mut events, mut ends) = (0u64, 0u64);
+                    for i in 0..PER_THREAD {
+                        // SAFETY: `t` is open until after the scope joins this thread; the
+                        // strings are C-string literals.
+                        unsafe {
+                            let id = jets_record_begin(t.0, 0, i, c(c"r"), c(c"R"), null(), null());
+                            assert_ne!(id, 0, "{}", last_error());
+                            handoff[me].lock().expect("list").push(id);
+                            let theirs = handoff[(me + 1) % THREADS].lock().expect("list").pop();
+                            for r in [Some(id), theirs].into_iter().flatten() {
+                                match jets_event(t.0, r, JETS_CLK_NOW, c(c"e"), null(), null()) {
+                                    JETS_OK => events += 1,
+                                    JETS_ERR_RECORD_ENDED => {}
+                                    rc => panic!("event: {rc} {}", last_error()),
+                                }
+                            }
+                            if let Some(r) = theirs {
+                                match jets_record_end(t.0, r, JETS_CLK_NOW) {
+                                    JETS_OK => ends += 1,
+                                    rc => panic!("end: {rc} {}", last_error()),
+                                }
+                            }
+                        }
+                    }
+                    (events, ends)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker"))
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+    });
+    // SAFETY: every thread that used `t` has been joined.
+    assert_eq!(unsafe { jets_close(t.0) }, JETS_OK);
+    let all = lines(&path);
+    let count = |kind: &str| all.iter().filter(|l| l["type"] == kind).count() as u64;
+    assert_eq!(count("record"), THREADS as u64 * PER_THREAD);
+    assert_eq!(count("record_end"), ended, "each accepted end written once");
+    assert_eq!(count("event"), accepted, "every accepted event written");
+    let footer = all.last().expect("footer");
+    assert_eq!(footer["open_records"], THREADS as u64 * PER_THREAD - ended);
+}

@@ -2,9 +2,12 @@
  * What a simulator's process does to libjets, one mode per run (scripts/test.d/20-c-bindings.sh
  * runs each under valgrind, ASan/UBSan and TSan):
  *
- *   safety_test fork DIR      fork with threads busy in jets_intern and jets_event_ex; the
- *                             child's calls on the inherited trace fail with JETS_ERR_FORKED at
- *                             once, its own new trace works, the parent's file is untouched
+ *   safety_test fork DIR      fork 40 times (SAFETY_FORK_CHILDREN) while four threads are busy
+ *                             in jets_intern, jets_event_ex, record begin/end and open/close
+ *                             (SAFETY_FORK_NO_OPEN=1: not the last, see mode_fork);
+ *                             each child's calls on the inherited trace fail with
+ *                             JETS_ERR_FORKED at once, and it opens, writes and closes a trace
+ *                             of its own; the parent's file is untouched
  *   safety_test signal DIR    a SIGALRM interval timer whose handler emits events (interned
  *                             names, two typed fields) and flushes, while the main thread works
  *   safety_test drop DIR      the drop policy under pressure: dropped records get real ids on
@@ -72,6 +75,8 @@ static atomic_int stop_workers;
 static jets_trace *shared_trace;
 static jets_id shared_root;
 
+static atomic_int interned_all;
+
 static void *intern_worker(void *arg) {
     (void)arg;
     char name[32];
@@ -79,6 +84,7 @@ static void *intern_worker(void *arg) {
     while (!atomic_load(&stop_workers)) {
         snprintf(name, sizeof name, "w%u", n++ % 4096);
         (void)jets_intern(name);
+        if (n == 4096) atomic_store(&interned_all, 1);
     }
     return NULL;
 }
@@ -98,70 +104,121 @@ static void *event_worker(void *arg) {
     return NULL;
 }
 
+/* Begins, uses and ends records: the record table's slots come and go while the forks happen. */
+static void *record_worker(void *arg) {
+    (void)arg;
+    jets_str op = jets_intern("Op"), step = jets_intern("Step");
+    while (!atomic_load(&stop_workers)) {
+        jets_attrs a = JETS_ATTRS_INIT;
+        a.name = op;
+        a.record_type = op;
+        jets_id r = jets_record_begin_ex(shared_trace, shared_root, JETS_CLK_NOW, &a);
+        jets_attrs e = JETS_ATTRS_INIT;
+        e.name = step;
+        (void)jets_event_ex(shared_trace, r, JETS_CLK_NOW, &e);
+        (void)jets_record_end(shared_trace, r, JETS_CLK_NOW);
+    }
+    return NULL;
+}
+
+/* Opens and closes traces of its own: the open path (writer thread start, file creation,
+ * JETS_CAPTURE read, fork handlers) runs while the forks happen. */
+static const char *open_worker_dir;
+static void *open_worker(void *arg) {
+    (void)arg;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/busy-open.jets", open_worker_dir);
+    while (!atomic_load(&stop_workers)) {
+        jets_trace *t = NULL;
+        if (jets_open(path, NULL, &t) != JETS_OK) continue;
+        jets_id r = jets_record_begin(t, 0, 0, "busy", "Busy", NULL, NULL);
+        (void)jets_record_end(t, r, 1);
+        (void)jets_close(t);
+    }
+    return NULL;
+}
+
+/* The child: only the forking thread exists, forked while the workers were inside libjets.
+ * Every call on the inherited trace is refused at once; interning and a trace of its own work.
+ * alarm() turns a hang into a failure (a lock inherited held). */
+static int fork_child(const char *child_path) {
+    alarm(30);
+    int bad = 0;
+    jets_str s = jets_intern("child-name");
+    bad |= (s == 0) << 0;
+    jets_attrs a = JETS_ATTRS_INIT;
+    a.name = s;
+    bad |= (jets_event_ex(shared_trace, shared_root, 1, &a) != JETS_ERR_FORKED) << 1;
+    bad |= (jets_event(shared_trace, shared_root, 1, "x", NULL, NULL) != JETS_ERR_FORKED) << 1;
+    bad |= (jets_record_begin(shared_trace, 0, 1, "c", "C", NULL, NULL) != 0) << 1;
+    bad |= (jets_last_error_code() != JETS_ERR_FORKED) << 1;
+    bad |= (jets_flush(shared_trace) != JETS_ERR_FORKED) << 1;
+    bad |= (jets_close(shared_trace) != JETS_ERR_FORKED) << 1;
+    jets_trace *own = NULL;
+    if (jets_open(child_path, NULL, &own) != JETS_OK) return 1 << 2;
+    jets_id r = jets_record_begin(own, 0, 0, "child", "Process", NULL, NULL);
+    bad |= (r == 0) << 3;
+    bad |= (jets_event_ex(own, r, 1, &a) != JETS_OK) << 3;
+    bad |= (jets_record_end(own, r, 2) != JETS_OK) << 3;
+    bad |= (jets_close(own) != JETS_OK) << 4;
+    return bad;
+}
+
 static int mode_fork(const char *dir) {
-    char parent_path[4096];
+    char parent_path[4096], child_path[4096];
     snprintf(parent_path, sizeof parent_path, "%s", in_dir(dir, "parent.jets"));
+    snprintf(child_path, sizeof child_path, "%s", in_dir(dir, "child.jets"));
+    /* SAFETY_FORK_CHILDREN lowers the count where every child is slow (valgrind). */
+    const char *env = getenv("SAFETY_FORK_CHILDREN");
+    int children = env ? atoi(env) : 40;
+    if (children < 1 || children > 1000) children = 40;
     shared_trace = open_or_die(parent_path, NULL);
     shared_root = jets_record_begin(shared_trace, 0, 0, "parent", "Process", NULL, NULL);
     CHECK(shared_root != 0);
-    pthread_t th[2];
-    pthread_create(&th[0], NULL, intern_worker, NULL);
-    pthread_create(&th[1], NULL, event_worker, NULL);
-    enum { CHILDREN = 40 };
+    open_worker_dir = dir;
+    /* SAFETY_FORK_NO_OPEN=1 leaves the open/close worker out: under ASan, whose LLVM 14 and
+     * GCC 12 runtimes do not lock their allocator around fork, a child forked while that worker
+     * was allocating a queue (a large block) spins forever on the allocator's lock in its first
+     * large malloc (seen with gdb: StaticSpinMutex::LockSlow in LargeMmapAllocator::Allocate,
+     * called from jets_record_begin). glibc's malloc is fork-safe: the plain run keeps it. */
+    const char *no_open = getenv("SAFETY_FORK_NO_OPEN");
+    void *(*workers[])(void *) = {intern_worker, event_worker, record_worker, open_worker};
+    int nworkers = no_open && !strcmp(no_open, "1") ? 3 : 4;
+    pthread_t th[4];
+    for (int w = 0; w < nworkers; w++) pthread_create(&th[w], NULL, workers[w], NULL);
+    /* Fork once the intern worker has registered its names (only new names allocate, and
+     * allocating is the sanitizer hazard above); it keeps looking them up under the lock. */
+    while (!atomic_load(&interned_all)) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
     int ok_children = 0;
-    for (int i = 0; i < CHILDREN; i++) {
+    for (int i = 0; i < children; i++) {
+        /* Let the workers get well inside their calls between forks. */
+        struct timespec pause = {0, 2000000};
+        nanosleep(&pause, NULL);
         pid_t pid = fork();
-        if (pid == 0) {
-            /* The child: only this thread exists. Every call on the inherited trace is refused
-             * at once; interning and a new trace work. alarm() turns a hang into a failure. */
-            alarm(20);
-            int bad = 0;
-            jets_str s = jets_intern("child-name");
-            bad |= s == 0;
-            jets_attrs a = JETS_ATTRS_INIT;
-            a.name = s;
-            bad |= jets_event_ex(shared_trace, shared_root, 1, &a) != JETS_ERR_FORKED;
-            bad |= jets_event(shared_trace, shared_root, 1, "x", NULL, NULL) != JETS_ERR_FORKED;
-            bad |= jets_record_begin(shared_trace, 0, 1, "c", "C", NULL, NULL) != 0;
-            bad |= jets_last_error_code() != JETS_ERR_FORKED;
-            bad |= jets_flush(shared_trace) != JETS_ERR_FORKED;
-            bad |= jets_close(shared_trace) != JETS_ERR_FORKED;
-            _exit(bad ? 3 : 0);
-        }
+        if (pid == 0) _exit(fork_child(child_path));
         int st = 0;
         waitpid(pid, &st, 0);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
             ok_children++;
+        } else if (WIFSIGNALED(st)) {
+            fprintf(stderr, "fork child %d: killed by signal %d%s\n", i, WTERMSIG(st),
+                    WTERMSIG(st) == SIGALRM ? " (hung for 30 s)" : "");
         } else {
-            fprintf(stderr, "fork child %d: status %d\n", i, st);
+            fprintf(stderr, "fork child %d: exit status %d (bits: 1 intern, 2 not FORKED, "
+                    "4 open, 8 own record, 16 own close)\n", i, WEXITSTATUS(st));
         }
     }
     atomic_store(&stop_workers, 1);
-    pthread_join(th[0], NULL);
-    pthread_join(th[1], NULL);
-    CHECK(ok_children == CHILDREN);
-    /* A child opens and writes a trace of its own. Forked here, once no other thread is inside
-     * libjets: a child forked while another thread was mid-call hung in jets_open once in several
-     * ASan runs (a lock held across fork; known, open in issue 16). */
-    pid_t own_pid = fork();
-    if (own_pid == 0) {
-        alarm(20);
-        int bad = 0;
-        jets_trace *own = NULL;
-        bad |= jets_open(in_dir(dir, "child.jets"), NULL, &own) != JETS_OK;
-        jets_id r = jets_record_begin(own, 0, 0, "child", "Process", NULL, NULL);
-        bad |= r == 0;
-        bad |= jets_record_end(own, r, 1) != JETS_OK;
-        bad |= jets_close(own) != JETS_OK;
-        _exit(bad ? 3 : 0);
-    }
-    int own_st = 0;
-    waitpid(own_pid, &own_st, 0);
-    CHECK(WIFEXITED(own_st) && WEXITSTATUS(own_st) == 0);
+    for (int w = 0; w < nworkers; w++) pthread_join(th[w], NULL);
+    CHECK(ok_children == children);
     CHECK_RC(jets_record_end(shared_trace, shared_root, JETS_CLK_NOW), JETS_OK);
     CHECK_RC(jets_close(shared_trace), JETS_OK);
-    printf("fork: %d of %d children got JETS_ERR_FORKED promptly; a child traced on its own\n",
-           ok_children, CHILDREN);
+    printf("fork: %d of %d children, forked while %d threads were inside libjets (intern, events, "
+           "records%s), got JETS_ERR_FORKED promptly and traced on their own\n",
+           ok_children, children, nworkers, nworkers == 4 ? ", open/close" : "");
     return failures ? 1 : 0;
 }
 
@@ -239,6 +296,13 @@ static int mode_signal(const char *dir) {
         else
             failures++;
         if (i % 1000 == 0) (void)jets_intern(i % 2000 ? "odd" : "even");
+        /* Other work, outside libjets, as a simulator does: the handler then also lands outside
+         * a libjets call (TSan delivers a signal only at a call it intercepts, otherwise always
+         * inside libjets, where the handler's calls are refused as re-entrant). */
+        if (i % 100 == 0) {
+            struct timespec work = {0, 50000};
+            nanosleep(&work, NULL);
+        }
     }
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
