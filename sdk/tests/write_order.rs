@@ -95,10 +95,17 @@ fn run_op(trace: &Trace, pool: &Pool, exp: &Expected, op: &Op) {
     }
 }
 
-fn run_program(threads: &[Vec<Op>], capacity: usize) -> (String, Expected, jets::Summary) {
+fn run_program(
+    threads: &[Vec<Op>],
+    capacity: usize,
+    encoders: usize,
+) -> (String, Expected, jets::Summary) {
     let out = Buf::default();
-    let trace =
-        TraceBuilder::new().capacity(capacity).writer(out.clone(), Metadata::new()).expect("open");
+    let trace = TraceBuilder::new()
+        .capacity(capacity)
+        .encoders(encoders)
+        .writer(out.clone(), Metadata::new())
+        .expect("open");
     let pool: Pool = Mutex::new(Vec::new());
     let exp = Expected::default();
     std::thread::scope(|s| {
@@ -124,10 +131,12 @@ proptest! {
     fn random_threaded_programs_obey_the_ordering_rules(
         threads in prop::collection::vec(prop::collection::vec(op(), 0..120), 1..5),
         tiny_queue in any::<bool>(),
+        encoders in 1usize..4,
     ) {
-        // A tiny queue makes producers block and interleave with the writer far more often.
+        // A tiny queue makes producers block and interleave with the writer far more often;
+        // encoder threads format batches out of the rings while the writer sequences more.
         let capacity = if tiny_queue { 16 } else { 4096 };
-        let (text, exp, summary) = run_program(&threads, capacity);
+        let (text, exp, summary) = run_program(&threads, capacity, encoders);
         let counts = common::check(&text, false).map_err(TestCaseError::fail)?;
         prop_assert_eq!(counts.records, exp.records.load(Ordering::Relaxed));
         prop_assert_eq!(counts.ends, exp.ends.load(Ordering::Relaxed));
@@ -141,12 +150,21 @@ proptest! {
 }
 
 /// Children made on another thread than their parent, many times over, with a queue small enough
-/// that every thread blocks repeatedly.
+/// that every thread blocks repeatedly; with one encoder and with three.
 #[test]
 fn children_on_other_threads_follow_their_parents() {
+    for encoders in [1, 3] {
+        children_on_other_threads_with(encoders);
+    }
+}
+
+fn children_on_other_threads_with(encoders: usize) {
     let out = Buf::default();
-    let trace =
-        TraceBuilder::new().capacity(16).writer(out.clone(), Metadata::new()).expect("open");
+    let trace = TraceBuilder::new()
+        .capacity(16)
+        .encoders(encoders)
+        .writer(out.clone(), Metadata::new())
+        .expect("open");
     let root = trace.root("root", "Root").begin_at(0).expect("root");
     let (tx, rx) = std::sync::mpsc::sync_channel::<RecordHandle>(64);
     std::thread::scope(|s| {

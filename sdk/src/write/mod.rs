@@ -15,8 +15,9 @@
 //! `end` consumes the handle, so a record ends at most once, and [`Trace::close`] writes the footer
 //! after draining every ring.
 
+mod encoders;
 mod fence;
-mod line;
+pub(crate) mod line;
 mod panic_flush;
 mod record;
 mod ring;
@@ -481,6 +482,7 @@ pub struct TraceBuilder {
     clock: Option<SimClock>,
     flush_on_panic: bool,
     capture: Option<Capture>,
+    encoders: Option<usize>,
 }
 
 impl Default for TraceBuilder {
@@ -492,6 +494,7 @@ impl Default for TraceBuilder {
             clock: None,
             flush_on_panic: false,
             capture: None,
+            encoders: None,
         }
     }
 }
@@ -540,6 +543,16 @@ impl TraceBuilder {
     /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it.
     pub fn capture(mut self, capture: Capture) -> Self {
         self.capture = Some(capture);
+        self
+    }
+
+    /// How many threads encode lines (JSON formatting and compression, the writer's main cost);
+    /// the order of the file is decided by the writer thread alone either way. `1`: the writer
+    /// thread encodes. `n > 1`: `n` encoder threads besides it (module `encoders`). Default:
+    /// 1 on machines with up to 2 cores, then half the cores, at
+    /// most 4. A trace with capture control holding lines back is encoded by the writer thread.
+    pub fn encoders(mut self, n: usize) -> Self {
+        self.encoders = Some(n.max(1));
         self
     }
 
@@ -600,6 +613,7 @@ impl TraceBuilder {
         let config = writer::Config {
             flush_interval: self.flush_interval,
             header_bytes: header.len() as u64,
+            encoders: self.encoders.unwrap_or_else(writer::default_encoders),
         };
         let for_thread = Arc::clone(&shared);
         let handle = thread::Builder::new()

@@ -43,8 +43,9 @@ struct FileSink {
     pending: Vec<u8>,
 }
 
+/// How a compressed file's frames are made; encoder threads compress their batches with it.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Codec {
+pub(crate) enum Codec {
     Plain,
     #[cfg(feature = "gzip")]
     Gzip,
@@ -97,6 +98,28 @@ impl Sink {
         Sink { kind: Kind::Writer(w), pending: None }
     }
 
+    /// The codec that compresses this sink's frames, for a compressed file (`None`: plain file,
+    /// or any `Write`).
+    pub(crate) fn codec(&self) -> Option<Codec> {
+        match &self.kind {
+            Kind::File(f) if f.codec != Codec::Plain => Some(f.codec),
+            _ => None,
+        }
+    }
+
+    /// Writes one complete compressed stream made by [`Codec::compress`] of this sink's codec,
+    /// after the lines still pending (which end a stream of their own). Like a flush, it leaves
+    /// the file a sequence of complete streams.
+    pub(crate) fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
+        match &mut self.kind {
+            Kind::File(f) => {
+                f.end_frame()?;
+                f.write_durably(frame)
+            }
+            Kind::Writer(_) => Err(io::Error::other("a compressed frame for a plain writer")),
+        }
+    }
+
     /// Writes whole lines.
     pub(crate) fn write_lines(&mut self, bytes: &[u8]) -> io::Result<()> {
         match &mut self.kind {
@@ -143,6 +166,26 @@ impl Drop for Sink {
     }
 }
 
+impl Codec {
+    /// `bytes` (whole lines) as one complete gzip member or zstd frame; `None` for a plain file.
+    pub(crate) fn compress(self, bytes: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        Ok(match self {
+            Codec::Plain => None,
+            #[cfg(feature = "gzip")]
+            Codec::Gzip => {
+                let mut e = flate2::write::GzEncoder::new(
+                    Vec::with_capacity(bytes.len() / 4),
+                    flate2::Compression::fast(),
+                );
+                e.write_all(bytes)?;
+                Some(e.finish()?)
+            }
+            #[cfg(feature = "zstd")]
+            Codec::Zstd => Some(zstd::bulk::compress(bytes, 3)?),
+        })
+    }
+}
+
 impl FileSink {
     /// Compresses the pending lines into one complete stream and writes it (nothing for a plain
     /// file, whose lines are written as they come).
@@ -150,22 +193,8 @@ impl FileSink {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let frame: Option<Vec<u8>> = match self.codec {
-            Codec::Plain => None,
-            #[cfg(feature = "gzip")]
-            Codec::Gzip => {
-                let mut e = flate2::write::GzEncoder::new(
-                    Vec::with_capacity(self.pending.len() / 4),
-                    flate2::Compression::fast(),
-                );
-                e.write_all(&self.pending)?;
-                Some(e.finish()?)
-            }
-            #[cfg(feature = "zstd")]
-            Codec::Zstd => Some(zstd::bulk::compress(&self.pending, 3)?),
-        };
         // A plain file's lines were written as they came (and no codec exists without features).
-        let Some(frame) = frame else { return Ok(()) };
+        let Some(frame) = self.codec.compress(&self.pending)? else { return Ok(()) };
         self.pending.clear();
         self.write_durably(&frame)
     }

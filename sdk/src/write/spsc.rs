@@ -175,6 +175,24 @@ impl Consumer {
         }
     }
 
+    /// Hands back the words of popped entries up to word position `pos` (at most
+    /// [`Consumer::position`]): for entries still read elsewhere after their pop (an encoder
+    /// thread), released once it is done with them.
+    #[inline]
+    pub(crate) fn release_to(&mut self, pos: usize) {
+        debug_assert!(pos <= self.head);
+        if pos > self.freed {
+            self.freed = pos;
+            self.buf.head.store(pos, Ordering::Release);
+        }
+    }
+
+    /// Keeps the ring's memory alive while held: for entries read elsewhere after their pop,
+    /// even if this end is dropped meanwhile (a writer thread unwinding).
+    pub(crate) fn keep_alive(&self) -> Arc<dyn Send + Sync> {
+        Arc::clone(&self.buf) as Arc<dyn Send + Sync>
+    }
+
     /// Words consumed so far (compare with [`Consumer::published`]).
     pub(crate) fn position(&self) -> usize {
         self.head

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::encoders::{Job, Pool};
 use super::line::{Entry, Kind};
 use super::ring::Pos;
 use super::sink::Sink;
@@ -20,10 +21,12 @@ use crate::format::{self, Footer};
 pub(crate) struct Config {
     pub(crate) flush_interval: Duration,
     pub(crate) header_bytes: u64,
+    /// Encoder threads besides this one (1: this thread encodes, see `encoders.rs`).
+    pub(crate) encoders: usize,
 }
 
 /// A batch is written once it reaches this size (or the rings run dry, or the interval passes).
-const BATCH_BYTES: usize = 256 * 1024;
+pub(super) const BATCH_BYTES: usize = 256 * 1024;
 /// The longest nap of an idle writer. Short enough to keep the flush interval, long enough to
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
@@ -37,6 +40,13 @@ const ROUND: usize = 4096;
 struct Ring {
     id: u32,
     consumer: Consumer,
+}
+
+impl Ring {
+    /// Every word popped has been handed back (no encoder thread still reads this ring).
+    fn settled(&self, released: &[usize]) -> bool {
+        released[self.id as usize] == self.consumer.position()
+    }
 }
 
 impl Drop for Ring {
@@ -55,6 +65,9 @@ impl Drop for Ring {
 }
 
 struct Writer {
+    /// Encoder threads, when there is more than one encoder; first, so it is dropped (its
+    /// threads done with the rings' entries) before the rings.
+    pool: Option<Pool>,
     shared: Arc<Shared>,
     sink: Option<Sink>,
     buf: Vec<u8>,
@@ -69,9 +82,11 @@ struct Writer {
     /// Words consumed so far from each ring, by ring id (a position capture control compares
     /// with what was published).
     consumed: Vec<u64>,
+    /// With encoder threads: the word position up to which each ring's entries are written,
+    /// by ring id; words are handed back to the producer up to here.
+    released: Vec<usize>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
-    scratch: Vec<u8>,
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -125,10 +140,18 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         rings: Vec::new(),
         popped: Vec::new(),
         consumed: Vec::new(),
+        released: Vec::new(),
         keeper: None,
-        scratch: Vec::new(),
+        pool: None,
     };
     w.keeper = Keeper::new(&w.shared.capture);
+    // Capture control decides line by line in order, in this thread: its traces are encoded
+    // here too (most of their lines are never encoded at all).
+    if w.keeper.is_none() && w.config.encoders > 1 {
+        let codec = w.sink.as_ref().and_then(Sink::codec);
+        // Threads that cannot be started: this thread encodes, as with one encoder.
+        w.pool = Pool::new(w.config.encoders, codec).ok();
+    }
     let mut nap = Duration::from_micros(20);
     loop {
         if w.shared.fatal.load(Ordering::Acquire) {
@@ -172,6 +195,7 @@ impl Writer {
             if self.popped.len() <= idx {
                 self.popped.resize(idx + 1, 0);
                 self.consumed.resize(idx + 1, 0);
+                self.released.resize(idx + 1, 0);
             }
             self.rings.push(Ring { id, consumer });
         }
@@ -196,7 +220,7 @@ impl Writer {
             got += self.drain_ring(&mut rings[i]);
             // A ring whose thread has exited and which is empty will never hold lines again.
             let ring = &rings[i];
-            if ring.consumer.is_abandoned() && ring.consumer.is_empty() {
+            if ring.consumer.is_abandoned() && ring.consumer.is_empty() && self.settled(ring) {
                 rings.swap_remove(i);
             } else {
                 i += 1;
@@ -205,6 +229,15 @@ impl Writer {
         // Rings adopted meanwhile (none: adoption happens only in this thread) plus the kept ones.
         rings.append(&mut self.rings);
         self.rings = rings;
+        if self.pool.is_some() {
+            // Rings run dry: what is batched goes to the encoders now, not when a batch fills.
+            if got == 0 {
+                if let Some(pool) = self.pool.as_mut() {
+                    pool.submit();
+                }
+            }
+            self.output(false);
+        }
         if let Some(k) = self.keeper.as_mut() {
             let (consumed, rings) = (&self.consumed, &self.rings);
             k.end_pass(consumed, || {
@@ -230,21 +263,54 @@ impl Writer {
             if !line.after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            if self.keeper.is_some() {
-                self.keep(&line);
-            } else {
-                self.encode(&line);
+            if let Some(pool) = self.pool.as_mut() {
+                let words = line.words;
+                ring.consumer.pop(words);
+                // SAFETY: a published entry, given up to the pool (its words are handed back
+                // only once its batch is written).
+                let full = unsafe { pool.push(at, words, ring.id, &ring.consumer) };
+                ready += 1;
+                if full {
+                    pool.submit();
+                    // At most two batches per encoder in flight: write the oldest first.
+                    if pool.in_flight() >= 2 * pool.encoders() as u64 {
+                        self.output_one(true);
+                    }
+                }
+                continue;
             }
+            let kept = match self.keeper.as_mut() {
+                // SAFETY: `line` is the entry at `at`, not dropped; if kept, it is not dropped
+                // here (the keeper owns it now).
+                Some(keeper) => unsafe {
+                    keeper.line(
+                        at,
+                        &line,
+                        &mut Counted { buf: &mut self.buf, summary: &mut self.summary },
+                    )
+                },
+                None => {
+                    self.encode(&line);
+                    false
+                }
+            };
             let words = line.words;
-            // SAFETY: encoded and not used again; dropped once, then popped.
-            unsafe { Entry::drop_in_place(at) };
+            if !kept {
+                // SAFETY: encoded and not used again; dropped once, then popped.
+                unsafe { Entry::drop_in_place(at) };
+            }
             ring.consumer.pop(words);
             ready += 1;
             if self.buf.len() >= BATCH_BYTES {
                 self.write_buf();
             }
         }
-        ring.consumer.release();
+        if self.pool.is_some() {
+            ring.consumer.release_to(self.released[ring.id as usize]);
+        } else {
+            ring.consumer.release();
+            self.released[ring.id as usize] = ring.consumer.position();
+        }
         self.popped[ring.id as usize] += ready as u64;
         self.consumed[ring.id as usize] = ring.consumer.position() as u64;
         ready
@@ -302,35 +368,67 @@ impl Writer {
     }
 
     fn encode(&mut self, line: &Entry<'_>) {
-        encode_line(&mut self.buf, line);
-        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
-        Counted { buf: &mut self.buf, summary: &mut self.summary }
-            .count(kind_index(line.kind), clk);
+        encode_counted(&mut self.buf, &mut self.summary, line);
     }
 
-    /// Capture control: the keeper decides what of `line` (and of what it holds) reaches the
-    /// file now.
-    fn keep(&mut self, line: &Entry<'_>) {
-        let Some(keeper) = self.keeper.as_mut() else { return };
-        self.scratch.clear();
-        encode_line(&mut self.scratch, line);
-        let meta = keep::Meta {
-            kind: kind_index(line.kind),
-            id: line.id,
-            parent: line.parent,
-            clk: line.clk,
-            hold: line.hold,
-            name: line.name,
-            error: line.kind == Kind::Event
-                && line.data.fields().any(|(k, v)| {
-                    k == "severity" && matches!(v, format::Value::Str(s) if &**s == "error")
-                }),
-        };
-        let mut out = Counted { buf: &mut self.buf, summary: &mut self.summary };
-        if keeper.line(&meta, &self.scratch, &mut out) {
-            // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
-            keeper.dump(&mut out);
+    fn settled(&self, ring: &Ring) -> bool {
+        ring.settled(&self.released)
+    }
+
+    /// Writes the encoded batches that are next in order; with `wait`, every batch in flight.
+    fn output(&mut self, wait: bool) {
+        while self.output_one(wait) {}
+    }
+
+    /// Writes the next batch in order, if encoded (or waits for it); false when there was none.
+    fn output_one(&mut self, wait: bool) -> bool {
+        let Some(job) = self.pool.as_mut().and_then(|p| p.next(wait)) else { return false };
+        self.write_job(&job);
+        for &(id, pos) in &job.release {
+            let r = &mut self.released[id as usize];
+            *r = (*r).max(pos);
         }
+        for ring in &mut self.rings {
+            ring.consumer.release_to(self.released[ring.id as usize]);
+        }
+        if let Some(pool) = self.pool.as_mut() {
+            pool.recycle(job);
+        }
+        true
+    }
+
+    /// Writes an encoded batch (after a failure, discards it like `write_buf`).
+    fn write_job(&mut self, job: &Job) {
+        let s = &mut self.summary;
+        let c = &job.counts;
+        s.records += c.records;
+        s.record_ends += c.record_ends;
+        s.events += c.events;
+        s.annotations += c.annotations;
+        if let Some(clk) = c.capture_end_clk {
+            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
+        }
+        if let Some(e) = &job.failed {
+            let e = io::Error::new(e.kind(), e.to_string());
+            if self.sink.is_some() {
+                self.fail(e);
+            }
+            return;
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            let written = match &job.frame {
+                Some(frame) => guarded(|| sink.write_frame(frame)),
+                None => guarded(|| sink.write_lines(&job.out)),
+            };
+            match written {
+                Ok(()) => {
+                    self.summary.bytes += job.out.len() as u64;
+                    self.dirty = true;
+                }
+                Err(e) => self.fail(e),
+            }
+        }
+        self.last_write = Instant::now();
     }
 
     /// Writes the flight recorder's lines.
@@ -372,10 +470,16 @@ impl Counted<'_> {
 }
 
 impl keep::Out for Counted<'_> {
-    fn put(&mut self, kind: usize, clk: Option<u64>, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-        self.count(kind, clk);
+    fn put(&mut self, line: &Entry<'_>) {
+        encode_line(self.buf, line);
+        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
+        self.count(kind_index(line.kind), clk);
     }
+}
+
+/// Encodes one line (with its newline) onto `buf`, counted in `summary`.
+pub(super) fn encode_counted(buf: &mut Vec<u8>, summary: &mut Summary, line: &Entry<'_>) {
+    keep::Out::put(&mut Counted { buf, summary }, line);
 }
 
 /// Encodes one line (with its newline) onto `out`.
@@ -427,6 +531,11 @@ impl Writer {
     /// Hands the batch to the sink. After a failure, output is discarded (and the error kept), so
     /// producers never block on a dead sink and the file keeps its valid prefix.
     fn write_buf(&mut self) {
+        if let Some(pool) = self.pool.as_mut() {
+            // Everything sequenced goes before what this thread encoded itself (the footer).
+            pool.submit();
+            self.output(true);
+        }
         if self.buf.is_empty() {
             return;
         }
@@ -479,6 +588,8 @@ impl Writer {
         self.drain_all();
         // CAP-REC-2: the recorder is written at close.
         self.dump();
+        // Every batch written: the totals below count what the encoder threads encoded.
+        self.write_buf();
         let s = &mut self.summary;
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
@@ -554,5 +665,17 @@ struct EmptyObject;
 impl format::WriteJson for EmptyObject {
     fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{}");
+    }
+}
+
+/// The default number of encoders: one (the writer thread) on machines with up to 2 cores, where
+/// a second encoder would take the simulator's core; then half the cores, at most 4 (one
+/// sequencer keeps up with about that many; see ARCHITECTURE.md for more cores).
+pub(crate) fn default_encoders() -> usize {
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
+    if cores <= 2 {
+        1
+    } else {
+        (cores / 2).min(4)
     }
 }
