@@ -4,8 +4,9 @@
 //!   has no writer thread there, and any lock another thread held is held forever. A
 //!   `pthread_atfork` child handler bumps `FORK_GENERATION`; every trace remembers the
 //!   generation it was opened in and refuses calls from a later one with `JETS_ERR_FORKED`
-//!   before touching anything. The one process-wide lock (the intern table's) is taken before the
-//!   fork and released on both sides, so it is never inherited held; everything else a call on
+//!   before touching anything. The process-wide locks (the intern table's, and the SDK's registry
+//!   of capture counters that opening and closing take) are taken before the fork and released on
+//!   both sides, so they are never inherited held; everything else a call on
 //!   the C path shares between threads is lock-free (the record table, the list of open traces,
 //!   the one-time setups below, which are atomics rather than `Once`s).
 //! * **fatal signals**: [`jets_install_fatal_signal_flush`] flushes every open trace (bounded,
@@ -56,14 +57,17 @@ pub(crate) fn forked(opened: u64) -> bool {
 
 extern "C" fn prepare() {
     crate::intern::hold_for_fork();
+    jets::__fork::hold();
 }
 
 extern "C" fn parent() {
+    jets::__fork::release();
     crate::intern::release_after_fork();
 }
 
 extern "C" fn child() {
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    jets::__fork::release();
     crate::intern::release_after_fork();
 }
 

@@ -55,3 +55,19 @@ pub use jets_macros::record;
 pub use layer::JetsLayer;
 #[doc(hidden)]
 pub use macros::__private;
+
+/// For a `fork` wrapper such as the C library's `pthread_atfork` handlers; not a stable API.
+/// Opening and closing a trace take one process-wide lock (the capture counters' registry):
+/// [`hold`](__fork::hold) takes it before the fork and [`release`](__fork::release) gives it
+/// back after, in the parent and in the child, so that a child never inherits it held.
+#[doc(hidden)]
+pub mod __fork {
+    /// Before `fork`, on the forking thread.
+    pub fn hold() {
+        crate::capture::gate::left::hold_for_fork();
+    }
+    /// After `fork`, in the parent and in the child, on the forking thread.
+    pub fn release() {
+        crate::capture::gate::left::release_after_fork();
+    }
+}

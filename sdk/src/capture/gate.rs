@@ -270,8 +270,7 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
 /// demand. Keyed by trace id rather than by the gate, so that a handle left out by capture can
 /// count what is made through it without holding the trace (no reference count to touch).
 pub(crate) mod left {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
+    use std::cell::{RefCell, UnsafeCell};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -283,30 +282,56 @@ pub(crate) mod left {
     #[derive(Default)]
     struct Counts([AtomicU64; 4]);
 
-    /// Every open trace's counters: the per-thread ones, and one shared by threads that cannot
-    /// use their own (thread-local storage torn down, or a count nested in another).
-    type Registry = HashMap<u64, (Vec<Arc<Counts>>, Counts)>;
+    /// One open trace's counters: its id, the per-thread ones, and one shared by threads that
+    /// cannot use their own (thread-local storage torn down, or a count nested in another).
+    type Entry = (u64, Vec<Arc<Counts>>, Counts);
 
-    static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+    /// Every open trace's counters. A vector (few traces are open at once) rather than a hash
+    /// map: it points at the start of its allocation, so leak checkers (valgrind) see it as
+    /// reachable, not "possibly lost".
+    static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
     thread_local! {
         static HERE: RefCell<Vec<(u64, Arc<Counts>)>> = const { RefCell::new(Vec::new()) };
     }
 
-    fn registry() -> MutexGuard<'static, Option<Registry>> {
+    fn registry() -> MutexGuard<'static, Vec<Entry>> {
         REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn entry(registry: &mut [Entry], trace: u64) -> Option<&mut Entry> {
+        registry.iter_mut().find(|(t, _, _)| *t == trace)
+    }
+
+    /// The guard of [`REGISTRY`] held across a `fork` (see [`hold_for_fork`]).
+    struct Held(UnsafeCell<Option<MutexGuard<'static, Vec<Entry>>>>);
+    // SAFETY: touched only by `hold_for_fork` and `release_after_fork`, which a `fork` wrapper
+    // (the C library's `pthread_atfork` handlers) calls one after the other on the forking thread.
+    unsafe impl Sync for Held {}
+    static HELD: Held = Held(UnsafeCell::new(None));
+
+    /// Before a `fork`: takes the registry's lock, so that no other thread holds it when the
+    /// child is made (the child would inherit it held forever, and hang opening a trace).
+    pub(crate) fn hold_for_fork() {
+        let guard = registry();
+        // SAFETY: see `Held`.
+        unsafe { *HELD.0.get() = Some(guard) };
+    }
+
+    /// After a `fork`, in the parent and in the child: releases what [`hold_for_fork`] took.
+    pub(crate) fn release_after_fork() {
+        // SAFETY: see `Held`.
+        drop(unsafe { (*HELD.0.get()).take() });
     }
 
     /// A trace opens: its counts start at zero.
     pub(crate) fn register(trace: u64) {
-        registry().get_or_insert_with(HashMap::new).insert(trace, Default::default());
+        registry().push((trace, Vec::new(), Counts::default()));
     }
 
     /// The trace's gate is gone: nobody reads its counts any more.
     pub(crate) fn forget(trace: u64) {
-        if let Some(r) = registry().as_mut() {
-            r.remove(&trace);
-        }
+        registry().retain(|(t, _, _)| *t != trace);
     }
 
     /// Counts one line of `kind` left out of `trace` by capture.
@@ -338,7 +363,7 @@ pub(crate) mod left {
     #[cold]
     fn join(here: &mut Vec<(u64, Arc<Counts>)>, trace: u64) -> Option<&Arc<Counts>> {
         let mut registry = registry();
-        let (threads, _) = registry.as_mut()?.get_mut(&trace)?;
+        let (_, threads, _) = entry(&mut registry, trace)?;
         let counts = Arc::new(Counts::default());
         threads.push(Arc::clone(&counts));
         drop(registry);
@@ -349,15 +374,15 @@ pub(crate) mod left {
 
     #[cold]
     fn count_shared(trace: u64, kind: usize) {
-        if let Some((_, shared)) = registry().as_mut().and_then(|r| r.get_mut(&trace)) {
+        if let Some((_, _, shared)) = entry(&mut registry(), trace) {
             shared.0[kind].fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// The counts of `trace` so far.
     pub(crate) fn sum(trace: u64) -> LeftOut {
-        let registry = registry();
-        let Some((threads, shared)) = registry.as_ref().and_then(|r| r.get(&trace)) else {
+        let mut registry = registry();
+        let Some((_, threads, shared)) = entry(&mut registry, trace) else {
             return LeftOut::default();
         };
         let sum = |k: usize| {
