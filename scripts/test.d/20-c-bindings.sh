@@ -234,12 +234,11 @@ safety_checks() {
     for mode in fork signal drop badjson closed parity; do
         local runner=("$@") children=40 no_open=0
         if [ "$tag" = valgrind ] && [ "$mode" = fork ]; then
-            # valgrind runs one thread at a time while four threads spin in libjets: it forks 3
-            # children instead of 40 (20 took 13 s before this session's writer changes; now one
-            # child takes ~30 s under valgrind, while plain and ASan runs are as fast as before:
-            # not understood yet). A forked child holds the memory of threads that did not
-            # survive the fork (the writer's buffers), which valgrind calls leaked in every
-            # child: memory errors only.
+            # valgrind runs one thread at a time while four threads spin in libjets, so its
+            # time depends on the load: 20 children took 13 s on a quiet machine and over 300 s
+            # with another build beside it (30 s a child). It forks 3 children instead of 40. A
+            # forked child holds the memory of threads that did not survive the fork (the
+            # writer's buffers), which valgrind calls leaked in every child: memory errors only.
             children=3
             runner=(valgrind -q --error-exitcode=99 --leak-check=no)
             echo "NOTE: safety_test fork under valgrind forks $children children (40 plain and under ASan), memory errors only"
