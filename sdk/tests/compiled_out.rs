@@ -4,25 +4,13 @@
 //! the footer, which says why.
 #![cfg(all(not(feature = "enabled"), feature = "tracing", feature = "macros"))]
 
-use std::io::Write;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+mod common;
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use common::Buf;
 use jets::{Metadata, RecordHandle, Trace};
 use tracing_subscriber::layer::SubscriberExt;
-
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 static COMPUTED: AtomicU32 = AtomicU32::new(0);
 
@@ -45,7 +33,7 @@ fn via_tracing(n: u64) -> u64 {
 
 #[test]
 fn instrumentation_compiles_to_nothing() {
-    let out = Buffer::default();
+    let out = Buf::default();
     let trace = Trace::to_writer(out.clone(), Metadata::new().tool("compiled-out")).unwrap();
     let layer = jets::JetsLayer::new(trace.clone());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
@@ -62,7 +50,7 @@ fn instrumentation_compiles_to_nothing() {
     root.end_at(3).unwrap();
     trace.close().unwrap();
 
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
     assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}\n{text}");
     let kinds: Vec<String> = text

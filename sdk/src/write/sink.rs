@@ -168,6 +168,8 @@ impl Drop for Sink {
 
 impl Codec {
     /// `bytes` (whole lines) as one complete gzip member or zstd frame; `None` for a plain file.
+    // Built without `gzip` and `zstd`, only `Plain` is left and `bytes` goes unused.
+    #[cfg_attr(not(any(feature = "gzip", feature = "zstd")), allow(unused_variables))]
     pub(crate) fn compress(self, bytes: &[u8]) -> io::Result<Option<Vec<u8>>> {
         Ok(match self {
             Codec::Plain => None,
