@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::sync::{Arc, Mutex};
+use std::io::Read;
 
-use common::Buf;
+use common::{Buf, Failing};
 use jets::{Metadata, TraceBuilder};
 
 /// A deterministic single-threaded program, big enough for many batches.
@@ -96,37 +95,10 @@ fn compressed_files_from_several_encoders_decompress_to_the_same_trace() {
     }
 }
 
-/// Accepts `budget` bytes, then fails every call; or panics instead of failing.
-#[derive(Clone)]
-struct Failing {
-    out: Arc<Mutex<Vec<u8>>>,
-    budget: Arc<Mutex<usize>>,
-    panic: bool,
-}
-
-impl Write for Failing {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let mut budget = self.budget.lock().expect("lock");
-        if *budget == 0 {
-            if self.panic {
-                panic!("sink exploded");
-            }
-            return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed"));
-        }
-        let n = b.len().min(*budget);
-        *budget -= n;
-        self.out.lock().expect("lock").extend_from_slice(&b[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_failing_or_panicking_sink_fails_the_trace_without_hanging_producers() {
     for panic in [false, true] {
-        let w = Failing { out: Arc::default(), budget: Arc::new(Mutex::new(10_000)), panic };
+        let w = Failing::new(10_000, panic);
         let trace = TraceBuilder::new()
             .capacity(64)
             .encoders(2)
@@ -140,7 +112,7 @@ fn a_failing_or_panicking_sink_fails_the_trace_without_hanging_producers() {
         let err = trace.close().expect_err("close reports it");
         let why = if panic { "sink exploded" } else { "pipe closed" };
         assert!(err.to_string().contains(why), "{err}");
-        let text = String::from_utf8(w.out.lock().expect("lock").clone()).expect("utf8");
+        let text = w.text();
         common::check(&text, true).expect("valid prefix");
     }
 }

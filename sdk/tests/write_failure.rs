@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::Failing;
 use jets::{Error, Metadata, Trace, TraceBuilder};
 
 const CHILD_ENV: &str = "JETS_TEST_CHILD";
@@ -147,32 +147,9 @@ fn dev_full_fails_at_open_with_a_named_error() {
     assert!(err.to_string().contains("/dev/full"), "{err}");
 }
 
-/// Accepts `budget` bytes (possibly a partial write), then fails every call.
-#[derive(Clone)]
-struct Failing {
-    out: Arc<Mutex<Vec<u8>>>,
-    budget: Arc<Mutex<usize>>,
-}
-
-impl Write for Failing {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let mut budget = self.budget.lock().expect("lock");
-        if *budget == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed"));
-        }
-        let n = b.len().min(*budget);
-        *budget -= n;
-        self.out.lock().expect("lock").extend_from_slice(&b[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn failing_writer_is_reported_and_never_blocks_producers() {
-    let w = Failing { out: Arc::default(), budget: Arc::new(Mutex::new(10_000)) };
+    let w = Failing::new(10_000, false);
     let trace = TraceBuilder::new().capacity(64).writer(w.clone(), Metadata::new()).expect("open");
     let root = trace.root("root", "Root").begin_at(0).expect("root");
     for clk in 0..50_000u64 {
@@ -184,7 +161,7 @@ fn failing_writer_is_reported_and_never_blocks_producers() {
     let err = trace.close().expect_err("close reports it");
     assert!(err.to_string().contains("pipe closed"), "{err}");
     // A generic Write may take part of a line before failing: at most one torn line.
-    let text = String::from_utf8(w.out.lock().expect("lock").clone()).expect("utf8");
+    let text = w.text();
     common::check(&text, true).expect("valid prefix");
 }
 
@@ -202,8 +179,8 @@ fn closed_trace_refuses_new_lines() {
 
 #[test]
 fn clk_before_start_is_refused_and_writes_nothing() {
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let w = Failing { out: Arc::clone(&out), budget: Arc::new(Mutex::new(usize::MAX)) };
+    let w = Failing::new(usize::MAX, false);
+    let out = Arc::clone(&w.out);
     let trace = Trace::to_writer(w, Metadata::new()).expect("open");
     let r = trace.root("r", "R").begin_at(10).expect("root");
     let e = r.child("c", "C").begin_at(9).expect_err("child before parent");

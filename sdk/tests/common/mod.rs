@@ -31,6 +31,46 @@ impl Buf {
     }
 }
 
+/// A sink that accepts `budget` bytes (possibly a partial write), then fails every call, or
+/// panics instead of failing when `panic` is set.
+#[derive(Clone)]
+pub struct Failing {
+    pub out: Arc<Mutex<Vec<u8>>>,
+    pub budget: Arc<Mutex<usize>>,
+    pub panic: bool,
+}
+
+impl Failing {
+    /// A sink that fails (or panics) after `budget` bytes.
+    pub fn new(budget: usize, panic: bool) -> Failing {
+        Failing { out: Arc::default(), budget: Arc::new(Mutex::new(budget)), panic }
+    }
+
+    /// What it accepted, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.out.lock().expect("lock").clone()).expect("utf8")
+    }
+}
+
+impl Write for Failing {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let mut budget = self.budget.lock().expect("lock");
+        if *budget == 0 {
+            if self.panic {
+                panic!("sink exploded");
+            }
+            return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed"));
+        }
+        let n = b.len().min(*budget);
+        *budget -= n;
+        self.out.lock().expect("lock").extend_from_slice(&b[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What the checker counted.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Counts {
