@@ -207,12 +207,21 @@ impl Pool {
             }
             let job = if wait { self.from.recv().ok() } else { self.from.try_recv().ok() };
             let Some(job) = job else {
-                if wait {
-                    // Every encoder is gone: nothing more will come back.
-                    self.next_out = self.next_seq;
-                    self.done.clear();
+                if !wait {
+                    return None;
                 }
-                return None;
+                // Every encoder is gone (only one dying outside `catch_unwind` could do it):
+                // the batches still out are lost. Say so: the next one in order comes back
+                // failed, which fails the trace, rather than passing over them in silence.
+                let mut lost = self.spare.pop().unwrap_or_else(Job::new);
+                lost.seq = self.next_out;
+                lost.failed = Some(io::Error::other(format!(
+                    "the JETS encoder threads are gone: {} batches of lines not written",
+                    self.next_seq - self.next_out
+                )));
+                self.next_out = self.next_seq;
+                self.done.clear();
+                return Some(lost);
             };
             self.done.insert(job.seq, job);
         }
