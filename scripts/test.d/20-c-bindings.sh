@@ -147,7 +147,7 @@ if ls "$work"/never-created.jets >/dev/null 2>&1; then
 fi
 
 step "valgrind (memcheck, leaks)"
-vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible)
+vg=(valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible)
 run api_vg "${vg[@]}" "$work/api_test" "$work/api_vg.jets" "$work"
 check_host
 run wrapper_vg "${vg[@]}" "$work/wrapper_test" "$work/wrapper_vg.jets"
@@ -234,13 +234,14 @@ safety_checks() {
     for mode in fork signal drop badjson closed parity; do
         local runner=("$@") children=40 no_open=0
         if [ "$tag" = valgrind ] && [ "$mode" = fork ]; then
-            # valgrind runs one thread at a time while four threads spin in libjets, so its
-            # time depends on the load: 20 children took 13 s on a quiet machine and over 300 s
-            # with another build beside it (30 s a child). It forks 3 children instead of 40. A
-            # forked child holds the memory of threads that did not survive the fork (the
-            # writer's buffers), which valgrind calls leaked in every child: memory errors only.
-            children=3
-            runner=(valgrind -q --error-exitcode=99 --leak-check=no)
+            # valgrind runs one thread at a time; with its default (unfair) lock, the four
+            # threads spinning on compare-and-swap in libjets could keep the thread they wait for
+            # from running: a child took ~30 s, 20 took over 300 s. --fair-sched=yes (in both
+            # runners) hands the lock round in turn: 20 children in ~4 s. A forked child holds
+            # the memory of threads that did not survive the fork (the writer's buffers), which
+            # valgrind calls leaked in every child: memory errors only.
+            children=20
+            runner=(valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=no)
             echo "NOTE: safety_test fork under valgrind forks $children children (40 plain and under ASan), memory errors only"
         fi
         if [ "$tag" = asan ] && [ "$mode" = fork ]; then
