@@ -8,7 +8,7 @@
 //! for [`Data::INLINE`] fields that a line rarely fills. Values are moved bitwise (a `Str` or
 //! `Value` may own heap memory): exactly one of the builder and the entry owns them at any time.
 
-use std::mem::{size_of, ManuallyDrop};
+use std::mem::{size_of, ManuallyDrop, MaybeUninit};
 use std::ptr;
 
 use super::ring::Pos;
@@ -61,6 +61,39 @@ impl Line {
         }
     }
 
+    /// Writes a new line at `dst`, part by part, as [`Line::new`] makes it, and returns it.
+    ///
+    /// Why not `dst.write(Line::new(..))`: that builds the ~500-byte line on the stack and copies
+    /// all of it (a `memcpy` call, most of it the uninitialized room for fields) into `dst`; this
+    /// writes only the dozen words a new line has.
+    ///
+    /// # Safety
+    /// `dst` is valid for writing a `Line` and aligned; what it held is overwritten, not dropped.
+    #[inline(always)]
+    pub(crate) unsafe fn init<'a>(
+        dst: *mut Line,
+        kind: Kind,
+        id: u64,
+        name: Str,
+        after: Option<Pos>,
+    ) -> &'a mut Line {
+        // SAFETY: per the contract, every field of `*dst` is written once before the reference
+        // to it is made.
+        unsafe {
+            ptr::addr_of_mut!((*dst).kind).write(kind);
+            ptr::addr_of_mut!((*dst).clk).write(0);
+            ptr::addr_of_mut!((*dst).id).write(id);
+            ptr::addr_of_mut!((*dst).parent).write(None);
+            ptr::addr_of_mut!((*dst).name).write(name);
+            ptr::addr_of_mut!((*dst).record_type).write(Str::EMPTY);
+            ptr::addr_of_mut!((*dst).description).write(Str::EMPTY);
+            Data::init(ptr::addr_of_mut!((*dst).data));
+            ptr::addr_of_mut!((*dst).after).write(after);
+            ptr::addr_of_mut!((*dst).hold).write(false);
+            &mut *dst
+        }
+    }
+
     /// The entry's flags and size in words.
     #[inline(always)]
     pub(crate) fn layout(&self) -> (u8, usize) {
@@ -107,15 +140,15 @@ impl Line {
         let fields = l.data.as_ref().inline.len();
         // SAFETY: every write below stays within the `words` words the layout counted, each at
         // an 8-byte-aligned offset (all parts are whole words); each owned part of the line is
-        // either moved into the entry (ptr::read, never used again) or dropped, exactly once.
+        // either moved into the entry (copied bitwise, never used again) or dropped, exactly
+        // once.
         unsafe {
             at.write(
                 words as u64 | (l.kind as u64) << 16 | (fields as u64) << 24 | (flags as u64) << 32,
             );
-            at.add(1).write(l.clk);
-            at.add(2).write(l.id);
-            at.add(3).cast::<Str>().write(ptr::read(&l.name));
-            let mut p = at.add(FIXED);
+            let mut p = put(at.add(1), &l.clk);
+            p = put(p, &l.id);
+            p = put(p, &l.name);
             if let Some(after) = l.after {
                 p.write(after.ring as u64);
                 p.add(1).write(after.index);
@@ -126,12 +159,10 @@ impl Line {
                 p = p.add(1);
             }
             if flags & RECORD_TYPE != 0 {
-                p.cast::<Str>().write(ptr::read(&l.record_type));
-                p = p.add(STR);
+                p = put(p, &l.record_type);
             }
             if flags & DESCRIPTION != 0 {
-                p.cast::<Str>().write(ptr::read(&l.description));
-                p = p.add(STR);
+                p = put(p, &l.description);
             }
             if let Some(extra) = l.data.take_extra() {
                 p.cast::<Box<DataExtra>>().write(extra);
@@ -267,6 +298,30 @@ impl<'a> Entry<'a> {
             }
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(parts.fields, parts.count));
         }
+    }
+}
+
+/// Copies `*value` bitwise to the words at `at` and returns the word after it.
+///
+/// One 8-byte word at a time, each read on its own (volatile: the compiler may neither merge the
+/// reads into 16-byte loads nor call `memcpy`). The builder has just stored these parts a word at
+/// a time, and a wider load over several recent stores cannot be forwarded from them: the CPU
+/// waits until they reach the cache, several nanoseconds per part. `MaybeUninit` words, so unused
+/// bytes (an enum's padding) are copied as they are and pointers keep their provenance.
+///
+/// # Safety
+/// `at` is valid for writing `size_of::<T>()` bytes, 8-byte aligned; `T` is a whole number of
+/// words. The caller moves `*value` (it must not drop it afterwards) or `T` is `Copy`.
+#[inline(always)]
+unsafe fn put<T>(at: *mut u64, value: *const T) -> *mut u64 {
+    let words = size_of::<T>() / 8;
+    let (src, dst) = (value.cast::<MaybeUninit<u64>>(), at.cast::<MaybeUninit<u64>>());
+    // SAFETY: per the contract.
+    unsafe {
+        for w in 0..words {
+            dst.add(w).write(src.add(w).read_volatile());
+        }
+        at.add(words)
     }
 }
 

@@ -88,7 +88,7 @@ impl RecordHandle {
             p: Pending::inert(),
         };
         if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
-            let line = b.p.fill(Line::new(Kind::Record, 0, name.into(), Some(self.pos)));
+            let line = b.p.fill(Kind::Record, 0, name.into(), Some(self.pos));
             line.parent = Some(self.id);
             line.record_type = record_type.into();
         }
@@ -102,7 +102,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p.fill(Line::new(Kind::Event, self.id, name, Some(self.pos)));
+                b.p.fill(Kind::Event, self.id, name, Some(self.pos));
             }
         }
         b
@@ -113,7 +113,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p.fill(Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos)));
+            b.p.fill(Kind::Annotation, self.id, name.into(), Some(self.pos));
         }
         b
     }
@@ -246,11 +246,14 @@ impl Pending {
         Pending(None)
     }
 
-    /// Puts the line in a box from the pool and returns it. The `Pending` must be inert.
+    /// Makes a new line (as [`Line::new`]) in a box from the pool and returns it. The `Pending`
+    /// must be inert.
     #[inline(always)]
-    fn fill(&mut self, line: Line) -> &mut Line {
+    fn fill(&mut self, kind: Kind, id: u64, name: Str, after: Option<Pos>) -> &mut Line {
         debug_assert!(self.0.is_none());
-        self.0.insert(pool::take()).line.write(line)
+        let slot = self.0.insert(pool::take());
+        // SAFETY: the box's line is ours and uninitialized (or moved out); `init` writes it.
+        unsafe { Line::init(slot.line.as_mut_ptr(), kind, id, name, after) }
     }
 
     /// The line, unless the builder is inert (or the line was pushed).
@@ -478,7 +481,7 @@ impl<'a> RecordBuilder<'a> {
             p: Pending::inert(),
         };
         if inner.shared.gate.may_record(0) {
-            b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type =
+            b.p.fill(Kind::Record, 0, name.into(), None).record_type =
                 record_type.into();
         }
         b

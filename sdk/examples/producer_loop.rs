@@ -1,0 +1,47 @@
+//! A small driver for profiling the producer: `N` two-field events on one thread, the writer
+//! draining to `io::sink()` between chunks (as in `benches/write.rs`). Each event goes through
+//! [`emit_one`], never inlined, so `valgrind --tool=callgrind` and `perf` show the cost per call.
+//!
+//! ```sh
+//! cargo build --release -p jets-sdk --example producer_loop
+//! valgrind --tool=callgrind target/release/examples/producer_loop 100000
+//! perf record -e cpu-clock -g target/release/examples/producer_loop 50000000
+//! ```
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use jets::{Metadata, RecordHandle, TraceBuilder};
+
+/// Lines per chunk: well below the ring's capacity, so a call never waits for the writer.
+const CHUNK: u64 = 1 << 15;
+
+#[inline(never)]
+fn emit_one(r: &RecordHandle, i: u64) {
+    r.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1)).expect("emit");
+}
+
+fn main() {
+    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let trace = TraceBuilder::new()
+        .capacity(1 << 16)
+        .writer(std::io::sink(), Metadata::new())
+        .expect("open");
+    let root = trace.root("bench", "Bench").begin_at(0).expect("root");
+    let mut timed = std::time::Duration::ZERO;
+    let mut done = 0;
+    while done < n {
+        let k = CHUNK.min(n - done);
+        let start = Instant::now();
+        for i in done..done + k {
+            emit_one(&root, i);
+        }
+        timed += start.elapsed();
+        done += k;
+        trace.flush().expect("flush");
+    }
+    drop(root);
+    trace.close().expect("close");
+    println!("{n} events, {:.1} ns per event (wall clock)", timed.as_nanos() as f64 / n as f64);
+}
