@@ -78,15 +78,7 @@ impl RecordHandle {
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
         let inner = self.inner.as_ref();
-        let mut b = RecordBuilder {
-            inner,
-            trace_id: self.trace_id,
-            parent: Some(self.id),
-            parent_start: self.start,
-            parent_live: self.live,
-            parent_cap: self.cap,
-            p: Pending::inert(),
-        };
+        let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert() };
         if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
             let line = b.p.fill(Line::new(Kind::Record, 0, name.into(), Some(self.pos)));
             line.parent = Some(self.id);
@@ -232,7 +224,9 @@ impl RecordHandle {
 /// The line lives in a box from this thread's [`pool`], not in the builder: a builder is two
 /// words, so the chained calls, which take and return it by value, move two words rather than the
 /// ~500-byte line (most of it room for fields). An inert builder has no box at all.
-struct Pending(Option<Box<Slot>>);
+// The box is in a `ManuallyDrop` so that the drop glue is `Drop::drop` alone: one inlined
+// compare for an inert or pushed builder, with the release out of line.
+struct Pending(ManuallyDrop<Option<Box<Slot>>>);
 
 /// A pooled box: a line (initialized while a `Pending` holds it) and its data error.
 struct Slot {
@@ -243,7 +237,7 @@ struct Slot {
 impl Pending {
     #[inline(always)]
     fn inert() -> Pending {
-        Pending(None)
+        Pending(ManuallyDrop::new(None))
     }
 
     /// Puts the line in a box from the pool and returns it. The `Pending` must be inert.
@@ -262,7 +256,7 @@ impl Pending {
 
     /// Keeps the first data error, to be returned by the call that writes the line.
     fn set_error(&mut self, e: Error) {
-        if let Some(s) = &mut self.0 {
+        if let Some(s) = &mut *self.0 {
             s.error.get_or_insert_with(|| Box::new(e));
         }
     }
@@ -292,14 +286,23 @@ impl Pending {
 impl Drop for Pending {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(mut slot) = self.0.take() {
-            // SAFETY: initialized and not pushed (the box is still here), so the line is ours
-            // and dropped exactly once, here.
-            unsafe { slot.line.assume_init_drop() };
-            slot.error = None;
-            pool::give(slot);
+        // The box leaves by value: the builder's address never escapes to the out-of-line
+        // release, so the chained calls' moves of a builder can stay in registers.
+        if let Some(slot) = self.0.take() {
+            release(slot);
         }
     }
+}
+
+/// A builder dropped unused (or on an error path): frees its line, returns its box.
+#[cold]
+#[inline(never)]
+fn release(mut slot: Box<Slot>) {
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed (a push
+    // takes the box out first), so the line is ours and dropped exactly once, here.
+    unsafe { slot.line.assume_init_drop() };
+    slot.error = None;
+    pool::give(slot);
 }
 
 /// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
@@ -453,11 +456,9 @@ macro_rules! data_methods {
 pub struct RecordBuilder<'a> {
     /// `None` under a record left out by capture (the builder is inert).
     inner: Option<&'a Arc<Inner>>,
-    trace_id: u64,
-    parent: Option<u64>,
-    parent_start: u64,
-    parent_live: bool,
-    parent_cap: u8,
+    /// `None` for a root. A reference, not copies of its fields: the chained calls move the
+    /// builder, which stays three words.
+    parent: Option<&'a RecordHandle>,
     p: Pending,
 }
 
@@ -468,15 +469,7 @@ impl<'a> RecordBuilder<'a> {
         name: impl Into<Str>,
         record_type: impl Into<Str>,
     ) -> Self {
-        let mut b = RecordBuilder {
-            inner: Some(inner),
-            trace_id: inner.shared.gate.trace_id(),
-            parent: None,
-            parent_start: 0,
-            parent_live: true,
-            parent_cap: 0,
-            p: Pending::inert(),
-        };
+        let mut b = RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert() };
         if inner.shared.gate.may_record(0) {
             b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type =
                 record_type.into();
@@ -530,13 +523,7 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     pub fn begin_at(mut self, clk: u64) -> Result<RecordHandle, Error> {
         if let Some(parent) = self.parent {
-            if clk < self.parent_start {
-                return Err(Error::ClkBeforeStart {
-                    clk,
-                    start: self.parent_start,
-                    record_id: parent,
-                });
-            }
+            parent.check_clk(clk)?;
         }
         let error = self.p.take_error();
         let (Some(inner), Some(line)) = (self.inner, self.p.line()) else {
@@ -549,11 +536,11 @@ impl<'a> RecordBuilder<'a> {
             &line.record_type,
             || gate::unit_of(line.data.fields()),
             clk,
-            self.parent_cap,
+            self.parent.map_or(0, |p| p.cap),
         );
         if verdict == Verdict::Leave {
             shared.gate.leave(gate::RECORD);
-            return Ok(left_out(self.trace_id, clk));
+            return Ok(left_out(self.trace_id(), clk));
         }
         line.hold = verdict == Verdict::Hold;
         let Some((pos, id)) = self.p.push(shared)? else {
@@ -562,7 +549,7 @@ impl<'a> RecordBuilder<'a> {
         };
         Ok(RecordHandle {
             inner: Some(Arc::clone(inner)),
-            trace_id: self.trace_id,
+            trace_id: self.trace_id(),
             id,
             start: clk,
             pos,
@@ -575,23 +562,33 @@ impl<'a> RecordBuilder<'a> {
     /// drop policy dropped), and its handle.
     #[inline(always)]
     fn not_written(&self, clk: u64) -> RecordHandle {
-        match self.inner {
-            Some(inner) if !self.parent_live && self.parent_cap & bits::LEFT == 0 => {
+        match (self.inner, self.parent) {
+            (Some(inner), Some(p)) if !p.live && p.cap & bits::LEFT == 0 => {
                 inner.shared.count_drop(DROP_RECORD);
                 dropped(inner, clk)
             }
             _ => {
-                gate::left::count(self.trace_id, gate::RECORD);
-                left_out(self.trace_id, clk)
+                gate::left::count(self.trace_id(), gate::RECORD);
+                left_out(self.trace_id(), clk)
             }
+        }
+    }
+
+    /// The trace's id: the parent's, or the trace's own for a root.
+    #[inline(always)]
+    fn trace_id(&self) -> u64 {
+        match (self.parent, self.inner) {
+            (Some(p), _) => p.trace_id,
+            (None, Some(inner)) => inner.shared.gate.trace_id(),
+            (None, None) => 0, // not made: a root builder always has the trace
         }
     }
 
     /// Writes the `record` line at the trace clock's current cycle (never before the parent).
     #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
-        let clk =
-            self.inner.map_or(self.parent_start, |i| i.shared.clock.now().max(self.parent_start));
+        let start = self.parent.map_or(0, |p| p.start);
+        let clk = self.inner.map_or(start, |i| i.shared.clock.now().max(start));
         self.begin_at(clk)
     }
 }
