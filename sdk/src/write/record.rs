@@ -80,9 +80,11 @@ impl RecordHandle {
         let inner = self.inner.as_ref();
         let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert() };
         if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
-            let line = b.p.fill(Line::new(Kind::Record, 0, name.into(), Some(self.pos)));
-            line.parent = Some(self.id);
-            line.record_type = record_type.into();
+            b.p = Pending::new(Kind::Record, 0, name.into(), Some(self.pos));
+            if let Some(line) = b.p.line() {
+                line.parent = Some(self.id);
+                line.record_type = record_type.into();
+            }
         }
         b
     }
@@ -94,7 +96,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p.fill(Line::new(Kind::Event, self.id, name, Some(self.pos)));
+                b.p = Pending::new(Kind::Event, self.id, name, Some(self.pos));
             }
         }
         b
@@ -105,7 +107,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p.fill(Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos)));
+            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
         }
         b
     }
@@ -138,16 +140,7 @@ impl RecordHandle {
             self.not_written(DROP_END);
             return Ok(());
         };
-        let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
-        line.clk = clk;
-        if let Some(status) = status {
-            line.data.push("status", status);
-        }
-        // `line` is consumed by the push whatever it returns.
-        if ring::push(&inner.shared, &mut line)?.is_none() {
-            inner.shared.count_drop(DROP_END);
-        }
-        Ok(())
+        write_end(inner, self.id, self.pos, clk, status)
     }
 
     /// Ends the record at `clk` with a final `status` on the `record_end` line, for outcomes known
@@ -190,30 +183,139 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        let error = pending.take_error();
-        let (Some(inner), Some(line)) = (self.inner.as_ref().filter(|_| self.live), pending.line())
-        else {
-            // An inert builder: the record is not written, or capture refused the line when the
-            // builder was made. The drop kinds are also capture's line-kind indices.
-            self.not_written(drop_kind);
-            return Ok(());
-        };
-        let captured = if drop_kind == DROP_EVENT {
-            inner.shared.gate.event(&line.name, line.clk, self.cap)
-        } else {
-            inner.shared.gate.annotation(self.cap)
-        };
-        check_data(line, error)?;
-        let shared = &inner.shared;
-        if !captured {
-            shared.gate.leave(drop_kind);
-            return Ok(());
+        match (self.inner.as_ref().filter(|_| self.live), pending.0.take()) {
+            (Some(inner), Some(slot)) => push_line(inner, self.cap, slot, drop_kind),
+            (_, slot) => {
+                // An inert builder: the record is not written, or capture refused the line when
+                // the builder was made (a builder has a line only under a live record). The drop
+                // kinds are also capture's line-kind indices.
+                if let Some(slot) = slot {
+                    release(slot);
+                }
+                self.not_written(drop_kind);
+                Ok(())
+            }
         }
-        if pending.push(shared)?.is_none() {
-            shared.count_drop(drop_kind);
-        }
-        Ok(())
     }
+}
+
+// The paths that write a line are out of line (`inline(never)`), and what makes a builder and its
+// inert path are inline: code that emits then keeps a small frame and a few instructions per call
+// while capture leaves its lines out, and a written line is made in its pooled box, not on the
+// caller's stack and copied there.
+
+/// Writes an event or annotation line, or counts it as left out by capture or dropped.
+#[inline(never)]
+fn push_line(
+    inner: &Arc<Inner>,
+    cap: u8,
+    mut slot: Box<Slot>,
+    drop_kind: usize,
+) -> Result<(), Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    let line = unsafe { slot.line.assume_init_mut() };
+    let shared = &inner.shared;
+    let captured = if drop_kind == DROP_EVENT {
+        shared.gate.event(&line.name, line.clk, cap)
+    } else {
+        shared.gate.annotation(cap)
+    };
+    if let Err(e) = check_data(line, error) {
+        release(slot);
+        return Err(e);
+    }
+    if !captured {
+        release(slot);
+        shared.gate.leave(drop_kind);
+        return Ok(());
+    }
+    if push_slot(shared, slot)?.is_none() {
+        shared.count_drop(drop_kind);
+    }
+    Ok(())
+}
+
+/// Writes a `record_end` line (with a final status).
+#[inline(never)]
+fn write_end(
+    inner: &Arc<Inner>,
+    id: u64,
+    pos: Pos,
+    clk: u64,
+    status: Option<Status>,
+) -> Result<(), Error> {
+    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
+    line.clk = clk;
+    if let Some(status) = status {
+        line.data.push("status", status);
+    }
+    // `line` is consumed by the push whatever it returns.
+    if ring::push(&inner.shared, &mut line)?.is_none() {
+        inner.shared.count_drop(DROP_END);
+    }
+    Ok(())
+}
+
+/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle.
+#[inline(never)]
+fn begin_line(
+    inner: &Arc<Inner>,
+    parent: Option<&RecordHandle>,
+    mut slot: Box<Slot>,
+    clk: u64,
+) -> Result<RecordHandle, Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    let line = unsafe { slot.line.assume_init_mut() };
+    if let Err(e) = check_data(line, error) {
+        release(slot);
+        return Err(e);
+    }
+    line.clk = clk;
+    let shared = &inner.shared;
+    let (verdict, cap) = shared.gate.record(
+        &line.record_type,
+        || gate::unit_of(line.data.fields()),
+        clk,
+        parent.map_or(0, |p| p.cap),
+    );
+    let trace_id = parent.map_or_else(|| shared.gate.trace_id(), |p| p.trace_id);
+    if verdict == Verdict::Leave {
+        release(slot);
+        shared.gate.leave(gate::RECORD);
+        return Ok(left_out(trace_id, clk));
+    }
+    line.hold = verdict == Verdict::Hold;
+    let Some((pos, id)) = push_slot(shared, slot)? else {
+        shared.count_drop(DROP_RECORD);
+        return Ok(dropped(inner, clk));
+    };
+    Ok(RecordHandle {
+        inner: Some(Arc::clone(inner)),
+        trace_id,
+        id,
+        start: clk,
+        pos,
+        live: true,
+        cap,
+    })
+}
+
+/// Pushes a builder's line into the ring and gives its box back to the pool.
+#[inline(always)]
+fn push_slot(
+    shared: &Arc<super::Shared>,
+    mut slot: Box<Slot>,
+) -> Result<Option<(Pos, u64)>, Error> {
+    // SAFETY: the line is initialized and ours (the box left its `Pending`, so nothing else
+    // reaches it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
+    // ownership through it exactly once. The box then holds a moved-out line, which
+    // `MaybeUninit` never drops.
+    let result =
+        ring::push(shared, unsafe { &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
+    pool::give(slot);
+    result
 }
 
 /// A builder's line, and the data error found while building it. The line is handed to the ring
@@ -240,11 +342,12 @@ impl Pending {
         Pending(ManuallyDrop::new(None))
     }
 
-    /// Puts the line in a box from the pool and returns it. The `Pending` must be inert.
-    #[inline(always)]
-    fn fill(&mut self, line: Line) -> &mut Line {
-        debug_assert!(self.0.is_none());
-        self.0.insert(pool::take()).line.write(line)
+    /// A builder's line, made in a box from the pool (out of line: see [`push_line`]).
+    #[inline(never)]
+    fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Pending {
+        let mut slot = pool::take();
+        slot.line.write(Line::new(kind, id, name, after));
+        Pending(ManuallyDrop::new(Some(slot)))
     }
 
     /// The line, unless the builder is inert (or the line was pushed).
@@ -259,27 +362,6 @@ impl Pending {
         if let Some(s) = &mut *self.0 {
             s.error.get_or_insert_with(|| Box::new(e));
         }
-    }
-
-    #[inline(always)]
-    fn take_error(&mut self) -> Option<Box<Error>> {
-        self.0.as_mut().and_then(|s| s.error.take())
-    }
-
-    /// Pushes the line, which leaves this `Pending` empty (as if inert) and its box back in the
-    /// pool. Only for a `Pending` that holds a line (`line()` was `Some`).
-    #[inline(always)]
-    fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
-        let Some(mut slot) = self.0.take() else { return Err(Error::Closed) };
-        // SAFETY: the line is initialized and ours (the box was in the `Pending`, which no longer
-        // has it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
-        // ownership through it exactly once. The box then holds a moved-out line, which
-        // `MaybeUninit` never drops.
-        let result = ring::push(shared, unsafe {
-            &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
-        });
-        pool::give(slot);
-        result
     }
 }
 
@@ -471,8 +553,10 @@ impl<'a> RecordBuilder<'a> {
     ) -> Self {
         let mut b = RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert() };
         if inner.shared.gate.may_record(0) {
-            b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type =
-                record_type.into();
+            b.p = Pending::new(Kind::Record, 0, name.into(), None);
+            if let Some(line) = b.p.line() {
+                line.record_type = record_type.into();
+            }
         }
         b
     }
@@ -525,37 +609,15 @@ impl<'a> RecordBuilder<'a> {
         if let Some(parent) = self.parent {
             parent.check_clk(clk)?;
         }
-        let error = self.p.take_error();
-        let (Some(inner), Some(line)) = (self.inner, self.p.line()) else {
-            return Ok(self.not_written(clk));
-        };
-        check_data(line, error)?;
-        line.clk = clk;
-        let shared = &inner.shared;
-        let (verdict, cap) = shared.gate.record(
-            &line.record_type,
-            || gate::unit_of(line.data.fields()),
-            clk,
-            self.parent.map_or(0, |p| p.cap),
-        );
-        if verdict == Verdict::Leave {
-            shared.gate.leave(gate::RECORD);
-            return Ok(left_out(self.trace_id(), clk));
+        match (self.inner, self.p.0.take()) {
+            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk),
+            (_, slot) => {
+                if let Some(slot) = slot {
+                    release(slot); // unreachable: a builder has a line only with the trace
+                }
+                Ok(self.not_written(clk))
+            }
         }
-        line.hold = verdict == Verdict::Hold;
-        let Some((pos, id)) = self.p.push(shared)? else {
-            shared.count_drop(DROP_RECORD);
-            return Ok(dropped(inner, clk));
-        };
-        Ok(RecordHandle {
-            inner: Some(Arc::clone(inner)),
-            trace_id: self.trace_id(),
-            id,
-            start: clk,
-            pos,
-            live: true,
-            cap,
-        })
     }
 
     /// Cold-ish: an inert builder's record, counted as left out (or dropped under a record the
