@@ -28,6 +28,9 @@ const EX: usize = 2;
 const MEM: usize = 3;
 const WB: usize = 4;
 
+/// The name of an instruction fetched from outside the program.
+const OUTSIDE: Str = Str::Static("(outside the program)");
+
 /// Gantt lanes for instructions: at most five are in flight, so five lanes never overlap.
 const LANES: u64 = 5;
 
@@ -348,10 +351,8 @@ impl Pipeline {
         self.stats.fetched += 1;
         let record = match &self.tracer {
             Some(t) => {
-                let name = match index.and_then(|i| t.names.get(i)) {
-                    Some(n) => n.clone(),
-                    None => Str::Static("(outside the program)"),
-                };
+                // By reference: cloned only when the record is written.
+                let name = index.and_then(|i| t.names.get(i)).unwrap_or(&OUTSIDE);
                 let r = t
                     .core
                     .child(name, "Instruction")

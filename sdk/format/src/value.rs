@@ -96,6 +96,15 @@ impl From<&Arc<str>> for Str {
         Str::Shared(Arc::clone(s))
     }
 }
+/// Clones: pass a name held in a table by reference (`&names[i]`), and a builder whose line is
+/// left out (capture off, outside a window) never clones it, since builders convert their
+/// arguments only when the line will be written.
+impl From<&Str> for Str {
+    #[inline]
+    fn from(s: &Str) -> Self {
+        s.clone()
+    }
+}
 
 /// One typed value of a `data` field.
 #[derive(Clone, Debug, PartialEq)]
@@ -355,8 +364,11 @@ impl Data {
         // number of words, asserted in the tests) and writable at `dst`; `set_len(0)` then
         // forgets the fields moved out.
         unsafe {
-            for w in 0..n * WORDS {
-                dst.add(w).write(src.add(w).read_volatile());
+            for f in 0..n {
+                let (src, dst) = (src.add(f * WORDS), dst.add(f * WORDS));
+                for w in 0..WORDS {
+                    dst.add(w).write(src.add(w).read_volatile());
+                }
             }
             self.inline.set_len(0);
         }

@@ -78,19 +78,13 @@ impl RecordHandle {
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
         let inner = self.inner.as_ref();
-        let mut b = RecordBuilder {
-            inner,
-            trace_id: self.trace_id,
-            parent: Some(self.id),
-            parent_start: self.start,
-            parent_live: self.live,
-            parent_cap: self.cap,
-            p: Pending::inert(),
-        };
+        let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert() };
         if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
-            let line = b.p.fill(Kind::Record, 0, name.into(), Some(self.pos));
-            line.parent = Some(self.id);
-            line.record_type = record_type.into();
+            b.p = Pending::new(Kind::Record, 0, name.into(), Some(self.pos));
+            if let Some(line) = b.p.line() {
+                line.parent = Some(self.id);
+                line.record_type = record_type.into();
+            }
         }
         b
     }
@@ -102,7 +96,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p.fill(Kind::Event, self.id, name, Some(self.pos));
+                b.p = Pending::new(Kind::Event, self.id, name, Some(self.pos));
             }
         }
         b
@@ -113,7 +107,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p.fill(Kind::Annotation, self.id, name.into(), Some(self.pos));
+            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
         }
         b
     }
@@ -146,16 +140,7 @@ impl RecordHandle {
             self.not_written(DROP_END);
             return Ok(());
         };
-        let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
-        line.clk = clk;
-        if let Some(status) = status {
-            line.data.push("status", status);
-        }
-        // `line` is consumed by the push whatever it returns.
-        if ring::push(&inner.shared, &mut line)?.is_none() {
-            inner.shared.count_drop(DROP_END);
-        }
-        Ok(())
+        write_end(inner, self.id, self.pos, clk, status)
     }
 
     /// Ends the record at `clk` with a final `status` on the `record_end` line, for outcomes known
@@ -198,30 +183,138 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        let error = pending.take_error();
-        let (Some(inner), Some(line)) = (self.inner.as_ref().filter(|_| self.live), pending.line())
-        else {
-            // An inert builder: the record is not written, or capture refused the line when the
-            // builder was made. The drop kinds are also capture's line-kind indices.
-            self.not_written(drop_kind);
-            return Ok(());
-        };
-        let captured = if drop_kind == DROP_EVENT {
-            inner.shared.gate.event(&line.name, line.clk, self.cap)
-        } else {
-            inner.shared.gate.annotation(self.cap)
-        };
-        check_data(line, error)?;
-        let shared = &inner.shared;
-        if !captured {
-            shared.gate.leave(drop_kind);
-            return Ok(());
+        match (self.inner.as_ref().filter(|_| self.live), pending.0.take()) {
+            (Some(inner), Some(slot)) => push_line(inner, self.cap, slot, drop_kind),
+            (_, slot) => {
+                // An inert builder: the record is not written, or capture refused the line when
+                // the builder was made (a builder has a line only under a live record). The drop
+                // kinds are also capture's line-kind indices.
+                if let Some(slot) = slot {
+                    release(slot);
+                }
+                self.not_written(drop_kind);
+                Ok(())
+            }
         }
-        if pending.push(shared)?.is_none() {
-            shared.count_drop(drop_kind);
-        }
-        Ok(())
     }
+}
+
+// The paths that write a line are out of line (`inline(never)`), and what makes a builder and its
+// inert path are inline: code that emits then keeps a small frame and a few instructions per call
+// while capture leaves its lines out, and a written line is made in its pooled box, not on the
+// caller's stack and copied there.
+
+/// Writes an event or annotation line, or counts it as left out by capture or dropped.
+#[inline(never)]
+fn push_line(
+    inner: &Arc<Inner>,
+    cap: u8,
+    mut slot: Box<Slot>,
+    drop_kind: usize,
+) -> Result<(), Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    let line = unsafe { slot.line.assume_init_mut() };
+    let shared = &inner.shared;
+    let captured = if drop_kind == DROP_EVENT {
+        shared.gate.event(&line.name, line.clk, cap)
+    } else {
+        shared.gate.annotation(cap)
+    };
+    if let Err(e) = check_data(line, error) {
+        release(slot);
+        return Err(e);
+    }
+    if !captured {
+        release(slot);
+        shared.gate.leave(drop_kind);
+        return Ok(());
+    }
+    if push_slot(shared, slot)?.is_none() {
+        shared.count_drop(drop_kind);
+    }
+    Ok(())
+}
+
+/// Writes a `record_end` line (with a final status).
+#[inline(never)]
+fn write_end(
+    inner: &Arc<Inner>,
+    id: u64,
+    pos: Pos,
+    clk: u64,
+    status: Option<Status>,
+) -> Result<(), Error> {
+    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
+    line.clk = clk;
+    if let Some(status) = status {
+        line.data.push("status", status);
+    }
+    // `line` is consumed by the push whatever it returns.
+    if ring::push(&inner.shared, &mut line)?.is_none() {
+        inner.shared.count_drop(DROP_END);
+    }
+    Ok(())
+}
+
+/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle.
+#[inline(never)]
+fn begin_line(
+    inner: &Arc<Inner>,
+    parent: Option<&RecordHandle>,
+    mut slot: Box<Slot>,
+    clk: u64,
+) -> Result<RecordHandle, Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    let line = unsafe { slot.line.assume_init_mut() };
+    if let Err(e) = check_data(line, error) {
+        release(slot);
+        return Err(e);
+    }
+    line.clk = clk;
+    let shared = &inner.shared;
+    let (verdict, cap) = shared.gate.record(
+        &line.record_type,
+        || gate::unit_of(line.data.fields()),
+        clk,
+        parent.map_or(0, |p| p.cap),
+    );
+    let trace_id = parent.map_or_else(|| shared.gate.trace_id(), |p| p.trace_id);
+    if verdict == Verdict::Leave {
+        release(slot);
+        shared.gate.leave(gate::RECORD);
+        return Ok(left_out(trace_id, clk));
+    }
+    line.hold = verdict == Verdict::Hold;
+    let Some((pos, id)) = push_slot(shared, slot)? else {
+        shared.count_drop(DROP_RECORD);
+        return Ok(dropped(inner, clk));
+    };
+    Ok(RecordHandle {
+        inner: Some(Arc::clone(inner)),
+        trace_id,
+        id,
+        start: clk,
+        pos,
+        live: true,
+        cap,
+    })
+}
+
+/// Pushes a builder's line into the ring and gives its box back to the pool.
+#[inline(always)]
+fn push_slot(
+    shared: &Arc<super::Shared>,
+    slot: Box<Slot>,
+) -> Result<Option<(Pos, u64)>, ring::Refused> {
+    // The box left its `Pending`, so nothing else reaches its line; the push keeps the box as
+    // this thread's spare, or hands it back.
+    let (result, back) = ring::push_boxed(shared, slot);
+    if let Some(slot) = back {
+        pool::give(slot);
+    }
+    result
 }
 
 /// A builder's line, and the data error found while building it. The line is handed to the ring
@@ -232,28 +325,30 @@ impl RecordHandle {
 /// The line lives in a box from this thread's [`pool`], not in the builder: a builder is two
 /// words, so the chained calls, which take and return it by value, move two words rather than the
 /// ~500-byte line (most of it room for fields). An inert builder has no box at all.
-struct Pending(Option<Box<Slot>>);
+// The box is in a `ManuallyDrop` so that the drop glue is `Drop::drop` alone: one inlined
+// compare for an inert or pushed builder, with the release out of line.
+struct Pending(ManuallyDrop<Option<Box<Slot>>>);
 
 /// A pooled box: a line (initialized while a `Pending` holds it) and its data error.
-struct Slot {
-    line: MaybeUninit<Line>,
+pub(super) struct Slot {
+    pub(super) line: MaybeUninit<Line>,
     error: Option<Box<Error>>,
 }
 
 impl Pending {
     #[inline(always)]
     fn inert() -> Pending {
-        Pending(None)
+        Pending(ManuallyDrop::new(None))
     }
 
-    /// Makes a new line (as [`Line::new`]) in a box from the pool and returns it. The `Pending`
-    /// must be inert.
-    #[inline(always)]
-    fn fill(&mut self, kind: Kind, id: u64, name: Str, after: Option<Pos>) -> &mut Line {
-        debug_assert!(self.0.is_none());
-        let slot = self.0.insert(pool::take());
-        // SAFETY: the box's line is ours and uninitialized (or moved out); `init` writes it.
-        unsafe { Line::init(slot.line.as_mut_ptr(), kind, id, name, after) }
+    /// A builder's line, made in a box from the pool (out of line: see [`push_line`]).
+    #[inline(never)]
+    fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Pending {
+        let mut slot = pool::take();
+        // SAFETY: the box's line is ours and uninitialized (or moved out); `init` writes it
+        // part by part (`write(Line::new(..))` can copy the whole ~500-byte line).
+        unsafe { Line::init(slot.line.as_mut_ptr(), kind, id, name, after) };
+        Pending(ManuallyDrop::new(Some(slot)))
     }
 
     /// The line, unless the builder is inert (or the line was pushed).
@@ -265,44 +360,32 @@ impl Pending {
 
     /// Keeps the first data error, to be returned by the call that writes the line.
     fn set_error(&mut self, e: Error) {
-        if let Some(s) = &mut self.0 {
+        if let Some(s) = &mut *self.0 {
             s.error.get_or_insert_with(|| Box::new(e));
         }
-    }
-
-    #[inline(always)]
-    fn take_error(&mut self) -> Option<Box<Error>> {
-        self.0.as_mut().and_then(|s| s.error.take())
-    }
-
-    /// Pushes the line, which leaves this `Pending` empty (as if inert) and its box back in the
-    /// pool. Only for a `Pending` that holds a line (`line()` was `Some`).
-    #[inline(always)]
-    fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
-        let Some(mut slot) = self.0.take() else { return Err(Error::Closed) };
-        // SAFETY: the line is initialized and ours (the box was in the `Pending`, which no longer
-        // has it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
-        // ownership through it exactly once. The box then holds a moved-out line, which
-        // `MaybeUninit` never drops.
-        let result = ring::push(shared, unsafe {
-            &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
-        });
-        pool::give(slot);
-        result
     }
 }
 
 impl Drop for Pending {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(mut slot) = self.0.take() {
-            // SAFETY: initialized and not pushed (the box is still here), so the line is ours
-            // and dropped exactly once, here.
-            unsafe { slot.line.assume_init_drop() };
-            slot.error = None;
-            pool::give(slot);
+        // The box leaves by value: the builder's address never escapes to the out-of-line
+        // release, so the chained calls' moves of a builder can stay in registers.
+        if let Some(slot) = self.0.take() {
+            release(slot);
         }
     }
+}
+
+/// A builder dropped unused (or on an error path): frees its line, returns its box.
+#[cold]
+#[inline(never)]
+fn release(mut slot: Box<Slot>) {
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed (a push
+    // takes the box out first), so the line is ours and dropped exactly once, here.
+    unsafe { slot.line.assume_init_drop() };
+    slot.error = None;
+    pool::give(slot);
 }
 
 /// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
@@ -310,29 +393,27 @@ impl Drop for Pending {
 // The pool holds boxes, not lines: a builder owns its box, which moves as one word.
 #[allow(clippy::vec_box)]
 mod pool {
-    use std::cell::{Cell, RefCell};
+    use std::cell::RefCell;
     use std::mem::MaybeUninit;
 
-    use super::ring::Entered;
+    use super::ring::{self, Entered};
     use super::Slot;
 
-    /// Boxes kept per thread besides [`LAST`]: more than the builders a thread has alive at
+    /// Boxes kept per thread besides its spare box: more than the builders a thread has alive at
     /// once, usually.
     const KEEP: usize = 8;
 
     thread_local! {
-        /// The box given back last: a thread usually has one builder alive at a time, so this
-        /// one-box cache (a take and a set) serves most calls without touching [`FREE`].
-        static LAST: Cell<Option<Box<Slot>>> = const { Cell::new(None) };
         static FREE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// A box for a line (uninitialized, no error).
+    /// A box for a line (uninitialized, no error): the thread's spare box (kept beside its
+    /// rings, `ring::Local`), else one from [`FREE`], else a new one.
     #[inline(always)]
     pub(super) fn take() -> Box<Slot> {
-        match LAST.try_with(Cell::take) {
-            Ok(Some(slot)) => slot,
-            _ => take_more(),
+        match ring::take_spare() {
+            Some(slot) => slot,
+            None => take_more(),
         }
     }
 
@@ -356,18 +437,7 @@ mod pool {
     /// Gives a box back (its content, if any, is not dropped).
     #[inline(always)]
     pub(super) fn give(slot: Box<Slot>) {
-        let spare = LAST.try_with(|last| match last.take() {
-            None => {
-                last.set(Some(slot));
-                None
-            }
-            Some(kept) => {
-                last.set(Some(kept));
-                Some(slot)
-            }
-        });
-        // `Err`: thread-local storage torn down; the box was dropped with the closure.
-        if let Ok(Some(slot)) = spare {
+        if let Some(slot) = ring::give_spare(slot) {
             give_more(slot);
         }
     }
@@ -456,11 +526,9 @@ macro_rules! data_methods {
 pub struct RecordBuilder<'a> {
     /// `None` under a record left out by capture (the builder is inert).
     inner: Option<&'a Arc<Inner>>,
-    trace_id: u64,
-    parent: Option<u64>,
-    parent_start: u64,
-    parent_live: bool,
-    parent_cap: u8,
+    /// `None` for a root. A reference, not copies of its fields: the chained calls move the
+    /// builder, which stays three words.
+    parent: Option<&'a RecordHandle>,
     p: Pending,
 }
 
@@ -471,18 +539,12 @@ impl<'a> RecordBuilder<'a> {
         name: impl Into<Str>,
         record_type: impl Into<Str>,
     ) -> Self {
-        let mut b = RecordBuilder {
-            inner: Some(inner),
-            trace_id: inner.shared.gate.trace_id(),
-            parent: None,
-            parent_start: 0,
-            parent_live: true,
-            parent_cap: 0,
-            p: Pending::inert(),
-        };
+        let mut b = RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert() };
         if inner.shared.gate.may_record(0) {
-            b.p.fill(Kind::Record, 0, name.into(), None).record_type =
-                record_type.into();
+            b.p = Pending::new(Kind::Record, 0, name.into(), None);
+            if let Some(line) = b.p.line() {
+                line.record_type = record_type.into();
+            }
         }
         b
     }
@@ -533,68 +595,50 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     pub fn begin_at(mut self, clk: u64) -> Result<RecordHandle, Error> {
         if let Some(parent) = self.parent {
-            if clk < self.parent_start {
-                return Err(Error::ClkBeforeStart {
-                    clk,
-                    start: self.parent_start,
-                    record_id: parent,
-                });
+            parent.check_clk(clk)?;
+        }
+        match (self.inner, self.p.0.take()) {
+            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk),
+            (_, slot) => {
+                if let Some(slot) = slot {
+                    release(slot); // unreachable: a builder has a line only with the trace
+                }
+                Ok(self.not_written(clk))
             }
         }
-        let error = self.p.take_error();
-        let (Some(inner), Some(line)) = (self.inner, self.p.line()) else {
-            return Ok(self.not_written(clk));
-        };
-        check_data(line, error)?;
-        line.clk = clk;
-        let shared = &inner.shared;
-        let (verdict, cap) = shared.gate.record(
-            &line.record_type,
-            || gate::unit_of(line.data.fields()),
-            clk,
-            self.parent_cap,
-        );
-        if verdict == Verdict::Leave {
-            shared.gate.leave(gate::RECORD);
-            return Ok(left_out(self.trace_id, clk));
-        }
-        line.hold = verdict == Verdict::Hold;
-        let Some((pos, id)) = self.p.push(shared)? else {
-            shared.count_drop(DROP_RECORD);
-            return Ok(dropped(inner, clk));
-        };
-        Ok(RecordHandle {
-            inner: Some(Arc::clone(inner)),
-            trace_id: self.trace_id,
-            id,
-            start: clk,
-            pos,
-            live: true,
-            cap,
-        })
     }
 
     /// Cold-ish: an inert builder's record, counted as left out (or dropped under a record the
     /// drop policy dropped), and its handle.
     #[inline(always)]
     fn not_written(&self, clk: u64) -> RecordHandle {
-        match self.inner {
-            Some(inner) if !self.parent_live && self.parent_cap & bits::LEFT == 0 => {
+        match (self.inner, self.parent) {
+            (Some(inner), Some(p)) if !p.live && p.cap & bits::LEFT == 0 => {
                 inner.shared.count_drop(DROP_RECORD);
                 dropped(inner, clk)
             }
             _ => {
-                gate::left::count(self.trace_id, gate::RECORD);
-                left_out(self.trace_id, clk)
+                gate::left::count(self.trace_id(), gate::RECORD);
+                left_out(self.trace_id(), clk)
             }
+        }
+    }
+
+    /// The trace's id: the parent's, or the trace's own for a root.
+    #[inline(always)]
+    fn trace_id(&self) -> u64 {
+        match (self.parent, self.inner) {
+            (Some(p), _) => p.trace_id,
+            (None, Some(inner)) => inner.shared.gate.trace_id(),
+            (None, None) => 0, // not made: a root builder always has the trace
         }
     }
 
     /// Writes the `record` line at the trace clock's current cycle (never before the parent).
     #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
-        let clk =
-            self.inner.map_or(self.parent_start, |i| i.shared.clock.now().max(self.parent_start));
+        let start = self.parent.map_or(0, |p| p.start);
+        let clk = self.inner.map_or(start, |i| i.shared.clock.now().max(start));
         self.begin_at(clk)
     }
 }

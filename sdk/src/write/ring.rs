@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use super::fence;
 use super::line::{Kind, Line, MAX_WORDS};
+use super::record::Slot as LineBox;
 use super::spsc::{self, Producer};
 use super::{Policy, Shared};
 use crate::error::Error;
@@ -35,6 +36,26 @@ use crate::error::Error;
 pub(crate) struct Pos {
     pub(crate) ring: u32,
     pub(crate) index: u64,
+}
+
+/// Why a push wrote nothing: [`Error::Closed`] or [`Error::Reentrant`]. A plain byte rather
+/// than an `Error`, so that a push's result is a few words the compiler keeps in registers: as
+/// an `Error` it went through the stack with mismatched loads and stores, which cost a
+/// store-forwarding stall on every push.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Closed,
+    Reentrant,
+}
+
+impl From<Refused> for Error {
+    #[cold]
+    fn from(r: Refused) -> Error {
+        match r {
+            Refused::Closed => Error::Closed,
+            Refused::Reentrant => Error::Reentrant,
+        }
+    }
 }
 
 /// How many ids a thread takes from the shared counter at a time, so that creating records on
@@ -95,10 +116,10 @@ pub(crate) struct LocalRing {
 
 impl LocalRing {
     /// A new ring registered with the writer, or `Err(Closed)` when the trace has retired its rings.
-    fn new(shared: &Arc<Shared>) -> Result<LocalRing, Error> {
+    fn new(shared: &Arc<Shared>) -> Result<LocalRing, Refused> {
         let mut registry = shared.rings.lock().unwrap_or_else(|p| p.into_inner());
         if registry.retired {
-            return Err(Error::Closed);
+            return Err(Refused::Closed);
         }
         let (producer, consumer) = spsc::ring(shared.ring_words);
         debug_assert!(producer.max_entry() >= MAX_WORDS);
@@ -141,13 +162,13 @@ impl LocalRing {
         &mut self,
         shared: &Shared,
         line: &mut ManuallyDrop<Line>,
-    ) -> Result<Option<(Pos, u64)>, Error> {
+    ) -> Result<Option<(Pos, u64)>, Refused> {
         self.slot.busy.store(true, Ordering::Relaxed);
         fence::light();
         let result = if shared.closed.load(Ordering::Relaxed) {
             // SAFETY: consumed here, per the contract.
             unsafe { ManuallyDrop::drop(line) };
-            Err(Error::Closed)
+            Err(Refused::Closed)
         } else {
             // SAFETY: busy is set and the trace was not closed when we looked, so the writer does
             // not retire this slot before busy is cleared (see the module doc).
@@ -157,7 +178,7 @@ impl LocalRing {
                 None => {
                     // SAFETY: consumed here, per the contract.
                     unsafe { ManuallyDrop::drop(line) };
-                    Err(Error::Closed)
+                    Err(Refused::Closed)
                 }
             }
         };
@@ -171,7 +192,7 @@ impl LocalRing {
         producer: &mut Producer,
         shared: &Shared,
         line: &mut ManuallyDrop<Line>,
-    ) -> Result<Option<(Pos, u64)>, Error> {
+    ) -> Result<Option<(Pos, u64)>, Refused> {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
@@ -217,14 +238,14 @@ fn push_blocking(
     producer: &mut Producer,
     shared: &Shared,
     words: usize,
-) -> Result<*mut u64, Error> {
+) -> Result<*mut u64, Refused> {
     let backoff = crossbeam_utils::Backoff::new();
     loop {
         if let Some(at) = producer.reserve(words) {
             return Ok(at);
         }
         if producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
-            return Err(Error::Closed);
+            return Err(Refused::Closed);
         }
         if backoff.is_completed() {
             shared.wake_writer();
@@ -235,19 +256,51 @@ fn push_blocking(
     }
 }
 
-thread_local! {
-    /// This thread's rings, one per trace it has emitted to.
-    ///
+/// What a thread keeps for its emitting calls, in one thread-local so that a push looks it up
+/// once: its rings, one per trace it has emitted to, and the spare box for a builder's line
+/// (`record::pool`), given back by the push that empties it.
+struct Local {
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
     /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
     /// allocator, or a `Drop` run by the push), so a mutable reference obtained here is always
     /// unique. That lets the line be moved once, straight into the ring, instead of through a
     /// closure.
-    static RINGS: UnsafeCell<Vec<LocalRing>> = const { UnsafeCell::new(Vec::new()) };
+    rings: UnsafeCell<Vec<LocalRing>>,
+    /// A thread usually has one builder alive at a time, so this one-box cache (a take and a
+    /// set) serves most builders without the pool's list.
+    spare: Cell<Option<Box<LineBox>>>,
+}
+
+thread_local! {
+    static LOCAL: Local =
+        const { Local { rings: UnsafeCell::new(Vec::new()), spare: Cell::new(None) } };
 
     /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
     /// usable while the thread's other thread-locals are torn down.
     static ENTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The spare box for a builder's line, if this thread has one.
+#[inline(always)]
+pub(crate) fn take_spare() -> Option<Box<LineBox>> {
+    LOCAL.try_with(|l| l.spare.take()).ok().flatten()
+}
+
+/// Keeps `slot` as this thread's spare box; gives it back when there is one already (or the
+/// thread's storage is torn down).
+#[inline(always)]
+pub(crate) fn give_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
+    let mut slot = Some(slot);
+    let _ = LOCAL.try_with(|l| give_to(l, &mut slot));
+    slot
+}
+
+#[inline(always)]
+fn give_to(local: &Local, slot: &mut Option<Box<LineBox>>) {
+    match local.spare.take() {
+        None => local.spare.set(slot.take()),
+        kept => local.spare.set(kept),
+    }
 }
 
 /// Marks this thread as inside [`push`] until dropped; `None` when it already is.
@@ -270,28 +323,27 @@ impl Drop for Entered {
     }
 }
 
-/// This thread's ring for `shared`, created on first use; `None` while the thread's
-/// thread-local storage is being torn down.
+/// This thread's ring for `shared` in `local`, created on first use.
 #[inline(always)]
-fn local_ring(shared: &Arc<Shared>, _entered: &Entered) -> Option<Result<*mut LocalRing, Error>> {
-    RINGS
-        .try_with(|cell| {
-            // SAFETY: see RINGS: `_entered` proves no other reference to the Vec exists on this
-            // thread while this one lives.
-            let rings = unsafe { &mut *cell.get() };
-            let i = match rings.iter().position(|r| r.trace_id == shared.id) {
-                Some(i) => i,
-                None => new_local_ring(rings, shared)?,
-            };
-            Ok(&mut rings[i] as *mut LocalRing)
-        })
-        .ok()
+fn local_ring<'a>(
+    local: &'a Local,
+    shared: &Arc<Shared>,
+    _entered: &Entered,
+) -> Result<&'a mut LocalRing, Refused> {
+    // SAFETY: see `Local::rings`: `_entered` proves no other reference to the Vec exists on this
+    // thread while this one lives.
+    let rings = unsafe { &mut *local.rings.get() };
+    let i = match rings.iter().position(|r| r.trace_id == shared.id) {
+        Some(i) => i,
+        None => new_local_ring(rings, shared)?,
+    };
+    Ok(&mut rings[i])
 }
 
 /// Cold: the first line from this thread to this trace. Also forgets rings of traces that are
 /// closed or gone.
 #[cold]
-fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<usize, Error> {
+fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<usize, Refused> {
     rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
     rings.push(LocalRing::new(shared)?);
     Ok(rings.len() - 1)
@@ -307,30 +359,83 @@ fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<us
 pub(crate) fn push(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
-) -> Result<Option<(Pos, u64)>, Error> {
+) -> Result<Option<(Pos, u64)>, Refused> {
+    push_then(shared, line, |_| {})
+}
+
+/// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
+/// handed back to the caller's pool when there is one already). One thread-local lookup for
+/// both.
+#[inline(always)]
+pub(crate) fn push_boxed(
+    shared: &Arc<Shared>,
+    slot: Box<LineBox>,
+) -> (Result<Option<(Pos, u64)>, Refused>, Option<Box<LineBox>>) {
+    // A raw pointer owns the box while its line is moved out, so no `Box` is moved (and
+    // reasserted as unique) while a reference into it is in use.
+    let raw = Box::into_raw(slot);
+    let mut back = None;
+    // SAFETY: `raw` is a live box whose line is initialized and ours; `ManuallyDrop<Line>` has
+    // the same layout as `Line`, and the push takes ownership through it exactly once.
+    let line = unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() };
+    let result = push_then(shared, line, |local| {
+        // SAFETY: the line has been consumed and the reference to it is not used again; the box
+        // (holding a moved-out line, which `MaybeUninit` never drops) is ours again.
+        let mut slot = Some(unsafe { Box::from_raw(raw) });
+        if let Some(local) = local {
+            give_to(local, &mut slot);
+        }
+        back = slot;
+    });
+    (result, back)
+}
+
+/// Pushes `line` as [`push`] does, then calls `consumed` once, after the line is consumed, with
+/// this thread's [`Local`] when it is reachable.
+#[inline(always)]
+fn push_then(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<Line>,
+    consumed: impl FnOnce(Option<&Local>),
+) -> Result<Option<(Pos, u64)>, Refused> {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        return Err(Error::Reentrant);
+        consumed(None);
+        return Err(Refused::Reentrant);
     };
     let result = if shared.closed.load(Ordering::Relaxed) {
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        Err(Error::Closed)
+        consumed(None);
+        Err(Refused::Closed)
     } else {
-        match local_ring(shared, &entered) {
-            // SAFETY: the pointer comes from this thread's RINGS, which nothing else touches
-            // until this push returns (see RINGS); the Vec is not resized in between.
-            Some(Ok(ring)) => unsafe { &mut *ring }.push(shared, line),
-            Some(Err(e)) => {
-                // SAFETY: consumed here, per the contract.
-                unsafe { ManuallyDrop::drop(line) };
-                Err(e)
+        // The lookup's pointer outlives the closure: `Local` lives as long as this thread, and
+        // this call runs on it.
+        match LOCAL.try_with(|l| l as *const Local) {
+            Ok(local) => {
+                // SAFETY: see above.
+                let local = unsafe { &*local };
+                let result = match local_ring(local, shared, &entered) {
+                    Ok(ring) => ring.push(shared, line),
+                    Err(e) => {
+                        // SAFETY: consumed here, per the contract.
+                        unsafe { ManuallyDrop::drop(line) };
+                        Err(e)
+                    }
+                };
+                consumed(Some(local));
+                result
             }
-            None => push_fallback(shared, line),
+            Err(_) => {
+                // No usable thread-local ring (this thread is being torn down).
+                let result = push_fallback(shared, line);
+                consumed(None);
+                result
+            }
         }
     };
     drop(entered);
@@ -343,7 +448,7 @@ pub(crate) fn push(
 fn push_fallback(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
-) -> Result<Option<(Pos, u64)>, Error> {
+) -> Result<Option<(Pos, u64)>, Refused> {
     let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
     let ring = match fallback.take() {
         Some(ring) => ring,

@@ -157,7 +157,11 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         if w.shared.fatal.load(Ordering::Acquire) {
             return w.close(None);
         }
-        if w.shared.control_pending.swap(false, Ordering::Acquire) {
+        // A load first: a swap writes the cache line even when the flag is down, and this loop
+        // runs all the time, while producers read `closed` and the gate beside it on every push.
+        if w.shared.control_pending.load(Ordering::Relaxed)
+            && w.shared.control_pending.swap(false, Ordering::Acquire)
+        {
             let control =
                 std::mem::take(&mut *w.shared.control.lock().unwrap_or_else(|p| p.into_inner()));
             if let Some(end_clk) = w.serve(control) {
@@ -185,7 +189,10 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
 
 impl Writer {
     fn adopt_new_rings(&mut self) {
-        if !self.shared.rings_pending.swap(false, Ordering::Acquire) {
+        // Load first, so that an idle check does not write the cache line (see `control_pending`).
+        if !(self.shared.rings_pending.load(Ordering::Relaxed)
+            && self.shared.rings_pending.swap(false, Ordering::Acquire))
+        {
             return;
         }
         let new =
