@@ -14,8 +14,6 @@ use std::time::Instant;
 
 use jets::{Metadata, RecordHandle, TraceBuilder};
 
-/// Lines per chunk: well below the ring's capacity, so a call never waits for the writer.
-const CHUNK: u64 = 1 << 15;
 
 #[inline(never)]
 fn emit_one(r: &RecordHandle, i: u64) {
@@ -23,16 +21,19 @@ fn emit_one(r: &RecordHandle, i: u64) {
 }
 
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let arg = |i: usize| std::env::args().nth(i).and_then(|a| a.parse().ok());
+    let n: u64 = arg(1).unwrap_or(10_000_000);
+    // Lines per chunk (the writer drains between chunks, untimed): half the ring's capacity.
+    let chunk: u64 = arg(2).unwrap_or(1 << 15);
     let trace = TraceBuilder::new()
-        .capacity(1 << 16)
+        .capacity(2 * chunk as usize)
         .writer(std::io::sink(), Metadata::new())
         .expect("open");
     let root = trace.root("bench", "Bench").begin_at(0).expect("root");
     let mut timed = std::time::Duration::ZERO;
     let mut done = 0;
     while done < n {
-        let k = CHUNK.min(n - done);
+        let k = chunk.min(n - done);
         let start = Instant::now();
         for i in done..done + k {
             emit_one(&root, i);

@@ -84,7 +84,11 @@ impl Line {
             ptr::addr_of_mut!((*dst).clk).write(0);
             ptr::addr_of_mut!((*dst).id).write(id);
             ptr::addr_of_mut!((*dst).parent).write(None);
-            ptr::addr_of_mut!((*dst).name).write(name);
+            // Called out of line, the name arrives in the caller's memory (a `Str` is passed by
+            // reference), just stored a word at a time: it is copied a word at a time too, as
+            // a 16-byte load of it would stall (see `put`).
+            let name = ManuallyDrop::new(name);
+            put(ptr::addr_of_mut!((*dst).name).cast(), &*name);
             ptr::addr_of_mut!((*dst).record_type).write(Str::EMPTY);
             ptr::addr_of_mut!((*dst).description).write(Str::EMPTY);
             Data::init(ptr::addr_of_mut!((*dst).data));

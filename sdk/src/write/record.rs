@@ -80,7 +80,7 @@ impl RecordHandle {
         let inner = self.inner.as_ref();
         let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert() };
         if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
-            b.p = Pending::new(Kind::Record, 0, name.into(), Some(self.pos));
+            b.p = Pending::new(Kind::Record, 0, name.into(), Some(&self.pos));
             if let Some(line) = b.p.line() {
                 line.parent = Some(self.id);
                 line.record_type = record_type.into();
@@ -96,7 +96,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p = Pending::new(Kind::Event, self.id, name, Some(self.pos));
+                b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
             }
         }
         b
@@ -107,7 +107,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
+            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(&self.pos));
         }
         b
     }
@@ -343,7 +343,12 @@ impl Pending {
 
     /// A builder's line, made in a box from the pool (out of line: see [`push_line`]).
     #[inline(never)]
-    fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Pending {
+    ///
+    /// `after` is the handle's position, by reference: read here from the handle, which was
+    /// written long ago, rather than copied by the caller into a fresh `Option<Pos>` that this
+    /// function would read back with a 16-byte load over its just-made stores (a stall).
+    fn new(kind: Kind, id: u64, name: Str, after: Option<&Pos>) -> Pending {
+        let after = after.copied();
         let mut slot = pool::take();
         // SAFETY: the box's line is ours and uninitialized (or moved out); `init` writes it
         // part by part (`write(Line::new(..))` can copy the whole ~500-byte line).
