@@ -344,6 +344,9 @@ fn local_ring<'a>(
 /// closed or gone.
 #[cold]
 fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<usize, Refused> {
+    if shared.closed.load(Ordering::Relaxed) {
+        return Err(Refused::Closed);
+    }
     rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
     rings.push(LocalRing::new(shared)?);
     Ok(rings.len() - 1)
@@ -407,35 +410,29 @@ fn push_then(
         consumed(None);
         return Err(Refused::Reentrant);
     };
-    let result = if shared.closed.load(Ordering::Relaxed) {
-        // SAFETY: consumed here, per the contract.
-        unsafe { ManuallyDrop::drop(line) };
-        consumed(None);
-        Err(Refused::Closed)
-    } else {
-        // The lookup's pointer outlives the closure: `Local` lives as long as this thread, and
-        // this call runs on it.
-        match LOCAL.try_with(|l| l as *const Local) {
-            Ok(local) => {
-                // SAFETY: see above.
-                let local = unsafe { &*local };
-                let result = match local_ring(local, shared, &entered) {
-                    Ok(ring) => ring.push(shared, line),
-                    Err(e) => {
-                        // SAFETY: consumed here, per the contract.
-                        unsafe { ManuallyDrop::drop(line) };
-                        Err(e)
-                    }
-                };
-                consumed(Some(local));
-                result
-            }
-            Err(_) => {
-                // No usable thread-local ring (this thread is being torn down).
-                let result = push_fallback(shared, line);
-                consumed(None);
-                result
-            }
+    // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
+    // The lookup's pointer outlives the closure: `Local` lives as long as this thread, and this
+    // call runs on it.
+    let result = match LOCAL.try_with(|l| l as *const Local) {
+        Ok(local) => {
+            // SAFETY: see above.
+            let local = unsafe { &*local };
+            let result = match local_ring(local, shared, &entered) {
+                Ok(ring) => ring.push(shared, line),
+                Err(e) => {
+                    // SAFETY: consumed here, per the contract.
+                    unsafe { ManuallyDrop::drop(line) };
+                    Err(e)
+                }
+            };
+            consumed(Some(local));
+            result
+        }
+        Err(_) => {
+            // No usable thread-local ring (this thread is being torn down).
+            let result = push_fallback(shared, line);
+            consumed(None);
+            result
         }
     };
     drop(entered);
