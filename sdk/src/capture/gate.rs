@@ -170,14 +170,14 @@ impl Gate {
         if !self.filtering {
             return (Verdict::Select, bits::MATCH | bits::UNIT);
         }
-        self.record_filtered(record_type, data_unit(), clk, parent)
+        self.record_filtered(record_type, data_unit, clk, parent)
     }
 
     #[cold]
     fn record_filtered(
         &self,
         record_type: &Str,
-        unit: Option<u64>,
+        unit: impl FnOnce() -> Option<u64>,
         clk: u64,
         parent: u8,
     ) -> (Verdict, u8) {
@@ -190,7 +190,8 @@ impl Gate {
                 return (Verdict::Leave, bits::LEFT);
             }
         }
-        let unit_ok = match (&self.units, unit) {
+        // The unit is looked up among the fields only when a unit filter asks for it.
+        let unit_ok = match (&self.units, self.units.as_ref().and_then(|_| unit())) {
             (None, _) => true,
             (Some(units), Some(u)) => units.contains(&u),
             (Some(_), None) => parent & bits::UNIT != 0,
