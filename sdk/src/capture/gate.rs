@@ -141,6 +141,13 @@ impl Gate {
         self.on() && (!self.filtering || parent_start < self.window.end)
     }
 
+    /// As [`Gate::may_record`], for a child that begins at `clk`: also false when `clk` is at or
+    /// after the window's end.
+    #[inline(always)]
+    pub(crate) fn may_record_at(&self, parent_start: u64, clk: u64) -> bool {
+        self.on() && (!self.filtering || (parent_start < self.window.end && clk < self.window.end))
+    }
+
     /// False when an event named `name` on a record with bits `rec` that began at `start` is
     /// left out whatever its cycle: [`Gate::event`] would refuse it for every `clk >= start`.
     /// The builder is then inert. The window and the ROI are checked again at the event's cycle.
