@@ -141,6 +141,13 @@ impl Gate {
         self.on() && (!self.filtering || parent_start < self.window.end)
     }
 
+    /// As [`Gate::may_record`], for a child that begins at `clk`: also false when `clk` is at or
+    /// after the window's end.
+    #[inline(always)]
+    pub(crate) fn may_record_at(&self, parent_start: u64, clk: u64) -> bool {
+        self.on() && (!self.filtering || (parent_start < self.window.end && clk < self.window.end))
+    }
+
     /// False when an event named `name` on a record with bits `rec` that began at `start` is
     /// left out whatever its cycle: [`Gate::event`] would refuse it for every `clk >= start`.
     /// The builder is then inert. The window and the ROI are checked again at the event's cycle.
@@ -170,14 +177,14 @@ impl Gate {
         if !self.filtering {
             return (Verdict::Select, bits::MATCH | bits::UNIT);
         }
-        self.record_filtered(record_type, data_unit(), clk, parent)
+        self.record_filtered(record_type, data_unit, clk, parent)
     }
 
     #[cold]
     fn record_filtered(
         &self,
         record_type: &Str,
-        unit: Option<u64>,
+        unit: impl FnOnce() -> Option<u64>,
         clk: u64,
         parent: u8,
     ) -> (Verdict, u8) {
@@ -190,7 +197,8 @@ impl Gate {
                 return (Verdict::Leave, bits::LEFT);
             }
         }
-        let unit_ok = match (&self.units, unit) {
+        // The unit is looked up among the fields only when a unit filter asks for it.
+        let unit_ok = match (&self.units, self.units.as_ref().and_then(|_| unit())) {
             (None, _) => true,
             (Some(units), Some(u)) => units.contains(&u),
             (Some(_), None) => parent & bits::UNIT != 0,

@@ -77,9 +77,44 @@ impl RecordHandle {
     /// Starts describing a child record.
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
+        self.child_made(None, name, record_type)
+    }
+
+    /// Starts describing a child record that begins at `clk`, written by
+    /// [`RecordBuilder::begin`]. Capture control judges the cycle now, so a record that begins
+    /// after a capture window costs no building: use this form in a simulator's hot path.
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let core = trace.root("core0", "Core").begin_at(0).unwrap();
+    /// let insn = core.child_at(12, "addi", "Instruction").field("pc", 0x40u64).begin().unwrap();
+    /// assert_eq!(insn.start_clk(), 12);
+    /// # insn.end_at(13).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn child_at(
+        &self,
+        clk: u64,
+        name: impl Into<Str>,
+        record_type: impl Into<Str>,
+    ) -> RecordBuilder<'_> {
+        self.child_made(Some(clk), name, record_type)
+    }
+
+    #[inline(always)]
+    fn child_made(
+        &self,
+        at: Option<u64>,
+        name: impl Into<Str>,
+        record_type: impl Into<Str>,
+    ) -> RecordBuilder<'_> {
         let inner = self.inner.as_ref();
-        let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert() };
-        if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
+        let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at };
+        let may = |i: &Arc<Inner>| match at {
+            Some(clk) => i.shared.gate.may_record_at(self.start, clk),
+            None => i.shared.gate.may_record(self.start),
+        };
+        if inner.is_some_and(|i| self.live && may(i)) {
             b.p = Pending::new(Kind::Record, 0, name.into(), Some(&self.pos));
             if let Some(line) = b.p.line() {
                 line.parent = Some(self.id);
@@ -92,10 +127,35 @@ impl RecordHandle {
     /// Starts describing an event on this record.
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
-        let mut b = EventBuilder { record: self, p: Pending::inert() };
+        let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
+                b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
+            }
+        }
+        b
+    }
+
+    /// Starts describing an event at `clk` on this record, written by [`EventBuilder::emit`].
+    /// Capture control judges the event now, with its cycle, so one left out (outside a window,
+    /// outside the regions of interest) costs no building: use this form in a simulator's hot
+    /// path.
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let insn = trace.root("addi", "Instruction").begin_at(10).unwrap();
+    /// insn.event_at(11, "ID").field("rs1", 3u64).emit().unwrap();
+    /// # insn.end_at(12).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
+        let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+            let name = name.into();
+            // A cycle before the record's start is an error at `emit`; the line is made so that
+            // the error does not depend on capture.
+            if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
                 b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
             }
         }
@@ -464,6 +524,24 @@ mod pool {
     }
 }
 
+/// A builder made with a cycle (`child_at`, `event_at`) was judged by capture at that cycle, so it
+/// is written at that cycle only.
+#[inline(always)]
+fn check_at(at: Option<u64>, clk: u64) -> Result<(), Error> {
+    match at {
+        Some(at) if at != clk => Err(at_mismatch(at, clk)),
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+fn at_mismatch(at: u64, clk: u64) -> Error {
+    Error::InvalidArgument(format!(
+        "a line made for cycle {at} (child_at / event_at) cannot be written at cycle {clk}: \
+         use begin() / emit()"
+    ))
+}
+
 /// The data error kept by a builder, or a shape error: typed fields merge only into an object,
 /// and a record's data must be one.
 #[inline(always)]
@@ -535,6 +613,8 @@ pub struct RecordBuilder<'a> {
     /// builder, which stays three words.
     parent: Option<&'a RecordHandle>,
     p: Pending,
+    /// The cycle given to [`RecordHandle::child_at`], which capture has judged.
+    at: Option<u64>,
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -544,7 +624,8 @@ impl<'a> RecordBuilder<'a> {
         name: impl Into<Str>,
         record_type: impl Into<Str>,
     ) -> Self {
-        let mut b = RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert() };
+        let mut b =
+            RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert(), at: None };
         if inner.shared.gate.may_record(0) {
             b.p = Pending::new(Kind::Record, 0, name.into(), None);
             if let Some(line) = b.p.line() {
@@ -602,6 +683,7 @@ impl<'a> RecordBuilder<'a> {
         if let Some(parent) = self.parent {
             parent.check_clk(clk)?;
         }
+        check_at(self.at, clk)?;
         match (self.inner, self.p.0.take()) {
             (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk),
             (_, slot) => {
@@ -639,11 +721,15 @@ impl<'a> RecordBuilder<'a> {
         }
     }
 
-    /// Writes the `record` line at the trace clock's current cycle (never before the parent).
+    /// Writes the `record` line at the cycle given to [`RecordHandle::child_at`], or else at the
+    /// trace clock's current cycle (never before the parent).
     #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
         let start = self.parent.map_or(0, |p| p.start);
-        let clk = self.inner.map_or(start, |i| i.shared.clock.now().max(start));
+        let clk = match self.at {
+            Some(at) => at,
+            None => self.inner.map_or(start, |i| i.shared.clock.now().max(start)),
+        };
         self.begin_at(clk)
     }
 }
@@ -681,6 +767,8 @@ fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
 pub struct EventBuilder<'a> {
     record: &'a RecordHandle,
     p: Pending,
+    /// The cycle given to [`RecordHandle::event_at`], which capture has judged.
+    at: Option<u64>,
 }
 
 impl EventBuilder<'_> {
@@ -714,16 +802,18 @@ impl EventBuilder<'_> {
     #[inline(always)]
     pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
+        check_at(self.at, clk)?;
         if let Some(line) = self.p.line() {
             line.clk = clk;
         }
         self.record.push(&mut self.p, DROP_EVENT)
     }
 
-    /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
+    /// Writes the `event` line at the cycle given to [`RecordHandle::event_at`], or else at the
+    /// trace clock's current cycle (never before the record's start).
     #[inline(always)]
     pub fn emit(self) -> Result<(), Error> {
-        let clk = self.record.now();
+        let clk = self.at.unwrap_or_else(|| self.record.now());
         self.emit_at(clk)
     }
 }
