@@ -363,7 +363,7 @@ pub(crate) fn push(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
 ) -> Result<Option<(Pos, u64)>, Refused> {
-    push_then(shared, line, |_| {})
+    push_local(shared, line).0
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
@@ -374,50 +374,43 @@ pub(crate) fn push_boxed(
     shared: &Arc<Shared>,
     slot: Box<LineBox>,
 ) -> (Result<Option<(Pos, u64)>, Refused>, Option<Box<LineBox>>) {
-    // A raw pointer owns the box while its line is moved out, so no `Box` is moved (and
-    // reasserted as unique) while a reference into it is in use.
+    // A raw pointer owns the box while its line is moved out, so that no `Box` is asserted
+    // unique while the reference to the line is in use.
     let raw = Box::into_raw(slot);
-    let mut back = None;
     // SAFETY: `raw` is a live box whose line is initialized and ours; `ManuallyDrop<Line>` has
     // the same layout as `Line`, and the push takes ownership through it exactly once.
-    let line = unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() };
-    let result = push_then(shared, line, |local| {
-        // SAFETY: the line has been consumed and the reference to it is not used again; the box
-        // (holding a moved-out line, which `MaybeUninit` never drops) is ours again.
-        let mut slot = Some(unsafe { Box::from_raw(raw) });
-        if let Some(local) = local {
-            give_to(local, &mut slot);
-        }
-        back = slot;
-    });
-    (result, back)
+    let (result, local) =
+        push_local(shared, unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
+    // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
+    // moved-out line, which `MaybeUninit` never drops) is ours again.
+    let mut slot = Some(unsafe { Box::from_raw(raw) });
+    if let Some(local) = local {
+        // SAFETY: `Local` lives as long as this thread, which is running this call.
+        give_to(unsafe { &*local }, &mut slot);
+    }
+    (result, slot)
 }
 
-/// Pushes `line` as [`push`] does, then calls `consumed` once, after the line is consumed, with
-/// this thread's [`Local`] when it is reachable.
+/// Pushes `line` as [`push`] does; also returns this thread's [`Local`] when it was reachable
+/// (it lives as long as the thread), for the caller to give its box back.
 #[inline(always)]
-fn push_then(
+fn push_local(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
-    consumed: impl FnOnce(Option<&Local>),
-) -> Result<Option<(Pos, u64)>, Refused> {
+) -> (Result<Option<(Pos, u64)>, Refused>, Option<*const Local>) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        consumed(None);
-        return Err(Refused::Reentrant);
+        return (Err(Refused::Reentrant), None);
     };
     // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
-    // The lookup's pointer outlives the closure: `Local` lives as long as this thread, and this
-    // call runs on it.
-    let result = match LOCAL.try_with(|l| l as *const Local) {
+    let pushed = match LOCAL.try_with(|l| l as *const Local) {
         Ok(local) => {
-            // SAFETY: see above.
-            let local = unsafe { &*local };
-            let result = match local_ring(local, shared, &entered) {
+            // SAFETY: `Local` lives as long as this thread, which is running this call.
+            let result = match local_ring(unsafe { &*local }, shared, &entered) {
                 Ok(ring) => ring.push(shared, line),
                 Err(e) => {
                     // SAFETY: consumed here, per the contract.
@@ -425,18 +418,13 @@ fn push_then(
                     Err(e)
                 }
             };
-            consumed(Some(local));
-            result
+            (result, Some(local))
         }
-        Err(_) => {
-            // No usable thread-local ring (this thread is being torn down).
-            let result = push_fallback(shared, line);
-            consumed(None);
-            result
-        }
+        // No usable thread-local ring (this thread is being torn down).
+        Err(_) => (push_fallback(shared, line), None),
     };
     drop(entered);
-    result
+    pushed
 }
 
 /// No usable thread-local ring (this thread is being torn down): use the trace's shared ring
