@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use jets::{Metadata, RecordHandle, TraceBuilder};
 
-
 #[inline(never)]
 fn emit_one(r: &RecordHandle, i: u64) {
     r.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1)).expect("emit");

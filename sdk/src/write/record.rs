@@ -364,10 +364,7 @@ fn begin_line(
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
 #[inline(always)]
-fn push_slot(
-    shared: &Arc<super::Shared>,
-    slot: Box<Slot>,
-) -> Result<Option<(Pos, u64)>, ring::Refused> {
+fn push_slot(shared: &Arc<super::Shared>, slot: Box<Slot>) -> ring::Pushed {
     // The box left its `Pending`, so nothing else reaches its line; the push keeps the box as
     // this thread's spare, or hands it back.
     let (result, back) = ring::push_boxed(shared, slot);

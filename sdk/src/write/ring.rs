@@ -58,6 +58,10 @@ impl From<Refused> for Error {
     }
 }
 
+/// What a push returns: where the line went and its record id (`None`: the drop policy dropped
+/// it), or why nothing was written.
+pub(crate) type Pushed = Result<Option<(Pos, u64)>, Refused>;
+
 /// How many ids a thread takes from the shared counter at a time, so that creating records on
 /// several threads does not bounce one cache line between cores.
 const ID_BLOCK: u64 = 256;
@@ -158,11 +162,7 @@ impl LocalRing {
     /// drop it afterwards. Taking it by reference lets the line go from the builder's storage
     /// straight into the ring slot, one copy, instead of being passed down by value.
     #[inline(always)]
-    fn push(
-        &mut self,
-        shared: &Shared,
-        line: &mut ManuallyDrop<Line>,
-    ) -> Result<Option<(Pos, u64)>, Refused> {
+    fn push(&mut self, shared: &Shared, line: &mut ManuallyDrop<Line>) -> Pushed {
         self.slot.busy.store(true, Ordering::Relaxed);
         fence::light();
         let result = if shared.closed.load(Ordering::Relaxed) {
@@ -192,7 +192,7 @@ impl LocalRing {
         producer: &mut Producer,
         shared: &Shared,
         line: &mut ManuallyDrop<Line>,
-    ) -> Result<Option<(Pos, u64)>, Refused> {
+    ) -> Pushed {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
@@ -323,16 +323,12 @@ impl Drop for Entered {
     }
 }
 
-/// This thread's ring for `shared` in `local`, created on first use.
+/// This thread's ring for `shared` among `rings`, created on first use.
 #[inline(always)]
 fn local_ring<'a>(
-    local: &'a Local,
+    rings: &'a mut Vec<LocalRing>,
     shared: &Arc<Shared>,
-    _entered: &Entered,
 ) -> Result<&'a mut LocalRing, Refused> {
-    // SAFETY: see `Local::rings`: `_entered` proves no other reference to the Vec exists on this
-    // thread while this one lives.
-    let rings = unsafe { &mut *local.rings.get() };
     let i = match rings.iter().position(|r| r.trace_id == shared.id) {
         Some(i) => i,
         None => new_local_ring(rings, shared)?,
@@ -359,10 +355,7 @@ fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<us
 /// Always consumes `*line` (into the ring, or dropped), whatever it returns: the caller must
 /// neither use nor drop it afterwards.
 #[inline(always)]
-pub(crate) fn push(
-    shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
-) -> Result<Option<(Pos, u64)>, Refused> {
+pub(crate) fn push(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushed {
     push_local(shared, line).0
 }
 
@@ -373,7 +366,7 @@ pub(crate) fn push(
 pub(crate) fn push_boxed(
     shared: &Arc<Shared>,
     slot: Box<LineBox>,
-) -> (Result<Option<(Pos, u64)>, Refused>, Option<Box<LineBox>>) {
+) -> (Pushed, Option<Box<LineBox>>) {
     // A raw pointer owns the box while its line is moved out, so that no `Box` is asserted
     // unique while the reference to the line is in use.
     let raw = Box::into_raw(slot);
@@ -397,7 +390,7 @@ pub(crate) fn push_boxed(
 fn push_local(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
-) -> (Result<Option<(Pos, u64)>, Refused>, Option<*const Local>) {
+) -> (Pushed, Option<*const Local>) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
@@ -409,8 +402,11 @@ fn push_local(
     // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
     let pushed = match LOCAL.try_with(|l| l as *const Local) {
         Ok(local) => {
-            // SAFETY: `Local` lives as long as this thread, which is running this call.
-            let result = match local_ring(unsafe { &*local }, shared, &entered) {
+            // SAFETY: `Local` lives as long as this thread, which is running this call; and see
+            // `Local::rings`: `entered` proves no other reference to the Vec exists on this
+            // thread while this one lives.
+            let rings = unsafe { &mut *(*local).rings.get() };
+            let result = match local_ring(rings, shared) {
                 Ok(ring) => ring.push(shared, line),
                 Err(e) => {
                     // SAFETY: consumed here, per the contract.
@@ -430,10 +426,7 @@ fn push_local(
 /// No usable thread-local ring (this thread is being torn down): use the trace's shared ring
 /// behind a mutex. Slower, same ordering.
 #[cold]
-fn push_fallback(
-    shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
-) -> Result<Option<(Pos, u64)>, Refused> {
+fn push_fallback(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushed {
     let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
     let ring = match fallback.take() {
         Some(ring) => ring,
