@@ -120,7 +120,7 @@ impl Open {
         clk: u64,
         name: Str,
         record_type: Str,
-        c: Checked<'_>,
+        mut c: Checked<'_>,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
         let handle = if parent == 0 {
@@ -340,8 +340,7 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         let (name, record_type) = (a.name()?, a.record_type()?);
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut c = unsafe { a.check() }?;
-        c.domain = domain;
+        let c = unsafe { a.check(domain) }?;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
     .unwrap_or(0)
@@ -449,7 +448,7 @@ pub unsafe extern "C" fn jets_event_ex(
         let name = a.name()?;
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let c = unsafe { a.check() }?;
+        let mut c = unsafe { a.check(None) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
             let at = t.resolve(clk, h.start_clk());
@@ -514,7 +513,7 @@ pub unsafe extern "C" fn jets_annotation_ex(
         let name = a.name()?;
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let c = unsafe { a.check() }?;
+        let mut c = unsafe { a.check(None) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
     })
