@@ -10,7 +10,7 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Parts};
+use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Parts, Typed};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{last_code, last_message, run, status, Failure, Msg};
@@ -49,9 +49,10 @@ pub(crate) struct Open {
 
 impl Open {
     /// The first write error, which stops every later call: nothing is queued after it.
+    #[inline(always)]
     fn check_healthy(&self) -> Result<(), Failure> {
         match self.trace.error() {
-            Some(e) => Err(e.into()),
+            Some(e) => Err(failed(e)),
             None => Ok(()),
         }
     }
@@ -133,6 +134,11 @@ impl Open {
         };
         self.records.insert(handle)
     }
+}
+
+#[cold]
+fn failed(e: jets::Error) -> Failure {
+    e.into()
 }
 
 /// The open trace behind `t`: refused when NULL, closed, or inherited across a `fork`.
@@ -340,7 +346,8 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         let (name, record_type) = (a.name()?, a.record_type()?);
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let c = unsafe { a.check(domain) }?;
+        let mut typed = Typed::default();
+        let c = unsafe { a.check(domain, &mut typed) }?;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
     .unwrap_or(0)
@@ -448,7 +455,8 @@ pub unsafe extern "C" fn jets_event_ex(
         let name = a.name()?;
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut c = unsafe { a.check(None) }?;
+        let mut typed = Typed::default();
+        let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
             let at = t.resolve(clk, h.start_clk());
@@ -513,7 +521,8 @@ pub unsafe extern "C" fn jets_annotation_ex(
         let name = a.name()?;
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut c = unsafe { a.check(None) }?;
+        let mut typed = Typed::default();
+        let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
     })

@@ -181,11 +181,14 @@ impl Attrs {
     ///
     /// # Safety
     /// `fields` points to `field_count` fields; `data_json` is NULL or NUL-terminated.
+    /// The converted fields go to `typed`, the caller's (moving them through the result would
+    /// copy them).
     #[inline(always)]
-    pub(crate) unsafe fn check(
-        &self,
+    pub(crate) unsafe fn check<'a>(
+        &'a self,
         domain: Option<&'static str>,
-    ) -> Result<Checked<'_>, Failure> {
+        typed: &'a mut Typed,
+    ) -> Result<Checked<'a>, Failure> {
         let a = &self.0;
         let fields: &[jets_field] = match (a.field_count, a.fields.is_null()) {
             (0, _) => &[],
@@ -194,7 +197,6 @@ impl Attrs {
             (n, true) => return Err(null_fields(n)),
         };
         if a.description == 0 && a.data_json.is_null() && domain.is_none() && fields.len() <= 4 {
-            let mut typed = Typed::default();
             for (i, f) in fields.iter().enumerate() {
                 // SAFETY: forwarded from the caller.
                 typed.0[i] = match unsafe { convert(f) } {
@@ -267,7 +269,8 @@ unsafe fn bad_field(f: &jets_field, index: usize) -> Failure {
     }
 }
 
-/// Up to 4 typed fields, converted (unused entries are `("", Null)`).
+/// Up to 4 typed fields, converted (unused entries are `("", Null)`): made by the caller of
+/// [`Attrs::check`], filled by it.
 pub(crate) struct Typed([(&'static str, Value); 4]);
 
 impl Typed {
@@ -366,7 +369,7 @@ pub(crate) struct Checked<'a> {
     /// The domain's name, written as `data.domain` on a record line.
     domain: Option<&'static str>,
     /// The fields, converted, when they are all the line carries and at most 4.
-    pub(crate) typed: Option<Typed>,
+    pub(crate) typed: Option<&'a mut Typed>,
 }
 
 impl Checked<'_> {
