@@ -346,7 +346,7 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         let (name, record_type) = (a.name()?, a.record_type()?);
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut typed = Typed::default();
+        let mut typed = Typed::new();
         let c = unsafe { a.check(domain, &mut typed) }?;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
@@ -455,7 +455,7 @@ pub unsafe extern "C" fn jets_event_ex(
         let name = a.name()?;
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut typed = Typed::default();
+        let mut typed = Typed::new();
         let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
@@ -521,7 +521,7 @@ pub unsafe extern "C" fn jets_annotation_ex(
         let name = a.name()?;
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut typed = Typed::default();
+        let mut typed = Typed::new();
         let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))

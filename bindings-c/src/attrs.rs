@@ -3,6 +3,7 @@
 //! is taken and before anything is queued.
 
 use std::ffi::c_char;
+use std::mem::MaybeUninit;
 
 use jets::format::{Data, Str, Value};
 use jets::write::{AnnotationBuilder, EventBuilder, RecordBuilder};
@@ -199,11 +200,11 @@ impl Attrs {
         if a.description == 0 && a.data_json.is_null() && domain.is_none() && fields.len() <= 4 {
             for (i, f) in fields.iter().enumerate() {
                 // SAFETY: forwarded from the caller.
-                typed.0[i] = match unsafe { convert(f) } {
-                    Some(kv) => kv,
+                match unsafe { convert(f) } {
+                    Some(kv) => typed.push(kv),
                     // SAFETY: forwarded from the caller.
                     None => return Err(unsafe { bad_field(f, i) }),
-                };
+                }
             }
             return Ok(Checked { description: None, json: None, fields, domain, typed: Some(typed) });
         }
@@ -269,22 +270,56 @@ unsafe fn bad_field(f: &jets_field, index: usize) -> Failure {
     }
 }
 
-/// Up to 4 typed fields, converted (unused entries are `("", Null)`): made by the caller of
-/// [`Attrs::check`], filled by it.
-pub(crate) struct Typed([(&'static str, Value); 4]);
+/// Up to 4 typed fields, converted: made empty by the caller of [`Attrs::check`], filled by it,
+/// emptied by [`filled!`]. Plain slots and a count rather than an array of values, so that
+/// making one writes one word and dropping an emptied one reads one.
+pub(crate) struct Typed {
+    kv: [MaybeUninit<(&'static str, Value)>; 4],
+    /// `kv[..live]` are initialized and ours.
+    live: usize,
+}
 
 impl Typed {
-    /// Moves field `i` out, leaving `("", Null)`.
     #[inline(always)]
-    pub(crate) fn take(&mut self, i: usize) -> (&'static str, Value) {
-        std::mem::replace(&mut self.0[i], ("", Value::Null))
+    pub(crate) fn new() -> Typed {
+        Typed { kv: [const { MaybeUninit::uninit() }; 4], live: 0 }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, kv: (&'static str, Value)) {
+        self.kv[self.live].write(kv);
+        self.live += 1;
+    }
+
+    /// Moves all `N` fields out (`N` is how many there are).
+    #[inline(always)]
+    pub(crate) fn take<const N: usize>(&mut self) -> [(&'static str, Value); N] {
+        assert!(self.live == N && N <= 4);
+        self.live = 0;
+        // SAFETY: `kv[..N]` are initialized (`live == N`), laid out as an array of `N` values
+        // (`MaybeUninit<T>` has `T`'s layout), and `live = 0` hands them to us alone.
+        unsafe { self.kv.as_ptr().cast::<[(&'static str, Value); N]>().read() }
+    }
+
+    /// Drops what is left: fields converted for a line that was then refused.
+    #[cold]
+    #[inline(never)]
+    fn drop_left(&mut self) {
+        for kv in &mut self.kv[..self.live] {
+            // SAFETY: initialized and still ours (below `live`).
+            unsafe { kv.assume_init_drop() };
+        }
+        self.live = 0;
     }
 }
 
-impl Default for Typed {
+impl Drop for Typed {
     #[inline(always)]
-    fn default() -> Self {
-        Typed([("", Value::Null), ("", Value::Null), ("", Value::Null), ("", Value::Null)])
+    fn drop(&mut self) {
+        // Emptied by `filled!` on every line written: one load and a branch.
+        if self.live != 0 {
+            self.drop_left();
+        }
     }
 }
 
@@ -333,22 +368,22 @@ macro_rules! filled {
                 $emit
             }
             (1, Some(t)) => {
-                let a = t.take(0);
+                let [a] = t.take();
                 let $x = $b.typed(a);
                 $emit
             }
             (2, Some(t)) => {
-                let (a, b) = (t.take(0), t.take(1));
+                let [a, b] = t.take();
                 let $x = $b.typed(a).typed(b);
                 $emit
             }
             (3, Some(t)) => {
-                let (a, b, d) = (t.take(0), t.take(1), t.take(2));
+                let [a, b, d] = t.take();
                 let $x = $b.typed(a).typed(b).typed(d);
                 $emit
             }
             (_, Some(t)) => {
-                let (a, b, d, e) = (t.take(0), t.take(1), t.take(2), t.take(3));
+                let [a, b, d, e] = t.take();
                 let $x = $b.typed(a).typed(b).typed(d).typed(e);
                 $emit
             }
