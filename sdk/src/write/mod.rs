@@ -339,6 +339,11 @@ impl Shared {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
+        self.first_error()
+    }
+
+    #[cold]
+    fn first_error(&self) -> Option<Error> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
