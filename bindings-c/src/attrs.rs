@@ -285,8 +285,15 @@ impl Typed {
         Typed { kv: [const { MaybeUninit::uninit() }; 4], live: 0 }
     }
 
+    /// How many fields it holds.
     #[inline(always)]
-    fn push(&mut self, kv: (&'static str, Value)) {
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Adds a field (at most 4).
+    #[inline(always)]
+    pub(crate) fn push(&mut self, kv: (&'static str, Value)) {
         self.kv[self.live].write(kv);
         self.live += 1;
     }
@@ -328,7 +335,7 @@ impl Drop for Typed {
 /// # Safety
 /// As [`value`].
 #[inline(always)]
-unsafe fn convert(f: &jets_field) -> Option<(&'static str, Value)> {
+pub(crate) unsafe fn convert(f: &jets_field) -> Option<(&'static str, Value)> {
     let key = intern::get(f.key)?;
     // Every member of the union is plain data, valid for any bits, and jets.h's constructors
     // (`jets_field_u64()` and friends) write all 8 bytes: `kind` only says which one was meant.
@@ -362,38 +369,50 @@ macro_rules! filled {
     ($c:expr, $b:expr, |$x:ident| $emit:expr) => {{
         // By reference: the values move out one by one, never the whole set (a large copy).
         let c: &mut crate::attrs::Checked<'_> = &mut $c;
-        match (c.fields.len(), c.typed.as_mut()) {
-            (0, Some(_)) => {
-                let $x = $b;
-                $emit
-            }
-            (1, Some(t)) => {
-                let [a] = t.take();
-                let $x = $b.typed(a);
-                $emit
-            }
-            (2, Some(t)) => {
-                let [a, b] = t.take();
-                let $x = $b.typed(a).typed(b);
-                $emit
-            }
-            (3, Some(t)) => {
-                let [a, b, d] = t.take();
-                let $x = $b.typed(a).typed(b).typed(d);
-                $emit
-            }
-            (_, Some(t)) => {
-                let [a, b, d, e] = t.take();
-                let $x = $b.typed(a).typed(b).typed(d).typed(e);
-                $emit
-            }
-            (_, None) => {
+        match c.typed.as_mut() {
+            Some(t) => crate::attrs::chain!(t, $b, |$x| $emit),
+            None => {
                 let $x = c.fill($b);
                 $emit
             }
         }
     }};
 }
+
+/// `$emit` on the builder `$b` given the converted fields `$t` (a `&mut Typed`), as
+/// `|$x| $emit`: one straight-line chain per number of fields (see [`filled!`]).
+macro_rules! chain {
+    ($t:expr, $b:expr, |$x:ident| $emit:expr) => {{
+        let t: &mut crate::attrs::Typed = $t;
+        match t.len() {
+            0 => {
+                let $x = $b;
+                $emit
+            }
+            1 => {
+                let [a] = t.take();
+                let $x = $b.typed(a);
+                $emit
+            }
+            2 => {
+                let [a, b] = t.take();
+                let $x = $b.typed(a).typed(b);
+                $emit
+            }
+            3 => {
+                let [a, b, d] = t.take();
+                let $x = $b.typed(a).typed(b).typed(d);
+                $emit
+            }
+            _ => {
+                let [a, b, d, e] = t.take();
+                let $x = $b.typed(a).typed(b).typed(d).typed(e);
+                $emit
+            }
+        }
+    }};
+}
+pub(crate) use chain;
 pub(crate) use filled;
 
 /// A `jets_attrs` whose pointers have been read and whose fields have been checked.

@@ -191,6 +191,27 @@ pub(crate) fn run<T>(function: &str, f: impl FnOnce() -> Result<T, Failure>) -> 
     }
 }
 
+/// [`run`] for a call whose body returns its status code itself (a hot path that reports its
+/// rare failures through [`fail`]), with no `Result` to carry.
+#[inline(always)]
+pub(crate) fn guarded(function: &str, f: impl FnOnce() -> c_int) -> c_int {
+    let Some(_entered) = Entered::enter() else { return reentrant() };
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(code) => code,
+        Err(panic) => panicked(function, panic),
+    }
+}
+
+/// The status of `result`, a call of `function` inside [`guarded`]: a failure becomes this
+/// thread's last error.
+#[inline(always)]
+pub(crate) fn fail(function: &str, result: Result<(), Failure>) -> c_int {
+    match result {
+        Ok(()) => JETS_OK,
+        Err(f) => remember(function, f),
+    }
+}
+
 /// A call refused by [`run`]: only the code is set, as the interrupted call may be writing the
 /// message buffer.
 #[cold]

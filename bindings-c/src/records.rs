@@ -229,6 +229,17 @@ impl Records {
         r
     }
 
+    /// [`Records::with`] without the reason of a refusal: `None` when `id` is not an open record
+    /// (and `f` did not run).
+    #[inline(always)]
+    pub(crate) fn try_with<R>(&self, id: jets_id, f: impl FnOnce(&RecordHandle) -> R) -> Option<R> {
+        let slot = self.try_acquire(id)?;
+        // SAFETY: counted in (see `with`).
+        let r = f(unsafe { (*slot.handle.get()).assume_init_ref() });
+        let _ = self.release(slot);
+        Some(r)
+    }
+
     /// Ends the open record `id` at the cycle `check` returns (or fails with its error, the
     /// record staying open), with an optional status. The end is written before this returns,
     /// unless a call from another thread is still using the record: then that call writes it
