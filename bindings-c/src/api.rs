@@ -456,8 +456,9 @@ pub unsafe extern "C" fn jets_event_ex(
 /// The common case of `jets_event_ex` (up to 4 typed fields, no description, JSON text, domain
 /// or clock, on an open record of a healthy trace), with checks that answer yes or no rather
 /// than build a failure: `None` means something is unusual and nothing was done, and the
-/// general [`event_ex`] then runs from the start and says what (rule CA-FAST-1 in
-/// spec/c-api-decisions.md).
+/// general [`event_ex`] then runs from the start and says what. Both paths write the same line;
+/// the fast one only skips building failures it does not have (see ARCHITECTURE.md, "The C
+/// boundary's cost").
 ///
 /// # Safety
 /// As `jets_event_ex`.
