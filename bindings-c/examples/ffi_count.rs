@@ -26,7 +26,14 @@ fn rust_event(root: &jets::RecordHandle, clk: u64) {
 
 /// One C call through the exported function, as C makes it.
 #[inline(never)]
-fn c_event(t: *mut jets_trace, root: jets_id, clk: u64, pc: jets_str, lat: jets_str, a: jets_attrs) {
+fn c_event(
+    t: *mut jets_trace,
+    root: jets_id,
+    clk: u64,
+    pc: jets_str,
+    lat: jets_str,
+    a: jets_attrs,
+) {
     let fields = [
         jets_field { key: pc, kind: JETS_FIELD_U64, value: jets_value { u64: clk } },
         jets_field { key: lat, kind: JETS_FIELD_U64, value: jets_value { u64: 3 } },
@@ -56,8 +63,9 @@ fn main() {
     drop(root);
     trace.close().expect("close");
 
-    let path = std::ffi::CString::new(dir.path().join("c.jets").into_os_string().into_encoded_bytes())
-        .expect("no NUL");
+    let path =
+        std::ffi::CString::new(dir.path().join("c.jets").into_os_string().into_encoded_bytes())
+            .expect("no NUL");
     let mut t = std::ptr::null_mut();
     // SAFETY: NUL-terminated path, writable out pointer; the strings are static C strings.
     unsafe {

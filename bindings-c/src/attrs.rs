@@ -206,7 +206,13 @@ impl Attrs {
                     None => return Err(unsafe { bad_field(f, i) }),
                 }
             }
-            return Ok(Checked { description: None, json: None, fields, domain, typed: Some(typed) });
+            return Ok(Checked {
+                description: None,
+                json: None,
+                fields,
+                domain,
+                typed: Some(typed),
+            });
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.check_slow(fields, domain) }
