@@ -78,6 +78,44 @@ fn a_window_keeps_its_lines_and_the_ancestors_with_their_real_start() {
 }
 
 #[test]
+fn builders_with_their_cycle_are_judged_when_made_and_written_at_that_cycle() {
+    let (t, buf) = open(Capture::parse("clk=100..200").unwrap());
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    let before = core.child_at(50, "before", "Instruction").begin().unwrap();
+    assert_eq!(before.start_clk(), 50);
+    before.event_at(60, "IF").field("pc", 4u64).emit().unwrap(); // left out: before the window
+    before.event_at(150, "WB").emit().unwrap(); // in it: `before` is written as its ancestor
+    before.end_at(151).unwrap();
+    let after = core.child_at(250, "after", "Instruction").field("pc", 8u64).begin().unwrap();
+    assert!(!after.is_recorded(), "a record made for a cycle after the window is left out");
+    after.event_at(250, "IF").emit().unwrap();
+    after.end_at(251).unwrap();
+    // The cycle given when made is the one written; another one is refused, and so is a cycle
+    // before the record's start, whatever capture does with the line.
+    let e = core.child_at(120, "x", "Instruction").begin_at(121).unwrap_err();
+    assert!(e.to_string().contains("cycle 120"), "{e}");
+    let inside = core.child_at(130, "inside", "Instruction").begin().unwrap();
+    let e = inside.event_at(140, "EX").emit_at(141).unwrap_err();
+    assert!(e.to_string().contains("cycle 140"), "{e}");
+    assert!(matches!(
+        inside.event_at(10, "early").emit(),
+        Err(jets::Error::ClkBeforeStart { clk: 10, start: 130, .. })
+    ));
+    inside.end_at(131).unwrap();
+    core.end_at(300).unwrap();
+    let s = t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "record"), ["core", "before", "inside"]);
+    assert_eq!(names(&lines, "event"), ["WB"]);
+    let wb = lines.iter().find(|l| l["name"] == "WB").unwrap();
+    assert_eq!(wb["clk"], 150);
+    // Left out: `after` and its event, and `before`'s IF. A refused call writes and counts
+    // nothing.
+    assert_eq!(s.left_out.records, 1);
+    assert_eq!(s.left_out.events, 2);
+}
+
+#[test]
 fn types_units_events_and_sampling_filter_with_subtrees() {
     let c = Capture::parse("types=Instruction;units=1;events=WB;sample=Instruction:3").unwrap();
     let (t, buf) = open(c);
@@ -253,6 +291,8 @@ struct Node {
     events: Vec<(u8, u64)>,
     annotations: u8,
     len: u64,
+    /// Made with `child_at` / `event_at` (judged when made) rather than `child` / `event`.
+    timed: bool,
 }
 
 fn node(max_parent: usize) -> impl Strategy<Value = Node> {
@@ -263,14 +303,16 @@ fn node(max_parent: usize) -> impl Strategy<Value = Node> {
         proptest::collection::vec((0..3u8, 0..40u64), 0..3),
         0..2u8,
         1..60u64,
+        any::<bool>(),
     )
-        .prop_map(move |(parent, ty, unit, events, annotations, len)| Node {
+        .prop_map(move |(parent, ty, unit, events, annotations, len, timed)| Node {
             parent: parent.filter(|_| max_parent > 0),
             ty,
             unit,
             events,
             annotations,
             len,
+            timed,
         })
 }
 
@@ -301,19 +343,24 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
                     let clk = 3 * i as u64;
                     let parent = n.parent.and_then(|p| open.get(p)).map_or(&root, |o| &o.0);
                     let clk = clk.max(parent.start_clk());
-                    let mut b = parent
-                        .child(format!("t{ti}n{i}"), TYPES[n.ty as usize])
-                        .field("seq", i as u64);
+                    let (name, ty) = (format!("t{ti}n{i}"), TYPES[n.ty as usize]);
+                    let mut b = match n.timed {
+                        true => parent.child_at(clk, name, ty),
+                        false => parent.child(name, ty),
+                    }
+                    .field("seq", i as u64);
                     if let Some(u) = n.unit {
                         b = b.unit_id(u64::from(u));
                     }
                     let h = b.begin_at(clk).unwrap();
                     for (k, &(e, d)) in n.events.iter().enumerate() {
                         let at = clk + d % (n.len + 1);
-                        h.event(EVENTS[e as usize])
-                            .field("tag", format!("t{ti}n{i}e{k}"))
-                            .emit_at(at)
-                            .unwrap();
+                        let tag = format!("t{ti}n{i}e{k}");
+                        match n.timed {
+                            true => h.event_at(at, EVENTS[e as usize]).field("tag", tag).emit(),
+                            false => h.event(EVENTS[e as usize]).field("tag", tag).emit_at(at),
+                        }
+                        .unwrap();
                     }
                     for k in 0..n.annotations {
                         h.annotation(format!("t{ti}n{i}a{k}")).emit().unwrap();

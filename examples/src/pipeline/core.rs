@@ -28,6 +28,9 @@ const EX: usize = 2;
 const MEM: usize = 3;
 const WB: usize = 4;
 
+/// The name of an instruction fetched from outside the program.
+const OUTSIDE: Str = Str::Static("(outside the program)");
+
 /// Gantt lanes for instructions: at most five are in flight, so five lanes never overlap.
 const LANES: u64 = 5;
 
@@ -313,13 +316,13 @@ impl Pipeline {
             }
             if let Some(t) = &self.tracer {
                 let stall = t.units[ID]
-                    .child("load-use", "Stall")
+                    .child_at(c, "load-use", "Stall")
                     .description("ID holds an instruction that needs a load's result")
                     .status(Status::Stalled)
                     .color(STALL_COLOR)
                     .display_label("stall")
                     .thread_id(1)
-                    .begin_at(c)?;
+                    .begin()?;
                 stall.end_at(next)?;
             }
         } else {
@@ -348,21 +351,19 @@ impl Pipeline {
         self.stats.fetched += 1;
         let record = match &self.tracer {
             Some(t) => {
-                let name = match index.and_then(|i| t.names.get(i)) {
-                    Some(n) => n.clone(),
-                    None => Str::Static("(outside the program)"),
-                };
+                // By reference: cloned only when the record is written.
+                let name = index.and_then(|i| t.names.get(i)).unwrap_or(&OUTSIDE);
                 let r = t
                     .core
-                    .child(name, "Instruction")
+                    .child_at(c, name, "Instruction")
                     .field("pc", u64::from(pc))
                     .field("seq", seq)
                     .display_label(insn.mnemonic())
                     .unit_id(0)
                     .thread_id(seq % LANES)
                     .color(class_color(insn.class()))
-                    .begin_at(c)?;
-                r.event(STAGES[IF]).emit_at(c)?;
+                    .begin()?;
+                r.event_at(c, STAGES[IF]).emit()?;
                 Some(r)
             }
             None => None,
@@ -464,7 +465,7 @@ impl Pipeline {
                 let Some(t) = &self.tracer else { return Ok(c + penalty) };
                 if let Some(rec) = &s.record {
                     let e = rec
-                        .event("DCacheMiss")
+                        .event_at(c, "DCacheMiss")
                         .field("addr", u64::from(s.addr))
                         .field("set", u64::from(set))
                         .field("penalty", penalty)
@@ -473,19 +474,19 @@ impl Pipeline {
                         .marker_style(MarkerStyle::Diamond)
                         .color(STALL_COLOR);
                     match evicted {
-                        Some(v) => e.field("evicted", u64::from(v)).emit_at(c)?,
-                        None => e.emit_at(c)?,
+                        Some(v) => e.field("evicted", u64::from(v)).emit()?,
+                        None => e.emit()?,
                     }
                 }
                 if penalty > 0 {
                     let stall = t.units[MEM]
-                        .child("dcache-miss", "Stall")
+                        .child_at(c, "dcache-miss", "Stall")
                         .description("MEM waits for the data cache's refill")
                         .status(Status::Stalled)
                         .color(STALL_COLOR)
                         .display_label("miss")
                         .thread_id(1)
-                        .begin_at(c)?;
+                        .begin()?;
                     stall.end_at(c + penalty)?;
                 }
                 Ok(refill(&t.dcache, c, penalty, s.addr, set))
@@ -505,12 +506,12 @@ impl Pipeline {
         self.stats.squashed += 1;
         if let Some(r) = s.record {
             let at = at.max(r.start_clk());
-            r.event("Squash")
+            r.event_at(at, "Squash")
                 .field("cause", cause)
                 .severity(Severity::Error)
                 .icon("flush")
                 .marker_style(MarkerStyle::Line)
-                .emit_at(at)?;
+                .emit()?;
             // The status on the record_end makes Konata show a flush instead of a retire.
             r.end_with_status_at(at, Status::Flushed)?;
         }
@@ -534,7 +535,7 @@ impl Pipeline {
 /// instruction is a pipeline stage (Kanata draws each event as a stage).
 fn stage_event(s: &Slot, stage: usize, clk: u64) -> Result<(), SimError> {
     let Some(r) = &s.record else { return Ok(()) };
-    let mut e = r.event(STAGES[stage]);
+    let mut e = r.event_at(clk, STAGES[stage]);
     if stage == MEM {
         if matches!(s.insn.class(), Class::Load | Class::Store) {
             e = e.field("addr", u64::from(s.addr));
@@ -549,7 +550,7 @@ fn stage_event(s: &Slot, stage: usize, clk: u64) -> Result<(), SimError> {
             e = e.field("taken_to", u64::from(target));
         }
     }
-    e.emit_at(clk)?;
+    e.emit()?;
     Ok(())
 }
 
@@ -567,14 +568,14 @@ fn report_stall(
     s.stall_reported = episode;
     if let Some(r) = &s.record {
         let e = r
-            .event("Stall")
+            .event_at(c, "Stall")
             .field("cause", cause)
             .severity(Severity::Warning)
             .icon("stall")
             .marker_style(MarkerStyle::Box);
         match reg {
-            Some(reg) => e.field("reg", u64::from(reg)).emit_at(c)?,
-            None => e.emit_at(c)?,
+            Some(reg) => e.field("reg", u64::from(reg)).emit()?,
+            None => e.emit()?,
         }
     }
     Ok(())

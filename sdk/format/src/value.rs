@@ -95,6 +95,15 @@ impl From<&Arc<str>> for Str {
         Str::Shared(Arc::clone(s))
     }
 }
+/// Clones: pass a name held in a table by reference (`&names[i]`), and a builder whose line is
+/// left out (capture off, outside a window) never clones it, since builders convert their
+/// arguments only when the line will be written.
+impl From<&Str> for Str {
+    #[inline]
+    fn from(s: &Str) -> Self {
+        s.clone()
+    }
+}
 
 /// One typed value of a `data` field.
 #[derive(Clone, Debug, PartialEq)]

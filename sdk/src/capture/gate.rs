@@ -141,6 +141,13 @@ impl Gate {
         self.on() && (!self.filtering || parent_start < self.window.end)
     }
 
+    /// As [`Gate::may_record`], for a child that begins at `clk`: also false when `clk` is at or
+    /// after the window's end.
+    #[inline(always)]
+    pub(crate) fn may_record_at(&self, parent_start: u64, clk: u64) -> bool {
+        self.on() && (!self.filtering || (parent_start < self.window.end && clk < self.window.end))
+    }
+
     /// False when an event named `name` on a record with bits `rec` that began at `start` is
     /// left out whatever its cycle: [`Gate::event`] would refuse it for every `clk >= start`.
     /// The builder is then inert. The window and the ROI are checked again at the event's cycle.
@@ -170,14 +177,14 @@ impl Gate {
         if !self.filtering {
             return (Verdict::Select, bits::MATCH | bits::UNIT);
         }
-        self.record_filtered(record_type, data_unit(), clk, parent)
+        self.record_filtered(record_type, data_unit, clk, parent)
     }
 
     #[cold]
     fn record_filtered(
         &self,
         record_type: &Str,
-        unit: Option<u64>,
+        unit: impl FnOnce() -> Option<u64>,
         clk: u64,
         parent: u8,
     ) -> (Verdict, u8) {
@@ -190,7 +197,8 @@ impl Gate {
                 return (Verdict::Leave, bits::LEFT);
             }
         }
-        let unit_ok = match (&self.units, unit) {
+        // The unit is looked up among the fields only when a unit filter asks for it.
+        let unit_ok = match (&self.units, self.units.as_ref().and_then(|_| unit())) {
             (None, _) => true,
             (Some(units), Some(u)) => units.contains(&u),
             (Some(_), None) => parent & bits::UNIT != 0,
@@ -270,7 +278,8 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
 /// demand. Keyed by trace id rather than by the gate, so that a handle left out by capture can
 /// count what is made through it without holding the trace (no reference count to touch).
 pub(crate) mod left {
-    use std::cell::{RefCell, UnsafeCell};
+    use std::cell::{Cell, RefCell, UnsafeCell};
+    use std::ptr;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -279,8 +288,23 @@ pub(crate) mod left {
 
     /// One thread's counts for one trace, per line kind. Written only by that thread (a
     /// non-atomic increment made of atomic parts), except `shared` ones, which use `fetch_add`.
-    #[derive(Default)]
-    struct Counts([AtomicU64; 4]);
+    /// The trace id is inside, so that [`LAST`] is one word (see there).
+    struct Counts {
+        trace: u64,
+        kinds: [AtomicU64; 4],
+    }
+
+    impl Counts {
+        fn new(trace: u64) -> Counts {
+            Counts { trace, kinds: Default::default() }
+        }
+
+        #[inline(always)]
+        fn bump(&self, kind: usize) {
+            let c = &self.kinds[kind];
+            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
 
     /// One open trace's counters: its id, the per-thread ones, and one shared by threads that
     /// cannot use their own (thread-local storage torn down, or a count nested in another).
@@ -291,8 +315,25 @@ pub(crate) mod left {
     /// reachable, not "possibly lost".
     static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
+    /// This thread's counters, one per trace it counted for.
+    struct Here(RefCell<Vec<Arc<Counts>>>);
+
+    impl Drop for Here {
+        fn drop(&mut self) {
+            // The counters go with this thread: the shortcut must not outlive them.
+            let _ = LAST.try_with(|last| last.set(ptr::null()));
+        }
+    }
+
     thread_local! {
-        static HERE: RefCell<Vec<(u64, Arc<Counts>)>> = const { RefCell::new(Vec::new()) };
+        static HERE: Here = const { Here(RefCell::new(Vec::new())) };
+        /// The counters this thread counted into last (null: none), held alive by [`HERE`]: a
+        /// count for the same trace is a load, a compare and an increment, with no lookup. One
+        /// word, read by one load, so that a signal handler counting on this thread between the
+        /// load and the increment cannot pair one trace's id with another's counters; and
+        /// [`join`] never frees the counters it points at, which such a handler could otherwise
+        /// do under the interrupted count.
+        static LAST: Cell<*const Counts> = const { Cell::new(ptr::null()) };
     }
 
     fn registry() -> MutexGuard<'static, Vec<Entry>> {
@@ -326,7 +367,7 @@ pub(crate) mod left {
 
     /// A trace opens: its counts start at zero.
     pub(crate) fn register(trace: u64) {
-        registry().push((trace, Vec::new(), Counts::default()));
+        registry().push((trace, Vec::new(), Counts::new(trace)));
     }
 
     /// The trace's gate is gone: nobody reads its counts any more.
@@ -340,17 +381,29 @@ pub(crate) mod left {
         if !cfg!(feature = "enabled") {
             return;
         }
+        let last = LAST.get();
+        // SAFETY: a non-null `LAST` points at counters that `HERE` holds (see `LAST`).
+        match unsafe { last.as_ref() } {
+            Some(c) if c.trace == trace => c.bump(kind),
+            _ => count_here(trace, kind),
+        }
+    }
+
+    /// A count for another trace than the last one: looks its counters up (or makes them), and
+    /// makes them the last ones.
+    #[cold]
+    fn count_here(trace: u64, kind: usize) {
         let counted = HERE.try_with(|here| {
-            let Ok(mut here) = here.try_borrow_mut() else { return false };
-            let counts = match here.iter().find(|(t, _)| *t == trace) {
-                Some((_, c)) => c,
+            let Ok(mut here) = here.0.try_borrow_mut() else { return false };
+            let counts = match here.iter().position(|c| c.trace == trace) {
+                Some(i) => &here[i],
                 None => match join(&mut here, trace) {
                     Some(c) => c,
                     None => return true, // the trace is gone: nobody will read the count
                 },
             };
-            let c = &counts.0[kind];
-            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            counts.bump(kind);
+            LAST.set(Arc::as_ptr(counts));
             true
         });
         if counted != Ok(true) {
@@ -358,24 +411,24 @@ pub(crate) mod left {
         }
     }
 
-    /// Cold: this thread's first count for `trace`. Also forgets counters of traces that are
-    /// gone.
-    #[cold]
-    fn join(here: &mut Vec<(u64, Arc<Counts>)>, trace: u64) -> Option<&Arc<Counts>> {
+    /// This thread's first count for `trace`. Also forgets counters of traces that are gone
+    /// (but the ones [`LAST`] points at).
+    fn join(here: &mut Vec<Arc<Counts>>, trace: u64) -> Option<&Arc<Counts>> {
         let mut registry = registry();
         let (_, threads, _) = entry(&mut registry, trace)?;
-        let counts = Arc::new(Counts::default());
+        let counts = Arc::new(Counts::new(trace));
         threads.push(Arc::clone(&counts));
         drop(registry);
-        here.retain(|(_, c)| Arc::strong_count(c) > 1);
-        here.push((trace, counts));
-        here.last().map(|(_, c)| c)
+        let last = LAST.get();
+        here.retain(|c| Arc::strong_count(c) > 1 || Arc::as_ptr(c) == last);
+        here.push(counts);
+        here.last()
     }
 
     #[cold]
     fn count_shared(trace: u64, kind: usize) {
         if let Some((_, _, shared)) = entry(&mut registry(), trace) {
-            shared.0[kind].fetch_add(1, Ordering::Relaxed);
+            shared.kinds[kind].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -386,8 +439,8 @@ pub(crate) mod left {
             return LeftOut::default();
         };
         let sum = |k: usize| {
-            shared.0[k].load(Ordering::Relaxed)
-                + threads.iter().map(|c| c.0[k].load(Ordering::Relaxed)).sum::<u64>()
+            shared.kinds[k].load(Ordering::Relaxed)
+                + threads.iter().map(|c| c.kinds[k].load(Ordering::Relaxed)).sum::<u64>()
         };
         LeftOut {
             records: sum(RECORD),

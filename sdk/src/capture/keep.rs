@@ -148,6 +148,14 @@ struct Node {
     refs: u32,
 }
 
+impl Node {
+    /// Still needed in the table: open, possibly referred to by a line in a ring, or by a child,
+    /// a recorded line or the recorder itself.
+    fn needed(&self) -> bool {
+        self.open || !self.safe || self.children > 0 || self.refs > 0 || self.buffered
+    }
+}
+
 /// The held records: nodes in a flat vector (slots reused), found by record id.
 #[derive(Default)]
 struct Table {
@@ -194,13 +202,17 @@ impl Table {
 }
 
 struct Item {
-    kind: usize,
     id: u64,
     clk: u64,
     /// A record's line (in `Lines`, shared with its node); `NONE`: the line is the next one in
     /// the recorder's `Fifo`.
     line: u32,
     words: u32,
+    /// The table slot of the record `id` (`NONE`: not in the table when the line came). The
+    /// item keeps the node in its slot (as `buffered` or one of its `refs`), so the slot stays
+    /// that record's until the item leaves, and forgetting it needs no lookup by id.
+    node: u32,
+    kind: u8,
 }
 
 /// The flight recorder: kept lines in arrival order, with the memory they take.
@@ -467,15 +479,17 @@ impl Keeper {
 
     /// Appends a kept line to the recorder and forgets what falls out of it.
     fn record_item(&mut self, kind: usize, id: u64, clk: u64, line: u32, words: usize) {
+        let node = self.table.slot(id);
         if kind != RECORD {
-            if let Some(n) = self.table.get_mut(id) {
-                n.refs += 1;
+            if let Some(s) = node {
+                self.table.nodes[s].refs += 1;
             }
         }
+        let node = node.map_or(NONE, |s| s as u32);
         let Some(ring) = self.ring.as_mut() else { return };
         ring.max_clk = ring.max_clk.max(clk);
         ring.bytes += words as u64 * 8;
-        ring.items.push_back(Item { kind, id, clk, line, words: words as u32 });
+        ring.items.push_back(Item { id, clk, line, words: words as u32, node, kind: kind as u8 });
         // Drop what fell out of the window, always keeping the newest line.
         while let Some(ring) = self.ring.as_mut() {
             let Some(front) = ring.items.front() else { break };
@@ -502,13 +516,17 @@ impl Keeper {
         } else {
             self.lines.release(item.line);
         }
-        if let Some(n) = self.table.get_mut(item.id) {
-            if item.kind == RECORD {
+        if item.node != NONE {
+            let n = &mut self.table.nodes[item.node as usize];
+            debug_assert_eq!(n.id, item.id, "an item's node stays in its slot");
+            if usize::from(item.kind) == RECORD {
                 n.buffered = false;
             } else {
                 n.refs = n.refs.saturating_sub(1);
             }
-            self.try_remove(item.id);
+            if !n.needed() {
+                self.try_remove(item.id);
+            }
         }
     }
 
@@ -545,7 +563,7 @@ impl Keeper {
         loop {
             let Some(s) = self.table.slot(id) else { return };
             let n = &self.table.nodes[s];
-            if n.open || !n.safe || n.children > 0 || n.refs > 0 || n.buffered {
+            if n.needed() {
                 return;
             }
             let parent = n.parent;
@@ -597,7 +615,7 @@ impl Keeper {
         let mut items = std::mem::take(&mut ring.items);
         ring.bytes = 0;
         for item in items.drain(..) {
-            if item.kind == RECORD {
+            if usize::from(item.kind) == RECORD {
                 if let Some(n) = self.table.get_mut(item.id) {
                     n.buffered = false;
                     let parent = n.parent;

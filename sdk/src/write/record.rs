@@ -77,20 +77,49 @@ impl RecordHandle {
     /// Starts describing a child record.
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
+        self.child_made(None, name, record_type)
+    }
+
+    /// Starts describing a child record that begins at `clk`, written by
+    /// [`RecordBuilder::begin`]. Capture control judges the cycle now, so a record that begins
+    /// after a capture window costs no building: use this form in a simulator's hot path.
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let core = trace.root("core0", "Core").begin_at(0).unwrap();
+    /// let insn = core.child_at(12, "addi", "Instruction").field("pc", 0x40u64).begin().unwrap();
+    /// assert_eq!(insn.start_clk(), 12);
+    /// # insn.end_at(13).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn child_at(
+        &self,
+        clk: u64,
+        name: impl Into<Str>,
+        record_type: impl Into<Str>,
+    ) -> RecordBuilder<'_> {
+        self.child_made(Some(clk), name, record_type)
+    }
+
+    #[inline(always)]
+    fn child_made(
+        &self,
+        at: Option<u64>,
+        name: impl Into<Str>,
+        record_type: impl Into<Str>,
+    ) -> RecordBuilder<'_> {
         let inner = self.inner.as_ref();
-        let mut b = RecordBuilder {
-            inner,
-            trace_id: self.trace_id,
-            parent: Some(self.id),
-            parent_start: self.start,
-            parent_live: self.live,
-            parent_cap: self.cap,
-            p: Pending::inert(),
+        let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at };
+        let may = |i: &Arc<Inner>| match at {
+            Some(clk) => i.shared.gate.may_record_at(self.start, clk),
+            None => i.shared.gate.may_record(self.start),
         };
-        if inner.is_some_and(|i| self.live && i.shared.gate.may_record(self.start)) {
-            let line = b.p.fill(Line::new(Kind::Record, 0, name.into(), Some(self.pos)));
-            line.parent = Some(self.id);
-            line.record_type = record_type.into();
+        if inner.is_some_and(|i| self.live && may(i)) {
+            b.p = Pending::new(Kind::Record, 0, name.into(), Some(self.pos));
+            if let Some(line) = b.p.line() {
+                line.parent = Some(self.id);
+                line.record_type = record_type.into();
+            }
         }
         b
     }
@@ -98,11 +127,36 @@ impl RecordHandle {
     /// Starts describing an event on this record.
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
-        let mut b = EventBuilder { record: self, p: Pending::inert() };
+        let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p.fill(Line::new(Kind::Event, self.id, name, Some(self.pos)));
+                b.p = Pending::new(Kind::Event, self.id, name, Some(self.pos));
+            }
+        }
+        b
+    }
+
+    /// Starts describing an event at `clk` on this record, written by [`EventBuilder::emit`].
+    /// Capture control judges the event now, with its cycle, so one left out (outside a window,
+    /// outside the regions of interest) costs no building: use this form in a simulator's hot
+    /// path.
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let insn = trace.root("addi", "Instruction").begin_at(10).unwrap();
+    /// insn.event_at(11, "ID").field("rs1", 3u64).emit().unwrap();
+    /// # insn.end_at(12).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
+        let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+            let name = name.into();
+            // A cycle before the record's start is an error at `emit`; the line is made so that
+            // the error does not depend on capture.
+            if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
+                b.p = Pending::new(Kind::Event, self.id, name, Some(self.pos));
             }
         }
         b
@@ -113,7 +167,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p.fill(Line::new(Kind::Annotation, self.id, name.into(), Some(self.pos)));
+            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(self.pos));
         }
         b
     }
@@ -146,16 +200,7 @@ impl RecordHandle {
             self.not_written(DROP_END);
             return Ok(());
         };
-        let mut line = ManuallyDrop::new(Line::new(Kind::End, self.id, Str::EMPTY, Some(self.pos)));
-        line.clk = clk;
-        if let Some(status) = status {
-            line.data.push("status", status);
-        }
-        // `line` is consumed by the push whatever it returns.
-        if ring::push(&inner.shared, &mut line)?.is_none() {
-            inner.shared.count_drop(DROP_END);
-        }
-        Ok(())
+        write_end(inner, self.id, self.pos, clk, status)
     }
 
     /// Ends the record at `clk` with a final `status` on the `record_end` line, for outcomes known
@@ -198,30 +243,139 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        let error = pending.take_error();
-        let (Some(inner), Some(line)) = (self.inner.as_ref().filter(|_| self.live), pending.line())
-        else {
-            // An inert builder: the record is not written, or capture refused the line when the
-            // builder was made. The drop kinds are also capture's line-kind indices.
-            self.not_written(drop_kind);
-            return Ok(());
-        };
-        let captured = if drop_kind == DROP_EVENT {
-            inner.shared.gate.event(&line.name, line.clk, self.cap)
-        } else {
-            inner.shared.gate.annotation(self.cap)
-        };
-        check_data(line, error)?;
-        let shared = &inner.shared;
-        if !captured {
-            shared.gate.leave(drop_kind);
-            return Ok(());
+        match (self.inner.as_ref().filter(|_| self.live), pending.0.take()) {
+            (Some(inner), Some(slot)) => push_line(inner, self.cap, slot, drop_kind),
+            (_, slot) => {
+                // An inert builder: the record is not written, or capture refused the line when
+                // the builder was made (a builder has a line only under a live record). The drop
+                // kinds are also capture's line-kind indices.
+                if let Some(slot) = slot {
+                    release(slot);
+                }
+                self.not_written(drop_kind);
+                Ok(())
+            }
         }
-        if pending.push(shared)?.is_none() {
-            shared.count_drop(drop_kind);
-        }
-        Ok(())
     }
+}
+
+// The paths that write a line are out of line (`inline(never)`), and what makes a builder and its
+// inert path are inline: code that emits then keeps a small frame and a few instructions per call
+// while capture leaves its lines out, and a written line is made in its pooled box, not on the
+// caller's stack and copied there.
+
+/// Writes an event or annotation line, or counts it as left out by capture or dropped.
+#[inline(never)]
+fn push_line(
+    inner: &Arc<Inner>,
+    cap: u8,
+    mut slot: Box<Slot>,
+    drop_kind: usize,
+) -> Result<(), Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    let line = unsafe { slot.line.assume_init_mut() };
+    let shared = &inner.shared;
+    let captured = if drop_kind == DROP_EVENT {
+        shared.gate.event(&line.name, line.clk, cap)
+    } else {
+        shared.gate.annotation(cap)
+    };
+    if let Err(e) = check_data(line, error) {
+        release(slot);
+        return Err(e);
+    }
+    if !captured {
+        release(slot);
+        shared.gate.leave(drop_kind);
+        return Ok(());
+    }
+    if push_slot(shared, slot)?.is_none() {
+        shared.count_drop(drop_kind);
+    }
+    Ok(())
+}
+
+/// Writes a `record_end` line (with a final status).
+#[inline(never)]
+fn write_end(
+    inner: &Arc<Inner>,
+    id: u64,
+    pos: Pos,
+    clk: u64,
+    status: Option<Status>,
+) -> Result<(), Error> {
+    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
+    line.clk = clk;
+    if let Some(status) = status {
+        line.data.push("status", status);
+    }
+    // `line` is consumed by the push whatever it returns.
+    if ring::push(&inner.shared, &mut line)?.is_none() {
+        inner.shared.count_drop(DROP_END);
+    }
+    Ok(())
+}
+
+/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle.
+#[inline(never)]
+fn begin_line(
+    inner: &Arc<Inner>,
+    parent: Option<&RecordHandle>,
+    mut slot: Box<Slot>,
+    clk: u64,
+) -> Result<RecordHandle, Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    let line = unsafe { slot.line.assume_init_mut() };
+    if let Err(e) = check_data(line, error) {
+        release(slot);
+        return Err(e);
+    }
+    line.clk = clk;
+    let shared = &inner.shared;
+    let (verdict, cap) = shared.gate.record(
+        &line.record_type,
+        || gate::unit_of(line.data.fields()),
+        clk,
+        parent.map_or(0, |p| p.cap),
+    );
+    let trace_id = parent.map_or_else(|| shared.gate.trace_id(), |p| p.trace_id);
+    if verdict == Verdict::Leave {
+        release(slot);
+        shared.gate.leave(gate::RECORD);
+        return Ok(left_out(trace_id, clk));
+    }
+    line.hold = verdict == Verdict::Hold;
+    let Some((pos, id)) = push_slot(shared, slot)? else {
+        shared.count_drop(DROP_RECORD);
+        return Ok(dropped(inner, clk));
+    };
+    Ok(RecordHandle {
+        inner: Some(Arc::clone(inner)),
+        trace_id,
+        id,
+        start: clk,
+        pos,
+        live: true,
+        cap,
+    })
+}
+
+/// Pushes a builder's line into the ring and gives its box back to the pool.
+#[inline(always)]
+fn push_slot(
+    shared: &Arc<super::Shared>,
+    mut slot: Box<Slot>,
+) -> Result<Option<(Pos, u64)>, Error> {
+    // SAFETY: the line is initialized and ours (the box left its `Pending`, so nothing else
+    // reaches it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
+    // ownership through it exactly once. The box then holds a moved-out line, which
+    // `MaybeUninit` never drops.
+    let result =
+        ring::push(shared, unsafe { &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
+    pool::give(slot);
+    result
 }
 
 /// A builder's line, and the data error found while building it. The line is handed to the ring
@@ -232,7 +386,9 @@ impl RecordHandle {
 /// The line lives in a box from this thread's [`pool`], not in the builder: a builder is two
 /// words, so the chained calls, which take and return it by value, move two words rather than the
 /// ~500-byte line (most of it room for fields). An inert builder has no box at all.
-struct Pending(Option<Box<Slot>>);
+// The box is in a `ManuallyDrop` so that the drop glue is `Drop::drop` alone: one inlined
+// compare for an inert or pushed builder, with the release out of line.
+struct Pending(ManuallyDrop<Option<Box<Slot>>>);
 
 /// A pooled box: a line (initialized while a `Pending` holds it) and its data error.
 struct Slot {
@@ -243,14 +399,15 @@ struct Slot {
 impl Pending {
     #[inline(always)]
     fn inert() -> Pending {
-        Pending(None)
+        Pending(ManuallyDrop::new(None))
     }
 
-    /// Puts the line in a box from the pool and returns it. The `Pending` must be inert.
-    #[inline(always)]
-    fn fill(&mut self, line: Line) -> &mut Line {
-        debug_assert!(self.0.is_none());
-        self.0.insert(pool::take()).line.write(line)
+    /// A builder's line, made in a box from the pool (out of line: see [`push_line`]).
+    #[inline(never)]
+    fn new(kind: Kind, id: u64, name: Str, after: Option<Pos>) -> Pending {
+        let mut slot = pool::take();
+        slot.line.write(Line::new(kind, id, name, after));
+        Pending(ManuallyDrop::new(Some(slot)))
     }
 
     /// The line, unless the builder is inert (or the line was pushed).
@@ -262,44 +419,32 @@ impl Pending {
 
     /// Keeps the first data error, to be returned by the call that writes the line.
     fn set_error(&mut self, e: Error) {
-        if let Some(s) = &mut self.0 {
+        if let Some(s) = &mut *self.0 {
             s.error.get_or_insert_with(|| Box::new(e));
         }
-    }
-
-    #[inline(always)]
-    fn take_error(&mut self) -> Option<Box<Error>> {
-        self.0.as_mut().and_then(|s| s.error.take())
-    }
-
-    /// Pushes the line, which leaves this `Pending` empty (as if inert) and its box back in the
-    /// pool. Only for a `Pending` that holds a line (`line()` was `Some`).
-    #[inline(always)]
-    fn push(&mut self, shared: &Arc<super::Shared>) -> Result<Option<(Pos, u64)>, Error> {
-        let Some(mut slot) = self.0.take() else { return Err(Error::Closed) };
-        // SAFETY: the line is initialized and ours (the box was in the `Pending`, which no longer
-        // has it); `ManuallyDrop<Line>` has the same layout as `Line`, and the push takes
-        // ownership through it exactly once. The box then holds a moved-out line, which
-        // `MaybeUninit` never drops.
-        let result = ring::push(shared, unsafe {
-            &mut *slot.line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
-        });
-        pool::give(slot);
-        result
     }
 }
 
 impl Drop for Pending {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(mut slot) = self.0.take() {
-            // SAFETY: initialized and not pushed (the box is still here), so the line is ours
-            // and dropped exactly once, here.
-            unsafe { slot.line.assume_init_drop() };
-            slot.error = None;
-            pool::give(slot);
+        // The box leaves by value: the builder's address never escapes to the out-of-line
+        // release, so the chained calls' moves of a builder can stay in registers.
+        if let Some(slot) = self.0.take() {
+            release(slot);
         }
     }
+}
+
+/// A builder dropped unused (or on an error path): frees its line, returns its box.
+#[cold]
+#[inline(never)]
+fn release(mut slot: Box<Slot>) {
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed (a push
+    // takes the box out first), so the line is ours and dropped exactly once, here.
+    unsafe { slot.line.assume_init_drop() };
+    slot.error = None;
+    pool::give(slot);
 }
 
 /// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
@@ -386,6 +531,24 @@ mod pool {
     }
 }
 
+/// A builder made with a cycle (`child_at`, `event_at`) was judged by capture at that cycle, so it
+/// is written at that cycle only.
+#[inline(always)]
+fn check_at(at: Option<u64>, clk: u64) -> Result<(), Error> {
+    match at {
+        Some(at) if at != clk => Err(at_mismatch(at, clk)),
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+fn at_mismatch(at: u64, clk: u64) -> Error {
+    Error::InvalidArgument(format!(
+        "a line made for cycle {at} (child_at / event_at) cannot be written at cycle {clk}: \
+         use begin() / emit()"
+    ))
+}
+
 /// The data error kept by a builder, or a shape error: typed fields merge only into an object,
 /// and a record's data must be one.
 #[inline(always)]
@@ -453,12 +616,12 @@ macro_rules! data_methods {
 pub struct RecordBuilder<'a> {
     /// `None` under a record left out by capture (the builder is inert).
     inner: Option<&'a Arc<Inner>>,
-    trace_id: u64,
-    parent: Option<u64>,
-    parent_start: u64,
-    parent_live: bool,
-    parent_cap: u8,
+    /// `None` for a root. A reference, not copies of its fields: the chained calls move the
+    /// builder, which stays three words.
+    parent: Option<&'a RecordHandle>,
     p: Pending,
+    /// The cycle given to [`RecordHandle::child_at`], which capture has judged.
+    at: Option<u64>,
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -468,18 +631,13 @@ impl<'a> RecordBuilder<'a> {
         name: impl Into<Str>,
         record_type: impl Into<Str>,
     ) -> Self {
-        let mut b = RecordBuilder {
-            inner: Some(inner),
-            trace_id: inner.shared.gate.trace_id(),
-            parent: None,
-            parent_start: 0,
-            parent_live: true,
-            parent_cap: 0,
-            p: Pending::inert(),
-        };
+        let mut b =
+            RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert(), at: None };
         if inner.shared.gate.may_record(0) {
-            b.p.fill(Line::new(Kind::Record, 0, name.into(), None)).record_type =
-                record_type.into();
+            b.p = Pending::new(Kind::Record, 0, name.into(), None);
+            if let Some(line) = b.p.line() {
+                line.record_type = record_type.into();
+            }
         }
         b
     }
@@ -530,68 +688,55 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     pub fn begin_at(mut self, clk: u64) -> Result<RecordHandle, Error> {
         if let Some(parent) = self.parent {
-            if clk < self.parent_start {
-                return Err(Error::ClkBeforeStart {
-                    clk,
-                    start: self.parent_start,
-                    record_id: parent,
-                });
+            parent.check_clk(clk)?;
+        }
+        check_at(self.at, clk)?;
+        match (self.inner, self.p.0.take()) {
+            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk),
+            (_, slot) => {
+                if let Some(slot) = slot {
+                    release(slot); // unreachable: a builder has a line only with the trace
+                }
+                Ok(self.not_written(clk))
             }
         }
-        let error = self.p.take_error();
-        let (Some(inner), Some(line)) = (self.inner, self.p.line()) else {
-            return Ok(self.not_written(clk));
-        };
-        check_data(line, error)?;
-        line.clk = clk;
-        let shared = &inner.shared;
-        let (verdict, cap) = shared.gate.record(
-            &line.record_type,
-            || gate::unit_of(line.data.fields()),
-            clk,
-            self.parent_cap,
-        );
-        if verdict == Verdict::Leave {
-            shared.gate.leave(gate::RECORD);
-            return Ok(left_out(self.trace_id, clk));
-        }
-        line.hold = verdict == Verdict::Hold;
-        let Some((pos, id)) = self.p.push(shared)? else {
-            shared.count_drop(DROP_RECORD);
-            return Ok(dropped(inner, clk));
-        };
-        Ok(RecordHandle {
-            inner: Some(Arc::clone(inner)),
-            trace_id: self.trace_id,
-            id,
-            start: clk,
-            pos,
-            live: true,
-            cap,
-        })
     }
 
     /// Cold-ish: an inert builder's record, counted as left out (or dropped under a record the
     /// drop policy dropped), and its handle.
     #[inline(always)]
     fn not_written(&self, clk: u64) -> RecordHandle {
-        match self.inner {
-            Some(inner) if !self.parent_live && self.parent_cap & bits::LEFT == 0 => {
+        match (self.inner, self.parent) {
+            (Some(inner), Some(p)) if !p.live && p.cap & bits::LEFT == 0 => {
                 inner.shared.count_drop(DROP_RECORD);
                 dropped(inner, clk)
             }
             _ => {
-                gate::left::count(self.trace_id, gate::RECORD);
-                left_out(self.trace_id, clk)
+                gate::left::count(self.trace_id(), gate::RECORD);
+                left_out(self.trace_id(), clk)
             }
         }
     }
 
-    /// Writes the `record` line at the trace clock's current cycle (never before the parent).
+    /// The trace's id: the parent's, or the trace's own for a root.
+    #[inline(always)]
+    fn trace_id(&self) -> u64 {
+        match (self.parent, self.inner) {
+            (Some(p), _) => p.trace_id,
+            (None, Some(inner)) => inner.shared.gate.trace_id(),
+            (None, None) => 0, // not made: a root builder always has the trace
+        }
+    }
+
+    /// Writes the `record` line at the cycle given to [`RecordHandle::child_at`], or else at the
+    /// trace clock's current cycle (never before the parent).
     #[inline(always)]
     pub fn begin(self) -> Result<RecordHandle, Error> {
-        let clk =
-            self.inner.map_or(self.parent_start, |i| i.shared.clock.now().max(self.parent_start));
+        let start = self.parent.map_or(0, |p| p.start);
+        let clk = match self.at {
+            Some(at) => at,
+            None => self.inner.map_or(start, |i| i.shared.clock.now().max(start)),
+        };
         self.begin_at(clk)
     }
 }
@@ -629,6 +774,8 @@ fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
 pub struct EventBuilder<'a> {
     record: &'a RecordHandle,
     p: Pending,
+    /// The cycle given to [`RecordHandle::event_at`], which capture has judged.
+    at: Option<u64>,
 }
 
 impl EventBuilder<'_> {
@@ -662,16 +809,18 @@ impl EventBuilder<'_> {
     #[inline(always)]
     pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
+        check_at(self.at, clk)?;
         if let Some(line) = self.p.line() {
             line.clk = clk;
         }
         self.record.push(&mut self.p, DROP_EVENT)
     }
 
-    /// Writes the `event` line at the trace clock's current cycle (never before the record's start).
+    /// Writes the `event` line at the cycle given to [`RecordHandle::event_at`], or else at the
+    /// trace clock's current cycle (never before the record's start).
     #[inline(always)]
     pub fn emit(self) -> Result<(), Error> {
-        let clk = self.record.now();
+        let clk = self.at.unwrap_or_else(|| self.record.now());
         self.emit_at(clk)
     }
 }
