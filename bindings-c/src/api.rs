@@ -512,10 +512,12 @@ unsafe fn event_ex_fast(
     if open.trace.error().is_some() {
         return None;
     }
-    open.records.try_with(record, |h| {
-        let at = open.resolve(clk, h.start_clk());
-        chain!(&mut typed, h.event(name), |b| b.emit_at(at))
-    })
+    let counted = open.records.enter(record)?;
+    let h = counted.handle();
+    let at = open.resolve(clk, h.start_clk());
+    let result = chain!(&mut typed, h.event(name), |b| b.emit_at(at));
+    counted.leave();
+    Some(result)
 }
 
 /// `jets_event_ex` in general (any shape, and every failure named).

@@ -229,15 +229,13 @@ impl Records {
         r
     }
 
-    /// [`Records::with`] without the reason of a refusal: `None` when `id` is not an open record
-    /// (and `f` did not run).
+    /// Counts a call in on the open record `id` (`None` if it is not one), for a caller that
+    /// uses the handle in its own body rather than in a closure (the hot path inlines it whole).
+    /// [`Counted::leave`] must follow; if it does not (a panic), the record never ends, which is
+    /// safe, as in [`Records::with`].
     #[inline(always)]
-    pub(crate) fn try_with<R>(&self, id: jets_id, f: impl FnOnce(&RecordHandle) -> R) -> Option<R> {
-        let slot = self.try_acquire(id)?;
-        // SAFETY: counted in (see `with`).
-        let r = f(unsafe { (*slot.handle.get()).assume_init_ref() });
-        let _ = self.release(slot);
-        Some(r)
+    pub(crate) fn enter(&self, id: jets_id) -> Option<Counted<'_>> {
+        self.try_acquire(id).map(|slot| Counted { table: self, slot })
     }
 
     /// Ends the open record `id` at the cycle `check` returns (or fails with its error, the
@@ -388,6 +386,28 @@ impl Records {
         } else {
             never()
         }
+    }
+}
+
+/// A call counted in on an open record by [`Records::enter`].
+pub(crate) struct Counted<'a> {
+    table: &'a Records,
+    slot: &'a Slot,
+}
+
+impl Counted<'_> {
+    /// The record's handle.
+    #[inline(always)]
+    pub(crate) fn handle(&self) -> &RecordHandle {
+        // SAFETY: counted in, so the handle is initialized and not taken out until we count out.
+        unsafe { (*self.slot.handle.get()).assume_init_ref() }
+    }
+
+    /// Counts the call out (writing the record's end if it was ending and this was the last
+    /// call using it; that end's result is the ender's business, as in [`Records::with`]).
+    #[inline(always)]
+    pub(crate) fn leave(self) {
+        let _ = self.table.release(self.slot);
     }
 }
 
