@@ -344,9 +344,9 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         }
         let clk = t.clocks.to_trace(a.clock(), clk)?;
         let (name, record_type) = (a.name()?, a.record_type()?);
+        let mut typed = Typed::new();
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut typed = Typed::new();
         let c = unsafe { a.check(domain, &mut typed) }?;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
@@ -476,12 +476,13 @@ unsafe fn event_ex_fast(
     }
     // SAFETY: non-null means open; freed only by jets_close, which may not run concurrently.
     let open = unsafe { shell.open.load(Ordering::Acquire).as_ref() }?;
-    // SAFETY: `attrs` is NULL or a `jets_attrs` whose first member, `size`, says how many bytes
-    // are valid; a whole one of this version (or newer) is readable as ours.
-    if attrs.is_null()
-        || (unsafe { std::ptr::read_unaligned(attrs.cast::<u32>()) } as usize)
-            < std::mem::size_of::<jets_attrs>()
-    {
+    if attrs.is_null() {
+        return None;
+    }
+    // SAFETY: `attrs` is a `jets_attrs` (the contract) whose first member, `size`, says how many
+    // bytes are valid.
+    let size = unsafe { std::ptr::read_unaligned(attrs.cast::<u32>()) } as usize;
+    if size < std::mem::size_of::<jets_attrs>() {
         return None;
     }
     // SAFETY: checked just above: a whole, initialized `jets_attrs`, plain data.
@@ -607,9 +608,9 @@ pub unsafe extern "C" fn jets_annotation_ex(
             return Ok(());
         }
         let name = a.name()?;
+        let mut typed = Typed::new();
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut typed = Typed::new();
         let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))

@@ -52,9 +52,9 @@ pub unsafe extern "C" fn jets_push(
             Some(domain) => {
                 let clk = open.clocks.to_trace(a.clock(), clk)?;
                 let (name, record_type) = (a.name()?, a.record_type()?);
+                let mut typed = Typed::new();
                 // SAFETY: per the contract `fields` points to `field_count` fields, and
                 // `data_json` (a C string member) is NULL or NUL-terminated, alive for the call.
-                let mut typed = Typed::new();
                 let c = unsafe { a.check(domain, &mut typed) }?;
                 open.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)?
             }
