@@ -105,8 +105,8 @@ impl Open {
             parts.apply(self.trace.root(name, record_type)).begin_at(self.resolve(clk, 0))?
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
-                let b = parts.apply(p.child(name, record_type));
-                Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
+                let at = self.resolve(clk, p.start_clk());
+                Ok(parts.apply(p.child_at(at, name, record_type)).begin()?)
             })?
         };
         self.records.insert(handle)
@@ -129,7 +129,7 @@ impl Open {
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
                 let at = self.resolve(clk, p.start_clk());
-                Ok(filled!(c, p.child(name, record_type), |b| b.begin_at(at))?)
+                Ok(filled!(c, p.child_at(at, name, record_type), |b| b.begin())?)
             })?
         };
         self.records.insert(handle)
@@ -422,7 +422,7 @@ pub unsafe extern "C" fn jets_event(
         let name = Str::from(name.to_owned());
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(parts.apply(h.event(name)).emit_at(t.resolve(clk, h.start_clk()))?)
+            Ok(parts.apply(h.event_at(t.resolve(clk, h.start_clk()), name)).emit()?)
         })
     })
 }
@@ -516,7 +516,9 @@ unsafe fn event_ex_fast(
     let counted = open.records.enter(record)?;
     let h = counted.handle();
     let at = open.resolve(clk, h.start_clk());
-    let result = chain!(&mut typed, h.event(name), |b| b.emit_at(at));
+    // A C call has its cycle from the start: made with it (`event_at`, `child_at` elsewhere),
+    // a line outside a capture window is left out before anything is built (CAP-AT-1).
+    let result = chain!(&mut typed, h.event_at(at, name), |b| b.emit());
     counted.leave();
     Some(result)
 }
@@ -550,7 +552,7 @@ unsafe fn event_ex(
     t.check_healthy()?;
     t.records.with(record, "record", |h| {
         let at = t.resolve(clk, h.start_clk());
-        Ok(filled!(c, h.event(name), |b| b.emit_at(at))?)
+        Ok(filled!(c, h.event_at(at, name), |b| b.emit())?)
     })
 }
 
@@ -639,7 +641,7 @@ pub unsafe extern "C" fn jets_counter(
         let name = crate::intern::lookup(name, "name")?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(h.event(name).field("value", value).emit_at(t.resolve(clk, h.start_clk()))?)
+            Ok(h.event_at(t.resolve(clk, h.start_clk()), name).field("value", value).emit()?)
         })
     })
 }
