@@ -10,10 +10,10 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Parts};
+use crate::attrs::{self, chain, filled, Attrs, Checked, Describe as _, Parts, Typed};
 use crate::codes::*;
 use crate::cstr;
-use crate::failure::{last_code, last_message, run, status, Failure, Msg};
+use crate::failure::{fail, guarded, last_code, last_message, run, status, Failure, Msg};
 use crate::records::Records;
 use crate::types::*;
 
@@ -49,9 +49,10 @@ pub(crate) struct Open {
 
 impl Open {
     /// The first write error, which stops every later call: nothing is queued after it.
+    #[inline(always)]
     fn check_healthy(&self) -> Result<(), Failure> {
         match self.trace.error() {
-            Some(e) => Err(e.into()),
+            Some(e) => Err(failed(e)),
             None => Ok(()),
         }
     }
@@ -104,8 +105,8 @@ impl Open {
             parts.apply(self.trace.root(name, record_type)).begin_at(self.resolve(clk, 0))?
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
-                let b = parts.apply(p.child(name, record_type));
-                Ok(b.begin_at(self.resolve(clk, p.start_clk()))?)
+                let at = self.resolve(clk, p.start_clk());
+                Ok(parts.apply(p.child_at(at, name, record_type)).begin()?)
             })?
         };
         self.records.insert(handle)
@@ -120,7 +121,7 @@ impl Open {
         clk: u64,
         name: Str,
         record_type: Str,
-        c: Checked<'_>,
+        mut c: Checked<'_>,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
         let handle = if parent == 0 {
@@ -128,11 +129,16 @@ impl Open {
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
                 let at = self.resolve(clk, p.start_clk());
-                Ok(filled!(c, p.child(name, record_type), |b| b.begin_at(at))?)
+                Ok(filled!(c, p.child_at(at, name, record_type), |b| b.begin())?)
             })?
         };
         self.records.insert(handle)
     }
+}
+
+#[cold]
+fn failed(e: jets::Error) -> Failure {
+    e.into()
 }
 
 /// The open trace behind `t`: refused when NULL, closed, or inherited across a `fork`.
@@ -338,10 +344,10 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         }
         let clk = t.clocks.to_trace(a.clock(), clk)?;
         let (name, record_type) = (a.name()?, a.record_type()?);
+        let mut typed = Typed::new();
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let mut c = unsafe { a.check() }?;
-        c.domain = domain;
+        let c = unsafe { a.check(domain, &mut typed) }?;
         t.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)
     })
     .unwrap_or(0)
@@ -416,7 +422,7 @@ pub unsafe extern "C" fn jets_event(
         let name = Str::from(name.to_owned());
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(parts.apply(h.event(name)).emit_at(t.resolve(clk, h.start_clk()))?)
+            Ok(parts.apply(h.event_at(t.resolve(clk, h.start_clk()), name)).emit()?)
         })
     })
 }
@@ -435,26 +441,118 @@ pub unsafe extern "C" fn jets_event_ex(
     clk: u64,
     attrs: *const jets_attrs,
 ) -> c_int {
-    status("jets_event_ex", || {
-        // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
-        // `jets_close`'s contract keeps other threads from closing it during this call.
-        let t = unsafe { trace(t) }?;
-        // SAFETY: the caller's contract: `attrs` is NULL or initialized with JETS_ATTRS_INIT, so
-        // its `size` says how many bytes of it are valid (what `Attrs::read` requires).
-        let a = unsafe { Attrs::read(attrs) }?;
-        if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
-            return Ok(());
+    const NAME: &str = "jets_event_ex";
+    guarded(NAME, || {
+        // SAFETY: forwarded from the caller (this function's contract).
+        match unsafe { event_ex_fast(t, record, clk, attrs) } {
+            Some(Ok(())) => JETS_OK,
+            Some(Err(e)) => fail(NAME, Err(e.into())),
+            // SAFETY: as above.
+            None => fail(NAME, unsafe { event_ex(t, record, clk, attrs) }),
         }
-        let clk = t.clocks.to_trace(a.clock(), clk)?;
-        let name = a.name()?;
-        // SAFETY: per this function's contract `fields` points to `field_count` fields, and
-        // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let c = unsafe { a.check() }?;
-        t.check_healthy()?;
-        t.records.with(record, "record", |h| {
-            let at = t.resolve(clk, h.start_clk());
-            Ok(filled!(c, h.event(name), |b| b.emit_at(at))?)
-        })
+    })
+}
+
+/// The common case of `jets_event_ex` (up to 4 typed fields, no description, JSON text, domain
+/// or clock, on an open record of a healthy trace), with checks that answer yes or no rather
+/// than build a failure: `None` means something is unusual and nothing was done, and the
+/// general [`event_ex`] then runs from the start and says what. Both paths write the same line;
+/// the fast one only skips building failures it does not have (see ARCHITECTURE.md, "The C
+/// boundary's cost").
+///
+/// # Safety
+/// As `jets_event_ex`.
+#[inline(always)]
+unsafe fn event_ex_fast(
+    t: *mut jets_trace,
+    record: jets_id,
+    clk: u64,
+    attrs: *const jets_attrs,
+) -> Option<Result<(), jets::Error>> {
+    // SAFETY: `t` is NULL or a handle from `jets_open`, not being closed (the contract).
+    let shell = unsafe { t.as_ref() }?;
+    if crate::process::forked(shell.generation) {
+        return None;
+    }
+    // SAFETY: non-null means open; freed only by jets_close, which may not run concurrently.
+    let open = unsafe { shell.open.load(Ordering::Acquire).as_ref() }?;
+    if attrs.is_null() {
+        return None;
+    }
+    // SAFETY: `attrs` is a `jets_attrs` (the contract) whose first member, `size`, says how many
+    // bytes are valid.
+    let size = unsafe { std::ptr::read_unaligned(attrs.cast::<u32>()) } as usize;
+    if size < std::mem::size_of::<jets_attrs>() {
+        return None;
+    }
+    // SAFETY: checked just above: a whole, initialized `jets_attrs`, plain data.
+    let a = unsafe { &*attrs };
+    if !open.switches.on() {
+        return Some(Ok(()));
+    }
+    if a.domain != 0 || a.clock != 0 || a.description != 0 || !a.data_json.is_null() {
+        return None;
+    }
+    if record == JETS_ID_OFF {
+        return Some(Ok(()));
+    }
+    let name = crate::intern::get(a.name)?;
+    let fields: &[jets_field] = match a.field_count {
+        0 => &[],
+        1..=4 if !a.fields.is_null() => {
+            // SAFETY: non-NULL, and the caller promises `field_count` fields.
+            unsafe { std::slice::from_raw_parts(a.fields, a.field_count) }
+        }
+        _ => return None,
+    };
+    let mut typed = Typed::new();
+    for f in fields {
+        // SAFETY: the caller's contract on `fields` (a text value NULL or NUL-terminated).
+        typed.push(unsafe { attrs::convert(f) }?);
+    }
+    if open.trace.error().is_some() {
+        return None;
+    }
+    let counted = open.records.enter(record)?;
+    let h = counted.handle();
+    let at = open.resolve(clk, h.start_clk());
+    // A C call has its cycle from the start: made with it (`event_at`, `child_at` elsewhere),
+    // a line outside a capture window is left out before anything is built (CAP-AT-1).
+    let result = chain!(&mut typed, h.event_at(at, name), |b| b.emit());
+    counted.leave();
+    Some(result)
+}
+
+/// `jets_event_ex` in general (any shape, and every failure named).
+///
+/// # Safety
+/// As `jets_event_ex`.
+#[inline(never)]
+unsafe fn event_ex(
+    t: *mut jets_trace,
+    record: jets_id,
+    clk: u64,
+    attrs: *const jets_attrs,
+) -> Result<(), Failure> {
+    // SAFETY: `t` is NULL or a handle from `jets_open` (this function's contract), and
+    // `jets_close`'s contract keeps other threads from closing it during this call.
+    let t = unsafe { trace(t) }?;
+    // SAFETY: the caller's contract: `attrs` is NULL or initialized with JETS_ATTRS_INIT, so
+    // its `size` says how many bytes of it are valid (what `Attrs::read` requires).
+    let a = unsafe { Attrs::read(attrs) }?;
+    if t.switches.route(a.domain())?.is_none() || record == JETS_ID_OFF {
+        return Ok(());
+    }
+    let clk = t.clocks.to_trace(a.clock(), clk)?;
+    let name = a.name()?;
+    let mut typed = Typed::new();
+    // SAFETY: per this function's contract `fields` points to `field_count` fields, and
+    // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
+    let mut c = unsafe { a.check(None, &mut typed) }?;
+    t.check_healthy()?;
+    t.records.with(record, "record", |h| {
+        let at = t.resolve(clk, h.start_clk());
+        Ok(filled!(c, h.event_at(at, name), |b| b.emit())?)
     })
 }
 
@@ -512,9 +610,10 @@ pub unsafe extern "C" fn jets_annotation_ex(
             return Ok(());
         }
         let name = a.name()?;
+        let mut typed = Typed::new();
         // SAFETY: per this function's contract `fields` points to `field_count` fields, and
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
-        let c = unsafe { a.check() }?;
+        let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
     })
@@ -542,7 +641,7 @@ pub unsafe extern "C" fn jets_counter(
         let name = crate::intern::lookup(name, "name")?;
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(h.event(name).field("value", value).emit_at(t.resolve(clk, h.start_clk()))?)
+            Ok(h.event_at(t.resolve(clk, h.start_clk()), name).field("value", value).emit()?)
         })
     })
 }

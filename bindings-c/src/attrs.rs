@@ -3,6 +3,7 @@
 //! is taken and before anything is queued.
 
 use std::ffi::c_char;
+use std::mem::MaybeUninit;
 
 use jets::format::{Data, Str, Value};
 use jets::write::{AnnotationBuilder, EventBuilder, RecordBuilder};
@@ -175,11 +176,58 @@ impl Attrs {
     }
 
     /// Checks description, data JSON text and every field (key, kind, value), so that
-    /// [`Checked::fill`] cannot fail.
+    /// [`Checked::fill`] cannot fail; `domain` is the domain's name, written as `data.domain` on
+    /// a record line. The common shape (up to 4 typed fields and nothing else) is converted here,
+    /// once: [`filled!`] then moves the values into the builder without looking them up again.
     ///
     /// # Safety
     /// `fields` points to `field_count` fields; `data_json` is NULL or NUL-terminated.
-    pub(crate) unsafe fn check(&self) -> Result<Checked<'_>, Failure> {
+    /// The converted fields go to `typed`, the caller's (moving them through the result would
+    /// copy them).
+    #[inline(always)]
+    pub(crate) unsafe fn check<'a>(
+        &'a self,
+        domain: Option<&'static str>,
+        typed: &'a mut Typed,
+    ) -> Result<Checked<'a>, Failure> {
+        let a = &self.0;
+        let fields: &[jets_field] = match (a.field_count, a.fields.is_null()) {
+            (0, _) => &[],
+            // SAFETY: non-NULL, and the caller promises `field_count` fields.
+            (n, false) => unsafe { std::slice::from_raw_parts(a.fields, n) },
+            (n, true) => return Err(null_fields(n)),
+        };
+        if a.description == 0 && a.data_json.is_null() && domain.is_none() && fields.len() <= 4 {
+            for (i, f) in fields.iter().enumerate() {
+                // SAFETY: forwarded from the caller.
+                match unsafe { convert(f) } {
+                    Some(kv) => typed.push(kv),
+                    // SAFETY: forwarded from the caller.
+                    None => return Err(unsafe { bad_field(f, i) }),
+                }
+            }
+            return Ok(Checked {
+                description: None,
+                json: None,
+                fields,
+                domain,
+                typed: Some(typed),
+            });
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.check_slow(fields, domain) }
+    }
+
+    /// [`Attrs::check`] for any other shape: checks without converting.
+    ///
+    /// # Safety
+    /// As [`Attrs::check`].
+    #[inline(never)]
+    unsafe fn check_slow<'a>(
+        &'a self,
+        fields: &'a [jets_field],
+        domain: Option<&'static str>,
+    ) -> Result<Checked<'a>, Failure> {
         let a = &self.0;
         let description = match a.description {
             0 => None,
@@ -190,16 +238,6 @@ impl Attrs {
         if let Some(text) = json {
             strict_json(text, "attrs->data_json")?;
         }
-        let fields: &[jets_field] = match (a.field_count, a.fields.is_null()) {
-            (0, _) => &[],
-            (n, true) => {
-                return Err(Failure::invalid(format!(
-                    "attrs->fields is NULL but field_count is {n}"
-                )))
-            }
-            // SAFETY: non-NULL, and the caller promises `field_count` fields.
-            (n, false) => unsafe { std::slice::from_raw_parts(a.fields, n) },
-        };
         for (i, f) in fields.iter().enumerate() {
             intern::lookup(f.key, "field key")?;
             if f.kind == JETS_FIELD_TEXT {
@@ -212,8 +250,117 @@ impl Attrs {
                 unsafe { value(f, i) }?;
             }
         }
-        Ok(Checked { description, json, fields, domain: None })
+        Ok(Checked { description, json, fields, domain, typed: None })
     }
+}
+
+#[cold]
+fn null_fields(n: usize) -> Failure {
+    Failure::invalid(format!("attrs->fields is NULL but field_count is {n}"))
+}
+
+/// Why field `f` (number `index`) was refused by [`convert`].
+///
+/// # Safety
+/// As [`value`].
+#[cold]
+#[inline(never)]
+unsafe fn bad_field(f: &jets_field, index: usize) -> Failure {
+    if let Err(e) = intern::lookup(f.key, "field key") {
+        return e;
+    }
+    // SAFETY: forwarded from the caller.
+    match unsafe { value(f, index) } {
+        Err(e) => e,
+        Ok(_) => Failure::invalid("a field changed while it was read"),
+    }
+}
+
+/// Up to 4 typed fields, converted: made empty by the caller of [`Attrs::check`], filled by it,
+/// emptied by [`filled!`]. Plain slots and a count rather than an array of values, so that
+/// making one writes one word and dropping an emptied one reads one.
+pub(crate) struct Typed {
+    kv: [MaybeUninit<(&'static str, Value)>; 4],
+    /// `kv[..live]` are initialized and ours.
+    live: usize,
+}
+
+impl Typed {
+    #[inline(always)]
+    pub(crate) fn new() -> Typed {
+        Typed { kv: [const { MaybeUninit::uninit() }; 4], live: 0 }
+    }
+
+    /// How many fields it holds.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Adds a field (at most 4).
+    #[inline(always)]
+    pub(crate) fn push(&mut self, kv: (&'static str, Value)) {
+        self.kv[self.live].write(kv);
+        self.live += 1;
+    }
+
+    /// Moves all `N` fields out (`N` is how many there are).
+    #[inline(always)]
+    pub(crate) fn take<const N: usize>(&mut self) -> [(&'static str, Value); N] {
+        assert!(self.live == N && N <= 4);
+        self.live = 0;
+        // SAFETY: `kv[..N]` are initialized (`live == N`), laid out as an array of `N` values
+        // (`MaybeUninit<T>` has `T`'s layout), and `live = 0` hands them to us alone.
+        unsafe { self.kv.as_ptr().cast::<[(&'static str, Value); N]>().read() }
+    }
+
+    /// Drops what is left: fields converted for a line that was then refused.
+    #[cold]
+    #[inline(never)]
+    fn drop_left(&mut self) {
+        for kv in &mut self.kv[..self.live] {
+            // SAFETY: initialized and still ours (below `live`).
+            unsafe { kv.assume_init_drop() };
+        }
+        self.live = 0;
+    }
+}
+
+impl Drop for Typed {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Emptied by `filled!` on every line written: one load and a branch.
+        if self.live != 0 {
+            self.drop_left();
+        }
+    }
+}
+
+/// Field `f`'s key and value, or `None` if either is bad (then [`bad_field`] says why).
+///
+/// # Safety
+/// As [`value`].
+#[inline(always)]
+pub(crate) unsafe fn convert(f: &jets_field) -> Option<(&'static str, Value)> {
+    let key = intern::get(f.key)?;
+    // Every member of the union is plain data, valid for any bits, and jets.h's constructors
+    // (`jets_field_u64()` and friends) write all 8 bytes: `kind` only says which one was meant.
+    // SAFETY: as in `value`, which this mirrors without building its errors.
+    let value = unsafe {
+        match f.kind {
+            JETS_FIELD_U64 => Value::U64(f.value.u64),
+            JETS_FIELD_I64 => Value::I64(f.value.i64),
+            JETS_FIELD_F64 => Value::F64(f.value.f64),
+            JETS_FIELD_BOOL => Value::Bool(f.value.u64 != 0),
+            JETS_FIELD_STR => Value::Str(Str::Static(intern::get(f.value.str)?)),
+            JETS_FIELD_TEXT => {
+                let text = cstr::required(f.value.text, "text field value").ok()?;
+                Value::Str(Str::from(text.to_owned()))
+            }
+            _ => return None,
+        }
+    };
+    Some((key, value))
 }
 
 /// `$emit` on the builder `$b` filled from the [`Checked`] attrs `$c`, as `|$x| $emit`.
@@ -221,39 +368,15 @@ impl Attrs {
 /// A builder holds a line of several hundred bytes (room for 8 inline fields) and its methods
 /// take it by value. Where builders of different shapes meet (a loop over the fields, a `match`
 /// whose arms return a builder) the compiler copies the whole line; per call that was most of
-/// the C layer's cost. So each common shape (up to 4 typed fields and nothing else) is its own
-/// straight-line chain ending in `$emit`, as a Rust caller writes it; anything else goes through
-/// [`Checked::fill`].
+/// the C layer's cost. So each common shape (up to 4 typed fields and nothing else, converted by
+/// [`Attrs::check`]) is its own straight-line chain ending in `$emit`, as a Rust caller writes
+/// it; anything else goes through [`Checked::fill`].
 macro_rules! filled {
     ($c:expr, $b:expr, |$x:ident| $emit:expr) => {{
-        let c = $c;
-        let f = |fields: &[crate::types::jets_field], i: usize| crate::attrs::field(&fields[i], i);
-        match c.only_fields() {
-            Some(fs) if fs.is_empty() => {
-                let $x = $b;
-                $emit
-            }
-            // The values first, then the builder: nothing is called while the line is half built.
-            Some(fs) if fs.len() == 1 => {
-                let a = f(fs, 0);
-                let $x = $b.typed(a);
-                $emit
-            }
-            Some(fs) if fs.len() == 2 => {
-                let (a, b) = (f(fs, 0), f(fs, 1));
-                let $x = $b.typed(a).typed(b);
-                $emit
-            }
-            Some(fs) if fs.len() == 3 => {
-                let (a, b, d) = (f(fs, 0), f(fs, 1), f(fs, 2));
-                let $x = $b.typed(a).typed(b).typed(d);
-                $emit
-            }
-            Some(fs) => {
-                let (a, b, d, e) = (f(fs, 0), f(fs, 1), f(fs, 2), f(fs, 3));
-                let $x = $b.typed(a).typed(b).typed(d).typed(e);
-                $emit
-            }
+        // By reference: the values move out one by one, never the whole set (a large copy).
+        let c: &mut crate::attrs::Checked<'_> = &mut $c;
+        match c.typed.as_mut() {
+            Some(t) => crate::attrs::chain!(t, $b, |$x| $emit),
             None => {
                 let $x = c.fill($b);
                 $emit
@@ -261,30 +384,59 @@ macro_rules! filled {
         }
     }};
 }
+
+/// `$emit` on the builder `$b` given the converted fields `$t` (a `&mut Typed`), as
+/// `|$x| $emit`: one straight-line chain per number of fields (see [`filled!`]).
+macro_rules! chain {
+    ($t:expr, $b:expr, |$x:ident| $emit:expr) => {{
+        let t: &mut crate::attrs::Typed = $t;
+        match t.len() {
+            0 => {
+                let $x = $b;
+                $emit
+            }
+            1 => {
+                let [a] = t.take();
+                let $x = $b.typed(a);
+                $emit
+            }
+            2 => {
+                let [a, b] = t.take();
+                let $x = $b.typed(a).typed(b);
+                $emit
+            }
+            3 => {
+                let [a, b, d] = t.take();
+                let $x = $b.typed(a).typed(b).typed(d);
+                $emit
+            }
+            _ => {
+                let [a, b, d, e] = t.take();
+                let $x = $b.typed(a).typed(b).typed(d).typed(e);
+                $emit
+            }
+        }
+    }};
+}
+pub(crate) use chain;
 pub(crate) use filled;
 
 /// A `jets_attrs` whose pointers have been read and whose fields have been checked.
 pub(crate) struct Checked<'a> {
     description: Option<Str>,
     json: Option<&'a str>,
-    fields: &'a [jets_field],
+    pub(crate) fields: &'a [jets_field],
     /// The domain's name, written as `data.domain` on a record line.
-    pub(crate) domain: Option<&'static str>,
+    domain: Option<&'static str>,
+    /// The fields, converted, when they are all the line carries and at most 4.
+    pub(crate) typed: Option<&'a mut Typed>,
 }
 
 impl Checked<'_> {
-    /// The typed fields, when they are all the line carries and at most 4 (no description, JSON
-    /// text or domain): [`filled!`] then sets them in a straight-line chain.
-    #[inline(always)]
-    pub(crate) fn only_fields(&self) -> Option<&[jets_field]> {
-        let plain = self.description.is_none() && self.json.is_none() && self.domain.is_none();
-        (plain && self.fields.len() <= 4).then_some(self.fields)
-    }
-
     /// Sets everything on the builder, `data` assembled on its own and set once. Cannot fail (the
     /// fields were checked by [`Attrs::check`]). JSON text the builder parses reports its error
     /// when the line is emitted, before anything is queued.
-    pub(crate) fn fill<B: Describe>(mut self, b: B) -> B {
+    pub(crate) fn fill<B: Describe>(&mut self, b: B) -> B {
         let b = b.describe(self.description.take().unwrap_or(Str::EMPTY));
         let mut data = Data::new();
         if let Some(json) = self.json {
@@ -312,8 +464,7 @@ impl Checked<'_> {
 /// A checked field's key and value. A field that fails now although [`Attrs::check`] accepted it
 /// (its text was changed during the call, which the caller's contract forbids) is written as
 /// `"": null` rather than trusted.
-#[inline(always)]
-pub(crate) fn field(f: &jets_field, i: usize) -> (&'static str, Value) {
+fn field(f: &jets_field, i: usize) -> (&'static str, Value) {
     // SAFETY: the fields were checked by `Attrs::check`, under the same contract as this call.
     match (intern::get(f.key), unsafe { value(f, i) }) {
         (Some(key), Ok(value)) => (key, value),

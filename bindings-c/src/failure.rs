@@ -81,13 +81,34 @@ impl From<jets::Error> for Failure {
 
 const MESSAGE_BYTES: usize = 1024;
 
-thread_local! {
+/// What libjets keeps per thread, in one thread-local (one address computation per call, which
+/// in a shared library is a call to `__tls_get_addr`). Const-initialized plain data: no
+/// allocation, no destructor, usable from a signal handler.
+struct State {
     /// Depth of libjets calls running on this thread: more than one only from a signal handler.
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-    static CODE: Cell<c_int> = const { Cell::new(JETS_OK) };
-    /// The last message, NUL-terminated. Const-initialized plain data: no allocation, no
-    /// destructor, usable from a signal handler.
-    static MESSAGE: UnsafeCell<[u8; MESSAGE_BYTES]> = const { UnsafeCell::new([0; MESSAGE_BYTES]) };
+    depth: Cell<u32>,
+    code: Cell<c_int>,
+    /// The last message, NUL-terminated.
+    message: UnsafeCell<[u8; MESSAGE_BYTES]>,
+}
+
+thread_local! {
+    static STATE: State = const {
+        State {
+            depth: Cell::new(0),
+            code: Cell::new(JETS_OK),
+            message: UnsafeCell::new([0; MESSAGE_BYTES]),
+        }
+    };
+}
+
+/// This thread's [`State`]; `None` only during thread teardown, which a type without a
+/// destructor never sees in practice.
+#[inline(always)]
+fn state() -> Option<&'static State> {
+    // SAFETY: the thread-local has no destructor, so its storage lives as long as the thread,
+    // and the reference never leaves it (each use is within one call on this thread).
+    STATE.try_with(|s| unsafe { &*(s as *const State) }).ok()
 }
 
 /// Writes into a fixed buffer, cutting (at a character boundary) what does not fit or at a NUL.
@@ -114,75 +135,115 @@ impl fmt::Write for Cursor<'_> {
 }
 
 /// Remembers `f` as this thread's last failure of `function`.
+#[cold]
+#[inline(never)]
 fn remember(function: &str, f: Failure) -> c_int {
-    let _ = CODE.try_with(|c| c.set(f.code));
-    let _ = MESSAGE.try_with(|m| {
-        // SAFETY: only this thread touches its buffer, and no reference to it outlives this call
-        // (jets_last_error hands C a pointer, not a Rust reference).
-        let buf = unsafe { &mut *m.get() };
-        let mut cur = Cursor { buf, len: 0, full: false };
-        let _ = write!(cur, "{function}: {}", f.msg);
-        let end = cur.len;
-        cur.buf[end] = 0;
-    });
+    let Some(state) = state() else { return f.code };
+    state.code.set(f.code);
+    // SAFETY: only this thread touches its buffer, and no reference to it outlives this call
+    // (jets_last_error hands C a pointer, not a Rust reference).
+    let buf = unsafe { &mut *state.message.get() };
+    let mut cur = Cursor { buf, len: 0, full: false };
+    let _ = write!(cur, "{function}: {}", f.msg);
+    let end = cur.len;
+    cur.buf[end] = 0;
     f.code
 }
 
 /// Marks a libjets call running on this thread.
-struct Entered;
+struct Entered(Option<&'static State>);
 
 impl Entered {
+    #[inline(always)]
     fn enter() -> Option<Entered> {
-        // During thread teardown the depth is gone: let the call run (no handler can be nested).
-        let nested = DEPTH.try_with(|d| d.replace(1) > 0).unwrap_or(false);
+        // During thread teardown the state is gone: let the call run (no handler can be nested).
+        let state = state();
+        let nested = state.is_some_and(|s| s.depth.replace(1) > 0);
         // Build the guard only when entering (never eagerly, as `then_some` or `unwrap_or`
         // would): dropping one resets the depth.
         if nested {
             None
         } else {
-            Some(Entered)
+            Some(Entered(state))
         }
     }
 }
 
 impl Drop for Entered {
+    #[inline(always)]
     fn drop(&mut self) {
-        let _ = DEPTH.try_with(|d| d.set(0));
+        if let Some(s) = self.0 {
+            s.depth.set(0);
+        }
     }
 }
 
 /// Runs one C call: a failure, or a panic inside it, becomes this thread's last error and its
 /// code is returned. A call made while another runs on this thread (from a signal handler that
 /// interrupted it) is refused and touches nothing.
+#[inline(always)]
 pub(crate) fn run<T>(function: &str, f: impl FnOnce() -> Result<T, Failure>) -> Result<T, c_int> {
-    let Some(_entered) = Entered::enter() else {
-        // Only the code: the interrupted call may be writing the message buffer.
-        let _ = CODE.try_with(|c| c.set(JETS_ERR_REENTRANT));
-        return Err(JETS_ERR_REENTRANT);
-    };
+    let Some(_entered) = Entered::enter() else { return Err(reentrant()) };
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(failure)) => Err(remember(function, failure)),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            let f = Failure::new(JETS_ERR_INTERNAL, format!("internal error (a bug): {what}"));
-            Err(remember(function, f))
-        }
+        Err(panic) => Err(panicked(function, panic)),
     }
 }
 
+/// [`run`] for a call whose body returns its status code itself (a hot path that reports its
+/// rare failures through [`fail`]), with no `Result` to carry.
+#[inline(always)]
+pub(crate) fn guarded(function: &str, f: impl FnOnce() -> c_int) -> c_int {
+    let Some(_entered) = Entered::enter() else { return reentrant() };
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(code) => code,
+        Err(panic) => panicked(function, panic),
+    }
+}
+
+/// The status of `result`, a call of `function` inside [`guarded`]: a failure becomes this
+/// thread's last error.
+#[inline(always)]
+pub(crate) fn fail(function: &str, result: Result<(), Failure>) -> c_int {
+    match result {
+        Ok(()) => JETS_OK,
+        Err(f) => remember(function, f),
+    }
+}
+
+/// A call refused by [`run`]: only the code is set, as the interrupted call may be writing the
+/// message buffer.
+#[cold]
+#[inline(never)]
+fn reentrant() -> c_int {
+    if let Some(s) = state() {
+        s.code.set(JETS_ERR_REENTRANT);
+    }
+    JETS_ERR_REENTRANT
+}
+
+/// A panic caught by [`run`], reported as `JETS_ERR_INTERNAL`.
+#[cold]
+#[inline(never)]
+fn panicked(function: &str, panic: Box<dyn std::any::Any + Send>) -> c_int {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    remember(function, Failure::new(JETS_ERR_INTERNAL, format!("internal error (a bug): {what}")))
+}
+
 /// [`run`] for calls that return a status code.
+#[inline(always)]
 pub(crate) fn status(function: &str, f: impl FnOnce() -> Result<(), Failure>) -> c_int {
     run(function, f).map_or_else(|code| code, |()| JETS_OK)
 }
 
 /// The code of this thread's last failure (`JETS_OK` when nothing failed yet).
 pub(crate) fn last_code() -> c_int {
-    CODE.try_with(Cell::get).unwrap_or(JETS_OK)
+    state().map_or(JETS_OK, |s| s.code.get())
 }
 
 /// This thread's last message, NUL-terminated (`""` when nothing failed, or for a refused
@@ -191,7 +252,7 @@ pub(crate) fn last_message() -> *const c_char {
     if last_code() == JETS_ERR_REENTRANT {
         return c"a libjets call was made from a signal handler that interrupted another libjets call on the same thread; it was refused".as_ptr();
     }
-    MESSAGE.try_with(|m| m.get().cast::<c_char>().cast_const()).unwrap_or(c"".as_ptr())
+    state().map_or(c"".as_ptr(), |s| s.message.get().cast::<c_char>().cast_const())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::ffi::c_int;
 use jets::format::Str;
 
 use crate::api::{jets_trace, trace};
-use crate::attrs::Attrs;
+use crate::attrs::{Attrs, Typed};
 use crate::failure::{run, status, Failure};
 use crate::types::*;
 
@@ -52,10 +52,10 @@ pub unsafe extern "C" fn jets_push(
             Some(domain) => {
                 let clk = open.clocks.to_trace(a.clock(), clk)?;
                 let (name, record_type) = (a.name()?, a.record_type()?);
+                let mut typed = Typed::new();
                 // SAFETY: per the contract `fields` points to `field_count` fields, and
                 // `data_json` (a C string member) is NULL or NUL-terminated, alive for the call.
-                let mut c = unsafe { a.check() }?;
-                c.domain = domain;
+                let c = unsafe { a.check(domain, &mut typed) }?;
                 open.begin_ex(parent, clk, Str::Static(name), Str::Static(record_type), c)?
             }
         };

@@ -135,6 +135,7 @@ fn decode(id: jets_id) -> Option<(u64, u64)> {
 
 impl Records {
     /// The slot `index`, if it was ever handed out.
+    #[inline(always)]
     fn slot(&self, index: u64) -> Option<&Slot> {
         if index >= self.fresh.load(Ordering::Acquire).min(MAX_SLOTS) {
             return None;
@@ -148,17 +149,27 @@ impl Records {
 
     /// Counts a call in on the open record `id`: its slot, now safe to read the handle from
     /// until [`Records::release`].
+    #[inline(always)]
     fn acquire(&self, id: jets_id, what: &'static str) -> Result<&Slot, Failure> {
-        let (index, open) = decode(id).ok_or_else(|| self.missing(id, what))?;
-        let slot = self.slot(index).ok_or_else(|| self.missing(id, what))?;
+        match self.try_acquire(id) {
+            Some(slot) => Ok(slot),
+            None => Err(self.missing(id, what)),
+        }
+    }
+
+    /// [`Records::acquire`] without the reason of a refusal (built apart, off the hot path).
+    #[inline(always)]
+    fn try_acquire(&self, id: jets_id) -> Option<&Slot> {
+        let (index, open) = decode(id)?;
+        let slot = self.slot(index)?;
         let mut s = slot.state.load(Ordering::Relaxed);
         loop {
             // The generation, the dropped flag, and open (occupied, not ending).
             if s & (GEN_MASK | OCCUPIED | ENDING | DROPPED) != open || s & READERS == READERS {
-                return Err(self.missing(id, what));
+                return None;
             }
             match slot.state.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Ok(slot),
+                Ok(_) => return Some(slot),
                 Err(now) => s = now,
             }
         }
@@ -166,11 +177,19 @@ impl Records {
 
     /// Counts a call out of `slot`. The last call out of an ending record writes its end (the
     /// result is the end's).
+    #[inline(always)]
     fn release(&self, slot: &Slot) -> Option<Result<(), jets::Error>> {
         let before = slot.state.fetch_sub(1, Ordering::AcqRel);
         if before & READERS != 1 || before & ENDING == 0 {
             return None;
         }
+        Some(self.finish_end(slot, before))
+    }
+
+    /// Writes the end of the ending record in `slot`, whose count `release` just brought to
+    /// zero (`before`: the state word before that), and frees the slot.
+    #[inline(never)]
+    fn finish_end(&self, slot: &Slot, before: u64) -> Result<(), jets::Error> {
         // The count is zero and ENDING keeps it there: the handle is ours alone. The ender's
         // stores of the end's clk and status happened before its own count-out (release), which
         // this fetch_sub read (acquire, through the release sequence of the state word).
@@ -186,10 +205,11 @@ impl Records {
             None => handle.end_at(clk),
         };
         self.push_free(slot);
-        Some(result)
+        result
     }
 
     /// Runs `f` on the open record `id`; its end waits (without blocking anyone) until `f` is done.
+    #[inline(always)]
     pub(crate) fn with<R>(
         &self,
         id: jets_id,
@@ -207,6 +227,15 @@ impl Records {
         // I/O error sticks to the trace and is reported by every later call).
         let _ = self.release(slot);
         r
+    }
+
+    /// Counts a call in on the open record `id` (`None` if it is not one), for a caller that
+    /// uses the handle in its own body rather than in a closure (the hot path inlines it whole).
+    /// [`Counted::leave`] must follow; if it does not (a panic), the record never ends, which is
+    /// safe, as in [`Records::with`].
+    #[inline(always)]
+    pub(crate) fn enter(&self, id: jets_id) -> Option<Counted<'_>> {
+        self.try_acquire(id).map(|slot| Counted { table: self, slot })
     }
 
     /// Ends the open record `id` at the cycle `check` returns (or fails with its error, the
@@ -335,6 +364,8 @@ impl Records {
     }
 
     /// Why `id` is not an open record. Allocates nothing (it runs on the signal-safe path).
+    #[cold]
+    #[inline(never)]
     fn missing(&self, id: jets_id, what: &'static str) -> Failure {
         if id == 0 {
             return Failure::invalid(Msg::Id(what, 0, " (no record)"));
@@ -355,6 +386,28 @@ impl Records {
         } else {
             never()
         }
+    }
+}
+
+/// A call counted in on an open record by [`Records::enter`].
+pub(crate) struct Counted<'a> {
+    table: &'a Records,
+    slot: &'a Slot,
+}
+
+impl Counted<'_> {
+    /// The record's handle.
+    #[inline(always)]
+    pub(crate) fn handle(&self) -> &RecordHandle {
+        // SAFETY: counted in, so the handle is initialized and not taken out until we count out.
+        unsafe { (*self.slot.handle.get()).assume_init_ref() }
+    }
+
+    /// Counts the call out (writing the record's end if it was ending and this was the last
+    /// call using it; that end's result is the ender's business, as in [`Records::with`]).
+    #[inline(always)]
+    pub(crate) fn leave(self) {
+        let _ = self.table.release(self.slot);
     }
 }
 

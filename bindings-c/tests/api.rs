@@ -415,3 +415,115 @@ fn records_begun_used_and_ended_from_many_threads_end_once_each() {
     let footer = all.last().expect("footer");
     assert_eq!(footer["open_records"], THREADS as u64 * PER_THREAD - ended);
 }
+
+#[test]
+fn event_ex_writes_and_refuses_the_same_on_its_fast_and_general_paths() {
+    // jets_event_ex takes a fast path for the common shape and the general one for anything
+    // else; a `jets_attrs` of the first version (shorter `size`) always takes the general path.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path).0;
+    // SAFETY: `t` is open until the jets_close at the end of the block; the strings are C-string
+    // literals; `fields` and every `jets_attrs` outlive the calls that read them, and each
+    // `field_count` is at most `fields.len()` (or `fields` is NULL, which is refused).
+    unsafe {
+        let h = |s: &CStr| jets_intern(s.as_ptr());
+        let root = jets_record_begin(t, 0, 10, c(c"root"), c(c"Root"), null(), null());
+        let ended = jets_record_begin(t, root, 10, c(c"gone"), c(c"Gone"), null(), null());
+        assert_eq!(jets_record_end(t, ended, 10), JETS_OK);
+        let fields = [
+            jets_field { key: h(c"u"), kind: JETS_FIELD_U64, value: jets_value { u64: 7 } },
+            jets_field { key: h(c"s"), kind: JETS_FIELD_STR, value: jets_value { str: h(c"x") } },
+            jets_field { key: h(c"t"), kind: JETS_FIELD_TEXT, value: jets_value { text: c(c"y") } },
+            jets_field { key: h(c"b"), kind: JETS_FIELD_BOOL, value: jets_value { u64: 1 } },
+        ];
+        let full = jets_attrs {
+            size: std::mem::size_of::<jets_attrs>() as u32,
+            name: h(c"E"),
+            record_type: 0,
+            description: 0,
+            fields: fields.as_ptr(),
+            field_count: 0,
+            data_json: null(),
+            domain: 0,
+            clock: 0,
+        };
+        let first = jets_attrs { size: std::mem::offset_of!(jets_attrs, domain) as u32, ..full };
+        for n in 0..=fields.len() {
+            for a in [full, first] {
+                assert_eq!(
+                    jets_event_ex(t, root, 20 + n as u64, &jets_attrs { field_count: n, ..a }),
+                    JETS_OK
+                );
+            }
+        }
+        assert_eq!(jets_flush(t), JETS_OK);
+        let before = std::fs::metadata(&path).expect("stat").len();
+
+        let mut bad = fields;
+        bad[1].kind = 99;
+        let mut null_text = fields;
+        null_text[2].value.text = null();
+        let mut unknown_key = fields;
+        unknown_key[3].key = 999_999;
+        let refusals: Vec<(jets_id, u64, jets_attrs, i32)> = vec![
+            (
+                root,
+                30,
+                jets_attrs { fields: bad.as_ptr(), field_count: 2, ..full },
+                JETS_ERR_INVALID_ARGUMENT,
+            ),
+            (
+                root,
+                30,
+                jets_attrs { fields: null_text.as_ptr(), field_count: 3, ..full },
+                JETS_ERR_INVALID_ARGUMENT,
+            ),
+            (
+                root,
+                30,
+                jets_attrs { fields: unknown_key.as_ptr(), field_count: 4, ..full },
+                JETS_ERR_UNKNOWN_STRING,
+            ),
+            (
+                root,
+                30,
+                jets_attrs { fields: std::ptr::null(), field_count: 2, ..full },
+                JETS_ERR_INVALID_ARGUMENT,
+            ),
+            (root, 30, jets_attrs { name: 0, ..full }, JETS_ERR_INVALID_ARGUMENT),
+            (root, 30, jets_attrs { name: 999_999, ..full }, JETS_ERR_UNKNOWN_STRING),
+            (root, 9, full, JETS_ERR_CLK_BEFORE_START),
+            (ended, 30, full, JETS_ERR_RECORD_ENDED),
+            (77_777, 30, full, JETS_ERR_UNKNOWN_RECORD),
+        ];
+        for (record, clk, a, code) in refusals {
+            let mut messages = Vec::new();
+            for a in [a, jets_attrs { size: first.size, ..a }] {
+                assert_eq!(jets_event_ex(t, record, clk, &a), code, "{}", last_error());
+                assert_eq!(jets_last_error_code(), code);
+                messages.push(last_error());
+            }
+            assert!(messages[0].starts_with("jets_event_ex: "), "{}", messages[0]);
+            assert_eq!(messages[0], messages[1], "the two paths name the failure alike");
+        }
+        assert_eq!(jets_flush(t), JETS_OK);
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), before, "a refused call wrote");
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let events: Vec<_> = lines(&path).into_iter().filter(|l| l["type"] == "event").collect();
+    assert_eq!(events.len(), 10);
+    let want = [
+        serde_json::json!({}),
+        serde_json::json!({"u": 7}),
+        serde_json::json!({"u": 7, "s": "x"}),
+        serde_json::json!({"u": 7, "s": "x", "t": "y"}),
+        serde_json::json!({"u": 7, "s": "x", "t": "y", "b": true}),
+    ];
+    let empty = serde_json::json!({});
+    for (pair, want) in events.chunks(2).zip(want) {
+        assert_eq!(pair[0], pair[1], "fast and general paths wrote different lines");
+        let data = &pair[0]["data"];
+        assert_eq!(if data.is_null() { &empty } else { data }, &want);
+    }
+}

@@ -5,7 +5,8 @@
 //!   path): one two-field event, or one child record begun and ended.
 //! * `window/outside`: a `clk=A..B` window, calls after B (left out when the builder is made:
 //!   inert builders) and `window/before` (events left out at their cycle, records queued as
-//!   possible ancestors); `window/inside` for reference.
+//!   possible ancestors; `event_at`: the event made with its cycle, left out when made);
+//!   `window/inside` for reference.
 //! * `recorder`: a 100 k-cycle flight recorder: every line is queued and kept in memory.
 //!
 //! Producer-side cost, like `write.rs`: between timed chunks the bench waits, untimed, for the
@@ -130,6 +131,20 @@ fn bench(c: &mut Criterion) {
                 })
             })
         });
+        if case.name == "window/before" {
+            // The same event made with its cycle (`event_at`): judged, and left out, when made.
+            g.bench_function(format!("{}/event_at", case.name), |b| {
+                b.iter_custom(|iters| {
+                    timed(&t, iters, false, &clk, |i| {
+                        root.event_at(black_box(i), "Decode")
+                            .field("pc", i)
+                            .field("op", 7u64)
+                            .emit()
+                            .expect("emit")
+                    })
+                })
+            });
+        }
         g.bench_function(format!("{}/record", case.name), |b| {
             b.iter_custom(|iters| {
                 timed(&t, iters, case.records_queue, &clk, |i| {

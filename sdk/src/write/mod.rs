@@ -333,10 +333,17 @@ impl Shared {
         self.failed.store(true, Ordering::Release);
     }
 
+    // Inline: callers that check before every line (libjets) pay one load while healthy.
+    #[inline]
     fn error(&self) -> Option<Error> {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
+        self.first_error()
+    }
+
+    #[cold]
+    fn first_error(&self) -> Option<Error> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
@@ -711,6 +718,7 @@ impl Trace {
 
     /// The first I/O error, if writing has failed. Once failed, nothing more is written; the file
     /// holds a valid prefix.
+    #[inline]
     pub fn error(&self) -> Option<Error> {
         self.0.shared.error()
     }
