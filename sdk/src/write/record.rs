@@ -379,9 +379,10 @@ fn push_slot(shared: &Arc<super::Shared>, slot: Box<Slot>) -> ring::Pushed {
 /// the `Pending` as it goes, so no code can reach the moved-out line afterwards (the contract is
 /// the type's), and dropping an unused builder still frees the line.
 ///
-/// The line lives in a box from this thread's [`pool`], not in the builder: a builder is two
-/// words, so the chained calls, which take and return it by value, move two words rather than the
-/// ~500-byte line (most of it room for fields). An inert builder has no box at all.
+/// The line lives in a box from this thread's [`pool`], not in the builder: a builder is a few
+/// words (this one, the record or trace it hangs off, a cycle given when made), so the chained
+/// calls, which take and return it by value, move those rather than the ~500-byte line (most of
+/// it room for fields). An inert builder has no box at all.
 // The box is in a `ManuallyDrop` so that the drop glue is `Drop::drop` alone: one inlined
 // compare for an inert or pushed builder, with the release out of line.
 struct Pending(ManuallyDrop<Option<Box<Slot>>>);
