@@ -280,7 +280,7 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
 pub(crate) mod left {
     use std::cell::{Cell, RefCell, UnsafeCell};
     use std::ptr;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex, MutexGuard};
 
     use super::super::LeftOut;
@@ -288,7 +288,7 @@ pub(crate) mod left {
 
     /// One thread's counts for one trace, per line kind. Written only by that thread (a
     /// non-atomic increment made of atomic parts), except `shared` ones, which use `fetch_add`.
-    /// The trace id is inside, so that [`LAST`] is one word (see there).
+    /// The trace id is inside, so that [`LAST`] is one word.
     struct Counts {
         trace: u64,
         kinds: [AtomicU64; 4],
@@ -327,13 +327,14 @@ pub(crate) mod left {
 
     thread_local! {
         static HERE: Here = const { Here(RefCell::new(Vec::new())) };
-        /// The counters this thread counted into last (null: none), held alive by [`HERE`]: a
-        /// count for the same trace is a load, a compare and an increment, with no lookup. One
-        /// word, read by one load, so that a signal handler counting on this thread between the
-        /// load and the increment cannot pair one trace's id with another's counters; and
-        /// [`join`] never frees the counters it points at, which such a handler could otherwise
-        /// do under the interrupted count.
+        /// The counters this thread counted into last (null: none), held alive by [`HERE`]
+        /// ([`join`] never frees the ones it points at): a count for the same trace is a load,
+        /// a compare and an increment, with no lookup.
         static LAST: Cell<*const Counts> = const { Cell::new(ptr::null()) };
+        /// Set while this thread counts: a count nested in it (a signal handler that emits)
+        /// goes to the trace's shared counter, since a per-thread increment is a load and a
+        /// store that the nested one would fall between.
+        static COUNTING: Cell<bool> = const { Cell::new(false) };
     }
 
     fn registry() -> MutexGuard<'static, Vec<Entry>> {
@@ -381,12 +382,29 @@ pub(crate) mod left {
         if !cfg!(feature = "enabled") {
             return;
         }
+        if COUNTING.get() {
+            return count_shared(trace, kind);
+        }
+        COUNTING.set(true);
+        // The flag is set before the counter is read and cleared after it is written, as a
+        // signal handler on this thread sees them (no cost at run time).
+        compiler_fence(Ordering::SeqCst);
         let last = LAST.get();
         // SAFETY: a non-null `LAST` points at counters that `HERE` holds (see `LAST`).
         match unsafe { last.as_ref() } {
             Some(c) if c.trace == trace => c.bump(kind),
             _ => count_here(trace, kind),
         }
+        compiler_fence(Ordering::SeqCst);
+        COUNTING.set(false);
+    }
+
+    /// Runs `f` as if inside a count (for the nested-count test).
+    #[cfg(test)]
+    pub(super) fn nested(f: impl FnOnce()) {
+        COUNTING.set(true);
+        f();
+        COUNTING.set(false);
     }
 
     /// A count for another trace than the last one: looks its counters up (or makes them), and
@@ -448,5 +466,25 @@ pub(crate) mod left {
             annotations: sum(ANNOTATION),
             record_ends: sum(END),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::left;
+
+    /// Counts on one thread, with one count nested in another (as a signal handler that emits
+    /// would make), all add up: the nested one goes to the shared counter.
+    #[test]
+    fn left_out_counts_add_up_with_a_nested_count() {
+        let trace = u64::MAX - 7; // an id no trace of this test process uses
+        left::register(trace);
+        left::count(trace, super::EVENT);
+        left::count(trace, super::EVENT); // through the one-word shortcut
+        left::nested(|| left::count(trace, super::EVENT));
+        left::count(trace, super::RECORD);
+        let sum = left::sum(trace);
+        assert_eq!((sum.events, sum.records), (3, 1));
+        left::forget(trace);
     }
 }
