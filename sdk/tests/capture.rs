@@ -116,6 +116,33 @@ fn builders_with_their_cycle_are_judged_when_made_and_written_at_that_cycle() {
 }
 
 #[test]
+fn a_sample_is_taken_when_a_builder_with_its_cycle_is_made() {
+    let (t, buf) = open(Capture::parse("sample=Instruction:3").unwrap());
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    let mut kept = Vec::new();
+    for i in 0..7u64 {
+        let b = core.child_at(i, format!("i{i}"), "Instruction").field("pc", i);
+        if i == 3 {
+            drop(b); // made, never begun: it took its turn in the sample (CAP-AT-1)
+            continue;
+        }
+        let h = b.begin().unwrap();
+        kept.push(h.is_recorded());
+        h.event_at(i, "IF").emit().unwrap();
+        h.end_at(i + 1).unwrap();
+    }
+    core.end_at(10).unwrap();
+    let s = t.close().unwrap();
+    let lines = valid(&buf.text());
+    // Made in order i0..i6; the 1st, 4th and 7th are kept: i0, i3 (dropped unbegun), i6.
+    assert_eq!(names(&lines, "record"), ["core", "i0", "i6"]);
+    assert_eq!(kept, [true, false, false, false, false, true]);
+    assert_eq!(names(&lines, "event"), ["IF", "IF"]);
+    assert_eq!(s.left_out.records, 4);
+    assert_eq!(s.left_out.events, 4);
+}
+
+#[test]
 fn types_units_events_and_sampling_filter_with_subtrees() {
     let c = Capture::parse("types=Instruction;units=1;events=WB;sample=Instruction:3").unwrap();
     let (t, buf) = open(c);

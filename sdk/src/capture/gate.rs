@@ -141,11 +141,35 @@ impl Gate {
         self.on() && (!self.filtering || parent_start < self.window.end)
     }
 
-    /// As [`Gate::may_record`], for a child that begins at `clk`: also false when `clk` is at or
-    /// after the window's end.
+    /// As [`Gate::may_record`], for a child of `record_type` that begins at `clk` (CAP-AT-1):
+    /// `None` (left out) also when `clk` is at or after the window's end, or when a 1-of-N sample
+    /// of its type passes it over; the sample is counted here, and `Some(true)` says so, so that
+    /// the record's write does not count it again.
     #[inline(always)]
-    pub(crate) fn may_record_at(&self, parent_start: u64, clk: u64) -> bool {
-        self.on() && (!self.filtering || (parent_start < self.window.end && clk < self.window.end))
+    pub(crate) fn may_record_at(
+        &self,
+        parent_start: u64,
+        clk: u64,
+        record_type: &Str,
+    ) -> Option<bool> {
+        if !self.on() {
+            return None;
+        }
+        if !self.filtering {
+            return Some(false);
+        }
+        self.record_at_filtered(parent_start, clk, record_type)
+    }
+
+    #[cold]
+    fn record_at_filtered(&self, parent_start: u64, clk: u64, record_type: &Str) -> Option<bool> {
+        if parent_start >= self.window.end || clk >= self.window.end {
+            return None;
+        }
+        match self.samples.iter().find(|(t, _)| **t == **record_type) {
+            Some(&(_, n)) => self.sample(record_type, n).then_some(true),
+            None => Some(false),
+        }
     }
 
     /// False when an event named `name` on a record with bits `rec` that began at `start` is
@@ -162,7 +186,8 @@ impl Gate {
                 && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name)))
     }
 
-    /// The verdict on a record line and the bits its handle keeps.
+    /// The verdict on a record line and the bits its handle keeps; `sampled`: the 1-of-N sample
+    /// was already taken when its builder was made ([`Gate::may_record_at`]).
     #[inline(always)]
     pub(crate) fn record(
         &self,
@@ -170,6 +195,7 @@ impl Gate {
         data_unit: impl FnOnce() -> Option<u64>,
         clk: u64,
         parent: u8,
+        sampled: bool,
     ) -> (Verdict, u8) {
         if !self.on() {
             return (Verdict::Leave, bits::LEFT);
@@ -177,7 +203,7 @@ impl Gate {
         if !self.filtering {
             return (Verdict::Select, bits::MATCH | bits::UNIT);
         }
-        self.record_filtered(record_type, data_unit, clk, parent)
+        self.record_filtered(record_type, data_unit, clk, parent, sampled)
     }
 
     #[cold]
@@ -187,12 +213,14 @@ impl Gate {
         unit: impl FnOnce() -> Option<u64>,
         clk: u64,
         parent: u8,
+        sampled: bool,
     ) -> (Verdict, u8) {
         if clk >= self.window.end {
             // Nothing under it can be in the window either (children start at or after it).
             return (Verdict::Leave, bits::LEFT);
         }
-        if let Some(n) = self.samples.iter().find(|(t, _)| **t == **record_type).map(|s| s.1) {
+        let n = self.samples.iter().find(|(t, _)| **t == **record_type).map(|s| s.1);
+        if let Some(n) = n.filter(|_| !sampled) {
             if !self.sample(record_type, n) {
                 return (Verdict::Leave, bits::LEFT);
             }

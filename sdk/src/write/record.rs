@@ -109,16 +109,20 @@ impl RecordHandle {
         record_type: impl Into<Str>,
     ) -> RecordBuilder<'_> {
         let inner = self.inner.as_ref();
-        let mut b = RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at };
-        let may = |i: &Arc<Inner>| match at {
-            Some(clk) => i.shared.gate.may_record_at(self.start, clk),
-            None => i.shared.gate.may_record(self.start),
+        let mut b =
+            RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at, sampled: false };
+        let Some(i) = inner.filter(|_| self.live) else { return b };
+        let record_type = record_type.into();
+        let made = match at {
+            Some(clk) => i.shared.gate.may_record_at(self.start, clk, &record_type),
+            None => i.shared.gate.may_record(self.start).then_some(false),
         };
-        if inner.is_some_and(|i| self.live && may(i)) {
+        if let Some(sampled) = made {
+            b.sampled = sampled;
             b.p = Pending::new(Kind::Record, 0, name.into(), Some(&self.pos));
             if let Some(line) = b.p.line() {
                 line.parent = Some(self.id);
-                line.record_type = record_type.into();
+                line.record_type = record_type;
             }
         }
         b
@@ -324,6 +328,7 @@ fn begin_line(
     parent: Option<&RecordHandle>,
     mut slot: Box<Slot>,
     clk: u64,
+    sampled: bool,
 ) -> Result<RecordHandle, Error> {
     let error = slot.error.take();
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
@@ -339,6 +344,7 @@ fn begin_line(
         || gate::unit_of(line.data.fields()),
         clk,
         parent.map_or(0, |p| p.cap),
+        sampled,
     );
     let trace_id = parent.map_or_else(|| shared.gate.trace_id(), |p| p.trace_id);
     if verdict == Verdict::Leave {
@@ -613,6 +619,8 @@ pub struct RecordBuilder<'a> {
     p: Pending,
     /// The cycle given to [`RecordHandle::child_at`], which capture has judged.
     at: Option<u64>,
+    /// Its 1-of-N sample was taken when it was made (`child_at`), not to be taken again.
+    sampled: bool,
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -622,8 +630,13 @@ impl<'a> RecordBuilder<'a> {
         name: impl Into<Str>,
         record_type: impl Into<Str>,
     ) -> Self {
-        let mut b =
-            RecordBuilder { inner: Some(inner), parent: None, p: Pending::inert(), at: None };
+        let mut b = RecordBuilder {
+            inner: Some(inner),
+            parent: None,
+            p: Pending::inert(),
+            at: None,
+            sampled: false,
+        };
         if inner.shared.gate.may_record(0) {
             b.p = Pending::new(Kind::Record, 0, name.into(), None);
             if let Some(line) = b.p.line() {
@@ -683,7 +696,7 @@ impl<'a> RecordBuilder<'a> {
         }
         check_at(self.at, clk)?;
         match (self.inner, self.p.0.take()) {
-            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk),
+            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk, self.sampled),
             (_, slot) => {
                 if let Some(slot) = slot {
                     release(slot); // unreachable: a builder has a line only with the trace
