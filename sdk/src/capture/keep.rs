@@ -3,9 +3,16 @@
 //!
 //! Nothing is encoded until it is written. A line the keeper keeps is moved, as the raw entry
 //! the producer queued (`line.rs`: a few words, position independent, values moved bitwise), out
-//! of its ring into a slot of the keeper's own: a copy of ~16 words into storage that is reused,
-//! so keeping a line costs a `memcpy`, not a JSON encoding and an allocation. Most held records
-//! and most recorded lines are never written; the few that are get encoded then.
+//! of its ring into memory of the keeper's own, which is reused: keeping a line costs a `memcpy`,
+//! not a JSON encoding and an allocation. Most held records and most recorded lines are never
+//! written; the few that are get encoded then.
+//!
+//! The flight recorder is an arena: every line it keeps, records included, goes back to back
+//! into reused chunks, each entry behind two words (its cycle; its kind, size and, for a record,
+//! its node), and leaves from the front when it falls out of the window. Keeping an event or an
+//! end is a copy and a few stores: no lookup, no allocation, no per-line index. Only records
+//! touch the table (at their begin, end, and when they are forgotten), and ancestors are
+//! resolved when the recorder is dumped.
 //!
 //! The table holds exactly the records whose line is *not* in the file but may still be needed
 //! (held, or kept by the recorder); a record absent from it is in the file, or can no longer be
@@ -52,8 +59,9 @@ type Ids = HashMap<u64, u32, BuildHasherDefault<IdHash>>;
 /// No slot.
 const NONE: u32 = u32::MAX;
 
-/// Kept raw entries: slots of reusable word storage, each owning the values of the entry it
-/// holds, shared by up to two owners (a record kept both in the table and in the recorder).
+/// Entries kept outside the recorder's arena (held records, their annotations and ends, and
+/// records that outlive their place in the recorder): slots of reusable word storage, each
+/// owning the values of the entry it holds.
 #[derive(Default)]
 struct Lines {
     slots: Vec<Raw>,
@@ -64,15 +72,15 @@ struct Lines {
 struct Raw {
     /// The entry's words; `MaybeUninit` because a `Str` inside may have padding.
     words: Vec<MaybeUninit<u64>>,
-    owners: u8,
+    full: bool,
 }
 
 impl Lines {
-    /// Moves the entry at `at` (of `n` words) into a slot; the ring's copy must not be dropped.
+    /// Moves the entry at `at` (of `n` words) into a slot; the caller's copy must not be dropped.
     ///
     /// # Safety
     /// `at` is a published, not yet dropped entry of `n` words, which the caller gives up.
-    unsafe fn take(&mut self, at: *mut u64, n: usize, owners: u8) -> u32 {
+    unsafe fn take(&mut self, at: *const u64, n: usize) -> u32 {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Raw::default());
             (self.slots.len() - 1) as u32
@@ -86,23 +94,23 @@ impl Lines {
             std::ptr::copy_nonoverlapping(at.cast::<MaybeUninit<u64>>(), raw.words.as_mut_ptr(), n);
             raw.words.set_len(n);
         }
-        raw.owners = owners;
+        raw.full = true;
         slot
     }
 
     /// The entry in `slot`.
     fn get(&mut self, slot: u32) -> Entry<'_> {
         let at = self.slots[slot as usize].words.as_mut_ptr().cast::<u64>();
-        // SAFETY: a slot with owners holds an entry moved in whole by `take`, not dropped (it is
-        // dropped when the last owner lets go); it stays unchanged while borrowed.
+        // SAFETY: a full slot holds an entry moved in whole by `take`, not dropped (it is dropped
+        // by `release`); it stays unchanged while borrowed.
         unsafe { Entry::read(at) }
     }
 
-    /// One owner lets go of `slot`; the last one drops the entry and frees the slot.
+    /// Drops the entry in `slot` and frees the slot.
     fn release(&mut self, slot: u32) {
         let raw = &mut self.slots[slot as usize];
-        raw.owners = raw.owners.saturating_sub(1);
-        if raw.owners == 0 {
+        if raw.full {
+            raw.full = false;
             // SAFETY: the entry was moved in by `take` and is dropped once, here.
             unsafe { Entry::drop_in_place(raw.words.as_mut_ptr().cast()) };
             raw.words.clear();
@@ -115,44 +123,64 @@ impl Drop for Lines {
     /// Frees what the kept entries own (texts, values) when the trace ends with lines kept.
     fn drop(&mut self) {
         for raw in &mut self.slots {
-            if raw.owners > 0 {
+            if raw.full {
+                raw.full = false;
                 // SAFETY: as in `release`: owned and not dropped yet.
                 unsafe { Entry::drop_in_place(raw.words.as_mut_ptr().cast()) };
-                raw.owners = 0;
             }
         }
     }
+}
+
+/// Where a node's own record line is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Loc {
+    /// Gone (the node's slot is free).
+    Nowhere,
+    /// In a slot of `Lines`.
+    Slot(u32),
+    /// In the recorder's arena, behind this prefix (in the window, or behind it: pinned).
+    Arena(*mut u64),
 }
 
 /// A record not in the file that may still be needed.
 struct Node {
     id: u64,
     parent: Option<u64>,
-    /// Its record line (in `Lines`).
-    line: u32,
+    /// The parent's node when the record came (`NONE`: the parent was not in the table).
+    parent_node: u32,
+    /// Its record line.
+    line: Loc,
     /// Annotations queued while the record was not in the file (written after it).
     notes: Vec<u32>,
     /// Its end, held: a line from another thread that needs the record may still arrive after
     /// its end (CAP-ANC-2).
     end: u32,
-    /// Its own line is in the recorder's buffer.
+    /// Its own line is in the recorder's window.
     buffered: bool,
     /// Selected (not only held): its end is a recorded line of its own.
     selected: bool,
     open: bool,
     /// Ended, and no line referring to it can still be in a ring.
     safe: bool,
+    /// With a recorder: how many lines it had kept when the node became safe. Every line
+    /// referring to the record came before; once as many have left the window, none of them
+    /// can need it any more. (A bound, not a count per line: events touch no node.)
+    safe_seq: u64,
     /// Nodes whose parent is this one.
     children: u32,
-    /// Recorded lines referring to it.
-    refs: u32,
 }
 
 impl Node {
-    /// Still needed in the table: open, possibly referred to by a line in a ring, or by a child,
-    /// a recorded line or the recorder itself.
-    fn needed(&self) -> bool {
-        self.open || !self.safe || self.children > 0 || self.refs > 0 || self.buffered
+    /// Still needed in the table: open, possibly referred to by a line in a ring, by a child,
+    /// by a line in the recorder's window, or in that window itself. `gone` is how many lines
+    /// have left the window.
+    fn needed(&self, gone: u64) -> bool {
+        self.open || !self.safe || self.children > 0 || self.buffered || self.safe_seq > gone
+    }
+
+    fn alive(&self) -> bool {
+        self.line != Loc::Nowhere
     }
 }
 
@@ -169,13 +197,9 @@ impl Table {
         self.ids.get(&id).map(|&s| s as usize)
     }
 
-    fn get_mut(&mut self, id: u64) -> Option<&mut Node> {
-        let s = self.slot(id)?;
-        Some(&mut self.nodes[s])
-    }
-
-    /// Adds `node` (whose `notes` is empty): a reused slot keeps its notes vector's capacity.
-    fn insert(&mut self, mut node: Node) {
+    /// Adds `node` (whose `notes` is empty) and returns its slot: a reused slot keeps its notes
+    /// vector's capacity.
+    fn insert(&mut self, mut node: Node) -> u32 {
         let id = node.id;
         let s = match self.free.pop() {
             Some(s) => {
@@ -190,10 +214,11 @@ impl Table {
             }
         };
         self.ids.insert(id, s);
+        s
     }
 
-    /// Takes the node out of the table and returns its slot, whose lines the caller writes or
-    /// releases, draining its notes.
+    /// Takes the node out of the map and frees its slot; the caller writes or releases its
+    /// lines, then marks it gone.
     fn remove(&mut self, id: u64) -> Option<usize> {
         let s = self.ids.remove(&id)?;
         self.free.push(s);
@@ -201,112 +226,183 @@ impl Table {
     }
 }
 
-struct Item {
-    id: u64,
-    clk: u64,
-    /// A record's line (in `Lines`, shared with its node); `NONE`: the line is the next one in
-    /// the recorder's `Fifo`.
-    line: u32,
-    words: u32,
-    /// The table slot of the record `id` (`NONE`: not in the table when the line came). The
-    /// item keeps the node in its slot (as `buffered` or one of its `refs`), so the slot stays
-    /// that record's until the item leaves, and forgetting it needs no lookup by id.
-    node: u32,
-    kind: u8,
-}
-
-/// The flight recorder: kept lines in arrival order, with the memory they take.
-struct Ring {
-    limit: Recorder,
-    items: VecDeque<Item>,
-    /// The recorded lines that are not records, back to back in arrival order.
-    fifo: Fifo,
-    bytes: u64,
-    max_clk: u64,
-}
-
-/// Words per chunk of the recorder's queue: 512 KiB, far above the largest entry.
+/// Words per chunk of the recorder's arena: 512 KiB, far above the largest entry (tests use
+/// small chunks, so that chunks are reused and records outlive theirs).
+#[cfg(not(test))]
 const CHUNK: usize = 1 << 16;
+#[cfg(test)]
+const CHUNK: usize = 1 << 7;
+/// Words in front of each entry in the arena: its cycle, then its kind, size and node.
+const PREFIX: usize = 2;
+/// A prefix's second word where a chunk's entries end: the next entry is in the next chunk.
+const NEXT_CHUNK: u64 = u64::MAX;
+/// Chunks kept behind the window before their memory is reused: a record that has left the
+/// window stays where it is (pinned) while lines in the window may still need it, usually some
+/// thousands of lines; only one still needed when its chunk is reused is copied out.
+const LAG: u64 = 4;
 
-/// Raw entries queued back to back in chunks of reused memory, taken from the front in the order
-/// they came: lines that only the recorder keeps (events, ends, annotations) are written and read
-/// sequentially, so keeping one costs a copy into memory the prefetcher already brings in.
-#[derive(Default)]
-struct Fifo {
+/// A prefix's second word.
+fn meta(kind: usize, words: usize, node: u32) -> u64 {
+    words as u64 | (kind as u64) << 16 | u64::from(node) << 32
+}
+
+/// A prefix's second word, read: (words, kind, node).
+fn unmeta(meta: u64) -> (usize, usize, u32) {
+    ((meta & 0xffff) as usize, (meta >> 16 & 0xff) as usize, (meta >> 32) as u32)
+}
+
+/// The recorder's memory: entries back to back, each behind its prefix, in chunks of reused
+/// memory numbered in order; an entry never straddles two chunks. Entries are reached through
+/// raw pointers (a chunk's memory never moves), so keeping a line touches no index.
+struct Arena {
+    /// Each of `CHUNK` words of capacity, used through pointers (its length stays 0).
     chunks: VecDeque<Vec<MaybeUninit<u64>>>,
-    /// Words of the front chunk already taken.
-    head: usize,
+    /// The number of `chunks[0]`.
+    first: u64,
+    /// Where the next entry goes, and how far entries may reach in that chunk: its last
+    /// `PREFIX` words stay free for the `NEXT_CHUNK` mark.
+    tail: *mut u64,
+    room: *mut u64,
     spare: Vec<Vec<MaybeUninit<u64>>>,
 }
 
-impl Fifo {
-    /// Moves the entry at `at`, of `n` words, to the back.
+impl Arena {
+    fn new() -> Arena {
+        Arena {
+            chunks: VecDeque::new(),
+            first: 0,
+            tail: std::ptr::null_mut(),
+            room: std::ptr::null_mut(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The number of the chunk `tail` is in.
+    fn last(&self) -> u64 {
+        (self.first + self.chunks.len() as u64).saturating_sub(1)
+    }
+
+    /// The first word of chunk `no`, which is here.
+    fn chunk(&mut self, no: u64) -> *mut u64 {
+        self.chunks[(no - self.first) as usize].as_mut_ptr().cast()
+    }
+
+    /// Moves the entry at `at`, of `n` words, to the back behind its prefix; returns where the
+    /// prefix is.
     ///
     /// # Safety
     /// As for [`Lines::take`].
-    unsafe fn push(&mut self, at: *mut u64, n: usize) {
-        if self.chunks.back().is_none_or(|c| c.len() + n > CHUNK) {
-            let chunk = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
-            self.chunks.push_back(chunk);
+    #[inline]
+    unsafe fn push(&mut self, clk: u64, meta: u64, at: *const u64, n: usize) -> *mut u64 {
+        // Byte distances: both pointers are null before the first chunk.
+        if (self.room as usize).wrapping_sub(self.tail as usize) < (PREFIX + n) * 8 {
+            self.next_chunk();
         }
-        let Some(chunk) = self.chunks.back_mut() else { return };
-        let len = chunk.len();
-        // SAFETY: the chunk has capacity CHUNK >= len + n (checked above; never reallocated, so
-        // entries already in it stay in place); `at` holds `n` words (the caller's contract).
+        let dst = self.tail;
+        // SAFETY: `dst` has room for PREFIX + n words before `room` (checked above), in a chunk
+        // that never moves; `at` holds `n` words (the caller's contract).
         unsafe {
+            dst.write(clk);
+            dst.add(1).write(meta);
             std::ptr::copy_nonoverlapping(
                 at.cast::<MaybeUninit<u64>>(),
-                chunk.as_mut_ptr().add(len),
+                dst.add(PREFIX).cast::<MaybeUninit<u64>>(),
                 n,
             );
-            chunk.set_len(len + n);
+            self.tail = dst.add(PREFIX + n);
         }
+        dst
     }
 
-    /// The entry at the front (there is one: each `Item` with `NONE` has its entry here).
-    fn front(&mut self) -> Option<Entry<'_>> {
-        let head = self.head;
-        let chunk = self.chunks.front_mut()?;
-        if head >= chunk.len() {
-            return None;
+    /// Marks the end of the last chunk's entries and moves `tail` to a new chunk.
+    #[cold]
+    fn next_chunk(&mut self) {
+        if !self.tail.is_null() {
+            // SAFETY: `room` keeps PREFIX words free after the last entry of the chunk.
+            unsafe { self.tail.add(1).write(NEXT_CHUNK) };
         }
-        // SAFETY: an entry moved in whole by `push`, not dropped yet; it stays in place while
-        // borrowed.
-        Some(unsafe { Entry::read(chunk.as_mut_ptr().add(head).cast()) })
+        let mut chunk = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+        self.tail = chunk.as_mut_ptr().cast();
+        // SAFETY: within the chunk's capacity.
+        self.room = unsafe { self.tail.add(CHUNK - PREFIX) };
+        self.chunks.push_back(chunk);
     }
 
-    /// Drops the front entry, of `n` words, and moves past it.
-    fn pop(&mut self, n: usize) {
-        let head = self.head;
-        let Some(chunk) = self.chunks.front_mut() else { return };
-        if head + n > chunk.len() {
-            return;
-        }
-        // SAFETY: the front entry (as in `front`), dropped once, here.
-        unsafe { Entry::drop_in_place(chunk.as_mut_ptr().add(head).cast()) };
-        self.head += n;
-        if self.head < chunk.len() {
-            return;
-        }
-        self.head = 0;
-        if self.chunks.len() == 1 {
-            // The only chunk, all taken: start it over.
-            if let Some(chunk) = self.chunks.front_mut() {
-                chunk.clear();
+    /// Gives the first chunk's memory back for reuse (its entries are dropped or moved out).
+    fn recycle_first(&mut self) {
+        if self.chunks.len() > 1 {
+            if let Some(chunk) = self.chunks.pop_front() {
+                self.spare.push(chunk);
+                self.first += 1;
             }
-        } else if let Some(mut done) = self.chunks.pop_front() {
-            done.clear();
-            self.spare.push(done);
         }
     }
 }
 
-impl Drop for Fifo {
-    /// Frees what the entries still queued own.
-    fn drop(&mut self) {
-        while let Some(n) = self.front().map(|e| e.words) {
-            self.pop(n);
+/// The flight recorder: its window over the arena.
+struct Ring {
+    limit: Recorder,
+    arena: Arena,
+    /// The window's first entry's prefix (when the window is not empty), and its chunk.
+    start: *mut u64,
+    start_chunk: u64,
+    /// Lines kept so far, and lines that have left the window (written or dropped).
+    kept: u64,
+    gone: u64,
+    /// The words of the entries in the window.
+    words: u64,
+    max_clk: u64,
+    /// Records that left the window while still needed, where they are: (chunk, prefix, node,
+    /// id).
+    pinned: VecDeque<(u64, *mut u64, u32, u64)>,
+    /// Safe records waiting for the lines that may need them to leave the window: (the
+    /// `kept` count when they became safe, their node and id), in that order.
+    expiring: VecDeque<(u64, u32, u64)>,
+}
+
+impl Ring {
+    fn new(limit: Recorder) -> Ring {
+        Ring {
+            limit,
+            arena: Arena::new(),
+            start: std::ptr::null_mut(),
+            start_chunk: 0,
+            kept: 0,
+            gone: 0,
+            words: 0,
+            max_clk: 0,
+            pinned: VecDeque::new(),
+            expiring: VecDeque::new(),
         }
+    }
+
+    fn len(&self) -> u64 {
+        self.kept - self.gone
+    }
+
+    /// The window's first entry (there is one): its prefix, and its (words, kind, node).
+    #[inline]
+    fn front(&mut self) -> (*mut u64, (usize, usize, u32)) {
+        // SAFETY: `start` is the prefix of the window's first entry, or a chunk's end mark
+        // followed by it at the next chunk's start (a later entry exists, so the mark does).
+        unsafe {
+            let mut meta = self.start.add(1).read();
+            if meta == NEXT_CHUNK {
+                self.start_chunk += 1;
+                self.start = self.arena.chunk(self.start_chunk);
+                meta = self.start.add(1).read();
+            }
+            (self.start, unmeta(meta))
+        }
+    }
+
+    /// The window's first entry, of `words` words, leaves it.
+    #[inline]
+    fn pop(&mut self, words: usize) {
+        // SAFETY: the entry ends within its chunk; the next prefix or mark follows.
+        self.start = unsafe { self.start.add(PREFIX + words) };
+        self.gone += 1;
+        self.words -= words as u64;
     }
 }
 
@@ -315,10 +411,10 @@ pub(crate) struct Keeper {
     table: Table,
     ring: Option<Ring>,
     triggers: Vec<Trigger>,
-    /// Records ended in this pass of the writer; they become safe once every ring has passed
-    /// the point it had reached when the pass ended.
-    ended: Vec<u64>,
-    graves: VecDeque<(Vec<u64>, Vec<u64>)>,
+    /// Records ended in this pass of the writer (node, id); they become safe once every ring
+    /// has passed the point it had reached when the pass ended.
+    ended: Vec<(u32, u64)>,
+    graves: VecDeque<(Vec<u64>, Vec<(u32, u64)>)>,
     /// Lines seen, per kind (what the writer popped).
     pub(crate) seen: [u64; 4],
     pub(crate) dumps: u64,
@@ -343,13 +439,7 @@ impl Keeper {
         Some(Keeper {
             lines: Lines::default(),
             table: Table::default(),
-            ring: c.recorder.map(|limit| Ring {
-                limit,
-                items: VecDeque::new(),
-                fifo: Fifo::default(),
-                bytes: 0,
-                max_clk: 0,
-            }),
+            ring: c.recorder.map(Ring::new),
             triggers: c.triggers.clone(),
             ended: Vec::new(),
             graves: VecDeque::new(),
@@ -359,182 +449,284 @@ impl Keeper {
         })
     }
 
+    /// Lines that have left the recorder's window (0 without a recorder).
+    fn gone(&self) -> u64 {
+        self.ring.as_ref().map_or(0, |r| r.gone)
+    }
+
     /// Takes the popped entry at `at`: writes it to `out` now, or keeps it. Returns true when it
     /// kept it: the entry then belongs to the keeper and the caller must not drop it (it only
     /// pops its words). A trigger (CAP-REC-3) writes the recorder at once, with the trigger line.
     ///
     /// # Safety
     /// `at` is a published, not yet dropped entry, and `m` is `Entry::read(at)`.
+    #[inline]
     pub(crate) unsafe fn line(&mut self, at: *mut u64, m: &Entry<'_>, out: &mut dyn Out) -> bool {
         let kind = kind_index(m.kind);
         self.seen[kind] += 1;
         let recording = self.ring.is_some();
-        let take = |lines: &mut Lines, owners| {
-            // SAFETY: `at` is a published entry of `m.words` words, not dropped (the caller's
-            // contract); once taken, this returns true and the caller leaves it.
-            unsafe { lines.take(at, m.words, owners) }
-        };
         match kind {
-            RECORD => {
-                if !m.hold && !recording {
-                    // Selected and written now: a held parent chain goes first.
-                    self.materialize(m.parent, out);
-                    out.put(m);
-                    return false;
-                }
-                if let Some(p) = m.parent.and_then(|p| self.table.get_mut(p)) {
-                    p.children += 1;
-                }
-                let buffered = recording && !m.hold;
-                let line = take(&mut self.lines, 1 + buffered as u8);
-                self.table.insert(Node {
-                    id: m.id,
-                    parent: m.parent,
-                    line,
-                    notes: Vec::new(),
-                    end: NONE,
-                    buffered,
-                    selected: !m.hold,
-                    open: true,
-                    safe: false,
-                    children: 0,
-                    refs: 0,
-                });
-                if buffered {
-                    self.record_item(RECORD, m.id, m.clk, line, m.words);
+            EVENT if recording => {
+                let trigger = !self.triggers.is_empty() && self.is_trigger(m);
+                // SAFETY: the caller's contract; kept, so the caller leaves it.
+                unsafe { self.record(EVENT, m.clk, NONE, at, m.words) };
+                if trigger {
+                    // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
+                    self.dump(out);
                 }
             }
-            ANNOTATION => match self.table.get_mut(m.id) {
-                Some(n) if !n.buffered => {
-                    let line = take(&mut self.lines, 1);
-                    if let Some(n) = self.table.get_mut(m.id) {
-                        n.notes.push(line);
-                    }
+            EVENT => {
+                self.materialize(Some(m.id), out);
+                out.put(m);
+                return false;
+            }
+            // SAFETY: the caller's contract.
+            RECORD => return unsafe { self.begin(at, m, out) },
+            ANNOTATION => match self.table.slot(m.id) {
+                Some(s) if !self.table.nodes[s].buffered => {
+                    // SAFETY: the caller's contract; kept, so the caller leaves it.
+                    let line = unsafe { self.lines.take(at, m.words) };
+                    self.table.nodes[s].notes.push(line);
                 }
                 _ if recording => {
                     let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record_entry(ANNOTATION, m.id, clk, at, m.words) };
+                    unsafe { self.record(ANNOTATION, clk, NONE, at, m.words) };
                 }
                 _ => {
                     out.put(m);
                     return false;
                 }
             },
-            END => {
-                if let Some(n) = self.table.get_mut(m.id) {
+            _ => {
+                if let Some(s) = self.table.slot(m.id) {
+                    let n = &mut self.table.nodes[s];
                     n.open = false;
                     let selected = n.selected;
-                    self.ended.push(m.id);
+                    self.ended.push((s as u32, m.id));
                     if recording && selected {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe { self.record_entry(END, m.id, m.clk, at, m.words) };
+                        unsafe { self.record(END, m.clk, NONE, at, m.words) };
                     } else {
-                        let line = take(&mut self.lines, 1);
-                        if let Some(n) = self.table.get_mut(m.id) {
-                            n.end = line;
-                        }
+                        // SAFETY: as above.
+                        self.table.nodes[s].end = unsafe { self.lines.take(at, m.words) };
                     }
                 } else if recording {
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record_entry(END, m.id, m.clk, at, m.words) };
+                    unsafe { self.record(END, m.clk, NONE, at, m.words) };
                 } else {
                     out.put(m);
                     return false;
-                }
-            }
-            _ => {
-                if !recording {
-                    self.materialize(Some(m.id), out);
-                    out.put(m);
-                    return false;
-                }
-                let trigger = self.triggers.iter().any(|t| match t {
-                    Trigger::Event(name) => name.as_str() == &**m.name,
-                    Trigger::Error => m.data.fields().any(|(k, v)| {
-                        k == "severity" && matches!(v, Value::Str(s) if &**s == "error")
-                    }),
-                });
-                // SAFETY: the caller's contract; kept, so the caller leaves it.
-                unsafe { self.record_entry(EVENT, m.id, m.clk, at, m.words) };
-                if trigger {
-                    // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
-                    self.dump(out);
                 }
             }
         }
         true
     }
 
-    /// Moves a line that is not a record into the recorder's queue, and records it.
+    /// A record line: written now (selected, no recorder), or a node of the table, its line in
+    /// the recorder (selected) or in a slot (held).
+    ///
+    /// # Safety
+    /// As for [`Keeper::line`].
+    unsafe fn begin(&mut self, at: *mut u64, m: &Entry<'_>, out: &mut dyn Out) -> bool {
+        let recording = self.ring.is_some();
+        if !m.hold && !recording {
+            // Selected and written now: a held parent chain goes first.
+            self.materialize(m.parent, out);
+            out.put(m);
+            return false;
+        }
+        let mut parent_node = NONE;
+        if let Some(s) = m.parent.and_then(|p| self.table.slot(p)) {
+            self.table.nodes[s].children += 1;
+            parent_node = s as u32;
+        }
+        let buffered = recording && !m.hold;
+        let node = self.table.insert(Node {
+            id: m.id,
+            parent: m.parent,
+            parent_node,
+            line: Loc::Nowhere,
+            notes: Vec::new(),
+            end: NONE,
+            buffered,
+            selected: !m.hold,
+            open: true,
+            safe: false,
+            safe_seq: 0,
+            children: 0,
+        });
+        // Set before the line is recorded: what leaves the window meanwhile may look at it.
+        self.table.nodes[node as usize].line = Loc::Slot(NONE);
+        let line = if buffered {
+            // SAFETY: the caller's contract; kept, so the caller leaves it.
+            Loc::Arena(unsafe { self.record(RECORD, m.clk, node, at, m.words) })
+        } else {
+            // SAFETY: as above.
+            Loc::Slot(unsafe { self.lines.take(at, m.words) })
+        };
+        self.table.nodes[node as usize].line = line;
+        true
+    }
+
+    fn is_trigger(&self, m: &Entry<'_>) -> bool {
+        self.triggers.iter().any(|t| match t {
+            Trigger::Event(name) => name.as_str() == &**m.name,
+            Trigger::Error => m.data.fields().any(|(k, v)| {
+                k == "severity" && matches!(v, Value::Str(s) if &**s == "error")
+            }),
+        })
+    }
+
+    /// Moves a line into the recorder's arena and drops what falls out of the window, always
+    /// keeping the newest line. Returns where the line is.
     ///
     /// # Safety
     /// As for [`Lines::take`]; only with a recorder.
-    unsafe fn record_entry(&mut self, kind: usize, id: u64, clk: u64, at: *mut u64, n: usize) {
-        let Some(ring) = self.ring.as_mut() else { return };
+    #[inline]
+    unsafe fn record(
+        &mut self,
+        kind: usize,
+        clk: u64,
+        node: u32,
+        at: *mut u64,
+        n: usize,
+    ) -> *mut u64 {
+        let Some(ring) = self.ring.as_mut() else { unreachable!("only with a recorder") };
         // SAFETY: the caller's contract.
-        unsafe { ring.fifo.push(at, n) };
-        self.record_item(kind, id, clk, NONE, n);
+        let pos = unsafe { ring.arena.push(clk, meta(kind, n, node), at, n) };
+        if ring.kept == ring.gone {
+            ring.start = pos;
+            ring.start_chunk = ring.arena.last();
+        }
+        ring.kept += 1;
+        ring.words += n as u64;
+        ring.max_clk = ring.max_clk.max(clk);
+        self.evict();
+        pos
     }
 
-    /// Appends a kept line to the recorder and forgets what falls out of it.
-    fn record_item(&mut self, kind: usize, id: u64, clk: u64, line: u32, words: usize) {
-        let node = self.table.slot(id);
-        if kind != RECORD {
-            if let Some(s) = node {
-                self.table.nodes[s].refs += 1;
-            }
-        }
-        let node = node.map_or(NONE, |s| s as u32);
-        let Some(ring) = self.ring.as_mut() else { return };
-        ring.max_clk = ring.max_clk.max(clk);
-        ring.bytes += words as u64 * 8;
-        ring.items.push_back(Item { id, clk, line, words: words as u32, node, kind: kind as u8 });
-        // Drop what fell out of the window, always keeping the newest line.
-        while let Some(ring) = self.ring.as_mut() {
-            let Some(front) = ring.items.front() else { break };
-            let old = match ring.limit {
-                Recorder::Cycles(n) => front.clk.saturating_add(n) <= ring.max_clk,
-                // The memory the recorder keeps: its lines as queued (not as encoded).
-                Recorder::Bytes(n) => ring.bytes > n,
-            };
-            if !old || ring.items.len() == 1 {
+    /// Drops what fell out of the window, always keeping the newest line.
+    #[inline]
+    fn evict(&mut self) {
+        let mut evicted = false;
+        loop {
+            let Some(ring) = self.ring.as_mut() else { return };
+            if ring.len() <= 1 {
                 break;
             }
-            let Some(item) = ring.items.pop_front() else { break };
-            ring.bytes -= item.words as u64 * 8;
-            self.forget_item(&item);
+            let (front, (words, kind, node)) = ring.front();
+            let old = match ring.limit {
+                // SAFETY: the prefix's first word.
+                Recorder::Cycles(n) => unsafe { front.read() }.saturating_add(n) <= ring.max_clk,
+                // The memory the recorder keeps: its lines as queued (not as encoded).
+                Recorder::Bytes(n) => ring.words * 8 > n,
+            };
+            if !old {
+                break;
+            }
+            evicted = true;
+            let chunk = ring.start_chunk;
+            ring.pop(words);
+            if kind != RECORD {
+                // SAFETY: the entry behind the prefix, out of the window now, dropped once,
+                // here; only its words stay.
+                unsafe { Entry::drop_in_place(front.add(PREFIX)) };
+                continue;
+            }
+            let gone = ring.gone;
+            let n = &mut self.table.nodes[node as usize];
+            debug_assert!(n.line == Loc::Arena(front), "a recorded record keeps its node");
+            n.buffered = false;
+            let id = n.id;
+            if n.needed(gone) {
+                // It stays where it is while it may be needed (see `LAG`).
+                ring.pinned.push_back((chunk, front, node, id));
+            } else {
+                self.try_remove(node, id);
+            }
+        }
+        if evicted {
+            self.settle();
         }
     }
 
-    /// A recorded line left the recorder without being written.
-    fn forget_item(&mut self, item: &Item) {
-        if item.line == NONE {
-            if let Some(ring) = self.ring.as_mut() {
-                ring.fifo.pop(item.words as usize);
+    /// After lines left the window: forgets the records none of them can need any more, and
+    /// reuses the memory far enough behind the window.
+    fn settle(&mut self) {
+        loop {
+            let Some(ring) = self.ring.as_mut() else { return };
+            let Some(&(seq, node, id)) = ring.expiring.front() else { break };
+            if seq > ring.gone {
+                break;
             }
-        } else {
-            self.lines.release(item.line);
+            ring.expiring.pop_front();
+            self.try_remove(node, id);
         }
-        if item.node != NONE {
-            let n = &mut self.table.nodes[item.node as usize];
-            debug_assert_eq!(n.id, item.id, "an item's node stays in its slot");
-            if usize::from(item.kind) == RECORD {
-                n.buffered = false;
-            } else {
-                n.refs = n.refs.saturating_sub(1);
+        loop {
+            let Some(ring) = self.ring.as_mut() else { return };
+            if ring.arena.first + LAG >= ring.start_chunk {
+                return;
             }
-            if !n.needed() {
-                self.try_remove(item.id);
+            // The first chunk goes: a record still needed there moves to a slot of its own.
+            while let Some(&(chunk, at, node, id)) = ring.pinned.front() {
+                if chunk > ring.arena.first {
+                    break;
+                }
+                ring.pinned.pop_front();
+                let n = &mut self.table.nodes[node as usize];
+                if n.id == id && n.line == Loc::Arena(at) {
+                    // SAFETY: a pinned entry, not dropped (its node still points at it); moved
+                    // into the slot, and its words here are forgotten with the chunk.
+                    let line = unsafe {
+                        let (words, ..) = unmeta(at.add(1).read());
+                        self.lines.take(at.add(PREFIX), words)
+                    };
+                    n.line = Loc::Slot(line);
+                }
             }
+            ring.arena.recycle_first();
+        }
+    }
+
+    /// Writes a node's lines (record, held annotations, held end) and marks it gone; the node is
+    /// out of the map already.
+    fn write_node(&mut self, s: usize, out: &mut dyn Out) {
+        let n = &mut self.table.nodes[s];
+        match n.line {
+            Loc::Slot(line) => {
+                out.put(&self.lines.get(line));
+                self.lines.release(line);
+            }
+            // SAFETY: a recorded record's entry behind its prefix, not dropped (its node points
+            // at it); written, then dropped once, here.
+            Loc::Arena(at) => unsafe {
+                let at = at.add(PREFIX);
+                out.put(&Entry::read(at));
+                Entry::drop_in_place(at);
+            },
+            Loc::Nowhere => {}
+        }
+        n.line = Loc::Nowhere;
+        // Annotations carry no clk; they follow their record, then its held end.
+        for note in n.notes.drain(..) {
+            out.put(&self.lines.get(note));
+            self.lines.release(note);
+        }
+        if n.end != NONE {
+            out.put(&self.lines.get(n.end));
+            self.lines.release(n.end);
+            n.end = NONE;
         }
     }
 
     /// Writes the held chain ending at `id` (ancestors first) and takes it out of the table.
     fn materialize(&mut self, id: Option<u64>, out: &mut dyn Out) {
+        let Some(first) = id.and_then(|i| self.table.slot(i)) else { return };
         let mut chain = std::mem::take(&mut self.scratch);
         chain.clear();
-        let mut cur = id;
+        chain.push(self.table.nodes[first].id);
+        let mut cur = self.table.nodes[first].parent;
         while let Some(s) = cur.and_then(|i| self.table.slot(i)) {
             let n = &self.table.nodes[s];
             chain.push(n.id);
@@ -543,49 +735,49 @@ impl Keeper {
         for &id in chain.iter().rev() {
             // Every id of the chain was just found in the table.
             let Some(s) = self.table.remove(id) else { continue };
-            let n = &mut self.table.nodes[s];
-            out.put(&self.lines.get(n.line));
-            self.lines.release(n.line);
-            // Annotations carry no clk; they follow their record, then its held end.
-            for note in n.notes.drain(..) {
-                out.put(&self.lines.get(note));
-                self.lines.release(note);
-            }
-            if n.end != NONE {
-                out.put(&self.lines.get(n.end));
-                self.lines.release(n.end);
-            }
+            self.write_node(s, out);
         }
         self.scratch = chain;
     }
 
-    fn try_remove(&mut self, mut id: u64) {
+    /// Forgets the record `id` in `node` if it is still there and no longer needed, and then
+    /// its parent if that was all it was needed for: their lines are dropped unwritten.
+    fn try_remove(&mut self, mut node: u32, mut id: u64) {
+        let gone = self.gone();
         loop {
-            let Some(s) = self.table.slot(id) else { return };
-            let n = &self.table.nodes[s];
-            if n.needed() {
+            let n = &mut self.table.nodes[node as usize];
+            if n.id != id || !n.alive() || n.needed(gone) {
                 return;
             }
-            let parent = n.parent;
-            // Never written: its lines are dropped unwritten.
-            let Some(s) = self.table.remove(id) else { return };
-            let n = &mut self.table.nodes[s];
-            self.lines.release(n.line);
+            let (parent, parent_node) = (n.parent, n.parent_node);
+            match n.line {
+                Loc::Slot(line) => self.lines.release(line),
+                // SAFETY: a pinned entry (out of the window: not buffered) behind its prefix,
+                // not dropped; dropped once, here.
+                Loc::Arena(at) => unsafe { Entry::drop_in_place(at.add(PREFIX)) },
+                Loc::Nowhere => {}
+            }
+            n.line = Loc::Nowhere;
             for note in n.notes.drain(..) {
                 self.lines.release(note);
             }
             if n.end != NONE {
                 self.lines.release(n.end);
+                n.end = NONE;
             }
-            let Some(p) = parent else { return };
-            let Some(pn) = self.table.get_mut(p) else { return };
+            self.table.remove(id);
+            let (Some(p), true) = (parent, parent_node != NONE) else { return };
+            let pn = &mut self.table.nodes[parent_node as usize];
+            if pn.id != p || !pn.alive() {
+                return;
+            }
             pn.children = pn.children.saturating_sub(1);
-            id = p;
+            (node, id) = (parent_node, p);
         }
     }
 
-    /// Called by the writer after each pass over the rings, with each ring's lines popped so
-    /// far and (lazily) their lines pushed so far.
+    /// Called by the writer after each pass over the rings, with each ring's words consumed so
+    /// far and (lazily) their words published so far.
     pub(crate) fn end_pass(&mut self, popped: &[u64], pushed: impl FnOnce() -> Vec<u64>) {
         while let Some((snapshot, _)) = self.graves.front() {
             let passed =
@@ -593,12 +785,21 @@ impl Keeper {
             if !passed {
                 break;
             }
-            let Some((_, ids)) = self.graves.pop_front() else { break };
-            for id in ids {
-                if let Some(n) = self.table.get_mut(id) {
-                    n.safe = true;
-                    self.try_remove(id);
+            let Some((_, ended)) = self.graves.pop_front() else { break };
+            let (kept, gone) = self.ring.as_ref().map_or((0, 0), |r| (r.kept, r.gone));
+            for (s, id) in ended {
+                let n = &mut self.table.nodes[s as usize];
+                if n.id != id || !n.alive() {
+                    continue;
                 }
+                n.safe = true;
+                n.safe_seq = kept;
+                if kept > gone {
+                    if let Some(ring) = self.ring.as_mut() {
+                        ring.expiring.push_back((kept, s, id));
+                    }
+                }
+                self.try_remove(s, id);
             }
         }
         if !self.ended.is_empty() {
@@ -610,36 +811,60 @@ impl Keeper {
 
     /// Writes what the flight recorder holds, with the ancestors its lines need, and empties it.
     pub(crate) fn dump(&mut self, out: &mut dyn Out) {
-        let Some(ring) = self.ring.as_mut() else { return };
+        if self.ring.is_none() {
+            return;
+        }
         self.dumps += 1;
-        let mut items = std::mem::take(&mut ring.items);
-        ring.bytes = 0;
-        for item in items.drain(..) {
-            if usize::from(item.kind) == RECORD {
-                if let Some(n) = self.table.get_mut(item.id) {
-                    n.buffered = false;
-                    let parent = n.parent;
-                    self.materialize(parent, out);
-                    self.materialize(Some(item.id), out);
+        while let Some(ring) = self.ring.as_mut().filter(|r| r.len() > 0) {
+            let (at, (words, kind, node)) = ring.front();
+            ring.pop(words);
+            if kind == RECORD {
+                let n = &mut self.table.nodes[node as usize];
+                debug_assert!(n.buffered && n.line == Loc::Arena(at), "a record in the window");
+                n.buffered = false;
+                let (id, parent) = (n.id, n.parent);
+                self.materialize(parent, out);
+                // Written now, with what its node holds (nothing while buffered); the entry is
+                // dropped by `write_node`.
+                if let Some(s) = self.table.remove(id) {
+                    self.write_node(s, out);
                 }
-                // Written just now with its node, or earlier as an ancestor.
-                self.lines.release(item.line);
                 continue;
             }
-            if let Some(n) = self.table.get_mut(item.id) {
-                n.refs = n.refs.saturating_sub(1);
-            }
-            self.materialize(Some(item.id), out);
-            if let Some(ring) = self.ring.as_mut() {
-                if let Some(line) = ring.fifo.front() {
-                    out.put(&line);
-                }
-                ring.fifo.pop(item.words as usize);
-            }
+            // SAFETY: a line that was in the window, not dropped; it stays in place while it is
+            // written (nothing is pushed to the arena meanwhile, and chunks never move).
+            let entry = unsafe { Entry::read(at.add(PREFIX)) };
+            self.materialize(Some(entry.id), out);
+            out.put(&entry);
+            // SAFETY: written; dropped once, here.
+            unsafe { Entry::drop_in_place(at.add(PREFIX)) };
         }
         if let Some(ring) = self.ring.as_mut() {
-            // Keep the allocation for the next lines.
-            ring.items = items;
+            ring.start_chunk = ring.arena.last();
+        }
+        self.settle();
+    }
+}
+
+impl Drop for Keeper {
+    /// Frees what the entries still in the arena own: the window's, and the pinned records'.
+    /// (`Lines` frees its own.)
+    fn drop(&mut self) {
+        let Some(ring) = self.ring.as_mut() else { return };
+        while ring.len() > 0 {
+            let (at, (words, ..)) = ring.front();
+            ring.pop(words);
+            // SAFETY: a line that was in the window, not dropped; dropped once, here.
+            unsafe { Entry::drop_in_place(at.add(PREFIX)) };
+        }
+        for n in &mut self.table.nodes {
+            if let Loc::Arena(at) = n.line {
+                if !n.buffered {
+                    // SAFETY: a pinned entry, not dropped; dropped once, here.
+                    unsafe { Entry::drop_in_place(at.add(PREFIX)) };
+                }
+                n.line = Loc::Nowhere;
+            }
         }
     }
 }
