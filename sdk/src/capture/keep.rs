@@ -19,13 +19,12 @@
 //! referred to. A line that reaches the file first writes its missing ancestors, top down, each
 //! with its own (real) start cycle and the annotations held with it (CAP-ANC-1).
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 
 use super::config::{Capture, Recorder, Trigger};
 use super::gate::{ANNOTATION, END, EVENT, RECORD};
-use crate::format::Value;
+use crate::format::{Str, Value};
 use crate::write::line::{Entry, Kind};
 
 /// Where the keeper's lines go: the writer encodes them onto its batch and counts them.
@@ -34,27 +33,123 @@ pub(crate) trait Out {
     fn put(&mut self, line: &Entry<'_>);
 }
 
-/// A record id's slot in the table. Ids are unique, and hashing them with a multiplication is
-/// enough (SipHash was a measurable part of the keeper's cost).
+/// Record ids to node slots: open addressing from the id itself, Robin Hood ordered. Ids are
+/// handed out in increasing blocks, so the records alive at once sit in neighbouring buckets,
+/// mostly each in its own (home) bucket, inserted, found and removed in about the order they
+/// came: a lookup touches memory that recent ones touched. (A hash that scatters them, as
+/// `HashMap`'s does, cost a cache miss per lookup, the largest part of the keeper's time per
+/// record.) Robin Hood order (along a run of buckets, homes never decrease) lets a lookup of an
+/// absent id, and the shift after a removal, stop at the first bucket that is its entry's home,
+/// rather than at the end of a run, which here can be as long as the whole window.
 #[derive(Default)]
-struct IdHash(u64);
-
-impl Hasher for IdHash {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        let h = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 29);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
+struct Ids {
+    /// (id, slot); `EMPTY` ids mark free buckets. A power of two long, at most half full.
+    buckets: Vec<(u64, u32)>,
+    len: usize,
 }
 
-type Ids = HashMap<u64, u32, BuildHasherDefault<IdHash>>;
+/// A free bucket's id (never handed out: ids count up from 1).
+const EMPTY: u64 = u64::MAX;
+
+impl Ids {
+    fn mask(&self) -> usize {
+        self.buckets.len().wrapping_sub(1)
+    }
+
+    /// How far the entry at bucket `i`, of `id`, is from its home bucket.
+    #[inline]
+    fn distance(&self, i: usize, id: u64) -> usize {
+        i.wrapping_sub(id as usize) & self.mask()
+    }
+
+    /// The bucket holding `id`.
+    #[inline]
+    fn find(&self, id: u64) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = id as usize & mask;
+        let mut d = 0;
+        loop {
+            let k = self.buckets[i].0;
+            if k == id {
+                return Some(i);
+            }
+            if k == EMPTY || self.distance(i, k) < d {
+                return None;
+            }
+            i = (i + 1) & mask;
+            d += 1;
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u64) -> Option<u32> {
+        self.find(id).map(|i| self.buckets[i].1)
+    }
+
+    /// Adds `id` (not there yet).
+    fn insert(&mut self, id: u64, slot: u32) {
+        if (self.len + 1) * 2 > self.buckets.len() {
+            self.grow();
+        }
+        self.len += 1;
+        self.place((id, slot));
+    }
+
+    fn place(&mut self, mut entry: (u64, u32)) {
+        let mask = self.mask();
+        let mut i = entry.0 as usize & mask;
+        let mut d = 0;
+        loop {
+            let k = self.buckets[i].0;
+            if k == EMPTY {
+                self.buckets[i] = entry;
+                return;
+            }
+            // An entry nearer its home gives its bucket to the one farther from its own.
+            let kd = self.distance(i, k);
+            if kd < d {
+                entry = std::mem::replace(&mut self.buckets[i], entry);
+                d = kd;
+            }
+            i = (i + 1) & mask;
+            d += 1;
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let size = (self.buckets.len() * 2).max(1024);
+        let old = std::mem::replace(&mut self.buckets, vec![(EMPTY, 0); size]);
+        for entry in old {
+            if entry.0 != EMPTY {
+                self.place(entry);
+            }
+        }
+    }
+
+    /// Removes `id`, returning its slot; the entries after it that are away from home move back
+    /// one bucket, so no bucket is left marked as deleted.
+    fn remove(&mut self, id: u64) -> Option<u32> {
+        let mut hole = self.find(id)?;
+        let slot = self.buckets[hole].1;
+        self.len -= 1;
+        let mask = self.mask();
+        loop {
+            let next = (hole + 1) & mask;
+            let k = self.buckets[next].0;
+            if k == EMPTY || self.distance(next, k) == 0 {
+                break;
+            }
+            self.buckets[hole] = self.buckets[next];
+            hole = next;
+        }
+        self.buckets[hole] = (EMPTY, 0);
+        Some(slot)
+    }
+}
 
 /// No slot.
 const NONE: u32 = u32::MAX;
@@ -194,7 +289,7 @@ struct Table {
 
 impl Table {
     fn slot(&self, id: u64) -> Option<usize> {
-        self.ids.get(&id).map(|&s| s as usize)
+        self.ids.get(id).map(|s| s as usize)
     }
 
     /// Adds `node` (whose `notes` is empty) and returns its slot: a reused slot keeps its notes
@@ -220,47 +315,131 @@ impl Table {
     /// Takes the node out of the map and frees its slot; the caller writes or releases its
     /// lines, then marks it gone.
     fn remove(&mut self, id: u64) -> Option<usize> {
-        let s = self.ids.remove(&id)?;
+        let s = self.ids.remove(id)?;
         self.free.push(s);
         Some(s as usize)
     }
 }
 
-/// Words per chunk of the recorder's arena: 512 KiB, far above the largest entry (tests use
-/// small chunks, so that chunks are reused and records outlive theirs).
+/// Words per chunk of the recorder's arena: 512 KiB, far above the largest entry (unit tests
+/// use small chunks, so that chunks are reused and records outlive theirs).
 #[cfg(not(test))]
 const CHUNK: usize = 1 << 16;
 #[cfg(test)]
 const CHUNK: usize = 1 << 7;
-/// Words in front of each entry in the arena: its cycle, then its kind, size and node.
-const PREFIX: usize = 2;
-/// A prefix's second word where a chunk's entries end: the next entry is in the next chunk.
-const NEXT_CHUNK: u64 = u64::MAX;
 /// Chunks kept behind the window before their memory is reused: a record that has left the
 /// window stays where it is (pinned) while lines in the window may still need it, usually some
 /// thousands of lines; only one still needed when its chunk is reused is copied out.
 const LAG: u64 = 4;
 
-/// A prefix's second word.
-fn meta(kind: usize, words: usize, node: u32) -> u64 {
-    words as u64 | (kind as u64) << 16 | u64::from(node) << 32
+/// Flags of a line in the recorder's index: its entry starts the next chunk of the arena.
+const NEXT_CHUNK: u64 = 1;
+/// ... its entry owns nothing (static texts, numbers): leaving the window needs no drop, and
+/// does not touch the entry's memory.
+const PLAIN: u64 = 2;
+
+/// A line in the recorder's index: its cycle, and its size, kind, flags and node packed.
+#[derive(Clone, Copy, Default)]
+struct Item {
+    clk: u64,
+    meta: u64,
 }
 
-/// A prefix's second word, read: (words, kind, node).
-fn unmeta(meta: u64) -> (usize, usize, u32) {
-    ((meta & 0xffff) as usize, (meta >> 16 & 0xff) as usize, (meta >> 32) as u32)
+impl Item {
+    fn new(clk: u64, words: usize, kind: usize, flags: u64, node: u32) -> Item {
+        let meta = words as u64 | (kind as u64) << 16 | flags << 24 | u64::from(node) << 32;
+        Item { clk, meta }
+    }
+    fn words(self) -> usize {
+        (self.meta & 0xffff) as usize
+    }
+    fn kind(self) -> usize {
+        (self.meta >> 16 & 0xff) as usize
+    }
+    fn flags(self) -> u64 {
+        self.meta >> 24 & 0xff
+    }
+    fn node(self) -> u32 {
+        (self.meta >> 32) as u32
+    }
 }
 
-/// The recorder's memory: entries back to back, each behind its prefix, in chunks of reused
-/// memory numbered in order; an entry never straddles two chunks. Entries are reached through
-/// raw pointers (a chunk's memory never moves), so keeping a line touches no index.
+/// Whether dropping the entry `m` is a no-op: every part it could own is static or a number.
+/// (A match without a catch-all: a new variant that owns memory must be named here.)
+fn owns_nothing(m: &Entry<'_>) -> bool {
+    let plain = |s: &Str| match s {
+        Str::Static(_) => true,
+        Str::Owned(_) | Str::Shared(_) => false,
+    };
+    plain(m.name)
+        && plain(m.record_type)
+        && plain(m.description)
+        && m.data.extra.is_none()
+        && m.data.inline.iter().all(|(_, v)| match v {
+            Value::Null
+            | Value::Bool(_)
+            | Value::U64(_)
+            | Value::I64(_)
+            | Value::F64(_)
+            | Value::Color(_) => true,
+            Value::Str(s) => plain(s),
+        })
+}
+
+/// The recorder's lines in order, apart from their entries: what deciding that a line leaves the
+/// window reads, 16 bytes a line, sequentially (a ring of reused memory that grows by doubling).
+#[derive(Default)]
+struct Index {
+    items: Vec<Item>,
+    head: usize,
+    len: usize,
+}
+
+impl Index {
+    #[inline]
+    fn push(&mut self, item: Item) {
+        if self.len == self.items.len() {
+            self.grow();
+        }
+        let mask = self.items.len() - 1;
+        self.items[(self.head + self.len) & mask] = item;
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let mut items = vec![Item::default(); (self.items.len() * 2).max(1024)];
+        let mask = self.items.len().wrapping_sub(1);
+        for (i, slot) in items.iter_mut().take(self.len).enumerate() {
+            *slot = self.items[(self.head + i) & mask];
+        }
+        self.items = items;
+        self.head = 0;
+    }
+
+    /// The first line (there is one).
+    #[inline]
+    fn front_mut(&mut self) -> &mut Item {
+        let mask = self.items.len() - 1;
+        &mut self.items[self.head & mask]
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.head = (self.head + 1) & (self.items.len() - 1);
+        self.len -= 1;
+    }
+}
+
+/// The recorder's memory: entries back to back in chunks of reused memory numbered in order; an
+/// entry never straddles two chunks. Entries are reached through raw pointers (a chunk's memory
+/// never moves), so keeping a line touches no index but the recorder's own.
 struct Arena {
     /// Each of `CHUNK` words of capacity, used through pointers (its length stays 0).
     chunks: VecDeque<Vec<MaybeUninit<u64>>>,
     /// The number of `chunks[0]`.
     first: u64,
-    /// Where the next entry goes, and how far entries may reach in that chunk: its last
-    /// `PREFIX` words stay free for the `NEXT_CHUNK` mark.
+    /// Where the next entry goes, and the end of its chunk.
     tail: *mut u64,
     room: *mut u64,
     spare: Vec<Vec<MaybeUninit<u64>>>,
@@ -287,44 +466,39 @@ impl Arena {
         self.chunks[(no - self.first) as usize].as_mut_ptr().cast()
     }
 
-    /// Moves the entry at `at`, of `n` words, to the back behind its prefix; returns where the
-    /// prefix is.
+    /// Moves the entry at `at`, of `n` words, to the back; returns where it is now, and whether
+    /// it starts a new chunk.
     ///
     /// # Safety
     /// As for [`Lines::take`].
     #[inline]
-    unsafe fn push(&mut self, clk: u64, meta: u64, at: *const u64, n: usize) -> *mut u64 {
+    unsafe fn push(&mut self, at: *const u64, n: usize) -> (*mut u64, bool) {
         // Byte distances: both pointers are null before the first chunk.
-        if (self.room as usize).wrapping_sub(self.tail as usize) < (PREFIX + n) * 8 {
+        let next = self.room.addr().wrapping_sub(self.tail.addr()) < n * 8;
+        if next {
             self.next_chunk();
         }
         let dst = self.tail;
-        // SAFETY: `dst` has room for PREFIX + n words before `room` (checked above), in a chunk
-        // that never moves; `at` holds `n` words (the caller's contract).
+        // SAFETY: `dst` has room for n words before `room` (checked above), in a chunk that
+        // never moves; `at` holds `n` words (the caller's contract).
         unsafe {
-            dst.write(clk);
-            dst.add(1).write(meta);
             std::ptr::copy_nonoverlapping(
                 at.cast::<MaybeUninit<u64>>(),
-                dst.add(PREFIX).cast::<MaybeUninit<u64>>(),
+                dst.cast::<MaybeUninit<u64>>(),
                 n,
             );
-            self.tail = dst.add(PREFIX + n);
+            self.tail = dst.add(n);
         }
-        dst
+        (dst, next)
     }
 
-    /// Marks the end of the last chunk's entries and moves `tail` to a new chunk.
+    /// Moves `tail` to a new chunk.
     #[cold]
     fn next_chunk(&mut self) {
-        if !self.tail.is_null() {
-            // SAFETY: `room` keeps PREFIX words free after the last entry of the chunk.
-            unsafe { self.tail.add(1).write(NEXT_CHUNK) };
-        }
         let mut chunk = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
         self.tail = chunk.as_mut_ptr().cast();
-        // SAFETY: within the chunk's capacity.
-        self.room = unsafe { self.tail.add(CHUNK - PREFIX) };
+        // SAFETY: the end of the chunk's capacity.
+        self.room = unsafe { self.tail.add(CHUNK) };
         self.chunks.push_back(chunk);
     }
 
@@ -343,7 +517,8 @@ impl Arena {
 struct Ring {
     limit: Recorder,
     arena: Arena,
-    /// The window's first entry's prefix (when the window is not empty), and its chunk.
+    index: Index,
+    /// The window's first entry (when the window is not empty), and its chunk.
     start: *mut u64,
     start_chunk: u64,
     /// Lines kept so far, and lines that have left the window (written or dropped).
@@ -352,7 +527,7 @@ struct Ring {
     /// The words of the entries in the window.
     words: u64,
     max_clk: u64,
-    /// Records that left the window while still needed, where they are: (chunk, prefix, node,
+    /// Records that left the window while still needed, where they are: (chunk, entry, node,
     /// id).
     pinned: VecDeque<(u64, *mut u64, u32, u64)>,
     /// Safe records waiting for the lines that may need them to leave the window: (the
@@ -365,6 +540,7 @@ impl Ring {
         Ring {
             limit,
             arena: Arena::new(),
+            index: Index::default(),
             start: std::ptr::null_mut(),
             start_chunk: 0,
             kept: 0,
@@ -376,31 +552,31 @@ impl Ring {
         }
     }
 
-    fn len(&self) -> u64 {
-        self.kept - self.gone
+    fn len(&self) -> usize {
+        self.index.len
     }
 
-    /// The window's first entry (there is one): its prefix, and its (words, kind, node).
+    /// The window's first line (there is one): its entry, and its item.
     #[inline]
-    fn front(&mut self) -> (*mut u64, (usize, usize, u32)) {
-        // SAFETY: `start` is the prefix of the window's first entry, or a chunk's end mark
-        // followed by it at the next chunk's start (a later entry exists, so the mark does).
-        unsafe {
-            let mut meta = self.start.add(1).read();
-            if meta == NEXT_CHUNK {
-                self.start_chunk += 1;
-                self.start = self.arena.chunk(self.start_chunk);
-                meta = self.start.add(1).read();
-            }
-            (self.start, unmeta(meta))
+    fn front(&mut self) -> (*mut u64, Item) {
+        let item = self.index.front_mut();
+        if item.flags() & NEXT_CHUNK != 0 {
+            item.meta &= !(NEXT_CHUNK << 24);
+            let item = *item;
+            self.start_chunk += 1;
+            self.start = self.arena.chunk(self.start_chunk);
+            return (self.start, item);
         }
+        (self.start, *item)
     }
 
-    /// The window's first entry, of `words` words, leaves it.
+    /// The window's first line, of `words` words, leaves it.
     #[inline]
     fn pop(&mut self, words: usize) {
-        // SAFETY: the entry ends within its chunk; the next prefix or mark follows.
-        self.start = unsafe { self.start.add(PREFIX + words) };
+        // SAFETY: the entry ends within its chunk (the next one starts there or in the next
+        // chunk, which `front` moves to).
+        self.start = unsafe { self.start.add(words) };
+        self.index.pop();
         self.gone += 1;
         self.words -= words as u64;
     }
@@ -469,7 +645,7 @@ impl Keeper {
             EVENT if recording => {
                 let trigger = !self.triggers.is_empty() && self.is_trigger(m);
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
-                unsafe { self.record(EVENT, m.clk, NONE, at, m.words) };
+                unsafe { self.record(EVENT, m.clk, NONE, owns_nothing(m), at, m.words) };
                 if trigger {
                     // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
                     self.dump(out);
@@ -491,7 +667,7 @@ impl Keeper {
                 _ if recording => {
                     let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record(ANNOTATION, clk, NONE, at, m.words) };
+                    unsafe { self.record(ANNOTATION, clk, NONE, owns_nothing(m), at, m.words) };
                 }
                 _ => {
                     out.put(m);
@@ -506,14 +682,14 @@ impl Keeper {
                     self.ended.push((s as u32, m.id));
                     if recording && selected {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe { self.record(END, m.clk, NONE, at, m.words) };
+                        unsafe { self.record(END, m.clk, NONE, owns_nothing(m), at, m.words) };
                     } else {
                         // SAFETY: as above.
                         self.table.nodes[s].end = unsafe { self.lines.take(at, m.words) };
                     }
                 } else if recording {
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record(END, m.clk, NONE, at, m.words) };
+                    unsafe { self.record(END, m.clk, NONE, owns_nothing(m), at, m.words) };
                 } else {
                     out.put(m);
                     return false;
@@ -560,7 +736,7 @@ impl Keeper {
         self.table.nodes[node as usize].line = Loc::Slot(NONE);
         let line = if buffered {
             // SAFETY: the caller's contract; kept, so the caller leaves it.
-            Loc::Arena(unsafe { self.record(RECORD, m.clk, node, at, m.words) })
+            Loc::Arena(unsafe { self.record(RECORD, m.clk, node, false, at, m.words) })
         } else {
             // SAFETY: as above.
             Loc::Slot(unsafe { self.lines.take(at, m.words) })
@@ -589,16 +765,21 @@ impl Keeper {
         kind: usize,
         clk: u64,
         node: u32,
+        plain: bool,
         at: *mut u64,
         n: usize,
     ) -> *mut u64 {
         let Some(ring) = self.ring.as_mut() else { unreachable!("only with a recorder") };
         // SAFETY: the caller's contract.
-        let pos = unsafe { ring.arena.push(clk, meta(kind, n, node), at, n) };
-        if ring.kept == ring.gone {
+        let (pos, next) = unsafe { ring.arena.push(at, n) };
+        let mut flags = if plain { PLAIN } else { 0 };
+        if ring.index.len == 0 {
             ring.start = pos;
             ring.start_chunk = ring.arena.last();
+        } else if next {
+            flags |= NEXT_CHUNK;
         }
+        ring.index.push(Item::new(clk, n, kind, flags, node));
         ring.kept += 1;
         ring.words += n as u64;
         ring.max_clk = ring.max_clk.max(clk);
@@ -615,10 +796,9 @@ impl Keeper {
             if ring.len() <= 1 {
                 break;
             }
-            let (front, (words, kind, node)) = ring.front();
+            let (front, item) = ring.front();
             let old = match ring.limit {
-                // SAFETY: the prefix's first word.
-                Recorder::Cycles(n) => unsafe { front.read() }.saturating_add(n) <= ring.max_clk,
+                Recorder::Cycles(n) => item.clk.saturating_add(n) <= ring.max_clk,
                 // The memory the recorder keeps: its lines as queued (not as encoded).
                 Recorder::Bytes(n) => ring.words * 8 > n,
             };
@@ -627,13 +807,16 @@ impl Keeper {
             }
             evicted = true;
             let chunk = ring.start_chunk;
-            ring.pop(words);
-            if kind != RECORD {
-                // SAFETY: the entry behind the prefix, out of the window now, dropped once,
-                // here; only its words stay.
-                unsafe { Entry::drop_in_place(front.add(PREFIX)) };
+            ring.pop(item.words());
+            if item.kind() != RECORD {
+                if item.flags() & PLAIN == 0 {
+                    // SAFETY: the entry, out of the window now, dropped once, here; only its
+                    // words stay.
+                    unsafe { Entry::drop_in_place(front) };
+                }
                 continue;
             }
+            let node = item.node();
             let gone = ring.gone;
             let n = &mut self.table.nodes[node as usize];
             debug_assert!(n.line == Loc::Arena(front), "a recorded record keeps its node");
@@ -678,10 +861,7 @@ impl Keeper {
                 if n.id == id && n.line == Loc::Arena(at) {
                     // SAFETY: a pinned entry, not dropped (its node still points at it); moved
                     // into the slot, and its words here are forgotten with the chunk.
-                    let line = unsafe {
-                        let (words, ..) = unmeta(at.add(1).read());
-                        self.lines.take(at.add(PREFIX), words)
-                    };
+                    let line = unsafe { self.lines.take(at, Entry::read(at).words) };
                     n.line = Loc::Slot(line);
                 }
             }
@@ -698,10 +878,9 @@ impl Keeper {
                 out.put(&self.lines.get(line));
                 self.lines.release(line);
             }
-            // SAFETY: a recorded record's entry behind its prefix, not dropped (its node points
-            // at it); written, then dropped once, here.
+            // SAFETY: a recorded record's entry, not dropped (its node points at it); written,
+            // then dropped once, here.
             Loc::Arena(at) => unsafe {
-                let at = at.add(PREFIX);
                 out.put(&Entry::read(at));
                 Entry::drop_in_place(at);
             },
@@ -752,9 +931,9 @@ impl Keeper {
             let (parent, parent_node) = (n.parent, n.parent_node);
             match n.line {
                 Loc::Slot(line) => self.lines.release(line),
-                // SAFETY: a pinned entry (out of the window: not buffered) behind its prefix,
-                // not dropped; dropped once, here.
-                Loc::Arena(at) => unsafe { Entry::drop_in_place(at.add(PREFIX)) },
+                // SAFETY: a pinned entry (out of the window: not buffered), not dropped;
+                // dropped once, here.
+                Loc::Arena(at) => unsafe { Entry::drop_in_place(at) },
                 Loc::Nowhere => {}
             }
             n.line = Loc::Nowhere;
@@ -816,10 +995,10 @@ impl Keeper {
         }
         self.dumps += 1;
         while let Some(ring) = self.ring.as_mut().filter(|r| r.len() > 0) {
-            let (at, (words, kind, node)) = ring.front();
-            ring.pop(words);
-            if kind == RECORD {
-                let n = &mut self.table.nodes[node as usize];
+            let (at, item) = ring.front();
+            ring.pop(item.words());
+            if item.kind() == RECORD {
+                let n = &mut self.table.nodes[item.node() as usize];
                 debug_assert!(n.buffered && n.line == Loc::Arena(at), "a record in the window");
                 n.buffered = false;
                 let (id, parent) = (n.id, n.parent);
@@ -833,11 +1012,11 @@ impl Keeper {
             }
             // SAFETY: a line that was in the window, not dropped; it stays in place while it is
             // written (nothing is pushed to the arena meanwhile, and chunks never move).
-            let entry = unsafe { Entry::read(at.add(PREFIX)) };
+            let entry = unsafe { Entry::read(at) };
             self.materialize(Some(entry.id), out);
             out.put(&entry);
             // SAFETY: written; dropped once, here.
-            unsafe { Entry::drop_in_place(at.add(PREFIX)) };
+            unsafe { Entry::drop_in_place(at) };
         }
         if let Some(ring) = self.ring.as_mut() {
             ring.start_chunk = ring.arena.last();
@@ -852,19 +1031,270 @@ impl Drop for Keeper {
     fn drop(&mut self) {
         let Some(ring) = self.ring.as_mut() else { return };
         while ring.len() > 0 {
-            let (at, (words, ..)) = ring.front();
-            ring.pop(words);
-            // SAFETY: a line that was in the window, not dropped; dropped once, here.
-            unsafe { Entry::drop_in_place(at.add(PREFIX)) };
+            let (at, item) = ring.front();
+            ring.pop(item.words());
+            if item.flags() & PLAIN == 0 {
+                // SAFETY: a line that was in the window, not dropped; dropped once, here.
+                unsafe { Entry::drop_in_place(at) };
+            }
         }
         for n in &mut self.table.nodes {
             if let Loc::Arena(at) = n.line {
                 if !n.buffered {
                     // SAFETY: a pinned entry, not dropped; dropped once, here.
-                    unsafe { Entry::drop_in_place(at.add(PREFIX)) };
+                    unsafe { Entry::drop_in_place(at) };
                 }
                 n.line = Loc::Nowhere;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! With chunks of 128 words, so that chunks are reused and records are pinned and copied out
+    //! within a few hundred lines.
+    use std::collections::{BTreeSet, HashMap};
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use proptest::prelude::*;
+    use serde_json::Value as Json;
+
+    use super::Ids;
+    use crate::capture::{Capture, Recorder};
+    use crate::{Metadata, RecordHandle, TraceBuilder};
+
+    proptest! {
+        /// The id map against `HashMap`, with ids that share home buckets and runs that wrap
+        /// around the end of the buckets.
+        #[test]
+        fn ids_map_like_a_hash_map(ops in proptest::collection::vec((0..3u8, 0..40u64, 0..4u64), 1..3000)) {
+            let mut ids = Ids::default();
+            let mut model = HashMap::new();
+            for (i, (op, low, high)) in ops.into_iter().enumerate() {
+                // Ids 1..40 and their twins 1024, 2048 and 3072 buckets further: the same home
+                // while the map has 1024 buckets.
+                let id = 1 + low + high * 1024 + if low > 30 { 1020 } else { 0 };
+                match op {
+                    0 if !model.contains_key(&id) => {
+                        ids.insert(id, i as u32);
+                        model.insert(id, i as u32);
+                    }
+                    1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
+                    _ => prop_assert_eq!(ids.get(id), model.get(&id).copied()),
+                }
+                prop_assert_eq!(ids.len, model.len());
+            }
+            for (&id, &slot) in &model {
+                prop_assert_eq!(ids.get(id), Some(slot));
+            }
+        }
+    }
+
+    #[test]
+    fn ids_map_grows_and_keeps_everything() {
+        let mut ids = Ids::default();
+        for id in 1..5000u64 {
+            ids.insert(id * 7, id as u32);
+        }
+        for id in (1..5000u64).step_by(2) {
+            assert_eq!(ids.remove(id * 7), Some(id as u32));
+        }
+        for id in 1..5000u64 {
+            assert_eq!(ids.get(id * 7), (id % 2 == 0).then_some(id as u32), "{id}");
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// One step of a single-threaded program: begin a record under the `parent`-th open one
+    /// (or the root) with an annotation, an event on the `on`-th open record, or an end.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Begin { parent: usize, owned: bool },
+        Event { on: usize, at: u64 },
+        End { which: usize },
+        Dump,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (0..6usize, any::<bool>()).prop_map(|(parent, owned)| Step::Begin { parent, owned }),
+            6 => (0..6usize, 0..3u64).prop_map(|(on, at)| Step::Event { on, at }),
+            3 => (0..6usize).prop_map(|which| Step::End { which }),
+            1 => Just(Step::Dump),
+        ]
+    }
+
+    /// A line of the model: its key, its record's name, and its cycle.
+    struct Line {
+        key: String,
+        record: String,
+        clk: u64,
+    }
+
+    /// Runs the program under a recorder of `cycles`, and returns the file's lines, and what
+    /// CAP-REC-1 selects, computed here from the lines in the order they were made (one thread:
+    /// the writer's arrival order), with every ancestor of a selected line.
+    fn run(steps: &[Step], cycles: u64) -> (Vec<Json>, BTreeSet<String>) {
+        let out = Buf::default();
+        let c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
+        let trace = TraceBuilder::new().capture(c).writer(out.clone(), Metadata::new()).unwrap();
+        let root = trace.root("root", "Root").begin_at(0).unwrap();
+        let mut parent_of: HashMap<String, String> = HashMap::new();
+        let mut open: Vec<(RecordHandle, String)> = Vec::new();
+        let mut lines = vec![Line { key: "record root".into(), record: "root".into(), clk: 0 }];
+        let mut selected = BTreeSet::new();
+        let mut window: Vec<usize> = vec![0];
+        let mut max_clk = 0;
+        // Keeps the newest line, and drops from the oldest while its cycle is `cycles` behind.
+        let settle = |window: &mut Vec<usize>, lines: &[Line], max_clk: u64| {
+            while window.len() > 1 && lines[window[0]].clk + cycles <= max_clk {
+                window.remove(0);
+            }
+        };
+        let mut clk = 0;
+        for (i, s) in steps.iter().enumerate() {
+            clk += 1;
+            match *s {
+                Step::Begin { parent, owned } => {
+                    let name = format!("r{i}");
+                    let (h, p) = match open.get(parent) {
+                        Some((p, pname)) => (p.child(name.clone(), "R"), pname.clone()),
+                        None => (root.child(name.clone(), "R"), "root".to_owned()),
+                    };
+                    let h = if owned { h.field("text", format!("owned {i}")) } else { h.field("n", i as u64) };
+                    let h = h.begin_at(clk).unwrap();
+                    h.annotation(format!("a{i}")).emit().unwrap();
+                    parent_of.insert(name.clone(), p);
+                    lines.push(Line { key: format!("record {name}"), record: name.clone(), clk });
+                    max_clk = max_clk.max(clk);
+                    window.push(lines.len() - 1);
+                    settle(&mut window, &lines, max_clk);
+                    // An annotation takes the largest cycle seen when it comes.
+                    lines.push(Line { key: format!("annotation a{i}"), record: name.clone(), clk: max_clk });
+                    window.push(lines.len() - 1);
+                    settle(&mut window, &lines, max_clk);
+                    open.push((h, name));
+                }
+                Step::Event { on, at } => {
+                    let Some((h, name)) = open.get(on) else { continue };
+                    let at = clk.saturating_sub(at).max(h.start_clk());
+                    h.event("e").field("tag", format!("e{i}")).emit_at(at).unwrap();
+                    lines.push(Line { key: format!("event e{i}"), record: name.clone(), clk: at });
+                    max_clk = max_clk.max(at);
+                    window.push(lines.len() - 1);
+                    settle(&mut window, &lines, max_clk);
+                }
+                Step::End { which } => {
+                    if which >= open.len() {
+                        continue;
+                    }
+                    // Children first, so that no record ends before its children.
+                    let name = open[which].1.clone();
+                    while open.len() > which {
+                        let Some((h, n)) = open.pop() else { break };
+                        h.end_at(clk).unwrap();
+                        lines.push(Line { key: format!("end {n}"), record: n.clone(), clk });
+                        max_clk = max_clk.max(clk);
+                        window.push(lines.len() - 1);
+                        settle(&mut window, &lines, max_clk);
+                    }
+                    let _ = name;
+                }
+                Step::Dump => {
+                    trace.dump().unwrap();
+                    selected.extend(window.drain(..));
+                }
+            }
+        }
+        while let Some((h, n)) = open.pop() {
+            clk += 1;
+            h.end_at(clk).unwrap();
+            lines.push(Line { key: format!("end {n}"), record: n.clone(), clk });
+            max_clk = max_clk.max(clk);
+            window.push(lines.len() - 1);
+            settle(&mut window, &lines, max_clk);
+        }
+        clk += 1;
+        root.end_at(clk).unwrap();
+        lines.push(Line { key: "end root".into(), record: "root".into(), clk });
+        max_clk = max_clk.max(clk);
+        window.push(lines.len() - 1);
+        settle(&mut window, &lines, max_clk);
+        trace.close().unwrap();
+        selected.extend(window);
+        let mut want = BTreeSet::new();
+        for &l in &selected {
+            let line = &lines[l];
+            want.insert(line.key.clone());
+            // Its record (for a record line, itself) and the records above.
+            let mut r = Some(line.record.clone());
+            while let Some(name) = r {
+                want.insert(format!("record {name}"));
+                r = parent_of.get(&name).cloned();
+            }
+        }
+        let bytes = out.0.lock().unwrap().clone();
+        let (diags, report) = jets_read::validate::validate_bytes(&bytes);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(diags.is_empty() && report.errors == 0, "{diags:?}\n{text}");
+        (text.lines().map(|l| serde_json::from_str(l).unwrap()).collect(), want)
+    }
+
+    /// The keys of a file's lines, as `run` makes them.
+    fn keys(lines: &[Json]) -> BTreeSet<String> {
+        let mut names = HashMap::new();
+        let mut keys = BTreeSet::new();
+        for l in lines {
+            let name = l["name"].as_str().unwrap_or_default().to_owned();
+            match l["type"].as_str() {
+                Some("record") => {
+                    names.insert(l["id"].as_u64(), name.clone());
+                    keys.insert(format!("record {name}"));
+                }
+                Some("event") => {
+                    keys.insert(format!("event {}", l["data"]["tag"].as_str().unwrap()));
+                }
+                Some("annotation") => {
+                    keys.insert(format!("annotation {name}"));
+                }
+                Some("record_end") => {
+                    let name = names.get(&l["record_id"].as_u64()).cloned();
+                    keys.insert(format!("end {}", name.unwrap_or_else(|| format!("of no record {l}"))));
+                }
+                _ => {}
+            }
+        }
+        keys
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// A recorder over small chunks writes exactly the lines of its window at each dump and
+        /// at close, with their ancestors (real start cycles: the validator checks the order),
+        /// however long the records outlive their place in it.
+        #[test]
+        fn the_recorder_writes_its_window_and_the_ancestors(
+            steps in proptest::collection::vec(step(), 1..400),
+            cycles in 1..60u64,
+        ) {
+            let (lines, want) = run(&steps, cycles);
+            let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            prop_assert_eq!(keys(&lines), want, "{}", text.join("\n"));
         }
     }
 }
