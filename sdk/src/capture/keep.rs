@@ -408,7 +408,7 @@ impl Index {
 
     #[cold]
     fn grow(&mut self) {
-        let mut items = vec![Item::default(); (self.items.len() * 2).max(1024)];
+        let mut items = vec![Item::default(); (self.items.len() * 2).max(1 << 14)];
         let mask = self.items.len().wrapping_sub(1);
         for (i, slot) in items.iter_mut().take(self.len).enumerate() {
             *slot = self.items[(self.head + i) & mask];
@@ -748,9 +748,10 @@ impl Keeper {
     fn is_trigger(&self, m: &Entry<'_>) -> bool {
         self.triggers.iter().any(|t| match t {
             Trigger::Event(name) => name.as_str() == &**m.name,
-            Trigger::Error => m.data.fields().any(|(k, v)| {
-                k == "severity" && matches!(v, Value::Str(s) if &**s == "error")
-            }),
+            Trigger::Error => m
+                .data
+                .fields()
+                .any(|(k, v)| k == "severity" && matches!(v, Value::Str(s) if &**s == "error")),
         })
     }
 
@@ -1175,7 +1176,11 @@ mod tests {
                         Some((p, pname)) => (p.child(name.clone(), "R"), pname.clone()),
                         None => (root.child(name.clone(), "R"), "root".to_owned()),
                     };
-                    let h = if owned { h.field("text", format!("owned {i}")) } else { h.field("n", i as u64) };
+                    let h = if owned {
+                        h.field("text", format!("owned {i}"))
+                    } else {
+                        h.field("n", i as u64)
+                    };
                     let h = h.begin_at(clk).unwrap();
                     h.annotation(format!("a{i}")).emit().unwrap();
                     parent_of.insert(name.clone(), p);
@@ -1184,7 +1189,11 @@ mod tests {
                     window.push(lines.len() - 1);
                     settle(&mut window, &lines, max_clk);
                     // An annotation takes the largest cycle seen when it comes.
-                    lines.push(Line { key: format!("annotation a{i}"), record: name.clone(), clk: max_clk });
+                    lines.push(Line {
+                        key: format!("annotation a{i}"),
+                        record: name.clone(),
+                        clk: max_clk,
+                    });
                     window.push(lines.len() - 1);
                     settle(&mut window, &lines, max_clk);
                     open.push((h, name));
@@ -1273,7 +1282,10 @@ mod tests {
                 }
                 Some("record_end") => {
                     let name = names.get(&l["record_id"].as_u64()).cloned();
-                    keys.insert(format!("end {}", name.unwrap_or_else(|| format!("of no record {l}"))));
+                    keys.insert(format!(
+                        "end {}",
+                        name.unwrap_or_else(|| format!("of no record {l}"))
+                    ));
                 }
                 _ => {}
             }
