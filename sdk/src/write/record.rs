@@ -11,13 +11,21 @@
 //! to the trace either, so making and ending one touches no shared reference count. Decisions
 //! that need the line's cycle or data (a window's start, ROI, unit filters, sampling) are taken
 //! when it is written, as before.
+//!
+//! A record capture *holds* (it may become the ancestor of a captured line: it began before the
+//! window, outside the regions of interest, or fails a filter its descendants may pass) is
+//! *deferred* (CAP-DEFER-1): its line stays in the builder's box, in the handle, and is pushed
+//! (held, for the writer to decide) only when a line is made under it. Most held records end
+//! before anything under them is captured: then they cost no push and no work in the writer.
 
+use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
 use super::ring::{self, Pos};
-use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
+use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
 use crate::error::Error;
 use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
@@ -36,14 +44,52 @@ pub struct RecordHandle {
     id: u64,
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
-    /// wait for it.
-    pos: Pos,
+    /// wait for it. Read through [`RecordHandle::pushed`]: a deferred record's is written once,
+    /// by the thread that pushes its line, before [`RecordHandle::state`] says [`PUSHED`].
+    pos: UnsafeCell<Pos>,
+    /// [`PUSHED`], or the state of a deferred record's line.
+    state: AtomicU8,
+    /// A deferred record's line, not pushed yet: taken by the one thread that moves `state` from
+    /// [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
+    deferred: UnsafeCell<Option<Box<Slot>>>,
     /// False when the drop policy dropped this record's line, or capture left it out: then
     /// everything hanging off it is dropped or left out (and counted) too, so no line can refer
     /// to a record missing from the file.
     live: bool,
     /// Capture control's bits for lines made through this handle (`capture::gate::bits`).
     cap: u8,
+}
+
+impl Drop for RecordHandle {
+    /// A deferred record dropped without an end: its line goes back to the pool (it was counted
+    /// as left out when it was deferred).
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(slot) = self.deferred.get_mut().take() {
+            release(slot);
+        }
+    }
+}
+
+// SAFETY: `pos` and `deferred` are the only fields shared without synchronization of their own.
+// `deferred` is touched only by the thread that won `state`'s move from DEFERRED to PUSHING, or
+// through `&mut`/ownership; `pos` is written by that same thread before it publishes PUSHED
+// (release) and read only after PUSHED was seen (acquire).
+unsafe impl Sync for RecordHandle {}
+
+/// The record line is in its ring (every handle but a deferred one).
+const PUSHED: u8 = 0;
+/// A deferred record: its line is in the handle (CAP-DEFER-1).
+const DEFERRED: u8 = 1;
+/// A thread is pushing the deferred line: the others wait for it.
+const PUSHING: u8 = 2;
+/// Pushing the deferred line found the trace closed: nothing more is written under it.
+const CLOSED: u8 = 3;
+
+thread_local! {
+    /// Set while this thread pushes a deferred line: a signal handler on it that emits under the
+    /// same record must not wait for that push, which cannot go on until the handler returns.
+    static PUSHING_DEFERRED: Cell<bool> = const { Cell::new(false) };
 }
 
 impl std::fmt::Debug for RecordHandle {
@@ -72,6 +118,67 @@ impl RecordHandle {
     /// record may be held as a possible ancestor, or kept by a flight recorder.
     pub fn is_recorded(&self) -> bool {
         self.live
+    }
+
+    /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
+    /// the writer to decide), since a line is being made under it.
+    #[inline(always)]
+    fn pushed(&self) -> Result<&Pos, Error> {
+        if self.state.load(Ordering::Acquire) != PUSHED {
+            self.push_deferred()?;
+        }
+        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `state`).
+        Ok(unsafe { &*self.pos.get() })
+    }
+
+    /// Pushes a deferred record's line, or waits for the thread that is pushing it.
+    #[cold]
+    #[inline(never)]
+    fn push_deferred(&self) -> Result<(), Error> {
+        // Inside a push on this thread (an allocator or destructor that emits): refused, as that
+        // push would be, before the line is taken.
+        if ring::Entered::enter().is_none() {
+            return Err(Error::Reentrant);
+        }
+        let Some(inner) = self.inner.as_ref() else { return Err(Error::Closed) };
+        loop {
+            match self.state.compare_exchange(
+                DEFERRED,
+                PUSHING,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(PUSHED) => return Ok(()),
+                Err(CLOSED) => return Err(Error::Closed),
+                Err(_) if PUSHING_DEFERRED.with(Cell::get) => return Err(Error::Reentrant),
+                Err(_) => std::thread::yield_now(),
+            }
+        }
+        PUSHING_DEFERRED.with(|p| p.set(true));
+        // SAFETY: this thread moved `state` out of DEFERRED, so it alone reaches `deferred`.
+        let slot = unsafe { (*self.deferred.get()).take() };
+        let pushed = match slot {
+            Some(slot) => push_slot(&inner.shared, slot),
+            None => Err(ring::Refused::Closed),
+        };
+        PUSHING_DEFERRED.with(|p| p.set(false));
+        match pushed {
+            Ok(Some((pos, _))) => {
+                // No longer left out: the writer holds it, and counts it if never written.
+                gate::left::uncount(self.trace_id, gate::RECORD);
+                // SAFETY: as above; readers wait for PUSHED, published below.
+                unsafe { *self.pos.get() = pos };
+                self.state.store(PUSHED, Ordering::Release);
+                Ok(())
+            }
+            // Deferral is only under `Policy::Block`, whose pushes drop nothing, and a push
+            // nested in another was refused above: the trace has closed.
+            Ok(None) | Err(_) => {
+                self.state.store(CLOSED, Ordering::Release);
+                Err(Error::Closed)
+            }
+        }
     }
 
     /// Starts describing a child record.
@@ -119,7 +226,7 @@ impl RecordHandle {
         };
         if let Some(sampled) = made {
             b.sampled = sampled;
-            b.p = Pending::new(Kind::Record, 0, name.into(), Some(&self.pos));
+            b.p = Pending::under(self, Kind::Record, 0, name.into());
             if let Some(line) = b.p.line() {
                 line.parent = Some(self.id);
                 line.record_type = record_type;
@@ -135,7 +242,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
+                b.p = Pending::under(self, Kind::Event, self.id, name);
             }
         }
         b
@@ -160,7 +267,7 @@ impl RecordHandle {
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
             if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
-                b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
+                b.p = Pending::under(self, Kind::Event, self.id, name);
             }
         }
         b
@@ -171,7 +278,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(&self.pos));
+            b.p = Pending::under(self, Kind::Annotation, self.id, name.into());
         }
         b
     }
@@ -204,7 +311,20 @@ impl RecordHandle {
             self.not_written(DROP_END);
             return Ok(());
         };
-        write_end(inner, self.id, self.pos, clk, status)
+        match self.state.load(Ordering::Acquire) {
+            // SAFETY: PUSHED was seen (acquire): `pos` is written.
+            PUSHED => write_end(inner, self.id, unsafe { *self.pos.get() }, clk, status),
+            DEFERRED => {
+                // Nothing under it was made: its line and its end are left out.
+                // SAFETY: the handle is ours (no other thread can reach it now).
+                if let Some(slot) = unsafe { (*self.deferred.get()).take() } {
+                    release(slot);
+                }
+                inner.shared.gate.leave(gate::END);
+                Ok(())
+            }
+            _ => Err(Error::Closed),
+        }
     }
 
     /// Ends the record at `clk` with a final `status` on the `record_end` line, for outcomes known
@@ -353,19 +473,24 @@ fn begin_line(
         return Ok(left_out(trace_id, clk));
     }
     line.hold = verdict == Verdict::Hold;
+    if line.hold && shared.policy == Policy::Block {
+        // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
+        // until then, so that a trace closed while it is open counts it.
+        let id = shared.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        line.id = id;
+        shared.gate.leave(gate::RECORD);
+        let mut handle = new_handle(Some(Arc::clone(inner)), trace_id, id, clk, true, cap);
+        handle.state = AtomicU8::new(DEFERRED);
+        handle.deferred = UnsafeCell::new(Some(slot));
+        return Ok(handle);
+    }
     let Some((pos, id)) = push_slot(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
         return Ok(dropped(inner, clk));
     };
-    Ok(RecordHandle {
-        inner: Some(Arc::clone(inner)),
-        trace_id,
-        id,
-        start: clk,
-        pos,
-        live: true,
-        cap,
-    })
+    let mut handle = new_handle(Some(Arc::clone(inner)), trace_id, id, clk, true, cap);
+    handle.pos = UnsafeCell::new(pos);
+    Ok(handle)
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -418,6 +543,24 @@ impl Pending {
         // part by part (`write(Line::new(..))` can copy the whole ~500-byte line).
         unsafe { Line::init(slot.line.as_mut_ptr(), kind, id, name, after) };
         Pending(ManuallyDrop::new(Some(slot)))
+    }
+
+    /// A line made under `record`, after its line (pushing it now if it was deferred). When
+    /// that push fails, the builder keeps the error for the call that would write the line.
+    #[inline(always)]
+    fn under(record: &RecordHandle, kind: Kind, id: u64, name: Str) -> Pending {
+        match record.pushed() {
+            Ok(pos) => Pending::new(kind, id, name, Some(pos)),
+            Err(e) => Pending::failed(kind, id, name, e),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn failed(kind: Kind, id: u64, name: Str, e: Error) -> Pending {
+        let mut p = Pending::new(kind, id, name, None);
+        p.set_error(e);
+        p
     }
 
     /// The line, unless the builder is inert (or the line was pushed).
@@ -748,29 +891,36 @@ impl<'a> RecordBuilder<'a> {
 /// The handle of a record left out by capture: it keeps no trace, only the id to count by.
 #[inline(always)]
 fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
+    new_handle(None, trace_id, 0, clk, false, bits::LEFT)
+}
+
+/// A handle whose line is pushed (or not written at all), at no position yet.
+#[inline(always)]
+fn new_handle(
+    inner: Option<Arc<Inner>>,
+    trace_id: u64,
+    id: u64,
+    start: u64,
+    live: bool,
+    cap: u8,
+) -> RecordHandle {
     RecordHandle {
-        inner: None,
+        inner,
         trace_id,
-        id: 0,
-        start: clk,
-        pos: Pos { ring: u32::MAX, index: u64::MAX },
-        live: false,
-        cap: bits::LEFT,
+        id,
+        start,
+        pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
+        state: AtomicU8::new(PUSHED),
+        deferred: UnsafeCell::new(None),
+        live,
+        cap,
     }
 }
 
 /// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
 #[cold]
 fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
-    RecordHandle {
-        inner: Some(Arc::clone(inner)),
-        trace_id: inner.shared.gate.trace_id(),
-        id: 0,
-        start: clk,
-        pos: Pos { ring: u32::MAX, index: u64::MAX },
-        live: false,
-        cap: 0,
-    }
+    new_handle(Some(Arc::clone(inner)), inner.shared.gate.trace_id(), 0, clk, false, 0)
 }
 
 /// Describes an event before it is emitted. Made by [`RecordHandle::event`].
