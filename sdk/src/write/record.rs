@@ -40,7 +40,8 @@ pub struct RecordHandle {
     /// `None` for a record left out by capture: nothing under it is written, only counted (by
     /// trace id), so it needs no reference to the trace.
     inner: Option<Arc<Inner>>,
-    trace_id: u64,
+    /// The record's id; for a record left out by capture (no `inner`), the trace's id, which is
+    /// what its lines are counted by (one word less to move for every handle).
     id: u64,
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
@@ -95,7 +96,7 @@ thread_local! {
 impl std::fmt::Debug for RecordHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecordHandle")
-            .field("id", &self.id)
+            .field("id", &self.id())
             .field("start", &self.start)
             .field("live", &self.live)
             .finish()
@@ -105,7 +106,20 @@ impl std::fmt::Debug for RecordHandle {
 impl RecordHandle {
     /// The record's id (unique in the trace, allocated by the SDK, starting at 1).
     pub fn id(&self) -> u64 {
-        self.id
+        if self.inner.is_some() {
+            self.id
+        } else {
+            0
+        }
+    }
+
+    /// The trace's id (keys the left-out counters).
+    #[inline(always)]
+    fn trace_id(&self) -> u64 {
+        match &self.inner {
+            Some(inner) => inner.shared.gate.trace_id(),
+            None => self.id,
+        }
     }
 
     /// The cycle at which the record began.
@@ -166,7 +180,7 @@ impl RecordHandle {
         match pushed {
             Ok(Some((pos, _))) => {
                 // No longer left out: the writer holds it, and counts it if never written.
-                gate::left::uncount(self.trace_id, gate::RECORD);
+                gate::left::uncount(self.trace_id(), gate::RECORD);
                 // SAFETY: as above; readers wait for PUSHED, published below.
                 unsafe { *self.pos.get() = pos };
                 self.state.store(PUSHED, Ordering::Release);
@@ -291,7 +305,7 @@ impl RecordHandle {
             Some(inner) if self.cap & bits::LEFT == 0 && !self.live => {
                 inner.shared.count_drop(kind)
             }
-            _ => gate::left::count(self.trace_id, kind),
+            _ => gate::left::count(self.trace_id(), kind),
         }
     }
 
@@ -306,6 +320,12 @@ impl RecordHandle {
     #[inline(always)]
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
+        if self.inner.is_none() {
+            // Left out by capture: it holds nothing to drop (no trace, no deferred line).
+            gate::left::count(self.id, gate::END);
+            std::mem::forget(self);
+            return Ok(());
+        }
         let Some(inner) = self.inner.as_ref().filter(|_| self.live) else {
             // The end of a dropped or left-out record is too, and counted like everything on it.
             self.not_written(DROP_END);
@@ -358,7 +378,7 @@ impl RecordHandle {
     #[inline(always)]
     fn check_clk(&self, clk: u64) -> Result<(), Error> {
         if clk < self.start {
-            return Err(Error::ClkBeforeStart { clk, start: self.start, record_id: self.id });
+            return Err(Error::ClkBeforeStart { clk, start: self.start, record_id: self.id() });
         }
         Ok(())
     }
@@ -466,7 +486,7 @@ fn begin_line(
         parent.map_or(0, |p| p.cap),
         sampled,
     );
-    let trace_id = parent.map_or_else(|| shared.gate.trace_id(), |p| p.trace_id);
+    let trace_id = shared.gate.trace_id();
     if verdict == Verdict::Leave {
         release(slot);
         shared.gate.leave(gate::RECORD);
@@ -479,7 +499,7 @@ fn begin_line(
         let id = shared.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         line.id = id;
         shared.gate.leave(gate::RECORD);
-        let mut handle = new_handle(Some(Arc::clone(inner)), trace_id, id, clk, true, cap);
+        let mut handle = new_handle(Some(Arc::clone(inner)), id, clk, true, cap);
         handle.state = AtomicU8::new(DEFERRED);
         handle.deferred = UnsafeCell::new(Some(slot));
         return Ok(handle);
@@ -488,7 +508,7 @@ fn begin_line(
         shared.count_drop(DROP_RECORD);
         return Ok(dropped(inner, clk));
     };
-    let mut handle = new_handle(Some(Arc::clone(inner)), trace_id, id, clk, true, cap);
+    let mut handle = new_handle(Some(Arc::clone(inner)), id, clk, true, cap);
     handle.pos = UnsafeCell::new(pos);
     Ok(handle)
 }
@@ -869,7 +889,7 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn trace_id(&self) -> u64 {
         match (self.parent, self.inner) {
-            (Some(p), _) => p.trace_id,
+            (Some(p), _) => p.trace_id(),
             (None, Some(inner)) => inner.shared.gate.trace_id(),
             (None, None) => 0, // not made: a root builder always has the trace
         }
@@ -891,22 +911,14 @@ impl<'a> RecordBuilder<'a> {
 /// The handle of a record left out by capture: it keeps no trace, only the id to count by.
 #[inline(always)]
 fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
-    new_handle(None, trace_id, 0, clk, false, bits::LEFT)
+    new_handle(None, trace_id, clk, false, bits::LEFT)
 }
 
 /// A handle whose line is pushed (or not written at all), at no position yet.
 #[inline(always)]
-fn new_handle(
-    inner: Option<Arc<Inner>>,
-    trace_id: u64,
-    id: u64,
-    start: u64,
-    live: bool,
-    cap: u8,
-) -> RecordHandle {
+fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
     RecordHandle {
         inner,
-        trace_id,
         id,
         start,
         pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
@@ -920,7 +932,7 @@ fn new_handle(
 /// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
 #[cold]
 fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
-    new_handle(Some(Arc::clone(inner)), inner.shared.gate.trace_id(), 0, clk, false, 0)
+    new_handle(Some(Arc::clone(inner)), 0, clk, false, 0)
 }
 
 /// Describes an event before it is emitted. Made by [`RecordHandle::event`].
