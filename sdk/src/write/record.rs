@@ -615,9 +615,27 @@ impl Drop for Pending {
 fn release(mut slot: Box<Slot>) {
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed (a push
     // takes the box out first), so the line is ours and dropped exactly once, here.
-    unsafe { slot.line.assume_init_drop() };
+    unsafe { drop_line(slot.line.assume_init_mut()) };
     slot.error = None;
     pool::give(slot);
+}
+
+/// Drops a line that is not pushed. Most lines own nothing but perhaps their name (static
+/// texts, numbers): then only the name is dropped, rather than running the drop glue over every
+/// field. Records that capture deferred and never needed (CAP-DEFER-1) are released this way,
+/// one per instruction before a window.
+///
+/// # Safety
+/// `line` is initialized and is not used or dropped again.
+unsafe fn drop_line(line: &mut Line) {
+    // `Line`'s other members (kind, cycle, ids, position, flags) are plain values.
+    if line.record_type.is_static() && line.description.is_static() && line.data.owns_nothing() {
+        // SAFETY: the caller gives the line up; what is not dropped here owns nothing.
+        unsafe { std::ptr::drop_in_place(&mut line.name) };
+    } else {
+        // SAFETY: as above.
+        unsafe { std::ptr::drop_in_place(line) };
+    }
 }
 
 /// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
