@@ -264,13 +264,21 @@ fn deferred_records_are_pushed_once_when_needed_and_counted_when_not() {
     ended.end_at(40).unwrap();
     drop(core.child("dropped", "Unit").begin_at(50).unwrap());
     let open = core.child("open", "Unit").begin_at(60).unwrap();
+    // Needed with no one having asked its id: it takes one when it is queued.
+    let quiet = core.child("quiet", "Unit").begin_at(70).unwrap();
+    quiet.event_at(150, "late").emit().unwrap();
+    quiet.end_at(160).unwrap();
     let s = t.close().unwrap();
     drop(open);
     let lines = valid(&buf.text());
-    assert_eq!(names(&lines, "record"), ["core", "shared"]);
+    assert_eq!(names(&lines, "record"), ["core", "shared", "quiet"]);
+    let quiet = lines.iter().find(|l| l["name"] == "quiet").unwrap();
+    let late = lines.iter().find(|l| l["name"] == "late").unwrap();
+    assert_eq!(late["record_id"], quiet["id"]);
+    assert_ne!(quiet["id"], id);
     let rec = lines.iter().find(|l| l["name"] == "shared").unwrap();
     assert_eq!((rec["clk"].as_u64(), rec["id"].as_u64()), (Some(10), Some(id)));
-    let ticks = lines.iter().filter(|l| l["type"] == "event").count();
+    let ticks = lines.iter().filter(|l| l["name"] == "tick").count();
     assert_eq!(ticks, 200 - 25, "the fourth thread's last 25 ticks are after the window");
     let f = footer(&lines);
     // ended, dropped, open; the end of `ended`; `early` and the 25 late ticks.

@@ -20,7 +20,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
@@ -40,9 +40,11 @@ pub struct RecordHandle {
     /// `None` for a record left out by capture: nothing under it is written, only counted (by
     /// trace id), so it needs no reference to the trace.
     inner: Option<Arc<Inner>>,
-    /// The record's id; for a record left out by capture (no `inner`), the trace's id, which is
-    /// what its lines are counted by (one word less to move for every handle).
-    id: u64,
+    /// The record's id, or 0 for a deferred record until its line is queued or [`RecordHandle::id`]
+    /// is asked (most deferred records never need one: no locked instruction for them). For a
+    /// record left out by capture (no `inner`), the trace's id, which is what its lines are
+    /// counted by (one word less to move for every handle).
+    id: AtomicU64,
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
     /// wait for it. Read through [`RecordHandle::pushed`]: a deferred record's is written once,
@@ -106,11 +108,36 @@ impl std::fmt::Debug for RecordHandle {
 impl RecordHandle {
     /// The record's id (unique in the trace, allocated by the SDK, starting at 1).
     pub fn id(&self) -> u64 {
-        if self.inner.is_some() {
-            self.id
-        } else {
-            0
+        match &self.inner {
+            Some(inner) => self.id_in(inner),
+            None => 0,
         }
+    }
+
+    /// The record's id in the trace `inner`, allocated now for a deferred record that has none.
+    #[inline(always)]
+    fn id_in(&self, inner: &Inner) -> u64 {
+        match self.raw_id() {
+            0 => self.allocate_id(inner),
+            id => id,
+        }
+    }
+
+    #[cold]
+    fn allocate_id(&self, inner: &Inner) -> u64 {
+        // Ids start at 1: 0 never comes out. A thread that loses the race gives its number up (a
+        // gap in the ids, which need only be unique).
+        let id = inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.id.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => id,
+            Err(first) => first,
+        }
+    }
+
+    /// The id word as it is (see [`RecordHandle::id`] the field).
+    #[inline(always)]
+    fn raw_id(&self) -> u64 {
+        self.id.load(Ordering::Relaxed)
     }
 
     /// The trace's id (keys the left-out counters).
@@ -118,7 +145,7 @@ impl RecordHandle {
     fn trace_id(&self) -> u64 {
         match &self.inner {
             Some(inner) => inner.shared.gate.trace_id(),
-            None => self.id,
+            None => self.raw_id(),
         }
     }
 
@@ -171,7 +198,11 @@ impl RecordHandle {
         }
         PUSHING_DEFERRED.with(|p| p.set(true));
         // SAFETY: this thread moved `state` out of DEFERRED, so it alone reaches `deferred`.
-        let slot = unsafe { (*self.deferred.get()).take() };
+        let mut slot = unsafe { (*self.deferred.get()).take() };
+        if let Some(slot) = slot.as_mut() {
+            // SAFETY: a deferred box holds its record's initialized line.
+            unsafe { slot.line.assume_init_mut() }.id = self.id_in(inner);
+        }
         let pushed = match slot {
             Some(slot) => push_slot(&inner.shared, slot),
             None => Err(ring::Refused::Closed),
@@ -240,9 +271,9 @@ impl RecordHandle {
         };
         if let Some(sampled) = made {
             b.sampled = sampled;
-            b.p = Pending::under(self, Kind::Record, 0, name.into());
+            b.p = Pending::under(self, Kind::Record, name.into());
             if let Some(line) = b.p.line() {
-                line.parent = Some(self.id);
+                line.parent = Some(self.raw_id());
                 line.record_type = record_type;
             }
         }
@@ -256,7 +287,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p = Pending::under(self, Kind::Event, self.id, name);
+                b.p = Pending::under(self, Kind::Event, name);
             }
         }
         b
@@ -281,7 +312,7 @@ impl RecordHandle {
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
             if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
-                b.p = Pending::under(self, Kind::Event, self.id, name);
+                b.p = Pending::under(self, Kind::Event, name);
             }
         }
         b
@@ -292,7 +323,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p = Pending::under(self, Kind::Annotation, self.id, name.into());
+            b.p = Pending::under(self, Kind::Annotation, name.into());
         }
         b
     }
@@ -322,7 +353,7 @@ impl RecordHandle {
         self.check_clk(clk)?;
         if self.inner.is_none() {
             // Left out by capture: it holds nothing to drop (no trace, no deferred line).
-            gate::left::count(self.id, gate::END);
+            gate::left::count(self.raw_id(), gate::END);
             std::mem::forget(self);
             return Ok(());
         }
@@ -333,7 +364,7 @@ impl RecordHandle {
         };
         match self.state.load(Ordering::Acquire) {
             // SAFETY: PUSHED was seen (acquire): `pos` is written.
-            PUSHED => write_end(inner, self.id, unsafe { *self.pos.get() }, clk, status),
+            PUSHED => write_end(inner, self.raw_id(), unsafe { *self.pos.get() }, clk, status),
             DEFERRED => {
                 // Nothing under it was made: its line and its end are left out.
                 // SAFETY: the handle is ours (no other thread can reach it now).
@@ -496,10 +527,8 @@ fn begin_line(
     if line.hold && shared.policy == Policy::Block {
         // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
         // until then, so that a trace closed while it is open counts it.
-        let id = shared.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        line.id = id;
         shared.gate.leave(gate::RECORD);
-        let mut handle = new_handle(Some(Arc::clone(inner)), id, clk, true, cap);
+        let mut handle = new_handle(Some(Arc::clone(inner)), 0, clk, true, cap);
         handle.state = AtomicU8::new(DEFERRED);
         handle.deferred = UnsafeCell::new(Some(slot));
         return Ok(handle);
@@ -565,20 +594,24 @@ impl Pending {
         Pending(ManuallyDrop::new(Some(slot)))
     }
 
-    /// A line made under `record`, after its line (pushing it now if it was deferred). When
-    /// that push fails, the builder keeps the error for the call that would write the line.
+    /// A line made under `record`, after its line (pushing it now if it was deferred); an event
+    /// or annotation refers to it by id (a record's own id comes with its push). When that push
+    /// fails, the builder keeps the error for the call that would write the line.
     #[inline(always)]
-    fn under(record: &RecordHandle, kind: Kind, id: u64, name: Str) -> Pending {
+    fn under(record: &RecordHandle, kind: Kind, name: Str) -> Pending {
         match record.pushed() {
-            Ok(pos) => Pending::new(kind, id, name, Some(pos)),
-            Err(e) => Pending::failed(kind, id, name, e),
+            Ok(pos) => {
+                let id = if kind == Kind::Record { 0 } else { record.raw_id() };
+                Pending::new(kind, id, name, Some(pos))
+            }
+            Err(e) => Pending::failed(kind, name, e),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn failed(kind: Kind, id: u64, name: Str, e: Error) -> Pending {
-        let mut p = Pending::new(kind, id, name, None);
+    fn failed(kind: Kind, name: Str, e: Error) -> Pending {
+        let mut p = Pending::new(kind, 0, name, None);
         p.set_error(e);
         p
     }
@@ -937,7 +970,7 @@ fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
 fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
     RecordHandle {
         inner,
-        id,
+        id: AtomicU64::new(id),
         start,
         pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
         state: AtomicU8::new(PUSHED),
