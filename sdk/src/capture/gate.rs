@@ -58,8 +58,8 @@ pub(crate) struct Gate {
 }
 
 thread_local! {
-    /// This thread's sample counters: (trace id, record_type, records seen).
-    static SAMPLED: RefCell<Vec<(u64, String, u64)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's sample counters: (trace id, index of the `sample=` clause, records seen).
+    static SAMPLED: RefCell<Vec<(u64, usize, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Drop for Gate {
@@ -166,8 +166,8 @@ impl Gate {
         if parent_start >= self.window.end || clk >= self.window.end {
             return None;
         }
-        match self.samples.iter().find(|(t, _)| **t == **record_type) {
-            Some(&(_, n)) => self.sample(record_type, n).then_some(true),
+        match self.sample_clause(record_type) {
+            Some(clause) => self.sample(clause).then_some(true),
             None => Some(false),
         }
     }
@@ -219,9 +219,8 @@ impl Gate {
             // Nothing under it can be in the window either (children start at or after it).
             return (Verdict::Leave, bits::LEFT);
         }
-        let n = self.samples.iter().find(|(t, _)| **t == **record_type).map(|s| s.1);
-        if let Some(n) = n.filter(|_| !sampled) {
-            if !self.sample(record_type, n) {
+        if let Some(clause) = self.sample_clause(record_type).filter(|_| !sampled) {
+            if !self.sample(clause) {
                 return (Verdict::Leave, bits::LEFT);
             }
         }
@@ -249,17 +248,15 @@ impl Gate {
 
     /// Deterministic 1-of-N per record_type, counted per emitting thread (CAP-SAMPLE-1): the 1st,
     /// (N+1)th, (2N+1)th... record of the type begun on a thread are kept.
-    fn sample(&self, record_type: &str, n: u64) -> bool {
+    fn sample(&self, clause: usize) -> bool {
+        let n = self.samples[clause].1;
         SAMPLED
             .try_with(|s| {
                 let mut s = s.borrow_mut();
-                let i = match s
-                    .iter()
-                    .position(|(t, ty, _)| *t == self.trace_id && ty == record_type)
-                {
+                let i = match s.iter().position(|&(t, c, _)| t == self.trace_id && c == clause) {
                     Some(i) => i,
                     None => {
-                        s.push((self.trace_id, record_type.to_owned(), 0));
+                        s.push((self.trace_id, clause, 0));
                         s.len() - 1
                     }
                 };
@@ -268,6 +265,15 @@ impl Gate {
                 seen % n == 0
             })
             .unwrap_or(true)
+    }
+
+    /// The `sample=` clause for `record_type`, if any.
+    #[inline]
+    fn sample_clause(&self, record_type: &str) -> Option<usize> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        self.samples.iter().position(|(t, _)| t == record_type)
     }
 
     /// Whether an event on a record with bits `rec` is written.
@@ -328,9 +334,9 @@ pub(crate) mod left {
         }
 
         #[inline(always)]
-        fn bump(&self, kind: usize) {
+        fn bump(&self, kind: usize, by: u64) {
             let c = &self.kinds[kind];
-            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
         }
     }
 
@@ -407,11 +413,24 @@ pub(crate) mod left {
     /// Counts one line of `kind` left out of `trace` by capture.
     #[inline(always)]
     pub(crate) fn count(trace: u64, kind: usize) {
+        add(trace, kind, 1);
+    }
+
+    /// Takes back a count: a deferred record, counted as left out, was pushed after all
+    /// (CAP-DEFER-1). A thread's counters may go below zero; their sum cannot.
+    #[cold]
+    pub(crate) fn uncount(trace: u64, kind: usize) {
+        add(trace, kind, 1u64.wrapping_neg());
+    }
+
+    /// Adds `by` (wrapping) to a count of `kind` for `trace`.
+    #[inline(always)]
+    fn add(trace: u64, kind: usize, by: u64) {
         if !cfg!(feature = "enabled") {
             return;
         }
         if COUNTING.get() {
-            return count_shared(trace, kind);
+            return count_shared(trace, kind, by);
         }
         COUNTING.set(true);
         // The flag is set before the counter is read and cleared after it is written, as a
@@ -420,8 +439,8 @@ pub(crate) mod left {
         let last = LAST.get();
         // SAFETY: a non-null `LAST` points at counters that `HERE` holds (see `LAST`).
         match unsafe { last.as_ref() } {
-            Some(c) if c.trace == trace => c.bump(kind),
-            _ => count_here(trace, kind),
+            Some(c) if c.trace == trace => c.bump(kind, by),
+            _ => count_here(trace, kind, by),
         }
         compiler_fence(Ordering::SeqCst);
         COUNTING.set(false);
@@ -438,7 +457,7 @@ pub(crate) mod left {
     /// A count for another trace than the last one: looks its counters up (or makes them), and
     /// makes them the last ones.
     #[cold]
-    fn count_here(trace: u64, kind: usize) {
+    fn count_here(trace: u64, kind: usize, by: u64) {
         let counted = HERE.try_with(|here| {
             let Ok(mut here) = here.0.try_borrow_mut() else { return false };
             let counts = match here.iter().position(|c| c.trace == trace) {
@@ -448,12 +467,12 @@ pub(crate) mod left {
                     None => return true, // the trace is gone: nobody will read the count
                 },
             };
-            counts.bump(kind);
+            counts.bump(kind, by);
             LAST.set(Arc::as_ptr(counts));
             true
         });
         if counted != Ok(true) {
-            count_shared(trace, kind);
+            count_shared(trace, kind, by);
         }
     }
 
@@ -472,9 +491,9 @@ pub(crate) mod left {
     }
 
     #[cold]
-    fn count_shared(trace: u64, kind: usize) {
+    fn count_shared(trace: u64, kind: usize, by: u64) {
         if let Some((_, _, shared)) = entry(&mut registry(), trace) {
-            shared.kinds[kind].fetch_add(1, Ordering::Relaxed);
+            shared.kinds[kind].fetch_add(by, Ordering::Relaxed);
         }
     }
 
@@ -485,8 +504,8 @@ pub(crate) mod left {
             return LeftOut::default();
         };
         let sum = |k: usize| {
-            shared.kinds[k].load(Ordering::Relaxed)
-                + threads.iter().map(|c| c.kinds[k].load(Ordering::Relaxed)).sum::<u64>()
+            let counts = threads.iter().map(|c| c.kinds[k].load(Ordering::Relaxed));
+            counts.fold(shared.kinds[k].load(Ordering::Relaxed), u64::wrapping_add)
         };
         LeftOut {
             records: sum(RECORD),
