@@ -24,7 +24,7 @@ use std::mem::MaybeUninit;
 
 use super::config::{Capture, Recorder, Trigger};
 use super::gate::{ANNOTATION, END, EVENT, RECORD};
-use crate::format::{Str, Value};
+use crate::format::Value;
 use crate::write::line::{Entry, Kind};
 
 /// Where the keeper's lines go: the writer encodes them onto its batch and counts them.
@@ -364,26 +364,12 @@ impl Item {
     }
 }
 
-/// Whether dropping the entry `m` is a no-op: every part it could own is static or a number.
-/// (A match without a catch-all: a new variant that owns memory must be named here.)
+/// Whether dropping the entry `m` is a no-op: its texts are static and its data owns nothing.
 fn owns_nothing(m: &Entry<'_>) -> bool {
-    let plain = |s: &Str| match s {
-        Str::Static(_) => true,
-        Str::Owned(_) | Str::Shared(_) => false,
-    };
-    plain(m.name)
-        && plain(m.record_type)
-        && plain(m.description)
-        && m.data.extra.is_none()
-        && m.data.inline.iter().all(|(_, v)| match v {
-            Value::Null
-            | Value::Bool(_)
-            | Value::U64(_)
-            | Value::I64(_)
-            | Value::F64(_)
-            | Value::Color(_) => true,
-            Value::Str(s) => plain(s),
-        })
+    m.name.is_static()
+        && m.record_type.is_static()
+        && m.description.is_static()
+        && m.data.owns_nothing()
 }
 
 /// The recorder's lines in order, apart from their entries: what deciding that a line leaves the
@@ -582,6 +568,9 @@ impl Ring {
     }
 }
 
+/// An ended record: its node and id.
+type Ended = (u32, u64);
+
 pub(crate) struct Keeper {
     lines: Lines,
     table: Table,
@@ -589,8 +578,9 @@ pub(crate) struct Keeper {
     triggers: Vec<Trigger>,
     /// Records ended in this pass of the writer (node, id); they become safe once every ring
     /// has passed the point it had reached when the pass ended.
-    ended: Vec<(u32, u64)>,
-    graves: VecDeque<(Vec<u64>, Vec<(u32, u64)>)>,
+    ended: Vec<Ended>,
+    /// Ended records with the ring positions every ring must pass before they are safe.
+    graves: VecDeque<(Vec<u64>, Vec<Ended>)>,
     /// Lines seen, per kind (what the writer popped).
     pub(crate) seen: [u64; 4],
     pub(crate) dumps: u64,
