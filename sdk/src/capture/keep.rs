@@ -8,11 +8,12 @@
 //! written; the few that are get encoded then.
 //!
 //! The flight recorder is an arena: every line it keeps, records included, goes back to back
-//! into reused chunks, each entry behind two words (its cycle; its kind, size and, for a record,
-//! its node), and leaves from the front when it falls out of the window. Keeping an event or an
-//! end is a copy and a few stores: no lookup, no allocation, no per-line index. Only records
-//! touch the table (at their begin, end, and when they are forgotten), and ancestors are
-//! resolved when the recorder is dumped.
+//! into reused chunks, with an index entry of two words beside it (its cycle; its size, kind,
+//! flags and, for a record, its node), and leaves from the front when it falls out of the window,
+//! decided from the index alone. Keeping an event or an end is a copy and a few stores: no
+//! lookup, no allocation. Only records touch the table (at their begin, end, and when they are
+//! forgotten); a record that leaves the window while lines in it may still need it stays where
+//! it is (pinned) until they leave too, and ancestors are resolved when the recorder is dumped.
 //!
 //! The table holds exactly the records whose line is *not* in the file but may still be needed
 //! (held, or kept by the recorder); a record absent from it is in the file, or can no longer be
