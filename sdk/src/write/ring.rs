@@ -125,8 +125,7 @@ impl LocalRing {
         if registry.retired {
             return Err(Refused::Closed);
         }
-        let (producer, consumer) = spsc::ring(shared.ring_words);
-        debug_assert!(producer.max_entry() >= MAX_WORDS);
+        let (producer, consumer) = spsc::ring(shared.ring_words, MAX_WORDS);
         let slot = Arc::new(Slot {
             busy: AtomicBool::new(false),
             producer: UnsafeCell::new(Some(producer)),
@@ -200,33 +199,41 @@ impl LocalRing {
             line.id = self.next_id(shared);
         }
         let id = line.id;
-        let (flags, words) = line.layout();
-        let at = match producer.reserve(words) {
+        // Room for the largest entry a line with this many fields can make; only when the ring
+        // has less than that is the line's own size worked out, to see whether it still fits.
+        let at = match producer.reserve(line.max_words()) {
             Some(at) => at,
-            None => match shared.policy {
-                Policy::Drop => {
+            None => match reserve_exact(producer, shared, line) {
+                Ok(at) => at,
+                Err(e) => {
                     // SAFETY: consumed here, per the contract.
                     unsafe { ManuallyDrop::drop(line) };
-                    return Ok(None);
+                    return e;
                 }
-                Policy::Block => match push_blocking(producer, shared, words) {
-                    Ok(at) => at,
-                    Err(e) => {
-                        // SAFETY: consumed here, per the contract.
-                        unsafe { ManuallyDrop::drop(line) };
-                        return Err(e);
-                    }
-                },
             },
         };
-        // SAFETY: `reserve` gave `words` free words at `at`, the layout is the line's, and the
-        // line is not used again by the caller (this function's contract); `commit` publishes
-        // exactly the entry just written.
-        unsafe { Line::write_to(line, at, flags, words) };
+        // SAFETY: `reserve` gave at least `max_words` free words at `at` (or `words`, the exact
+        // size), and the line is not used again by the caller (this function's contract);
+        // `commit` publishes exactly the entry just written.
+        let words = unsafe { Line::write_to(line, at) };
         producer.commit(words);
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
         Ok(Some((pos, id)))
+    }
+}
+
+/// The ring has less room than the largest entry `line` could make: room for its own size, or
+/// else the drop policy's answer (`Err`: what the push returns), or room after waiting.
+#[cold]
+fn reserve_exact(producer: &mut Producer, shared: &Shared, line: &Line) -> Result<*mut u64, Pushed> {
+    let words = line.words();
+    if let Some(at) = producer.reserve(words) {
+        return Ok(at);
+    }
+    match shared.policy {
+        Policy::Drop => Err(Ok(None)),
+        Policy::Block => push_blocking(producer, shared, words).map_err(Err),
     }
 }
 
@@ -256,9 +263,8 @@ fn push_blocking(
     }
 }
 
-/// What a thread keeps for its emitting calls, in one thread-local so that a push looks it up
-/// once: its rings, one per trace it has emitted to, and the spare box for a builder's line
-/// (`record::pool`), given back by the push that empties it.
+/// What a thread keeps for its emitting calls: its rings, one per trace it has emitted to. Its
+/// destructor also frees the thread's spare box ([`SPARE`]).
 struct Local {
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
     /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
@@ -266,14 +272,28 @@ struct Local {
     /// unique. That lets the line be moved once, straight into the ring, instead of through a
     /// closure.
     rings: UnsafeCell<Vec<LocalRing>>,
-    /// A thread usually has one builder alive at a time, so this one-box cache (a take and a
-    /// set) serves most builders without the pool's list.
-    spare: Cell<Option<Box<LineBox>>>,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // No box is kept after this: `give_spare` keeps one only while `LOCAL` is alive.
+        if let Some(slot) = take_spare() {
+            drop(slot);
+        }
+    }
 }
 
 thread_local! {
-    static LOCAL: Local =
-        const { Local { rings: UnsafeCell::new(Vec::new()), spare: Cell::new(None) } };
+    static LOCAL: Local = const { Local { rings: UnsafeCell::new(Vec::new()) } };
+
+    /// The spare box for a builder's line (`record::pool`), given back by the push that empties
+    /// it: a thread usually has one builder alive at a time, so this one-box cache (a take and a
+    /// set) serves most builders without the pool's list. A raw pointer (owning: from
+    /// `Box::into_raw`, or null) in a thread-local without a destructor, so that taking it is a
+    /// load and a store, with no check of the thread-local's state and no call to register a
+    /// destructor; `Local`'s destructor frees it. A nested call (a signal handler) between the
+    /// load and the store of `take` runs to its end first and leaves the cell as it found it.
+    static SPARE: Cell<*mut LineBox> = const { Cell::new(std::ptr::null_mut()) };
 
     /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
     /// usable while the thread's other thread-locals are torn down.
@@ -283,23 +303,36 @@ thread_local! {
 /// The spare box for a builder's line, if this thread has one.
 #[inline(always)]
 pub(crate) fn take_spare() -> Option<Box<LineBox>> {
-    LOCAL.try_with(|l| l.spare.take()).ok().flatten()
+    let raw = SPARE.try_with(|s| s.replace(std::ptr::null_mut())).unwrap_or(std::ptr::null_mut());
+    // SAFETY: a non-null pointer in `SPARE` came from `Box::into_raw` and is owned by the cell,
+    // which was just emptied.
+    (!raw.is_null()).then(|| unsafe { Box::from_raw(raw) })
 }
 
 /// Keeps `slot` as this thread's spare box; gives it back when there is one already (or the
 /// thread's storage is torn down).
 #[inline(always)]
 pub(crate) fn give_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
-    let mut slot = Some(slot);
-    let _ = LOCAL.try_with(|l| give_to(l, &mut slot));
-    slot
+    match LOCAL.try_with(|_| ()) {
+        // `LOCAL` is alive (its destructor registered), so it frees a box kept now.
+        Ok(()) => keep_spare(slot),
+        Err(_) => Some(slot),
+    }
 }
 
+/// [`give_spare`] once `LOCAL` is known to be alive.
 #[inline(always)]
-fn give_to(local: &Local, slot: &mut Option<Box<LineBox>>) {
-    match local.spare.take() {
-        None => local.spare.set(slot.take()),
-        kept => local.spare.set(kept),
+fn keep_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
+    match SPARE.try_with(|s| {
+        if s.get().is_null() {
+            s.set(Box::into_raw(slot));
+            None
+        } else {
+            Some(slot)
+        }
+    }) {
+        Ok(back) => back,
+        Err(_) => None, // unreachable: `SPARE` has no destructor; the box was moved in
     }
 }
 
@@ -329,9 +362,13 @@ fn local_ring<'a>(
     rings: &'a mut Vec<LocalRing>,
     shared: &Arc<Shared>,
 ) -> Result<&'a mut LocalRing, Refused> {
-    let i = match rings.iter().position(|r| r.trace_id == shared.id) {
-        Some(i) => i,
-        None => new_local_ring(rings, shared)?,
+    // A thread usually emits to one trace: its ring is the first.
+    let i = match rings.first() {
+        Some(r) if r.trace_id == shared.id => 0,
+        _ => match rings.iter().position(|r| r.trace_id == shared.id) {
+            Some(i) => i,
+            None => new_local_ring(rings, shared)?,
+        },
     };
     Ok(&mut rings[i])
 }
@@ -360,8 +397,7 @@ pub(crate) fn push(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushe
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
-/// handed back to the caller's pool when there is one already). One thread-local lookup for
-/// both.
+/// handed back to the caller's pool when there is one already).
 #[inline(always)]
 pub(crate) fn push_boxed(
     shared: &Arc<Shared>,
@@ -376,28 +412,29 @@ pub(crate) fn push_boxed(
         push_local(shared, unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
     // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
     // moved-out line, which `MaybeUninit` never drops) is ours again.
-    let mut slot = Some(unsafe { Box::from_raw(raw) });
-    if let Some(local) = local {
-        // SAFETY: `Local` lives as long as this thread, which is running this call.
-        give_to(unsafe { &*local }, &mut slot);
+    let slot = unsafe { Box::from_raw(raw) };
+    if local {
+        // `LOCAL` was reachable, so it is alive and frees a box kept now.
+        (result, keep_spare(slot))
+    } else {
+        (result, Some(slot))
     }
-    (result, slot)
 }
 
-/// Pushes `line` as [`push`] does; also returns this thread's [`Local`] when it was reachable
-/// (it lives as long as the thread), for the caller to give its box back.
+/// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
+/// (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
 fn push_local(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<Line>,
-) -> (Pushed, Option<*const Local>) {
+) -> (Pushed, bool) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        return (Err(Refused::Reentrant), None);
+        return (Err(Refused::Reentrant), false);
     };
     // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
     let pushed = match LOCAL.try_with(|l| l as *const Local) {
@@ -414,10 +451,10 @@ fn push_local(
                     Err(e)
                 }
             };
-            (result, Some(local))
+            (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
-        Err(_) => (push_fallback(shared, line), None),
+        Err(_) => (push_fallback(shared, line), false),
     };
     drop(entered);
     pushed

@@ -2,10 +2,13 @@
 //!
 //! A line takes only the words it needs (an event with two numeric fields: 16 words), so the
 //! producer writes two or three cache lines per line instead of the whole largest-line slot a
-//! ring of fixed slots would copy. Entries are contiguous: one that does not fit before the end
-//! of the buffer starts at its beginning, after a wrap marker (a header word of 0). The producer
-//! publishes with one release store of `tail`, the consumer frees with one of `head`; each side
-//! caches the other's index and reads it again only when the cache says "full" or "empty".
+//! ring of fixed slots would copy. Entries are contiguous: the buffer has `len` words plus room
+//! for one largest entry after them, and an entry that starts near the end runs on into that
+//! room (its words past `len` stand for the same ring positions at the start of the buffer,
+//! which stay unused on that lap). So an entry is placed with one mask, without wrap markers, and
+//! the free space is counted in ring positions alone. The producer publishes with one release
+//! store of `tail`, the consumer frees with one of `head`; each side caches the other's index
+//! and reads it again only when the cache says "full" or "empty".
 //!
 //! The ring moves bytes only; what an entry holds, and who drops it, is `line.rs`'s business.
 
@@ -15,14 +18,13 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
-/// The header word that marks "continue at the start of the buffer".
-const WRAP: u64 = 0;
-
 struct Buffer {
     /// The words, from `Box::into_raw` (freed in `Drop`): one pointer with provenance over all of
     /// them, since entries span several words and hold values of other types.
     words: *mut MaybeUninit<u64>,
+    /// Ring positions; the allocation has `max_entry` more words.
     len: usize,
+    max_entry: usize,
     mask: usize,
     /// Words consumed so far (monotonic). Written by the consumer.
     head: CachePadded<AtomicUsize>,
@@ -31,20 +33,23 @@ struct Buffer {
     producer_gone: AtomicBool,
 }
 
-// SAFETY: the words are shared under the head/tail protocol: the producer writes only words in
-// [tail, head + len), the consumer reads only words in [head, tail), and each side publishes its
-// index with release and reads the other's with acquire.
+// SAFETY: the words are shared under the head/tail protocol: the producer writes only the words
+// of positions in [tail, head + len), the consumer reads only those of positions in [head, tail)
+// (an entry's words past `len` stand for its positions at the start, unused on that lap), and
+// each side publishes its index with release and reads the other's with acquire.
 unsafe impl Sync for Buffer {}
 // SAFETY: as above; the words hold values of `Send` types only (`line.rs`).
 unsafe impl Send for Buffer {}
 
-/// A new ring of at least `words` words (rounded up to a power of two).
-pub(crate) fn ring(words: usize) -> (Producer, Consumer) {
-    let len = words.next_power_of_two().max(64);
-    let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len);
+/// A new ring of at least `words` words (rounded up to a power of two), for entries of at most
+/// `max_entry` words (at most half the ring).
+pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Consumer) {
+    let len = words.next_power_of_two().max(64).max(2 * max_entry);
+    let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len + max_entry);
     let buf = Arc::new(Buffer {
         words: Box::into_raw(words).cast(),
         len,
+        max_entry,
         mask: len - 1,
         head: CachePadded::new(AtomicUsize::new(0)),
         tail: CachePadded::new(AtomicUsize::new(0)),
@@ -59,17 +64,20 @@ pub(crate) fn ring(words: usize) -> (Producer, Consumer) {
 impl Buffer {
     #[inline(always)]
     fn at(&self, index: usize) -> *mut u64 {
-        // SAFETY: masked, so within the allocation.
+        // SAFETY: masked, so within the allocation (with `max_entry` words after it).
         unsafe { self.words.add(index & self.mask).cast() }
     }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: `words` came from `Box::into_raw` of a slice of `len` words, freed only here.
+        // SAFETY: `words` came from `Box::into_raw` of a slice of `len + max_entry` words, freed
+        // only here.
         // Entries left in it are leaked, not dropped: the buffer does not know their layout
         // (the writer drains every ring before it lets go of it).
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.words, self.len)) });
+        let all = std::ptr::slice_from_raw_parts_mut(self.words, self.len + self.max_entry);
+        // SAFETY: as above.
+        drop(unsafe { Box::from_raw(all) });
     }
 }
 
@@ -84,33 +92,28 @@ pub(crate) struct Producer {
 
 impl Producer {
     /// The largest entry the ring can take, in words.
+    #[cfg(test)]
     pub(crate) fn max_entry(&self) -> usize {
-        self.buf.len / 2
+        self.buf.max_entry
     }
 
     /// Room for an entry of `n` words (1 <= n <= [`Producer::max_entry`]), contiguous; `None` when
-    /// the ring is full. Write the entry, its first word nonzero, then [`Producer::commit`] it.
+    /// the ring is full. Write the entry (at most `n` words), then [`Producer::commit`] it.
     #[inline(always)]
     pub(crate) fn reserve(&mut self, n: usize) -> Option<*mut u64> {
-        debug_assert!(n >= 1 && n <= self.max_entry());
+        debug_assert!(n >= 1 && n <= self.buf.max_entry);
         let len = self.buf.len;
-        let to_end = len - (self.tail & self.buf.mask);
-        let need = if n <= to_end { n } else { to_end + n };
-        if self.tail + need - self.head > len {
+        if self.tail + n - self.head > len {
             self.head = self.buf.head.load(Ordering::Acquire);
-            if self.tail + need - self.head > len {
+            if self.tail + n - self.head > len {
                 return None;
             }
-        }
-        if n > to_end {
-            // SAFETY: the word at `tail` is free (checked above) and only this end writes it.
-            unsafe { self.buf.at(self.tail).write(WRAP) };
-            self.tail += to_end;
         }
         Some(self.buf.at(self.tail))
     }
 
-    /// Publishes the entry of `n` words just written at the place [`Producer::reserve`] gave.
+    /// Publishes the entry of `n` words just written at the place [`Producer::reserve`] gave (`n`
+    /// at most what was reserved).
     #[inline(always)]
     pub(crate) fn commit(&mut self, n: usize) {
         self.tail += n;
@@ -149,12 +152,6 @@ impl Consumer {
             if self.head == self.tail {
                 return None;
             }
-        }
-        // SAFETY: `head < tail`: the word was published by the producer (acquire above).
-        if unsafe { self.buf.at(self.head).read() } == WRAP {
-            self.head += self.buf.len - (self.head & self.buf.mask);
-            // A wrap marker is published together with the entry after it.
-            debug_assert!(self.head < self.tail);
         }
         Some(self.buf.at(self.head))
     }
@@ -221,7 +218,7 @@ mod tests {
     /// Entries of random-ish sizes through a small ring, across two threads, in order.
     #[test]
     fn entries_cross_threads_in_order_and_wrap() {
-        let (mut p, mut c) = ring(64);
+        let (mut p, mut c) = ring(64, 16);
         let count: u64 = if cfg!(miri) { 300 } else { 100_000 };
         let size = |i: u64| 1 + (i * 7 % 13) as usize;
         let producer = std::thread::spawn(move || {
@@ -264,7 +261,7 @@ mod tests {
 
     #[test]
     fn full_ring_refuses_until_released() {
-        let (mut p, mut c) = ring(64);
+        let (mut p, mut c) = ring(64, 16);
         let mut pushed = 0;
         while let Some(at) = p.reserve(10) {
             // SAFETY: reserved.
@@ -273,6 +270,7 @@ mod tests {
             pushed += 1;
         }
         assert_eq!(pushed, 6, "64 words hold six entries of 10");
+        assert_eq!(p.max_entry(), 16);
         assert!(c.peek().is_some());
         c.pop(10);
         assert!(p.reserve(10).is_none(), "not released yet");
