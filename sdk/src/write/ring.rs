@@ -27,7 +27,7 @@ use std::time::Duration;
 use super::fence;
 use super::line::{Kind, Line, MAX_WORDS};
 use super::record::Slot as LineBox;
-use super::spsc::{self, Producer};
+use super::spsc::{self, Cursor, Producer};
 use super::{Policy, Shared};
 use crate::error::Error;
 
@@ -113,6 +113,10 @@ pub(crate) struct LocalRing {
     trace_id: u64,
     ring: u32,
     slot: Arc<Slot>,
+    /// Where the next entry goes, kept here rather than behind `slot`'s producer end, so that
+    /// a push reaches the ring's words without following two more pointers. Used only while
+    /// that producer end is there (see [`LocalRing::push`]).
+    cursor: Cursor,
     pushed: u64,
     next_id: u64,
     id_end: u64,
@@ -125,7 +129,7 @@ impl LocalRing {
         if registry.retired {
             return Err(Refused::Closed);
         }
-        let (producer, consumer) = spsc::ring(shared.ring_words, MAX_WORDS);
+        let (producer, cursor, consumer) = spsc::ring(shared.ring_words, MAX_WORDS);
         let slot = Arc::new(Slot {
             busy: AtomicBool::new(false),
             producer: UnsafeCell::new(Some(producer)),
@@ -138,6 +142,7 @@ impl LocalRing {
             trace_id: shared.id,
             ring,
             slot,
+            cursor,
             pushed: 0,
             next_id: 0,
             id_end: 0,
@@ -171,8 +176,10 @@ impl LocalRing {
         } else {
             // SAFETY: busy is set and the trace was not closed when we looked, so the writer does
             // not retire this slot before busy is cleared (see the module doc).
-            let producer = unsafe { &mut *self.slot.producer.get() };
+            let producer = unsafe { &*self.slot.producer.get() };
             match producer {
+                // The producer end is there, so the cursor's buffer is alive until busy is
+                // cleared: `push_to` may use it.
                 Some(producer) => self.push_to(producer, shared, line),
                 None => {
                     // SAFETY: consumed here, per the contract.
@@ -186,12 +193,7 @@ impl LocalRing {
     }
 
     #[inline(always)]
-    fn push_to(
-        &mut self,
-        producer: &mut Producer,
-        shared: &Shared,
-        line: &mut ManuallyDrop<Line>,
-    ) -> Pushed {
+    fn push_to(&mut self, producer: &Producer, shared: &Shared, line: &mut ManuallyDrop<Line>) -> Pushed {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
@@ -201,9 +203,11 @@ impl LocalRing {
         let id = line.id;
         // Room for the largest entry a line with this many fields can make; only when the ring
         // has less than that is the line's own size worked out, to see whether it still fits.
-        let at = match producer.reserve(line.max_words()) {
+        // SAFETY (the cursor's calls): `producer` is there (the caller's check) and this ring's
+        // cursor is this one.
+        let at = match unsafe { self.cursor.reserve(line.max_words()) } {
             Some(at) => at,
-            None => match reserve_exact(producer, shared, line) {
+            None => match reserve_exact(&mut self.cursor, producer, shared, line) {
                 Ok(at) => at,
                 Err(e) => {
                     // SAFETY: consumed here, per the contract.
@@ -216,7 +220,7 @@ impl LocalRing {
         // size), and the line is not used again by the caller (this function's contract);
         // `commit` publishes exactly the entry just written.
         let words = unsafe { Line::write_to(line, at) };
-        producer.commit(words);
+        unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
         Ok(Some((pos, id)))
@@ -226,14 +230,22 @@ impl LocalRing {
 /// The ring has less room than the largest entry `line` could make: room for its own size, or
 /// else the drop policy's answer (`Err`: what the push returns), or room after waiting.
 #[cold]
-fn reserve_exact(producer: &mut Producer, shared: &Shared, line: &Line) -> Result<*mut u64, Pushed> {
+///
+/// Safety: as for [`Cursor::reserve`], with `producer` the ring's producer end.
+fn reserve_exact(
+    cursor: &mut Cursor,
+    producer: &Producer,
+    shared: &Shared,
+    line: &Line,
+) -> Result<*mut u64, Pushed> {
     let words = line.words();
-    if let Some(at) = producer.reserve(words) {
+    // SAFETY: per this function's contract.
+    if let Some(at) = unsafe { cursor.reserve(words) } {
         return Ok(at);
     }
     match shared.policy {
         Policy::Drop => Err(Ok(None)),
-        Policy::Block => push_blocking(producer, shared, words).map_err(Err),
+        Policy::Block => push_blocking(cursor, producer, shared, words).map_err(Err),
     }
 }
 
@@ -241,14 +253,18 @@ fn reserve_exact(producer: &mut Producer, shared: &Shared, line: &Line) -> Resul
 /// until `words` words are free. Gives up when the trace closes or its writer is gone, so a
 /// producer never waits forever.
 #[cold]
+///
+/// Safety: as for [`reserve_exact`].
 fn push_blocking(
-    producer: &mut Producer,
+    cursor: &mut Cursor,
+    producer: &Producer,
     shared: &Shared,
     words: usize,
 ) -> Result<*mut u64, Refused> {
     let backoff = crossbeam_utils::Backoff::new();
     loop {
-        if let Some(at) = producer.reserve(words) {
+        // SAFETY: per this function's contract.
+        if let Some(at) = unsafe { cursor.reserve(words) } {
             return Ok(at);
         }
         if producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {

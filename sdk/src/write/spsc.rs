@@ -42,8 +42,9 @@ unsafe impl Sync for Buffer {}
 unsafe impl Send for Buffer {}
 
 /// A new ring of at least `words` words (rounded up to a power of two), for entries of at most
-/// `max_entry` words (at most half the ring).
-pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Consumer) {
+/// `max_entry` words (at most half the ring): its producer end, the producer's cursor, and its
+/// consumer end.
+pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Cursor, Consumer) {
     let len = words.next_power_of_two().max(64).max(2 * max_entry);
     let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len + max_entry);
     let buf = Arc::new(Buffer {
@@ -55,10 +56,16 @@ pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Consumer) {
         tail: CachePadded::new(AtomicUsize::new(0)),
         producer_gone: AtomicBool::new(false),
     });
-    (
-        Producer { buf: Arc::clone(&buf), tail: 0, head: 0 },
-        Consumer { buf, head: 0, tail: 0, freed: 0 },
-    )
+    let cursor = Cursor {
+        words: buf.words.cast(),
+        mask: buf.mask,
+        len,
+        max_entry,
+        buf: Arc::as_ptr(&buf),
+        tail: 0,
+        head: 0,
+    };
+    (Producer { buf: Arc::clone(&buf) }, cursor, Consumer { buf, head: 0, tail: 0, freed: 0 })
 }
 
 impl Buffer {
@@ -81,48 +88,78 @@ impl Drop for Buffer {
     }
 }
 
-/// The producer end.
+/// The producer end: it keeps the buffer alive, and dropping it tells the consumer that no more
+/// entries come. Entries are written through the ring's [`Cursor`].
 pub(crate) struct Producer {
     buf: Arc<Buffer>,
+}
+
+impl Producer {
+    /// True when the consumer end was dropped (the writer is gone).
+    pub(crate) fn is_abandoned(&self) -> bool {
+        Arc::strong_count(&self.buf) == 1
+    }
+}
+
+/// Where the producer writes: its position, and a copy of what it needs of the buffer (where
+/// the words are, their number and mask), kept by value in the pushing thread's own storage. A
+/// push then finds the place for its entry one load away, instead of through the `Producer`'s
+/// pointer to the buffer; a chain of dependent loads is what a push waits on.
+///
+/// It does not keep the buffer alive: every use is `unsafe`, allowed only while the ring's
+/// [`Producer`] is.
+pub(crate) struct Cursor {
+    words: *mut u64,
+    mask: usize,
+    len: usize,
+    max_entry: usize,
+    buf: *const Buffer,
     /// Words written so far (published: `buf.tail`).
     tail: usize,
     /// Last `head` read from the consumer: free space is at least `len - (tail - head)`.
     head: usize,
 }
 
-impl Producer {
+// SAFETY: the pointers are into a buffer that is `Send + Sync`; the cursor is used by one
+// thread at a time (its owner's `&mut`), under the contract of its methods.
+unsafe impl Send for Cursor {}
+
+impl Cursor {
     /// The largest entry the ring can take, in words.
     #[cfg(test)]
     pub(crate) fn max_entry(&self) -> usize {
-        self.buf.max_entry
+        self.max_entry
     }
 
-    /// Room for an entry of `n` words (1 <= n <= [`Producer::max_entry`]), contiguous; `None` when
-    /// the ring is full. Write the entry (at most `n` words), then [`Producer::commit`] it.
+    /// Room for an entry of `n` words (1 <= n <= [`Cursor::max_entry`]), contiguous; `None` when
+    /// the ring is full. Write the entry (at most `n` words), then [`Cursor::commit`] it.
+    ///
+    /// # Safety
+    /// The ring's [`Producer`] is alive, and this is the ring's only cursor.
     #[inline(always)]
-    pub(crate) fn reserve(&mut self, n: usize) -> Option<*mut u64> {
-        debug_assert!(n >= 1 && n <= self.buf.max_entry);
-        let len = self.buf.len;
-        if self.tail + n - self.head > len {
-            self.head = self.buf.head.load(Ordering::Acquire);
-            if self.tail + n - self.head > len {
+    pub(crate) unsafe fn reserve(&mut self, n: usize) -> Option<*mut u64> {
+        debug_assert!(n >= 1 && n <= self.max_entry);
+        if self.tail + n - self.head > self.len {
+            // SAFETY: the buffer is alive, per the contract.
+            self.head = unsafe { (*self.buf).head.load(Ordering::Acquire) };
+            if self.tail + n - self.head > self.len {
                 return None;
             }
         }
-        Some(self.buf.at(self.tail))
+        // SAFETY: masked, so within the allocation (with `max_entry` words after it).
+        Some(unsafe { self.words.add(self.tail & self.mask) })
     }
 
-    /// Publishes the entry of `n` words just written at the place [`Producer::reserve`] gave (`n`
+    /// Publishes the entry of `n` words just written at the place [`Cursor::reserve`] gave (`n`
     /// at most what was reserved).
+    ///
+    /// # Safety
+    /// As for [`Cursor::reserve`].
     #[inline(always)]
-    pub(crate) fn commit(&mut self, n: usize) {
+    pub(crate) unsafe fn commit(&mut self, n: usize) {
         self.tail += n;
-        self.buf.tail.store(self.tail, Ordering::Release);
-    }
-
-    /// True when the consumer end was dropped (the writer is gone).
-    pub(crate) fn is_abandoned(&self) -> bool {
-        Arc::strong_count(&self.buf) == 1
+        // SAFETY: the buffer is alive, per the contract.
+        unsafe { (*self.buf).tail.store(self.tail, Ordering::Release) };
     }
 }
 
@@ -218,14 +255,15 @@ mod tests {
     /// Entries of random-ish sizes through a small ring, across two threads, in order.
     #[test]
     fn entries_cross_threads_in_order_and_wrap() {
-        let (mut p, mut c) = ring(64, 16);
+        let (p, mut cur, mut c) = ring(64, 16);
         let count: u64 = if cfg!(miri) { 300 } else { 100_000 };
         let size = |i: u64| 1 + (i * 7 % 13) as usize;
         let producer = std::thread::spawn(move || {
             for i in 0..count {
                 let n = size(i);
                 let at = loop {
-                    match p.reserve(n) {
+                    // SAFETY: `p` lives until the end of this thread; one cursor.
+                    match unsafe { cur.reserve(n) } {
                         Some(at) => break at,
                         None => std::thread::yield_now(),
                     }
@@ -234,8 +272,10 @@ mod tests {
                     // SAFETY: `reserve` gave n free words at `at`.
                     unsafe { at.add(k).write(((i + 1) << 8) | k as u64) };
                 }
-                p.commit(n);
+                // SAFETY: as above.
+                unsafe { cur.commit(n) };
             }
+            drop(p);
         });
         let mut i = 0;
         while i < count {
@@ -261,20 +301,22 @@ mod tests {
 
     #[test]
     fn full_ring_refuses_until_released() {
-        let (mut p, mut c) = ring(64, 16);
+        let (p, mut cur, mut c) = ring(64, 16);
         let mut pushed = 0;
-        while let Some(at) = p.reserve(10) {
+        // SAFETY (all the cursor's calls): `p` is alive; one cursor.
+        while let Some(at) = unsafe { cur.reserve(10) } {
             // SAFETY: reserved.
             unsafe { at.write(1) };
-            p.commit(10);
+            unsafe { cur.commit(10) };
             pushed += 1;
         }
         assert_eq!(pushed, 6, "64 words hold six entries of 10");
-        assert_eq!(p.max_entry(), 16);
+        assert_eq!(cur.max_entry(), 16);
         assert!(c.peek().is_some());
         c.pop(10);
-        assert!(p.reserve(10).is_none(), "not released yet");
+        assert!(unsafe { cur.reserve(10) }.is_none(), "not released yet");
         c.release();
-        assert!(p.reserve(10).is_some(), "released");
+        assert!(unsafe { cur.reserve(10) }.is_some(), "released");
+        drop(p);
     }
 }
