@@ -279,15 +279,23 @@ fn push_blocking(
     }
 }
 
-/// What a thread keeps for its emitting calls: its rings, one per trace it has emitted to. Its
-/// destructor also frees the thread's spare box ([`SPARE`]).
+/// A thread's rings, one per trace it has emitted to: a thread usually emits to one trace, whose
+/// ring is kept inline (`first`), so that a push reaches its cursor with one load less than
+/// through a `Vec`'s pointer.
+struct Rings {
+    first: Option<LocalRing>,
+    more: Vec<LocalRing>,
+}
+
+/// What a thread keeps for its emitting calls: its rings. Its destructor also frees the
+/// thread's spare box ([`SPARE`]).
 struct Local {
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
     /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
     /// allocator, or a `Drop` run by the push), so a mutable reference obtained here is always
     /// unique. That lets the line be moved once, straight into the ring, instead of through a
     /// closure.
-    rings: UnsafeCell<Vec<LocalRing>>,
+    rings: UnsafeCell<Rings>,
 }
 
 impl Drop for Local {
@@ -300,7 +308,8 @@ impl Drop for Local {
 }
 
 thread_local! {
-    static LOCAL: Local = const { Local { rings: UnsafeCell::new(Vec::new()) } };
+    static LOCAL: Local =
+        const { Local { rings: UnsafeCell::new(Rings { first: None, more: Vec::new() }) } };
 
     /// The spare box for a builder's line (`record::pool`), given back by the push that empties
     /// it: a thread usually has one builder alive at a time, so this one-box cache (a take and a
@@ -374,31 +383,43 @@ impl Drop for Entered {
 
 /// This thread's ring for `shared` among `rings`, created on first use.
 #[inline(always)]
-fn local_ring<'a>(
-    rings: &'a mut Vec<LocalRing>,
-    shared: &Arc<Shared>,
-) -> Result<&'a mut LocalRing, Refused> {
-    // A thread usually emits to one trace: its ring is the first.
-    let i = match rings.first() {
-        Some(r) if r.trace_id == shared.id => 0,
-        _ => match rings.iter().position(|r| r.trace_id == shared.id) {
-            Some(i) => i,
-            None => new_local_ring(rings, shared)?,
-        },
-    };
-    Ok(&mut rings[i])
+fn local_ring<'a>(rings: &'a mut Rings, shared: &Arc<Shared>) -> Result<&'a mut LocalRing, Refused> {
+    if !rings.first.as_ref().is_some_and(|r| r.trace_id == shared.id) {
+        return other_ring(rings, shared);
+    }
+    rings.first.as_mut().ok_or(Refused::Closed) // always there: just checked
 }
 
-/// Cold: the first line from this thread to this trace. Also forgets rings of traces that are
-/// closed or gone.
+/// A ring other than the first: of a second trace, or a new one.
 #[cold]
-fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<usize, Refused> {
+fn other_ring<'a>(rings: &'a mut Rings, shared: &Arc<Shared>) -> Result<&'a mut LocalRing, Refused> {
+    match rings.more.iter().position(|r| r.trace_id == shared.id) {
+        Some(i) => Ok(&mut rings.more[i]),
+        None => new_local_ring(rings, shared),
+    }
+}
+
+/// The first line from this thread to this trace. Also forgets rings of traces that are closed
+/// or gone.
+fn new_local_ring<'a>(
+    rings: &'a mut Rings,
+    shared: &Arc<Shared>,
+) -> Result<&'a mut LocalRing, Refused> {
     if shared.closed.load(Ordering::Relaxed) {
         return Err(Refused::Closed);
     }
-    rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
-    rings.push(LocalRing::new(shared)?);
-    Ok(rings.len() - 1)
+    let live = |r: &LocalRing| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed));
+    rings.more.retain(live);
+    if rings.first.as_ref().is_some_and(|r| !live(r)) {
+        rings.first = rings.more.pop();
+    }
+    let ring = LocalRing::new(shared)?;
+    if rings.first.is_none() {
+        Ok(rings.first.insert(ring))
+    } else {
+        rings.more.push(ring);
+        Ok(rings.more.last_mut().expect("just pushed"))
+    }
 }
 
 /// Pushes `line` on this thread's ring; a record gets its id here. Returns where the line went
@@ -456,7 +477,7 @@ fn push_local(
     let pushed = match LOCAL.try_with(|l| l as *const Local) {
         Ok(local) => {
             // SAFETY: `Local` lives as long as this thread, which is running this call; and see
-            // `Local::rings`: `entered` proves no other reference to the Vec exists on this
+            // `Local::rings`: `entered` proves no other reference to the rings exists on this
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
             let result = match local_ring(rings, shared) {
