@@ -290,14 +290,22 @@ fn push_line(
         return Err(e);
     }
     if !captured {
-        release(slot);
-        shared.gate.leave(drop_kind);
+        leave(shared, slot, drop_kind);
         return Ok(());
     }
     if push_slot(shared, slot)?.is_none() {
         shared.count_drop(drop_kind);
     }
     Ok(())
+}
+
+/// A line capture leaves out when it is written (a window's start, ROI, a filter on its name):
+/// its box goes back and it is counted. Out of line, so that the thread-local counting inlines
+/// here whatever the size of the push it is taken from.
+#[inline(never)]
+fn leave(shared: &super::Shared, slot: Box<Slot>, drop_kind: usize) {
+    release(slot);
+    shared.gate.leave(drop_kind);
 }
 
 /// Writes a `record_end` line (with a final status).
