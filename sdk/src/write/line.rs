@@ -164,10 +164,7 @@ impl Line {
             let fields = l.data.move_inline_to(p.cast::<Field>());
             let words = p.offset_from(at) as usize + fields * FIELD;
             at.write(
-                words as u64
-                    | (l.kind as u64) << 16
-                    | (fields as u64) << 24
-                    | (flags as u64) << 32,
+                words as u64 | (l.kind as u64) << 16 | (fields as u64) << 24 | (flags as u64) << 32,
             );
             words
         }
@@ -372,7 +369,7 @@ mod tests {
         let mut data = Vec::new();
         e.data.write_json(&mut data);
         let text = format!(
-            "{:?} {} {} {:?} {} {} {} {:?} {}",
+            "{:?} {} {} {:?} {} {} {} {:?} {} {}",
             e.kind,
             e.clk,
             e.id,
@@ -381,7 +378,8 @@ mod tests {
             &**e.record_type,
             &**e.description,
             e.after,
-            String::from_utf8(data).expect("utf8")
+            String::from_utf8(data).expect("utf8"),
+            e.hold
         );
         assert_eq!(e.words, words);
         // SAFETY: as above.
@@ -396,7 +394,7 @@ mod tests {
         l.data.push("a", 1u64);
         l.data.push("b", 2u64);
         let (text, words) = round_trip(l);
-        assert_eq!(text, r#"Event 9 7 None Execute   None {"a":1,"b":2}"#);
+        assert_eq!(text, r#"Event 9 7 None Execute   None {"a":1,"b":2} false"#);
         assert_eq!(words, 16);
     }
 
@@ -405,6 +403,7 @@ mod tests {
         let mut l = Line::new(Kind::Record, 3, String::from("owned name").into(), None);
         l.after = Some(Pos { ring: 2, index: 40 });
         l.parent = Some(1);
+        l.hold = true;
         l.record_type = std::sync::Arc::<str>::from("Shared").into();
         l.description = "static".into();
         for i in 0..Data::INLINE + 2 {
@@ -418,7 +417,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with(r#""k":"v9","z":true}"#), "{text}");
+        assert!(text.ends_with(r#""k":"v9","z":true} true"#), "{text}");
         assert_eq!(words, MAX_WORDS);
     }
 }

@@ -193,7 +193,12 @@ impl LocalRing {
     }
 
     #[inline(always)]
-    fn push_to(&mut self, producer: &Producer, shared: &Shared, line: &mut ManuallyDrop<Line>) -> Pushed {
+    fn push_to(
+        &mut self,
+        producer: &Producer,
+        shared: &Shared,
+        line: &mut ManuallyDrop<Line>,
+    ) -> Pushed {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
@@ -383,7 +388,10 @@ impl Drop for Entered {
 
 /// This thread's ring for `shared` among `rings`, created on first use.
 #[inline(always)]
-fn local_ring<'a>(rings: &'a mut Rings, shared: &Arc<Shared>) -> Result<&'a mut LocalRing, Refused> {
+fn local_ring<'a>(
+    rings: &'a mut Rings,
+    shared: &Arc<Shared>,
+) -> Result<&'a mut LocalRing, Refused> {
     if !rings.first.as_ref().is_some_and(|r| r.trace_id == shared.id) {
         return other_ring(rings, shared);
     }
@@ -392,7 +400,10 @@ fn local_ring<'a>(rings: &'a mut Rings, shared: &Arc<Shared>) -> Result<&'a mut 
 
 /// A ring other than the first: of a second trace, or a new one.
 #[cold]
-fn other_ring<'a>(rings: &'a mut Rings, shared: &Arc<Shared>) -> Result<&'a mut LocalRing, Refused> {
+fn other_ring<'a>(
+    rings: &'a mut Rings,
+    shared: &Arc<Shared>,
+) -> Result<&'a mut LocalRing, Refused> {
     match rings.more.iter().position(|r| r.trace_id == shared.id) {
         Some(i) => Ok(&mut rings.more[i]),
         None => new_local_ring(rings, shared),
@@ -461,10 +472,7 @@ pub(crate) fn push_boxed(
 /// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
 /// (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
-fn push_local(
-    shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
-) -> (Pushed, bool) {
+fn push_local(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> (Pushed, bool) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
