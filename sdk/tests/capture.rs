@@ -237,6 +237,56 @@ fn a_builder_made_while_off_is_inert_and_counted() {
     assert_eq!(footer(&lines)["left_out_events"], 3);
 }
 
+/// CAP-DEFER-1: a held record stays in its handle until a line is made under it; then it is
+/// pushed once, whichever thread gets there first, and written with its real start cycle.
+/// Deferred records never needed, ended, dropped or still open at close, count as left out.
+#[test]
+fn deferred_records_are_pushed_once_when_needed_and_counted_when_not() {
+    let (t, buf) = open(Capture::parse("clk=100..200").unwrap());
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    // Needed by four threads at once: one of them pushes it, all write under it.
+    let shared = core.child("shared", "Unit").begin_at(10).unwrap();
+    let id = shared.id();
+    assert!(id > 0 && shared.is_recorded());
+    std::thread::scope(|s| {
+        for k in 0..4u64 {
+            let shared = &shared;
+            s.spawn(move || {
+                for i in 0..50u64 {
+                    shared.event_at(100 + k * 25 + i, "tick").emit().unwrap();
+                }
+            });
+        }
+    });
+    shared.end_at(300).unwrap();
+    let ended = core.child("ended", "Unit").begin_at(20).unwrap();
+    ended.event_at(30, "early").emit().unwrap();
+    ended.end_at(40).unwrap();
+    drop(core.child("dropped", "Unit").begin_at(50).unwrap());
+    let open = core.child("open", "Unit").begin_at(60).unwrap();
+    // Needed with no one having asked its id: it takes one when it is queued.
+    let quiet = core.child("quiet", "Unit").begin_at(70).unwrap();
+    quiet.event_at(150, "late").emit().unwrap();
+    quiet.end_at(160).unwrap();
+    let s = t.close().unwrap();
+    drop(open);
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "record"), ["core", "shared", "quiet"]);
+    let quiet = lines.iter().find(|l| l["name"] == "quiet").unwrap();
+    let late = lines.iter().find(|l| l["name"] == "late").unwrap();
+    assert_eq!(late["record_id"], quiet["id"]);
+    assert_ne!(quiet["id"], id);
+    let rec = lines.iter().find(|l| l["name"] == "shared").unwrap();
+    assert_eq!((rec["clk"].as_u64(), rec["id"].as_u64()), (Some(10), Some(id)));
+    let ticks = lines.iter().filter(|l| l["name"] == "tick").count();
+    assert_eq!(ticks, 200 - 25, "the fourth thread's last 25 ticks are after the window");
+    let f = footer(&lines);
+    // ended, dropped, open; the end of `ended`; `early` and the 25 late ticks.
+    assert_eq!((f["left_out_records"].as_u64(), s.left_out.records), (Some(3), 3));
+    assert_eq!(f["left_out_record_ends"], 1);
+    assert_eq!(f["left_out_events"], 26);
+}
+
 #[test]
 fn roi_regions_nest_across_threads() {
     let (t, buf) = open(Capture::parse("roi").unwrap());

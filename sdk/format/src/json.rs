@@ -13,17 +13,114 @@
 /// jets_format::json::write_str(&mut out, "a\"b\n<");
 /// assert_eq!(out, br#""a\"b\n<""#);
 /// ```
+#[inline]
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    // Names and labels almost never need escaping: one vectorizable scan, one copy.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-        return;
+    // Names, keys and labels almost never need escaping: a scan of a word at a time, then one
+    // reservation and one copy between the quotes.
+    if needs_escape(bytes) {
+        return write_escaped(out, bytes);
     }
-    write_escaped(out, bytes);
+    out.reserve(bytes.len() + 2);
+    let len = out.len();
+    // SAFETY: `reserve` made room for the quotes and the bytes at `len`; they are written
+    // before the length covers them.
+    unsafe {
+        let at = out.as_mut_ptr().add(len);
+        at.write(b'"');
+        copy_short(bytes, at.add(1));
+        at.add(1 + bytes.len()).write(b'"');
+        out.set_len(len + bytes.len() + 2);
+    }
+}
+
+/// Reads up to 8 bytes of `b` (at least 4, or all of a shorter `b`) as one word, the missing
+/// ones as `a`: two overlapping loads rather than a loop.
+#[inline(always)]
+fn word_of(b: &[u8]) -> u64 {
+    let n = b.len();
+    let u32_at = |i: usize| u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]));
+    match n {
+        8.. => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        4..=7 => u32_at(0) | u32_at(n - 4) << 32,
+        _ => {
+            let mut w = u64::from_le_bytes([b'a'; 8]);
+            for (i, &c) in b.iter().enumerate() {
+                w = w & !(0xff << (8 * i)) | u64::from(c) << (8 * i);
+            }
+            w
+        }
+    }
+}
+
+/// True when a byte of `bytes` must be escaped in a JSON string: a control character (below
+/// 0x20), `"` or `\\`. A word at a time (the last word overlapping the one before it): the
+/// per-byte `any` with three compares was a tenth of the writer's time.
+#[inline]
+fn needs_escape(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    if n > 8 {
+        let mut i = 0;
+        while i + 8 < n {
+            if word_needs_escape(word_of(&bytes[i..i + 8])) {
+                return true;
+            }
+            i += 8;
+        }
+        return word_needs_escape(word_of(&bytes[n - 8..]));
+    }
+    word_needs_escape(word_of(bytes))
+}
+
+/// [`needs_escape`] for 8 bytes, with the classic exact tests for "some byte is below n" (n at
+/// most 128) and "some byte is zero" (applied to the word xor a repeated `"` or `\\`): a byte
+/// at or above 0x80 (UTF-8) cannot set a flag, and a borrow starts only at a byte that already
+/// answers yes.
+#[inline(always)]
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x;
+    let control = below(w, 0x20);
+    let quote = below(w ^ (ONES * u64::from(b'"')), 1);
+    let backslash = below(w ^ (ONES * u64::from(b'\\')), 1);
+    (control | quote | backslash) & HIGH != 0
+}
+
+/// Copies `src` to `dst` with at most two overlapping moves for up to 16 bytes (most keys and
+/// names), without a call to `memcpy`.
+///
+/// # Safety
+/// `dst` is valid for writing `src.len()` bytes and does not overlap `src`.
+#[inline(always)]
+unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY: every read is inside `src` and every write inside `dst[..n]` (the caller's
+    // contract); unaligned moves of plain bytes.
+    unsafe {
+        match n {
+            8..=16 => {
+                dst.cast::<u64>().write_unaligned(s.cast::<u64>().read_unaligned());
+                dst.add(n - 8)
+                    .cast::<u64>()
+                    .write_unaligned(s.add(n - 8).cast::<u64>().read_unaligned());
+            }
+            4..=7 => {
+                dst.cast::<u32>().write_unaligned(s.cast::<u32>().read_unaligned());
+                dst.add(n - 4)
+                    .cast::<u32>()
+                    .write_unaligned(s.add(n - 4).cast::<u32>().read_unaligned());
+            }
+            1..=3 => {
+                *dst = *s;
+                *dst.add(n / 2) = *s.add(n / 2);
+                *dst.add(n - 1) = *s.add(n - 1);
+            }
+            0 => {}
+            _ => std::ptr::copy_nonoverlapping(s, dst, n),
+        }
+    }
 }
 
 #[cold]
@@ -141,6 +238,27 @@ pub fn write_object(out: &mut Vec<u8>, m: &serde_json::Map<String, serde_json::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time test agrees with the byte-at-a-time one for every byte value at every
+    /// position of strings of 0 to 19 bytes, over a background of plain ASCII, of UTF-8 bytes
+    /// (at or above 0x80, which must not trip it) and of the bytes just above each special one.
+    #[test]
+    fn needs_escape_matches_the_byte_test_everywhere() {
+        let naive = |b: &[u8]| b.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for background in [b'a', 0x80, 0xff, 0x20, b'"' + 1, b'\\' + 1, 0x7f] {
+            for len in 0..20 {
+                let plain = vec![background; len];
+                assert_eq!(super::needs_escape(&plain), naive(&plain), "{background:#x} x {len}");
+                for at in 0..len {
+                    for b in 0..=255u8 {
+                        let mut s = plain.clone();
+                        s[at] = b;
+                        assert_eq!(super::needs_escape(&s), naive(&s), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
     use proptest::prelude::*;
 
     fn enc(s: &str) -> String {
@@ -177,6 +295,19 @@ mod tests {
         let mut out = Vec::new();
         write_f64(&mut out, f64::NAN);
         assert_eq!(out, b"null");
+    }
+
+    /// Every length the short copies distinguish (and the word scan's overlap), with and without
+    /// a byte to escape at each end, writes what serde_json writes.
+    #[test]
+    fn strings_of_every_short_length_encode_like_serde_json() {
+        for len in 0..40 {
+            let plain: String = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"[..len].to_owned();
+            let utf8: String = "é".repeat(len / 2);
+            for s in [plain.clone(), utf8, format!("\"{plain}"), format!("{plain}\n")] {
+                assert_eq!(enc(&s), serde_json::to_string(&s).expect("ser"), "{s:?}");
+            }
+        }
     }
 
     proptest! {

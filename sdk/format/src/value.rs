@@ -39,6 +39,12 @@ impl Str {
     /// The empty string.
     pub const EMPTY: Str = Str::Static("");
 
+    /// True for a [`Str::Static`], which owns nothing.
+    #[inline]
+    pub fn is_static(&self) -> bool {
+        matches!(self, Str::Static(_))
+    }
+
     /// The text.
     #[inline]
     pub fn as_str(&self) -> &str {
@@ -243,6 +249,15 @@ impl DataRef<'_> {
         self.json().is_none_or(|raw| raw.get().trim_start().starts_with('{'))
     }
 
+    /// True when the data owns no memory: static keys and numbers, booleans, colors or static
+    /// strings only. Dropping such a `Data` frees nothing, so a caller that discards many may
+    /// skip its drop (see `jets::write::record::drop_line`).
+    #[inline]
+    pub fn owns_nothing(&self) -> bool {
+        self.extra.is_none()
+            && self.inline.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
+    }
+
     /// The typed fields in the order they were added.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
         let inline = self.inline.iter().map(|(k, v)| (*k, v));
@@ -409,6 +424,15 @@ impl Data {
         self.extra.is_none() || self.as_ref().is_object()
     }
 
+    /// True when the data owns no memory: static keys and numbers, booleans, colors or static
+    /// strings only. Dropping such a `Data` frees nothing, so a caller that discards many may
+    /// skip its drop (see `jets::write::record::drop_line`).
+    #[inline]
+    pub fn owns_nothing(&self) -> bool {
+        self.extra.is_none()
+            && self.inline.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
+    }
+
     /// The typed fields in the order they were added.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
         let inline = self.inline.iter().map(|(k, v)| (*k, v));
@@ -428,6 +452,25 @@ impl Data {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_owns_nothing_only_with_static_texts_and_plain_values() {
+        let mut d = Data::new();
+        assert!(d.owns_nothing());
+        d.push("pc", 4u64);
+        d.push("label", "ADD");
+        d.push("color", Color::rgb(0x010203));
+        assert!(d.owns_nothing());
+        let mut owned = d.clone();
+        owned.push("name", String::from("x1"));
+        assert!(!owned.owns_nothing());
+        let mut shared = d.clone();
+        shared.push("name", Str::Shared("x2".into()));
+        assert!(!shared.owns_nothing());
+        let mut spilled = d.clone();
+        spilled.push(String::from("owned_key"), 1u64);
+        assert!(!spilled.owns_nothing(), "a spilled field lives behind a box");
+    }
 
     fn enc(d: &Data) -> String {
         let mut out = Vec::new();

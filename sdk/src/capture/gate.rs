@@ -328,9 +328,9 @@ pub(crate) mod left {
         }
 
         #[inline(always)]
-        fn bump(&self, kind: usize) {
+        fn bump(&self, kind: usize, by: u64) {
             let c = &self.kinds[kind];
-            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
         }
     }
 
@@ -407,11 +407,24 @@ pub(crate) mod left {
     /// Counts one line of `kind` left out of `trace` by capture.
     #[inline(always)]
     pub(crate) fn count(trace: u64, kind: usize) {
+        add(trace, kind, 1);
+    }
+
+    /// Takes back a count: a deferred record, counted as left out, was pushed after all
+    /// (CAP-DEFER-1). A thread's counters may go below zero; their sum cannot.
+    #[cold]
+    pub(crate) fn uncount(trace: u64, kind: usize) {
+        add(trace, kind, 1u64.wrapping_neg());
+    }
+
+    /// Adds `by` (wrapping) to a count of `kind` for `trace`.
+    #[inline(always)]
+    fn add(trace: u64, kind: usize, by: u64) {
         if !cfg!(feature = "enabled") {
             return;
         }
         if COUNTING.get() {
-            return count_shared(trace, kind);
+            return count_shared(trace, kind, by);
         }
         COUNTING.set(true);
         // The flag is set before the counter is read and cleared after it is written, as a
@@ -420,8 +433,8 @@ pub(crate) mod left {
         let last = LAST.get();
         // SAFETY: a non-null `LAST` points at counters that `HERE` holds (see `LAST`).
         match unsafe { last.as_ref() } {
-            Some(c) if c.trace == trace => c.bump(kind),
-            _ => count_here(trace, kind),
+            Some(c) if c.trace == trace => c.bump(kind, by),
+            _ => count_here(trace, kind, by),
         }
         compiler_fence(Ordering::SeqCst);
         COUNTING.set(false);
@@ -438,7 +451,7 @@ pub(crate) mod left {
     /// A count for another trace than the last one: looks its counters up (or makes them), and
     /// makes them the last ones.
     #[cold]
-    fn count_here(trace: u64, kind: usize) {
+    fn count_here(trace: u64, kind: usize, by: u64) {
         let counted = HERE.try_with(|here| {
             let Ok(mut here) = here.0.try_borrow_mut() else { return false };
             let counts = match here.iter().position(|c| c.trace == trace) {
@@ -448,12 +461,12 @@ pub(crate) mod left {
                     None => return true, // the trace is gone: nobody will read the count
                 },
             };
-            counts.bump(kind);
+            counts.bump(kind, by);
             LAST.set(Arc::as_ptr(counts));
             true
         });
         if counted != Ok(true) {
-            count_shared(trace, kind);
+            count_shared(trace, kind, by);
         }
     }
 
@@ -472,9 +485,9 @@ pub(crate) mod left {
     }
 
     #[cold]
-    fn count_shared(trace: u64, kind: usize) {
+    fn count_shared(trace: u64, kind: usize, by: u64) {
         if let Some((_, _, shared)) = entry(&mut registry(), trace) {
-            shared.kinds[kind].fetch_add(1, Ordering::Relaxed);
+            shared.kinds[kind].fetch_add(by, Ordering::Relaxed);
         }
     }
 
@@ -485,8 +498,8 @@ pub(crate) mod left {
             return LeftOut::default();
         };
         let sum = |k: usize| {
-            shared.kinds[k].load(Ordering::Relaxed)
-                + threads.iter().map(|c| c.kinds[k].load(Ordering::Relaxed)).sum::<u64>()
+            let counts = threads.iter().map(|c| c.kinds[k].load(Ordering::Relaxed));
+            counts.fold(shared.kinds[k].load(Ordering::Relaxed), u64::wrapping_add)
         };
         LeftOut {
             records: sum(RECORD),

@@ -11,13 +11,21 @@
 //! to the trace either, so making and ending one touches no shared reference count. Decisions
 //! that need the line's cycle or data (a window's start, ROI, unit filters, sampling) are taken
 //! when it is written, as before.
+//!
+//! A record capture *holds* (it may become the ancestor of a captured line: it began before the
+//! window, outside the regions of interest, or fails a filter its descendants may pass) is
+//! *deferred* (CAP-DEFER-1): its line stays in the builder's box, in the handle, and is pushed
+//! (held, for the writer to decide) only when a line is made under it. Most held records end
+//! before anything under them is captured: then they cost no push and no work in the writer.
 
+use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
 use super::ring::{self, Pos};
-use super::{Inner, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
+use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
 use crate::error::Error;
 use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
@@ -32,12 +40,21 @@ pub struct RecordHandle {
     /// `None` for a record left out by capture: nothing under it is written, only counted (by
     /// trace id), so it needs no reference to the trace.
     inner: Option<Arc<Inner>>,
-    trace_id: u64,
-    id: u64,
+    /// The record's id, or 0 for a deferred record until its line is queued or [`RecordHandle::id`]
+    /// is asked (most deferred records never need one: no locked instruction for them). For a
+    /// record left out by capture (no `inner`), the trace's id, which is what its lines are
+    /// counted by (one word less to move for every handle).
+    id: AtomicU64,
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
-    /// wait for it.
-    pos: Pos,
+    /// wait for it. Read through [`RecordHandle::pushed`]: a deferred record's is written once,
+    /// by the thread that pushes its line, before [`RecordHandle::state`] says [`PUSHED`].
+    pos: UnsafeCell<Pos>,
+    /// [`PUSHED`], or the state of a deferred record's line.
+    state: AtomicU8,
+    /// A deferred record's line, not pushed yet: taken by the one thread that moves `state` from
+    /// [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
+    deferred: UnsafeCell<Option<Box<Slot>>>,
     /// False when the drop policy dropped this record's line, or capture left it out: then
     /// everything hanging off it is dropped or left out (and counted) too, so no line can refer
     /// to a record missing from the file.
@@ -46,10 +63,42 @@ pub struct RecordHandle {
     cap: u8,
 }
 
+impl Drop for RecordHandle {
+    /// A deferred record dropped without an end: its line goes back to the pool (it was counted
+    /// as left out when it was deferred).
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(slot) = self.deferred.get_mut().take() {
+            release(slot);
+        }
+    }
+}
+
+// SAFETY: `pos` and `deferred` are the only fields shared without synchronization of their own.
+// `deferred` is touched only by the thread that won `state`'s move from DEFERRED to PUSHING, or
+// through `&mut`/ownership; `pos` is written by that same thread before it publishes PUSHED
+// (release) and read only after PUSHED was seen (acquire).
+unsafe impl Sync for RecordHandle {}
+
+/// The record line is in its ring (every handle but a deferred one).
+const PUSHED: u8 = 0;
+/// A deferred record: its line is in the handle (CAP-DEFER-1).
+const DEFERRED: u8 = 1;
+/// A thread is pushing the deferred line: the others wait for it.
+const PUSHING: u8 = 2;
+/// Pushing the deferred line found the trace closed: nothing more is written under it.
+const CLOSED: u8 = 3;
+
+thread_local! {
+    /// Set while this thread pushes a deferred line: a signal handler on it that emits under the
+    /// same record must not wait for that push, which cannot go on until the handler returns.
+    static PUSHING_DEFERRED: Cell<bool> = const { Cell::new(false) };
+}
+
 impl std::fmt::Debug for RecordHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecordHandle")
-            .field("id", &self.id)
+            .field("id", &self.id())
             .field("start", &self.start)
             .field("live", &self.live)
             .finish()
@@ -59,7 +108,45 @@ impl std::fmt::Debug for RecordHandle {
 impl RecordHandle {
     /// The record's id (unique in the trace, allocated by the SDK, starting at 1).
     pub fn id(&self) -> u64 {
-        self.id
+        match &self.inner {
+            Some(inner) => self.id_in(inner),
+            None => 0,
+        }
+    }
+
+    /// The record's id in the trace `inner`, allocated now for a deferred record that has none.
+    #[inline(always)]
+    fn id_in(&self, inner: &Inner) -> u64 {
+        match self.raw_id() {
+            0 => self.allocate_id(inner),
+            id => id,
+        }
+    }
+
+    #[cold]
+    fn allocate_id(&self, inner: &Inner) -> u64 {
+        // Ids start at 1: 0 never comes out. A thread that loses the race gives its number up (a
+        // gap in the ids, which need only be unique).
+        let id = inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.id.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => id,
+            Err(first) => first,
+        }
+    }
+
+    /// The id word as it is (see [`RecordHandle::id`] the field).
+    #[inline(always)]
+    fn raw_id(&self) -> u64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// The trace's id (keys the left-out counters).
+    #[inline(always)]
+    fn trace_id(&self) -> u64 {
+        match &self.inner {
+            Some(inner) => inner.shared.gate.trace_id(),
+            None => self.raw_id(),
+        }
     }
 
     /// The cycle at which the record began.
@@ -72,6 +159,71 @@ impl RecordHandle {
     /// record may be held as a possible ancestor, or kept by a flight recorder.
     pub fn is_recorded(&self) -> bool {
         self.live
+    }
+
+    /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
+    /// the writer to decide), since a line is being made under it.
+    #[inline(always)]
+    fn pushed(&self) -> Result<&Pos, Error> {
+        if self.state.load(Ordering::Acquire) != PUSHED {
+            self.push_deferred()?;
+        }
+        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `state`).
+        Ok(unsafe { &*self.pos.get() })
+    }
+
+    /// Pushes a deferred record's line, or waits for the thread that is pushing it.
+    #[cold]
+    #[inline(never)]
+    fn push_deferred(&self) -> Result<(), Error> {
+        // Inside a push on this thread (an allocator or destructor that emits): refused, as that
+        // push would be, before the line is taken.
+        if ring::Entered::enter().is_none() {
+            return Err(Error::Reentrant);
+        }
+        let Some(inner) = self.inner.as_ref() else { return Err(Error::Closed) };
+        loop {
+            match self.state.compare_exchange(
+                DEFERRED,
+                PUSHING,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(PUSHED) => return Ok(()),
+                Err(CLOSED) => return Err(Error::Closed),
+                Err(_) if PUSHING_DEFERRED.with(Cell::get) => return Err(Error::Reentrant),
+                Err(_) => std::thread::yield_now(),
+            }
+        }
+        PUSHING_DEFERRED.with(|p| p.set(true));
+        // SAFETY: this thread moved `state` out of DEFERRED, so it alone reaches `deferred`.
+        let mut slot = unsafe { (*self.deferred.get()).take() };
+        if let Some(slot) = slot.as_mut() {
+            // SAFETY: a deferred box holds its record's initialized line.
+            unsafe { slot.line.assume_init_mut() }.id = self.id_in(inner);
+        }
+        let pushed = match slot {
+            Some(slot) => push_slot(&inner.shared, slot),
+            None => Err(ring::Refused::Closed),
+        };
+        PUSHING_DEFERRED.with(|p| p.set(false));
+        match pushed {
+            Ok(Some((pos, _))) => {
+                // No longer left out: the writer holds it, and counts it if never written.
+                gate::left::uncount(self.trace_id(), gate::RECORD);
+                // SAFETY: as above; readers wait for PUSHED, published below.
+                unsafe { *self.pos.get() = pos };
+                self.state.store(PUSHED, Ordering::Release);
+                Ok(())
+            }
+            // Deferral is only under `Policy::Block`, whose pushes drop nothing, and a push
+            // nested in another was refused above: the trace has closed.
+            Ok(None) | Err(_) => {
+                self.state.store(CLOSED, Ordering::Release);
+                Err(Error::Closed)
+            }
+        }
     }
 
     /// Starts describing a child record.
@@ -119,9 +271,9 @@ impl RecordHandle {
         };
         if let Some(sampled) = made {
             b.sampled = sampled;
-            b.p = Pending::new(Kind::Record, 0, name.into(), Some(&self.pos));
+            b.p = Pending::under(self, Kind::Record, name.into());
             if let Some(line) = b.p.line() {
-                line.parent = Some(self.id);
+                line.parent = Some(self.raw_id());
                 line.record_type = record_type;
             }
         }
@@ -135,7 +287,7 @@ impl RecordHandle {
         if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
             let name = name.into();
             if i.shared.gate.may_event(&name, self.cap, self.start) {
-                b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
+                b.p = Pending::under(self, Kind::Event, name);
             }
         }
         b
@@ -160,7 +312,7 @@ impl RecordHandle {
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
             if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
-                b.p = Pending::new(Kind::Event, self.id, name, Some(&self.pos));
+                b.p = Pending::under(self, Kind::Event, name);
             }
         }
         b
@@ -171,7 +323,7 @@ impl RecordHandle {
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
         if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
-            b.p = Pending::new(Kind::Annotation, self.id, name.into(), Some(&self.pos));
+            b.p = Pending::under(self, Kind::Annotation, name.into());
         }
         b
     }
@@ -184,7 +336,7 @@ impl RecordHandle {
             Some(inner) if self.cap & bits::LEFT == 0 && !self.live => {
                 inner.shared.count_drop(kind)
             }
-            _ => gate::left::count(self.trace_id, kind),
+            _ => gate::left::count(self.trace_id(), kind),
         }
     }
 
@@ -199,12 +351,31 @@ impl RecordHandle {
     #[inline(always)]
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
+        if self.inner.is_none() {
+            // Left out by capture: it holds nothing to drop (no trace, no deferred line).
+            gate::left::count(self.raw_id(), gate::END);
+            std::mem::forget(self);
+            return Ok(());
+        }
         let Some(inner) = self.inner.as_ref().filter(|_| self.live) else {
             // The end of a dropped or left-out record is too, and counted like everything on it.
             self.not_written(DROP_END);
             return Ok(());
         };
-        write_end(inner, self.id, self.pos, clk, status)
+        match self.state.load(Ordering::Acquire) {
+            // SAFETY: PUSHED was seen (acquire): `pos` is written.
+            PUSHED => write_end(inner, self.raw_id(), unsafe { *self.pos.get() }, clk, status),
+            DEFERRED => {
+                // Nothing under it was made: its line and its end are left out.
+                // SAFETY: the handle is ours (no other thread can reach it now).
+                if let Some(slot) = unsafe { (*self.deferred.get()).take() } {
+                    release(slot);
+                }
+                inner.shared.gate.leave(gate::END);
+                Ok(())
+            }
+            _ => Err(Error::Closed),
+        }
     }
 
     /// Ends the record at `clk` with a final `status` on the `record_end` line, for outcomes known
@@ -238,7 +409,7 @@ impl RecordHandle {
     #[inline(always)]
     fn check_clk(&self, clk: u64) -> Result<(), Error> {
         if clk < self.start {
-            return Err(Error::ClkBeforeStart { clk, start: self.start, record_id: self.id });
+            return Err(Error::ClkBeforeStart { clk, start: self.start, record_id: self.id() });
         }
         Ok(())
     }
@@ -354,26 +525,29 @@ fn begin_line(
         parent.map_or(0, |p| p.cap),
         sampled,
     );
-    let trace_id = parent.map_or_else(|| shared.gate.trace_id(), |p| p.trace_id);
+    let trace_id = shared.gate.trace_id();
     if verdict == Verdict::Leave {
         release(slot);
         shared.gate.leave(gate::RECORD);
         return Ok(left_out(trace_id, clk));
     }
     line.hold = verdict == Verdict::Hold;
+    if line.hold && shared.policy == Policy::Block {
+        // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
+        // until then, so that a trace closed while it is open counts it.
+        shared.gate.leave(gate::RECORD);
+        let mut handle = new_handle(Some(Arc::clone(inner)), 0, clk, true, cap);
+        handle.state = AtomicU8::new(DEFERRED);
+        handle.deferred = UnsafeCell::new(Some(slot));
+        return Ok(handle);
+    }
     let Some((pos, id)) = push_slot(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
         return Ok(dropped(inner, clk));
     };
-    Ok(RecordHandle {
-        inner: Some(Arc::clone(inner)),
-        trace_id,
-        id,
-        start: clk,
-        pos,
-        live: true,
-        cap,
-    })
+    let mut handle = new_handle(Some(Arc::clone(inner)), id, clk, true, cap);
+    handle.pos = UnsafeCell::new(pos);
+    Ok(handle)
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -445,6 +619,28 @@ impl Pending {
         Pending(ManuallyDrop::new(Some(slot)))
     }
 
+    /// A line made under `record`, after its line (pushing it now if it was deferred); an event
+    /// or annotation refers to it by id (a record's own id comes with its push). When that push
+    /// fails, the builder keeps the error for the call that would write the line.
+    #[inline(always)]
+    fn under(record: &RecordHandle, kind: Kind, name: Str) -> Pending {
+        match record.pushed() {
+            Ok(pos) => {
+                let id = if kind == Kind::Record { 0 } else { record.raw_id() };
+                Pending::new(kind, id, name, Some(pos))
+            }
+            Err(e) => Pending::failed(kind, name, e),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn failed(kind: Kind, name: Str, e: Error) -> Pending {
+        let mut p = Pending::new(kind, 0, name, None);
+        p.set_error(e);
+        p
+    }
+
     /// The line, unless the builder is inert (or the line was pushed).
     #[inline(always)]
     fn line(&mut self) -> Option<&mut Line> {
@@ -477,9 +673,27 @@ impl Drop for Pending {
 fn release(mut slot: Box<Slot>) {
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed (a push
     // takes the box out first), so the line is ours and dropped exactly once, here.
-    unsafe { slot.line.assume_init_drop() };
+    unsafe { drop_line(slot.line.assume_init_mut()) };
     slot.error = None;
     pool::give(slot);
+}
+
+/// Drops a line that is not pushed. Most lines own nothing but perhaps their name (static
+/// texts, numbers): then only the name is dropped, rather than running the drop glue over every
+/// field. Records that capture deferred and never needed (CAP-DEFER-1) are released this way,
+/// one per instruction before a window.
+///
+/// # Safety
+/// `line` is initialized and is not used or dropped again.
+unsafe fn drop_line(line: &mut Line) {
+    // `Line`'s other members (kind, cycle, ids, position, flags) are plain values.
+    if line.record_type.is_static() && line.description.is_static() && line.data.owns_nothing() {
+        // SAFETY: the caller gives the line up; what is not dropped here owns nothing.
+        unsafe { std::ptr::drop_in_place(&mut line.name) };
+    } else {
+        // SAFETY: as above.
+        unsafe { std::ptr::drop_in_place(line) };
+    }
 }
 
 /// Boxes for builders' lines, reused per thread: once a thread has made its first builders,
@@ -743,7 +957,7 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn trace_id(&self) -> u64 {
         match (self.parent, self.inner) {
-            (Some(p), _) => p.trace_id,
+            (Some(p), _) => p.trace_id(),
             (None, Some(inner)) => inner.shared.gate.trace_id(),
             (None, None) => 0, // not made: a root builder always has the trace
         }
@@ -765,29 +979,28 @@ impl<'a> RecordBuilder<'a> {
 /// The handle of a record left out by capture: it keeps no trace, only the id to count by.
 #[inline(always)]
 fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
+    new_handle(None, trace_id, clk, false, bits::LEFT)
+}
+
+/// A handle whose line is pushed (or not written at all), at no position yet.
+#[inline(always)]
+fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
     RecordHandle {
-        inner: None,
-        trace_id,
-        id: 0,
-        start: clk,
-        pos: Pos { ring: u32::MAX, index: u64::MAX },
-        live: false,
-        cap: bits::LEFT,
+        inner,
+        id: AtomicU64::new(id),
+        start,
+        pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
+        state: AtomicU8::new(PUSHED),
+        deferred: UnsafeCell::new(None),
+        live,
+        cap,
     }
 }
 
 /// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
 #[cold]
 fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
-    RecordHandle {
-        inner: Some(Arc::clone(inner)),
-        trace_id: inner.shared.gate.trace_id(),
-        id: 0,
-        start: clk,
-        pos: Pos { ring: u32::MAX, index: u64::MAX },
-        live: false,
-        cap: 0,
-    }
+    new_handle(Some(Arc::clone(inner)), 0, clk, false, 0)
 }
 
 /// Describes an event before it is emitted. Made by [`RecordHandle::event`].

@@ -202,7 +202,8 @@ impl LocalRing {
         if line.after.is_some_and(|p| p.ring == self.ring) {
             line.after = None; // same ring: FIFO already orders it
         }
-        if line.kind == Kind::Record {
+        // A deferred record has its id already (`record::begin_line`).
+        if line.kind == Kind::Record && line.id == 0 {
             line.id = self.next_id(shared);
         }
         let id = line.id;
