@@ -209,11 +209,11 @@ impl LocalRing {
         let id = line.id;
         // Room for the largest entry a line with this many fields can make; only when the ring
         // has less than that is the line's own size worked out, to see whether it still fits.
-        // SAFETY (the cursor's calls): `producer` is there (the caller's check) and this ring's
-        // cursor is this one.
+        // SAFETY: `producer` is there (the caller's check), and this ring's cursor is this one.
         let at = match unsafe { self.cursor.reserve(line.max_words()) } {
             Some(at) => at,
-            None => match reserve_exact(&mut self.cursor, producer, shared, line) {
+            // SAFETY: as above.
+            None => match unsafe { reserve_exact(&mut self.cursor, producer, shared, line) } {
                 Ok(at) => at,
                 Err(e) => {
                     // SAFETY: consumed here, per the contract.
@@ -226,6 +226,7 @@ impl LocalRing {
         // size), and the line is not used again by the caller (this function's contract);
         // `commit` publishes exactly the entry just written.
         let words = unsafe { Line::write_to(line, at) };
+        // SAFETY: as for `reserve`.
         unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
@@ -237,8 +238,9 @@ impl LocalRing {
 /// else the drop policy's answer (`Err`: what the push returns), or room after waiting.
 #[cold]
 ///
-/// Safety: as for [`Cursor::reserve`], with `producer` the ring's producer end.
-fn reserve_exact(
+/// # Safety
+/// As for [`Cursor::reserve`], with `producer` the ring's producer end.
+unsafe fn reserve_exact(
     cursor: &mut Cursor,
     producer: &Producer,
     shared: &Shared,
@@ -251,7 +253,8 @@ fn reserve_exact(
     }
     match shared.policy {
         Policy::Drop => Err(Ok(None)),
-        Policy::Block => push_blocking(cursor, producer, shared, words).map_err(Err),
+        // SAFETY: per this function's contract.
+        Policy::Block => unsafe { push_blocking(cursor, producer, shared, words) }.map_err(Err),
     }
 }
 
@@ -260,8 +263,9 @@ fn reserve_exact(
 /// producer never waits forever.
 #[cold]
 ///
-/// Safety: as for [`reserve_exact`].
-fn push_blocking(
+/// # Safety
+/// As for [`reserve_exact`].
+unsafe fn push_blocking(
     cursor: &mut Cursor,
     producer: &Producer,
     shared: &Shared,
@@ -354,17 +358,18 @@ pub(crate) fn give_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
 /// [`give_spare`] once `LOCAL` is known to be alive.
 #[inline(always)]
 fn keep_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
-    match SPARE.try_with(|s| {
-        if s.get().is_null() {
-            s.set(Box::into_raw(slot));
-            None
-        } else {
-            Some(slot)
-        }
-    }) {
-        Ok(back) => back,
-        Err(_) => None, // unreachable: `SPARE` has no destructor; the box was moved in
-    }
+    // `SPARE` has no destructor, so it is always there (were it not, the box moved into the
+    // closure would be freed with it).
+    SPARE
+        .try_with(|s| {
+            if s.get().is_null() {
+                s.set(Box::into_raw(slot));
+                None
+            } else {
+                Some(slot)
+            }
+        })
+        .unwrap_or_default()
 }
 
 /// Marks this thread as inside [`push`] until dropped; `None` when it already is.
@@ -393,7 +398,7 @@ fn local_ring<'a>(
     rings: &'a mut Rings,
     shared: &Arc<Shared>,
 ) -> Result<&'a mut LocalRing, Refused> {
-    if !rings.first.as_ref().is_some_and(|r| r.trace_id == shared.id) {
+    if rings.first.as_ref().is_none_or(|r| r.trace_id != shared.id) {
         return other_ring(rings, shared);
     }
     rings.first.as_mut().ok_or(Refused::Closed) // always there: just checked

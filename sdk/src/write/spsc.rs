@@ -302,21 +302,30 @@ mod tests {
     #[test]
     fn full_ring_refuses_until_released() {
         let (p, mut cur, mut c) = ring(64, 16);
+        // `p` is alive throughout, and `cur` is the ring's one cursor.
+        let mut reserve = |n| unsafe_reserve(&mut cur, n);
         let mut pushed = 0;
-        // SAFETY (all the cursor's calls): `p` is alive; one cursor.
-        while let Some(at) = unsafe { cur.reserve(10) } {
+        while let Some(at) = reserve(10) {
             // SAFETY: reserved.
             unsafe { at.write(1) };
-            unsafe { cur.commit(10) };
             pushed += 1;
         }
         assert_eq!(pushed, 6, "64 words hold six entries of 10");
-        assert_eq!(cur.max_entry(), 16);
         assert!(c.peek().is_some());
         c.pop(10);
-        assert!(unsafe { cur.reserve(10) }.is_none(), "not released yet");
+        assert!(reserve(10).is_none(), "not released yet");
         c.release();
-        assert!(unsafe { cur.reserve(10) }.is_some(), "released");
+        assert!(reserve(10).is_some(), "released");
+        assert_eq!(cur.max_entry(), 16);
         drop(p);
+    }
+
+    /// Reserves and commits `n` words at once (the tests write them afterwards).
+    fn unsafe_reserve(cur: &mut Cursor, n: usize) -> Option<*mut u64> {
+        // SAFETY: the callers keep the ring's `Producer` alive and use one cursor.
+        let at = unsafe { cur.reserve(n) }?;
+        // SAFETY: as above.
+        unsafe { cur.commit(n) };
+        Some(at)
     }
 }
