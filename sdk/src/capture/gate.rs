@@ -58,8 +58,8 @@ pub(crate) struct Gate {
 }
 
 thread_local! {
-    /// This thread's sample counters: (trace id, record_type, records seen).
-    static SAMPLED: RefCell<Vec<(u64, String, u64)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's sample counters: (trace id, index of the `sample=` clause, records seen).
+    static SAMPLED: RefCell<Vec<(u64, usize, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Drop for Gate {
@@ -166,8 +166,8 @@ impl Gate {
         if parent_start >= self.window.end || clk >= self.window.end {
             return None;
         }
-        match self.samples.iter().find(|(t, _)| **t == **record_type) {
-            Some(&(_, n)) => self.sample(record_type, n).then_some(true),
+        match self.sample_clause(record_type) {
+            Some(clause) => self.sample(clause).then_some(true),
             None => Some(false),
         }
     }
@@ -219,9 +219,8 @@ impl Gate {
             // Nothing under it can be in the window either (children start at or after it).
             return (Verdict::Leave, bits::LEFT);
         }
-        let n = self.samples.iter().find(|(t, _)| **t == **record_type).map(|s| s.1);
-        if let Some(n) = n.filter(|_| !sampled) {
-            if !self.sample(record_type, n) {
+        if let Some(clause) = self.sample_clause(record_type).filter(|_| !sampled) {
+            if !self.sample(clause) {
                 return (Verdict::Leave, bits::LEFT);
             }
         }
@@ -249,17 +248,15 @@ impl Gate {
 
     /// Deterministic 1-of-N per record_type, counted per emitting thread (CAP-SAMPLE-1): the 1st,
     /// (N+1)th, (2N+1)th... record of the type begun on a thread are kept.
-    fn sample(&self, record_type: &str, n: u64) -> bool {
+    fn sample(&self, clause: usize) -> bool {
+        let n = self.samples[clause].1;
         SAMPLED
             .try_with(|s| {
                 let mut s = s.borrow_mut();
-                let i = match s
-                    .iter()
-                    .position(|(t, ty, _)| *t == self.trace_id && ty == record_type)
-                {
+                let i = match s.iter().position(|&(t, c, _)| t == self.trace_id && c == clause) {
                     Some(i) => i,
                     None => {
-                        s.push((self.trace_id, record_type.to_owned(), 0));
+                        s.push((self.trace_id, clause, 0));
                         s.len() - 1
                     }
                 };
@@ -268,6 +265,15 @@ impl Gate {
                 seen % n == 0
             })
             .unwrap_or(true)
+    }
+
+    /// The `sample=` clause for `record_type`, if any.
+    #[inline]
+    fn sample_clause(&self, record_type: &str) -> Option<usize> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        self.samples.iter().position(|(t, _)| t == record_type)
     }
 
     /// Whether an event on a record with bits `rec` is written.

@@ -1,7 +1,7 @@
 //! Unit tests of the rings and the writer thread, small enough for Miri
 //! (`scripts/test.d/15-miri.sh` runs them there): pushes racing a close, full rings, flushes
 //! racing a close, a panicking sink, retired rings, refused nested pushes, encoder threads, and the
-//! capture keeper's ownership of the entries it keeps.
+//! capture keeper's ownership of the entries it keeps, and deferred records (CAP-DEFER-1).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -285,4 +285,37 @@ fn the_keeper_owns_the_entries_it_keeps() {
         }
         assert!(text.contains("\"root\""), "the ancestor of everything kept");
     }
+}
+
+/// CAP-DEFER-1 under Miri: held records wait in their handle (their pooled box) and are pushed
+/// by whichever thread first makes a line under them, once; those never needed are released
+/// when they end or are dropped. Every box is freed exactly once (Miri checks).
+#[test]
+fn deferred_records_are_pushed_once_or_released() {
+    use crate::capture::Capture;
+    let out = Buf::default();
+    let window = Capture { window: Some(N..N + 10), ..Capture::default() };
+    let trace =
+        TraceBuilder::new().capture(window).writer(out.clone(), Metadata::new()).expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    // Never needed: ended, dropped.
+    let ended = root.child("ended", "R").field("k", String::from("owned")).begin_at(1).expect("r");
+    ended.end_at(2).expect("end");
+    drop(root.child_at(3, "dropped", "R").begin().expect("r"));
+    // Needed by two threads at once: pushed by one of them, both events written.
+    let shared = root.child_at(4, "shared", "R").begin().expect("r");
+    thread::scope(|s| {
+        for t in 0..2 {
+            let shared = &shared;
+            s.spawn(move || shared.event_at(N + t, "e").emit().expect("event"));
+        }
+    });
+    shared.end_at(N + 5).expect("end");
+    root.end_at(N + 6).expect("end");
+    trace.close().expect("close");
+    let lines = out.lines();
+    let records: Vec<_> = lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect();
+    assert_eq!(records.len(), 2, "{lines:?}");
+    assert!(records[1].contains(r#""name":"shared""#), "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l.contains(r#""type":"event""#)).count(), 2);
 }
