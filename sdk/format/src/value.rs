@@ -328,7 +328,10 @@ impl Data {
     /// Adds a field. Later fields with the same key are written too; readers keep the last.
     #[inline(always)]
     pub fn push(&mut self, key: impl Into<Str>, value: impl Into<Value>) {
-        match key.into() {
+        // `ManuallyDrop`: the static arm owns nothing, and the other moves the key on, so no
+        // drop check of the key is left for the compiler to emit.
+        let key = std::mem::ManuallyDrop::new(key.into());
+        match *key {
             Str::Static(k) if !self.inline.is_full() && self.extra.is_none() => {
                 // The value is made here, in the one branch that uses it, so it is stored
                 // straight into its slot. Made before the branch, it lived on the stack and was
@@ -337,7 +340,7 @@ impl Data {
                 // SAFETY: not full, checked above.
                 unsafe { self.inline.push_unchecked((k, value.into())) };
             }
-            key => self.push_spilled(key, value.into()),
+            _ => self.push_spilled(std::mem::ManuallyDrop::into_inner(key), value.into()),
         }
     }
 

@@ -87,8 +87,10 @@ impl Line {
             // Called out of line, the name arrives in the caller's memory (a `Str` is passed by
             // reference), just stored a word at a time: it is copied a word at a time too, as
             // a 16-byte load of it would stall (see `put`).
-            let name = ManuallyDrop::new(name);
-            put(ptr::addr_of_mut!((*dst).name).cast(), &*name);
+            // Read where the caller put it: moved into a local first, it would be copied to
+            // this function's stack and back.
+            put(ptr::addr_of_mut!((*dst).name).cast(), &name);
+            std::mem::forget(name);
             ptr::addr_of_mut!((*dst).record_type).write(Str::EMPTY);
             ptr::addr_of_mut!((*dst).description).write(Str::EMPTY);
             Data::init(ptr::addr_of_mut!((*dst).data));
@@ -98,81 +100,73 @@ impl Line {
         }
     }
 
-    /// The entry's flags and size in words.
-    #[inline(always)]
-    pub(crate) fn layout(&self) -> (u8, usize) {
+    /// The entry's size in words, as [`Line::write_to`] writes it: for a push that cannot
+    /// reserve [`Line::max_words`] and needs to know whether the line itself fits.
+    pub(crate) fn words(&self) -> usize {
         let data = self.data.as_ref();
-        let mut flags = if self.hold { HOLD } else { 0 };
-        let mut words = FIXED;
-        if self.after.is_some() {
-            flags |= AFTER;
-            words += 2;
-        }
-        if self.parent.is_some() {
-            flags |= PARENT;
-            words += 1;
-        }
-        if !is_static_empty(&self.record_type) {
-            flags |= RECORD_TYPE;
-            words += STR;
-        }
-        if !is_static_empty(&self.description) {
-            flags |= DESCRIPTION;
-            words += STR;
-        }
-        if data.extra.is_some() {
-            flags |= EXTRA;
-            words += 1;
-        }
-        (flags, words + data.inline.len() * FIELD)
+        let mut words = FIXED + data.inline.len() * FIELD;
+        words += 2 * usize::from(self.after.is_some()) + usize::from(self.parent.is_some());
+        words += STR * usize::from(!is_static_empty(&self.record_type));
+        words += STR * usize::from(!is_static_empty(&self.description));
+        words + usize::from(data.extra.is_some())
     }
 
-    /// Moves the line into the entry at `at`, which has room for `words` words; the line is
-    /// consumed (its storage must not be used or dropped afterwards).
+    /// An upper bound of [`Line::words`], from the field count alone: what the push
+    /// reserves, so that the common case writes the line without working out its layout first.
+    #[inline(always)]
+    pub(crate) fn max_words(&self) -> usize {
+        MAX_WORDS - (Data::INLINE - self.data.as_ref().inline.len()) * FIELD
+    }
+
+    /// Moves the line into the entry at `at` and returns its size in words (its
+    /// [`Line::words`]); the line is consumed (its storage must not be used or dropped
+    /// afterwards). The parts are written first and the header last, with the flags and size
+    /// found on the way, so the line is read once.
     ///
     /// # Safety
-    /// `at` is valid for writing `words` 8-byte-aligned words, and `(flags, words)` is
-    /// `line.layout()`.
+    /// `at` is valid for writing [`Line::max_words`] 8-byte-aligned words.
     #[inline(always)]
-    pub(crate) unsafe fn write_to(
-        line: &mut ManuallyDrop<Line>,
-        at: *mut u64,
-        flags: u8,
-        words: usize,
-    ) {
+    pub(crate) unsafe fn write_to(line: &mut ManuallyDrop<Line>, at: *mut u64) -> usize {
         let l: &mut Line = line;
-        let fields = l.data.as_ref().inline.len();
-        // SAFETY: every write below stays within the `words` words the layout counted, each at
-        // an 8-byte-aligned offset (all parts are whole words); each owned part of the line is
-        // either moved into the entry (copied bitwise, never used again) or dropped, exactly
-        // once.
+        let mut flags = if l.hold { HOLD } else { 0 };
+        // SAFETY: every write below stays within the words [`Line::words`] counts (at most
+        // `max_words`), each at an 8-byte-aligned offset (all parts are whole words); each owned
+        // part of the line is either moved into the entry (copied bitwise, never used again) or
+        // dropped, exactly once.
         unsafe {
-            at.write(
-                words as u64 | (l.kind as u64) << 16 | (fields as u64) << 24 | (flags as u64) << 32,
-            );
             let mut p = put(at.add(1), &l.clk);
             p = put(p, &l.id);
             p = put(p, &l.name);
             if let Some(after) = l.after {
+                flags |= AFTER;
                 p.write(after.ring as u64);
                 p.add(1).write(after.index);
                 p = p.add(2);
             }
             if let Some(parent) = l.parent {
+                flags |= PARENT;
                 p.write(parent);
                 p = p.add(1);
             }
-            if flags & RECORD_TYPE != 0 {
+            if !is_static_empty(&l.record_type) {
+                flags |= RECORD_TYPE;
                 p = put(p, &l.record_type);
             }
-            if flags & DESCRIPTION != 0 {
+            if !is_static_empty(&l.description) {
+                flags |= DESCRIPTION;
                 p = put(p, &l.description);
             }
             if let Some(extra) = l.data.take_extra() {
+                flags |= EXTRA;
                 p.cast::<Box<DataExtra>>().write(extra);
                 p = p.add(1);
             }
-            l.data.move_inline_to(p.cast::<Field>());
+            let fields = l.data.move_inline_to(p.cast::<Field>());
+            let words = p.offset_from(at) as usize + fields * FIELD;
+            at.write(
+                words as u64 | (l.kind as u64) << 16 | (fields as u64) << 24 | (flags as u64) << 32,
+            );
+            words
         }
         // Left in the line: static empty texts and an emptied `Data`, which own nothing.
     }
@@ -363,18 +357,19 @@ mod tests {
     use crate::format::Value;
 
     fn round_trip(line: Line) -> (String, usize) {
-        let (flags, words) = line.layout();
-        let mut buf = vec![0u64; words];
+        let words = line.words();
+        assert!(words <= line.max_words());
+        let mut buf = vec![0u64; line.max_words()];
         let at = buf.as_mut_ptr();
         let mut line = ManuallyDrop::new(line);
-        // SAFETY: `buf` has `words` words; the layout is the line's.
-        unsafe { Line::write_to(&mut line, at, flags, words) };
+        // SAFETY: `buf` has `max_words` words.
+        assert_eq!(unsafe { Line::write_to(&mut line, at) }, words, "the layout's size");
         // SAFETY: just written, dropped once below.
         let e = unsafe { Entry::read(at) };
         let mut data = Vec::new();
         e.data.write_json(&mut data);
         let text = format!(
-            "{:?} {} {} {:?} {} {} {} {:?} {}",
+            "{:?} {} {} {:?} {} {} {} {:?} {} {}",
             e.kind,
             e.clk,
             e.id,
@@ -383,7 +378,8 @@ mod tests {
             &**e.record_type,
             &**e.description,
             e.after,
-            String::from_utf8(data).expect("utf8")
+            String::from_utf8(data).expect("utf8"),
+            e.hold
         );
         assert_eq!(e.words, words);
         // SAFETY: as above.
@@ -398,7 +394,7 @@ mod tests {
         l.data.push("a", 1u64);
         l.data.push("b", 2u64);
         let (text, words) = round_trip(l);
-        assert_eq!(text, r#"Event 9 7 None Execute   None {"a":1,"b":2}"#);
+        assert_eq!(text, r#"Event 9 7 None Execute   None {"a":1,"b":2} false"#);
         assert_eq!(words, 16);
     }
 
@@ -407,6 +403,7 @@ mod tests {
         let mut l = Line::new(Kind::Record, 3, String::from("owned name").into(), None);
         l.after = Some(Pos { ring: 2, index: 40 });
         l.parent = Some(1);
+        l.hold = true;
         l.record_type = std::sync::Arc::<str>::from("Shared").into();
         l.description = "static".into();
         for i in 0..Data::INLINE + 2 {
@@ -420,7 +417,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with(r#""k":"v9","z":true}"#), "{text}");
+        assert!(text.ends_with(r#""k":"v9","z":true} true"#), "{text}");
         assert_eq!(words, MAX_WORDS);
     }
 }

@@ -461,14 +461,22 @@ fn push_line(
         return Err(e);
     }
     if !captured {
-        release(slot);
-        shared.gate.leave(drop_kind);
+        leave(shared, slot, drop_kind);
         return Ok(());
     }
     if push_slot(shared, slot)?.is_none() {
         shared.count_drop(drop_kind);
     }
     Ok(())
+}
+
+/// A line capture leaves out when it is written (a window's start, ROI, a filter on its name):
+/// its box goes back and it is counted. Out of line, so that the thread-local counting inlines
+/// here whatever the size of the push it is taken from.
+#[inline(never)]
+fn leave(shared: &super::Shared, slot: Box<Slot>, drop_kind: usize) {
+    release(slot);
+    shared.gate.leave(drop_kind);
 }
 
 /// Writes a `record_end` line (with a final status).
@@ -585,9 +593,26 @@ impl Pending {
     /// `after` is the handle's position, by reference: read here from the handle, which was
     /// written long ago, rather than copied by the caller into a fresh `Option<Pos>` that this
     /// function would read back with a 16-byte load over its just-made stores (a stall).
+    ///
+    /// The usual case, the thread's spare box, makes no call: so this function saves no
+    /// registers, and a thread's first builders, or several alive at once, take the cold path.
     fn new(kind: Kind, id: u64, name: Str, after: Option<&Pos>) -> Pending {
+        match ring::take_spare() {
+            Some(slot) => Pending::fill(slot, kind, id, name, after),
+            None => Pending::new_pooled(kind, id, name, after),
+        }
+    }
+
+    /// [`Pending::new`] with a box from the pool's list, or a new one.
+    #[cold]
+    #[inline(never)]
+    fn new_pooled(kind: Kind, id: u64, name: Str, after: Option<&Pos>) -> Pending {
+        Pending::fill(pool::take_more(), kind, id, name, after)
+    }
+
+    #[inline(always)]
+    fn fill(mut slot: Box<Slot>, kind: Kind, id: u64, name: Str, after: Option<&Pos>) -> Pending {
         let after = after.copied();
-        let mut slot = pool::take();
         // SAFETY: the box's line is ours and uninitialized (or moved out); `init` writes it
         // part by part (`write(Line::new(..))` can copy the whole ~500-byte line).
         unsafe { Line::init(slot.line.as_mut_ptr(), kind, id, name, after) };
@@ -690,19 +715,11 @@ mod pool {
         static FREE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// A box for a line (uninitialized, no error): the thread's spare box (kept beside its
-    /// rings, `ring::Local`), else one from [`FREE`], else a new one.
-    #[inline(always)]
-    pub(super) fn take() -> Box<Slot> {
-        match ring::take_spare() {
-            Some(slot) => slot,
-            None => take_more(),
-        }
-    }
-
-    /// Several builders alive at once (or the thread's first one).
+    /// A box for a line (uninitialized, no error) when the thread has no spare box (kept beside
+    /// its rings, `ring::take_spare`): several builders alive at once, or the thread's first one.
+    /// One from [`FREE`], else a new one.
     #[cold]
-    fn take_more() -> Box<Slot> {
+    pub(super) fn take_more() -> Box<Slot> {
         let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
         pooled.ok().flatten().unwrap_or_else(fresh)
     }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use super::fence;
 use super::line::{Kind, Line, MAX_WORDS};
 use super::record::Slot as LineBox;
-use super::spsc::{self, Producer};
+use super::spsc::{self, Cursor, Producer};
 use super::{Policy, Shared};
 use crate::error::Error;
 
@@ -113,6 +113,10 @@ pub(crate) struct LocalRing {
     trace_id: u64,
     ring: u32,
     slot: Arc<Slot>,
+    /// Where the next entry goes, kept here rather than behind `slot`'s producer end, so that
+    /// a push reaches the ring's words without following two more pointers. Used only while
+    /// that producer end is there (see [`LocalRing::push`]).
+    cursor: Cursor,
     pushed: u64,
     next_id: u64,
     id_end: u64,
@@ -125,8 +129,7 @@ impl LocalRing {
         if registry.retired {
             return Err(Refused::Closed);
         }
-        let (producer, consumer) = spsc::ring(shared.ring_words);
-        debug_assert!(producer.max_entry() >= MAX_WORDS);
+        let (producer, cursor, consumer) = spsc::ring(shared.ring_words, MAX_WORDS);
         let slot = Arc::new(Slot {
             busy: AtomicBool::new(false),
             producer: UnsafeCell::new(Some(producer)),
@@ -139,6 +142,7 @@ impl LocalRing {
             trace_id: shared.id,
             ring,
             slot,
+            cursor,
             pushed: 0,
             next_id: 0,
             id_end: 0,
@@ -172,8 +176,10 @@ impl LocalRing {
         } else {
             // SAFETY: busy is set and the trace was not closed when we looked, so the writer does
             // not retire this slot before busy is cleared (see the module doc).
-            let producer = unsafe { &mut *self.slot.producer.get() };
+            let producer = unsafe { &*self.slot.producer.get() };
             match producer {
+                // The producer end is there, so the cursor's buffer is alive until busy is
+                // cleared: `push_to` may use it.
                 Some(producer) => self.push_to(producer, shared, line),
                 None => {
                     // SAFETY: consumed here, per the contract.
@@ -189,7 +195,7 @@ impl LocalRing {
     #[inline(always)]
     fn push_to(
         &mut self,
-        producer: &mut Producer,
+        producer: &Producer,
         shared: &Shared,
         line: &mut ManuallyDrop<Line>,
     ) -> Pushed {
@@ -201,33 +207,54 @@ impl LocalRing {
             line.id = self.next_id(shared);
         }
         let id = line.id;
-        let (flags, words) = line.layout();
-        let at = match producer.reserve(words) {
+        // Room for the largest entry a line with this many fields can make; only when the ring
+        // has less than that is the line's own size worked out, to see whether it still fits.
+        // SAFETY: `producer` is there (the caller's check), and this ring's cursor is this one.
+        let at = match unsafe { self.cursor.reserve(line.max_words()) } {
             Some(at) => at,
-            None => match shared.policy {
-                Policy::Drop => {
+            // SAFETY: as above.
+            None => match unsafe { reserve_exact(&mut self.cursor, producer, shared, line) } {
+                Ok(at) => at,
+                Err(e) => {
                     // SAFETY: consumed here, per the contract.
                     unsafe { ManuallyDrop::drop(line) };
-                    return Ok(None);
+                    return e;
                 }
-                Policy::Block => match push_blocking(producer, shared, words) {
-                    Ok(at) => at,
-                    Err(e) => {
-                        // SAFETY: consumed here, per the contract.
-                        unsafe { ManuallyDrop::drop(line) };
-                        return Err(e);
-                    }
-                },
             },
         };
-        // SAFETY: `reserve` gave `words` free words at `at`, the layout is the line's, and the
-        // line is not used again by the caller (this function's contract); `commit` publishes
-        // exactly the entry just written.
-        unsafe { Line::write_to(line, at, flags, words) };
-        producer.commit(words);
+        // SAFETY: `reserve` gave at least `max_words` free words at `at` (or `words`, the exact
+        // size), and the line is not used again by the caller (this function's contract);
+        // `commit` publishes exactly the entry just written.
+        let words = unsafe { Line::write_to(line, at) };
+        // SAFETY: as for `reserve`.
+        unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
         Ok(Some((pos, id)))
+    }
+}
+
+/// The ring has less room than the largest entry `line` could make: room for its own size, or
+/// else the drop policy's answer (`Err`: what the push returns), or room after waiting.
+#[cold]
+///
+/// # Safety
+/// As for [`Cursor::reserve`], with `producer` the ring's producer end.
+unsafe fn reserve_exact(
+    cursor: &mut Cursor,
+    producer: &Producer,
+    shared: &Shared,
+    line: &Line,
+) -> Result<*mut u64, Pushed> {
+    let words = line.words();
+    // SAFETY: per this function's contract.
+    if let Some(at) = unsafe { cursor.reserve(words) } {
+        return Ok(at);
+    }
+    match shared.policy {
+        Policy::Drop => Err(Ok(None)),
+        // SAFETY: per this function's contract.
+        Policy::Block => unsafe { push_blocking(cursor, producer, shared, words) }.map_err(Err),
     }
 }
 
@@ -235,14 +262,19 @@ impl LocalRing {
 /// until `words` words are free. Gives up when the trace closes or its writer is gone, so a
 /// producer never waits forever.
 #[cold]
-fn push_blocking(
-    producer: &mut Producer,
+///
+/// # Safety
+/// As for [`reserve_exact`].
+unsafe fn push_blocking(
+    cursor: &mut Cursor,
+    producer: &Producer,
     shared: &Shared,
     words: usize,
 ) -> Result<*mut u64, Refused> {
     let backoff = crossbeam_utils::Backoff::new();
     loop {
-        if let Some(at) = producer.reserve(words) {
+        // SAFETY: per this function's contract.
+        if let Some(at) = unsafe { cursor.reserve(words) } {
             return Ok(at);
         }
         if producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
@@ -257,24 +289,46 @@ fn push_blocking(
     }
 }
 
-/// What a thread keeps for its emitting calls, in one thread-local so that a push looks it up
-/// once: its rings, one per trace it has emitted to, and the spare box for a builder's line
-/// (`record::pool`), given back by the push that empties it.
+/// A thread's rings, one per trace it has emitted to: a thread usually emits to one trace, whose
+/// ring is kept inline (`first`), so that a push reaches its cursor with one load less than
+/// through a `Vec`'s pointer.
+struct Rings {
+    first: Option<LocalRing>,
+    more: Vec<LocalRing>,
+}
+
+/// What a thread keeps for its emitting calls: its rings. Its destructor also frees the
+/// thread's spare box ([`SPARE`]).
 struct Local {
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
     /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
     /// allocator, or a `Drop` run by the push), so a mutable reference obtained here is always
     /// unique. That lets the line be moved once, straight into the ring, instead of through a
     /// closure.
-    rings: UnsafeCell<Vec<LocalRing>>,
-    /// A thread usually has one builder alive at a time, so this one-box cache (a take and a
-    /// set) serves most builders without the pool's list.
-    spare: Cell<Option<Box<LineBox>>>,
+    rings: UnsafeCell<Rings>,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // No box is kept after this: `give_spare` keeps one only while `LOCAL` is alive.
+        if let Some(slot) = take_spare() {
+            drop(slot);
+        }
+    }
 }
 
 thread_local! {
     static LOCAL: Local =
-        const { Local { rings: UnsafeCell::new(Vec::new()), spare: Cell::new(None) } };
+        const { Local { rings: UnsafeCell::new(Rings { first: None, more: Vec::new() }) } };
+
+    /// The spare box for a builder's line (`record::pool`), given back by the push that empties
+    /// it: a thread usually has one builder alive at a time, so this one-box cache (a take and a
+    /// set) serves most builders without the pool's list. A raw pointer (owning: from
+    /// `Box::into_raw`, or null) in a thread-local without a destructor, so that taking it is a
+    /// load and a store, with no check of the thread-local's state and no call to register a
+    /// destructor; `Local`'s destructor frees it. A nested call (a signal handler) between the
+    /// load and the store of `take` runs to its end first and leaves the cell as it found it.
+    static SPARE: Cell<*mut LineBox> = const { Cell::new(std::ptr::null_mut()) };
 
     /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
     /// usable while the thread's other thread-locals are torn down.
@@ -284,24 +338,38 @@ thread_local! {
 /// The spare box for a builder's line, if this thread has one.
 #[inline(always)]
 pub(crate) fn take_spare() -> Option<Box<LineBox>> {
-    LOCAL.try_with(|l| l.spare.take()).ok().flatten()
+    let raw = SPARE.try_with(|s| s.replace(std::ptr::null_mut())).unwrap_or(std::ptr::null_mut());
+    // SAFETY: a non-null pointer in `SPARE` came from `Box::into_raw` and is owned by the cell,
+    // which was just emptied.
+    (!raw.is_null()).then(|| unsafe { Box::from_raw(raw) })
 }
 
 /// Keeps `slot` as this thread's spare box; gives it back when there is one already (or the
 /// thread's storage is torn down).
 #[inline(always)]
 pub(crate) fn give_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
-    let mut slot = Some(slot);
-    let _ = LOCAL.try_with(|l| give_to(l, &mut slot));
-    slot
+    match LOCAL.try_with(|_| ()) {
+        // `LOCAL` is alive (its destructor registered), so it frees a box kept now.
+        Ok(()) => keep_spare(slot),
+        Err(_) => Some(slot),
+    }
 }
 
+/// [`give_spare`] once `LOCAL` is known to be alive.
 #[inline(always)]
-fn give_to(local: &Local, slot: &mut Option<Box<LineBox>>) {
-    match local.spare.take() {
-        None => local.spare.set(slot.take()),
-        kept => local.spare.set(kept),
-    }
+fn keep_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
+    // `SPARE` has no destructor, so it is always there (were it not, the box moved into the
+    // closure would be freed with it).
+    SPARE
+        .try_with(|s| {
+            if s.get().is_null() {
+                s.set(Box::into_raw(slot));
+                None
+            } else {
+                Some(slot)
+            }
+        })
+        .unwrap_or_default()
 }
 
 /// Marks this thread as inside [`push`] until dropped; `None` when it already is.
@@ -327,26 +395,48 @@ impl Drop for Entered {
 /// This thread's ring for `shared` among `rings`, created on first use.
 #[inline(always)]
 fn local_ring<'a>(
-    rings: &'a mut Vec<LocalRing>,
+    rings: &'a mut Rings,
     shared: &Arc<Shared>,
 ) -> Result<&'a mut LocalRing, Refused> {
-    let i = match rings.iter().position(|r| r.trace_id == shared.id) {
-        Some(i) => i,
-        None => new_local_ring(rings, shared)?,
-    };
-    Ok(&mut rings[i])
+    if rings.first.as_ref().is_none_or(|r| r.trace_id != shared.id) {
+        return other_ring(rings, shared);
+    }
+    rings.first.as_mut().ok_or(Refused::Closed) // always there: just checked
 }
 
-/// Cold: the first line from this thread to this trace. Also forgets rings of traces that are
-/// closed or gone.
+/// A ring other than the first: of a second trace, or a new one.
 #[cold]
-fn new_local_ring(rings: &mut Vec<LocalRing>, shared: &Arc<Shared>) -> Result<usize, Refused> {
+fn other_ring<'a>(
+    rings: &'a mut Rings,
+    shared: &Arc<Shared>,
+) -> Result<&'a mut LocalRing, Refused> {
+    match rings.more.iter().position(|r| r.trace_id == shared.id) {
+        Some(i) => Ok(&mut rings.more[i]),
+        None => new_local_ring(rings, shared),
+    }
+}
+
+/// The first line from this thread to this trace. Also forgets rings of traces that are closed
+/// or gone.
+fn new_local_ring<'a>(
+    rings: &'a mut Rings,
+    shared: &Arc<Shared>,
+) -> Result<&'a mut LocalRing, Refused> {
     if shared.closed.load(Ordering::Relaxed) {
         return Err(Refused::Closed);
     }
-    rings.retain(|r| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed)));
-    rings.push(LocalRing::new(shared)?);
-    Ok(rings.len() - 1)
+    let live = |r: &LocalRing| r.trace.upgrade().is_some_and(|t| !t.closed.load(Ordering::Relaxed));
+    rings.more.retain(live);
+    if rings.first.as_ref().is_some_and(|r| !live(r)) {
+        rings.first = rings.more.pop();
+    }
+    let ring = LocalRing::new(shared)?;
+    if rings.first.is_none() {
+        Ok(rings.first.insert(ring))
+    } else {
+        rings.more.push(ring);
+        Ok(rings.more.last_mut().expect("just pushed"))
+    }
 }
 
 /// Pushes `line` on this thread's ring; a record gets its id here. Returns where the line went
@@ -361,8 +451,7 @@ pub(crate) fn push(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushe
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
-/// handed back to the caller's pool when there is one already). One thread-local lookup for
-/// both.
+/// handed back to the caller's pool when there is one already).
 #[inline(always)]
 pub(crate) fn push_boxed(
     shared: &Arc<Shared>,
@@ -377,34 +466,32 @@ pub(crate) fn push_boxed(
         push_local(shared, unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
     // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
     // moved-out line, which `MaybeUninit` never drops) is ours again.
-    let mut slot = Some(unsafe { Box::from_raw(raw) });
-    if let Some(local) = local {
-        // SAFETY: `Local` lives as long as this thread, which is running this call.
-        give_to(unsafe { &*local }, &mut slot);
+    let slot = unsafe { Box::from_raw(raw) };
+    if local {
+        // `LOCAL` was reachable, so it is alive and frees a box kept now.
+        (result, keep_spare(slot))
+    } else {
+        (result, Some(slot))
     }
-    (result, slot)
 }
 
-/// Pushes `line` as [`push`] does; also returns this thread's [`Local`] when it was reachable
-/// (it lives as long as the thread), for the caller to give its box back.
+/// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
+/// (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
-fn push_local(
-    shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
-) -> (Pushed, Option<*const Local>) {
+fn push_local(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> (Pushed, bool) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        return (Err(Refused::Reentrant), None);
+        return (Err(Refused::Reentrant), false);
     };
     // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
     let pushed = match LOCAL.try_with(|l| l as *const Local) {
         Ok(local) => {
             // SAFETY: `Local` lives as long as this thread, which is running this call; and see
-            // `Local::rings`: `entered` proves no other reference to the Vec exists on this
+            // `Local::rings`: `entered` proves no other reference to the rings exists on this
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
             let result = match local_ring(rings, shared) {
@@ -415,10 +502,10 @@ fn push_local(
                     Err(e)
                 }
             };
-            (result, Some(local))
+            (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
-        Err(_) => (push_fallback(shared, line), None),
+        Err(_) => (push_fallback(shared, line), false),
     };
     drop(entered);
     pushed

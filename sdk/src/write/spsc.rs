@@ -2,10 +2,13 @@
 //!
 //! A line takes only the words it needs (an event with two numeric fields: 16 words), so the
 //! producer writes two or three cache lines per line instead of the whole largest-line slot a
-//! ring of fixed slots would copy. Entries are contiguous: one that does not fit before the end
-//! of the buffer starts at its beginning, after a wrap marker (a header word of 0). The producer
-//! publishes with one release store of `tail`, the consumer frees with one of `head`; each side
-//! caches the other's index and reads it again only when the cache says "full" or "empty".
+//! ring of fixed slots would copy. Entries are contiguous: the buffer has `len` words plus room
+//! for one largest entry after them, and an entry that starts near the end runs on into that
+//! room (its words past `len` stand for the same ring positions at the start of the buffer,
+//! which stay unused on that lap). So an entry is placed with one mask, without wrap markers, and
+//! the free space is counted in ring positions alone. The producer publishes with one release
+//! store of `tail`, the consumer frees with one of `head`; each side caches the other's index
+//! and reads it again only when the cache says "full" or "empty".
 //!
 //! The ring moves bytes only; what an entry holds, and who drops it, is `line.rs`'s business.
 
@@ -15,14 +18,13 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
-/// The header word that marks "continue at the start of the buffer".
-const WRAP: u64 = 0;
-
 struct Buffer {
     /// The words, from `Box::into_raw` (freed in `Drop`): one pointer with provenance over all of
     /// them, since entries span several words and hold values of other types.
     words: *mut MaybeUninit<u64>,
+    /// Ring positions; the allocation has `max_entry` more words.
     len: usize,
+    max_entry: usize,
     mask: usize,
     /// Words consumed so far (monotonic). Written by the consumer.
     head: CachePadded<AtomicUsize>,
@@ -31,95 +33,133 @@ struct Buffer {
     producer_gone: AtomicBool,
 }
 
-// SAFETY: the words are shared under the head/tail protocol: the producer writes only words in
-// [tail, head + len), the consumer reads only words in [head, tail), and each side publishes its
-// index with release and reads the other's with acquire.
+// SAFETY: the words are shared under the head/tail protocol: the producer writes only the words
+// of positions in [tail, head + len), the consumer reads only those of positions in [head, tail)
+// (an entry's words past `len` stand for its positions at the start, unused on that lap), and
+// each side publishes its index with release and reads the other's with acquire.
 unsafe impl Sync for Buffer {}
 // SAFETY: as above; the words hold values of `Send` types only (`line.rs`).
 unsafe impl Send for Buffer {}
 
-/// A new ring of at least `words` words (rounded up to a power of two).
-pub(crate) fn ring(words: usize) -> (Producer, Consumer) {
-    let len = words.next_power_of_two().max(64);
-    let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len);
+/// A new ring of at least `words` words (rounded up to a power of two), for entries of at most
+/// `max_entry` words (at most half the ring): its producer end, the producer's cursor, and its
+/// consumer end.
+pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Cursor, Consumer) {
+    let len = words.next_power_of_two().max(64).max(2 * max_entry);
+    let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len + max_entry);
     let buf = Arc::new(Buffer {
         words: Box::into_raw(words).cast(),
         len,
+        max_entry,
         mask: len - 1,
         head: CachePadded::new(AtomicUsize::new(0)),
         tail: CachePadded::new(AtomicUsize::new(0)),
         producer_gone: AtomicBool::new(false),
     });
-    (
-        Producer { buf: Arc::clone(&buf), tail: 0, head: 0 },
-        Consumer { buf, head: 0, tail: 0, freed: 0 },
-    )
+    let cursor = Cursor {
+        words: buf.words.cast(),
+        mask: buf.mask,
+        len,
+        max_entry,
+        buf: Arc::as_ptr(&buf),
+        tail: 0,
+        head: 0,
+    };
+    (Producer { buf: Arc::clone(&buf) }, cursor, Consumer { buf, head: 0, tail: 0, freed: 0 })
 }
 
 impl Buffer {
     #[inline(always)]
     fn at(&self, index: usize) -> *mut u64 {
-        // SAFETY: masked, so within the allocation.
+        // SAFETY: masked, so within the allocation (with `max_entry` words after it).
         unsafe { self.words.add(index & self.mask).cast() }
     }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: `words` came from `Box::into_raw` of a slice of `len` words, freed only here.
+        // SAFETY: `words` came from `Box::into_raw` of a slice of `len + max_entry` words, freed
+        // only here.
         // Entries left in it are leaked, not dropped: the buffer does not know their layout
         // (the writer drains every ring before it lets go of it).
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.words, self.len)) });
+        let all = std::ptr::slice_from_raw_parts_mut(self.words, self.len + self.max_entry);
+        // SAFETY: as above.
+        drop(unsafe { Box::from_raw(all) });
     }
 }
 
-/// The producer end.
+/// The producer end: it keeps the buffer alive, and dropping it tells the consumer that no more
+/// entries come. Entries are written through the ring's [`Cursor`].
 pub(crate) struct Producer {
     buf: Arc<Buffer>,
+}
+
+impl Producer {
+    /// True when the consumer end was dropped (the writer is gone).
+    pub(crate) fn is_abandoned(&self) -> bool {
+        Arc::strong_count(&self.buf) == 1
+    }
+}
+
+/// Where the producer writes: its position, and a copy of what it needs of the buffer (where
+/// the words are, their number and mask), kept by value in the pushing thread's own storage. A
+/// push then finds the place for its entry one load away, instead of through the `Producer`'s
+/// pointer to the buffer; a chain of dependent loads is what a push waits on.
+///
+/// It does not keep the buffer alive: every use is `unsafe`, allowed only while the ring's
+/// [`Producer`] is.
+pub(crate) struct Cursor {
+    words: *mut u64,
+    mask: usize,
+    len: usize,
+    max_entry: usize,
+    buf: *const Buffer,
     /// Words written so far (published: `buf.tail`).
     tail: usize,
     /// Last `head` read from the consumer: free space is at least `len - (tail - head)`.
     head: usize,
 }
 
-impl Producer {
+// SAFETY: the pointers are into a buffer that is `Send + Sync`; the cursor is used by one
+// thread at a time (its owner's `&mut`), under the contract of its methods.
+unsafe impl Send for Cursor {}
+
+impl Cursor {
     /// The largest entry the ring can take, in words.
+    #[cfg(test)]
     pub(crate) fn max_entry(&self) -> usize {
-        self.buf.len / 2
+        self.max_entry
     }
 
-    /// Room for an entry of `n` words (1 <= n <= [`Producer::max_entry`]), contiguous; `None` when
-    /// the ring is full. Write the entry, its first word nonzero, then [`Producer::commit`] it.
+    /// Room for an entry of `n` words (1 <= n <= [`Cursor::max_entry`]), contiguous; `None` when
+    /// the ring is full. Write the entry (at most `n` words), then [`Cursor::commit`] it.
+    ///
+    /// # Safety
+    /// The ring's [`Producer`] is alive, and this is the ring's only cursor.
     #[inline(always)]
-    pub(crate) fn reserve(&mut self, n: usize) -> Option<*mut u64> {
-        debug_assert!(n >= 1 && n <= self.max_entry());
-        let len = self.buf.len;
-        let to_end = len - (self.tail & self.buf.mask);
-        let need = if n <= to_end { n } else { to_end + n };
-        if self.tail + need - self.head > len {
-            self.head = self.buf.head.load(Ordering::Acquire);
-            if self.tail + need - self.head > len {
+    pub(crate) unsafe fn reserve(&mut self, n: usize) -> Option<*mut u64> {
+        debug_assert!(n >= 1 && n <= self.max_entry);
+        if self.tail + n - self.head > self.len {
+            // SAFETY: the buffer is alive, per the contract.
+            self.head = unsafe { (*self.buf).head.load(Ordering::Acquire) };
+            if self.tail + n - self.head > self.len {
                 return None;
             }
         }
-        if n > to_end {
-            // SAFETY: the word at `tail` is free (checked above) and only this end writes it.
-            unsafe { self.buf.at(self.tail).write(WRAP) };
-            self.tail += to_end;
-        }
-        Some(self.buf.at(self.tail))
+        // SAFETY: masked, so within the allocation (with `max_entry` words after it).
+        Some(unsafe { self.words.add(self.tail & self.mask) })
     }
 
-    /// Publishes the entry of `n` words just written at the place [`Producer::reserve`] gave.
+    /// Publishes the entry of `n` words just written at the place [`Cursor::reserve`] gave (`n`
+    /// at most what was reserved).
+    ///
+    /// # Safety
+    /// As for [`Cursor::reserve`].
     #[inline(always)]
-    pub(crate) fn commit(&mut self, n: usize) {
+    pub(crate) unsafe fn commit(&mut self, n: usize) {
         self.tail += n;
-        self.buf.tail.store(self.tail, Ordering::Release);
-    }
-
-    /// True when the consumer end was dropped (the writer is gone).
-    pub(crate) fn is_abandoned(&self) -> bool {
-        Arc::strong_count(&self.buf) == 1
+        // SAFETY: the buffer is alive, per the contract.
+        unsafe { (*self.buf).tail.store(self.tail, Ordering::Release) };
     }
 }
 
@@ -149,12 +189,6 @@ impl Consumer {
             if self.head == self.tail {
                 return None;
             }
-        }
-        // SAFETY: `head < tail`: the word was published by the producer (acquire above).
-        if unsafe { self.buf.at(self.head).read() } == WRAP {
-            self.head += self.buf.len - (self.head & self.buf.mask);
-            // A wrap marker is published together with the entry after it.
-            debug_assert!(self.head < self.tail);
         }
         Some(self.buf.at(self.head))
     }
@@ -221,14 +255,15 @@ mod tests {
     /// Entries of random-ish sizes through a small ring, across two threads, in order.
     #[test]
     fn entries_cross_threads_in_order_and_wrap() {
-        let (mut p, mut c) = ring(64);
+        let (p, mut cur, mut c) = ring(64, 16);
         let count: u64 = if cfg!(miri) { 300 } else { 100_000 };
         let size = |i: u64| 1 + (i * 7 % 13) as usize;
         let producer = std::thread::spawn(move || {
             for i in 0..count {
                 let n = size(i);
                 let at = loop {
-                    match p.reserve(n) {
+                    // SAFETY: `p` lives until the end of this thread; one cursor.
+                    match unsafe { cur.reserve(n) } {
                         Some(at) => break at,
                         None => std::thread::yield_now(),
                     }
@@ -237,8 +272,10 @@ mod tests {
                     // SAFETY: `reserve` gave n free words at `at`.
                     unsafe { at.add(k).write(((i + 1) << 8) | k as u64) };
                 }
-                p.commit(n);
+                // SAFETY: as above.
+                unsafe { cur.commit(n) };
             }
+            drop(p);
         });
         let mut i = 0;
         while i < count {
@@ -264,19 +301,31 @@ mod tests {
 
     #[test]
     fn full_ring_refuses_until_released() {
-        let (mut p, mut c) = ring(64);
+        let (p, mut cur, mut c) = ring(64, 16);
+        // `p` is alive throughout, and `cur` is the ring's one cursor.
+        let mut reserve = |n| unsafe_reserve(&mut cur, n);
         let mut pushed = 0;
-        while let Some(at) = p.reserve(10) {
+        while let Some(at) = reserve(10) {
             // SAFETY: reserved.
             unsafe { at.write(1) };
-            p.commit(10);
             pushed += 1;
         }
         assert_eq!(pushed, 6, "64 words hold six entries of 10");
         assert!(c.peek().is_some());
         c.pop(10);
-        assert!(p.reserve(10).is_none(), "not released yet");
+        assert!(reserve(10).is_none(), "not released yet");
         c.release();
-        assert!(p.reserve(10).is_some(), "released");
+        assert!(reserve(10).is_some(), "released");
+        assert_eq!(cur.max_entry(), 16);
+        drop(p);
+    }
+
+    /// Reserves and commits `n` words at once (the tests write them afterwards).
+    fn unsafe_reserve(cur: &mut Cursor, n: usize) -> Option<*mut u64> {
+        // SAFETY: the callers keep the ring's `Producer` alive and use one cursor.
+        let at = unsafe { cur.reserve(n) }?;
+        // SAFETY: as above.
+        unsafe { cur.commit(n) };
+        Some(at)
     }
 }
