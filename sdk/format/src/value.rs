@@ -429,8 +429,7 @@ impl Data {
     /// skip its drop (see `jets::write::record::drop_line`).
     #[inline]
     pub fn owns_nothing(&self) -> bool {
-        self.extra.is_none()
-            && self.inline.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
+        self.as_ref().owns_nothing()
     }
 
     /// The typed fields in the order they were added.
