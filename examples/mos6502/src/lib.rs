@@ -211,7 +211,9 @@ pub fn run(
 fn mnemonic(opcode: u8) -> Str {
     use mos6502::Variant;
     match Nmos6502::decode(opcode) {
-        Some((instruction, _mode)) => Str::from(format!("{instruction:?}")),
+        // Shared: a record's name is cloned when its line is made, and cloning an `Arc` is a
+        // reference count where an owned string would be an allocation per instruction.
+        Some((instruction, _mode)) => Str::Shared(format!("{instruction:?}").into()),
         None => Str::Static("???"),
     }
 }
