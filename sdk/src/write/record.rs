@@ -134,7 +134,8 @@ impl RecordHandle {
         }
     }
 
-    /// The id word as it is (see [`RecordHandle::id`] the field).
+    /// The id word as it is: 0 for a deferred record that has no id yet, the trace's id for a
+    /// record left out by capture (see the field).
     #[inline(always)]
     fn raw_id(&self) -> u64 {
         self.id.load(Ordering::Relaxed)
