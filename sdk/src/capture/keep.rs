@@ -1047,14 +1047,13 @@ mod tests {
     //! With chunks of 128 words, so that chunks are reused and records are pinned and copied out
     //! within a few hundred lines.
     use std::collections::{BTreeSet, HashMap};
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
 
     use proptest::prelude::*;
     use serde_json::Value as Json;
 
     use super::Ids;
     use crate::capture::{Capture, Recorder};
+    use crate::write::tests::Buf;
     use crate::{Metadata, RecordHandle, TraceBuilder};
 
     proptest! {
@@ -1095,19 +1094,6 @@ mod tests {
         }
         for id in 1..5000u64 {
             assert_eq!(ids.get(id * 7), (id % 2 == 0).then_some(id as u32), "{id}");
-        }
-    }
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
         }
     }
 
@@ -1247,7 +1233,7 @@ mod tests {
                 r = parent_of.get(&name).cloned();
             }
         }
-        let bytes = out.0.lock().unwrap().clone();
+        let bytes = out.bytes();
         let (diags, report) = jets_read::validate::validate_bytes(&bytes);
         let text = String::from_utf8(bytes).unwrap();
         assert!(diags.is_empty() && report.errors == 0, "{diags:?}\n{text}");

@@ -24,7 +24,7 @@ mod ring;
 mod sink;
 mod spsc;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod writer;
 
 use std::path::Path;

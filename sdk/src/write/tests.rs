@@ -14,8 +14,9 @@ use super::*;
 /// Loops shrink under Miri, which runs the same code about a thousand times slower.
 const N: u64 = if cfg!(miri) { 40 } else { 2000 };
 
+/// A sink the test keeps a handle on (also used by the keeper's tests).
 #[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Buf(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Buf {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
@@ -28,9 +29,13 @@ impl Write for Buf {
 }
 
 impl Buf {
+    /// What was written so far.
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     fn lines(&self) -> Vec<String> {
-        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        String::from_utf8(bytes).expect("utf8").lines().map(str::to_owned).collect()
+        String::from_utf8(self.bytes()).expect("utf8").lines().map(str::to_owned).collect()
     }
 }
 
