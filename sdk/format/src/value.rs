@@ -424,9 +424,7 @@ impl Data {
         self.extra.is_none() || self.as_ref().is_object()
     }
 
-    /// True when the data owns no memory: static keys and numbers, booleans, colors or static
-    /// strings only. Dropping such a `Data` frees nothing, so a caller that discards many may
-    /// skip its drop (see `jets::write::record::drop_line`).
+    /// As [`DataRef::owns_nothing`].
     #[inline]
     pub fn owns_nothing(&self) -> bool {
         self.as_ref().owns_nothing()
