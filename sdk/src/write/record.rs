@@ -367,11 +367,8 @@ impl RecordHandle {
             // SAFETY: PUSHED was seen (acquire): `pos` is written.
             PUSHED => write_end(inner, self.raw_id(), unsafe { *self.pos.get() }, clk, status),
             DEFERRED => {
-                // Nothing under it was made: its line and its end are left out.
-                // SAFETY: the handle is ours (no other thread can reach it now).
-                if let Some(slot) = unsafe { (*self.deferred.get()).take() } {
-                    release(slot);
-                }
+                // Nothing under it was made: its line (released with the handle, below) and its
+                // end are left out.
                 inner.shared.gate.leave(gate::END);
                 Ok(())
             }
