@@ -20,7 +20,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
@@ -48,19 +48,21 @@ pub struct RecordHandle {
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
     /// wait for it. Read through [`RecordHandle::pushed`]: a deferred record's is written once,
-    /// by the thread that pushes its line, before [`RecordHandle::state`] says [`PUSHED`].
+    /// by the thread that pushes its line, before [`RecordHandle::flags`] says [`PUSHED`].
     pos: UnsafeCell<Pos>,
-    /// [`PUSHED`], or the state of a deferred record's line.
-    state: AtomicU8,
-    /// A deferred record's line, not pushed yet: taken by the one thread that moves `state` from
-    /// [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
+    /// A deferred record's line, not pushed yet: taken by the one thread that moves the state
+    /// from [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
     deferred: UnsafeCell<Option<Box<Slot>>>,
-    /// False when the drop policy dropped this record's line, or capture left it out: then
-    /// everything hanging off it is dropped or left out (and counted) too, so no line can refer
-    /// to a record missing from the file.
-    live: bool,
-    /// Capture control's bits for lines made through this handle (`capture::gate::bits`).
-    cap: u8,
+    /// In one word, written by one store when the handle is made (byte stores read back as one
+    /// word when the handle is moved, as it is on its way to the caller, stall the CPU until
+    /// they reach the cache), and of which only the state changes afterwards:
+    /// * the state ([`STATE`] bits): [`PUSHED`], or that of a deferred record's line;
+    /// * capture control's bits for lines made through this handle (`capture::gate::bits`),
+    ///   shifted by [`CAP_SHIFT`];
+    /// * [`LIVE`], unless the drop policy dropped this record's line or capture left it out:
+    ///   then everything hanging off it is dropped or left out (and counted) too, so no line
+    ///   can refer to a record missing from the file.
+    flags: AtomicU32,
 }
 
 impl Drop for RecordHandle {
@@ -80,14 +82,20 @@ impl Drop for RecordHandle {
 // (release) and read only after PUSHED was seen (acquire).
 unsafe impl Sync for RecordHandle {}
 
+/// The state's bits in [`RecordHandle::flags`].
+const STATE: u32 = 0xff;
 /// The record line is in its ring (every handle but a deferred one).
-const PUSHED: u8 = 0;
+const PUSHED: u32 = 0;
 /// A deferred record: its line is in the handle (CAP-DEFER-1).
-const DEFERRED: u8 = 1;
+const DEFERRED: u32 = 1;
 /// A thread is pushing the deferred line: the others wait for it.
-const PUSHING: u8 = 2;
+const PUSHING: u32 = 2;
 /// Pushing the deferred line found the trace closed: nothing more is written under it.
-const CLOSED: u8 = 3;
+const CLOSED: u32 = 3;
+/// Where capture's bits are in [`RecordHandle::flags`].
+const CAP_SHIFT: u32 = 8;
+/// The record's lines are written ([`RecordHandle::flags`]).
+const LIVE: u32 = 1 << 16;
 
 thread_local! {
     /// Set while this thread pushes a deferred line: a signal handler on it that emits under the
@@ -100,7 +108,7 @@ impl std::fmt::Debug for RecordHandle {
         f.debug_struct("RecordHandle")
             .field("id", &self.id())
             .field("start", &self.start)
-            .field("live", &self.live)
+            .field("live", &self.live())
             .finish()
     }
 }
@@ -159,17 +167,35 @@ impl RecordHandle {
     /// control (and so is everything on it). True does not promise the line reaches the file: a
     /// record may be held as a possible ancestor, or kept by a flight recorder.
     pub fn is_recorded(&self) -> bool {
-        self.live
+        self.live()
+    }
+
+    /// See [`LIVE`].
+    #[inline(always)]
+    fn live(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & LIVE != 0
+    }
+
+    /// Capture control's bits for lines made through this handle.
+    #[inline(always)]
+    fn cap(&self) -> u8 {
+        (self.flags.load(Ordering::Relaxed) >> CAP_SHIFT) as u8
+    }
+
+    /// [`PUSHED`], or the state of a deferred record's line.
+    #[inline(always)]
+    fn state(&self) -> u32 {
+        self.flags.load(Ordering::Acquire) & STATE
     }
 
     /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
     /// the writer to decide), since a line is being made under it.
     #[inline(always)]
     fn pushed(&self) -> Result<&Pos, Error> {
-        if self.state.load(Ordering::Acquire) != PUSHED {
+        if self.state() != PUSHED {
             self.push_deferred()?;
         }
-        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `state`).
+        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `flags`).
         Ok(unsafe { &*self.pos.get() })
     }
 
@@ -183,22 +209,24 @@ impl RecordHandle {
             return Err(Error::Reentrant);
         }
         let Some(inner) = self.inner.as_ref() else { return Err(Error::Closed) };
+        // Only the state changes: the other bits are the same in every value compared.
+        let rest = self.flags.load(Ordering::Relaxed) & !STATE;
         loop {
-            match self.state.compare_exchange(
-                DEFERRED,
-                PUSHING,
+            match self.flags.compare_exchange(
+                rest | DEFERRED,
+                rest | PUSHING,
                 Ordering::Acquire,
                 Ordering::Acquire,
             ) {
                 Ok(_) => break,
-                Err(PUSHED) => return Ok(()),
-                Err(CLOSED) => return Err(Error::Closed),
+                Err(f) if f & STATE == PUSHED => return Ok(()),
+                Err(f) if f & STATE == CLOSED => return Err(Error::Closed),
                 Err(_) if PUSHING_DEFERRED.with(Cell::get) => return Err(Error::Reentrant),
                 Err(_) => std::thread::yield_now(),
             }
         }
         PUSHING_DEFERRED.with(|p| p.set(true));
-        // SAFETY: this thread moved `state` out of DEFERRED, so it alone reaches `deferred`.
+        // SAFETY: this thread moved the state out of DEFERRED, so it alone reaches `deferred`.
         let mut slot = unsafe { (*self.deferred.get()).take() };
         if let Some(slot) = slot.as_mut() {
             // SAFETY: a deferred box holds its record's initialized line.
@@ -215,13 +243,13 @@ impl RecordHandle {
                 gate::left::uncount(self.trace_id(), gate::RECORD);
                 // SAFETY: as above; readers wait for PUSHED, published below.
                 unsafe { *self.pos.get() = pos };
-                self.state.store(PUSHED, Ordering::Release);
+                self.flags.store(rest | PUSHED, Ordering::Release);
                 Ok(())
             }
             // Deferral is only under `Policy::Block`, whose pushes drop nothing, and a push
             // nested in another was refused above: the trace has closed.
             Ok(None) | Err(_) => {
-                self.state.store(CLOSED, Ordering::Release);
+                self.flags.store(rest | CLOSED, Ordering::Release);
                 Err(Error::Closed)
             }
         }
@@ -264,7 +292,7 @@ impl RecordHandle {
         let inner = self.inner.as_ref();
         let mut b =
             RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at, sampled: false };
-        let Some(i) = inner.filter(|_| self.live) else { return b };
+        let Some(i) = inner.filter(|_| self.live()) else { return b };
         let record_type = record_type.into();
         let made = match at {
             Some(clk) => i.shared.gate.may_record_at(self.start, clk, &record_type),
@@ -285,9 +313,9 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
-        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live()) {
             let name = name.into();
-            if i.shared.gate.may_event(&name, self.cap, self.start) {
+            if i.shared.gate.may_event(&name, self.cap(), self.start) {
                 b.p = Pending::under(self, Kind::Event, name);
             }
         }
@@ -308,11 +336,11 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
-        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live()) {
             let name = name.into();
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
-            if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
+            if clk < self.start || i.shared.gate.event(&name, clk, self.cap()) {
                 b.p = Pending::under(self, Kind::Event, name);
             }
         }
@@ -323,7 +351,8 @@ impl RecordHandle {
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
-        if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
+        if self.inner.as_ref().is_some_and(|i| self.live() && i.shared.gate.annotation(self.cap()))
+        {
             b.p = Pending::under(self, Kind::Annotation, name.into());
         }
         b
@@ -334,7 +363,7 @@ impl RecordHandle {
     #[inline(always)]
     fn not_written(&self, kind: usize) {
         match &self.inner {
-            Some(inner) if self.cap & bits::LEFT == 0 && !self.live => {
+            Some(inner) if self.cap() & bits::LEFT == 0 && !self.live() => {
                 inner.shared.count_drop(kind)
             }
             _ => gate::left::count(self.trace_id(), kind),
@@ -358,12 +387,12 @@ impl RecordHandle {
             std::mem::forget(self);
             return Ok(());
         }
-        let Some(inner) = self.inner.as_ref().filter(|_| self.live) else {
+        let Some(inner) = self.inner.as_ref().filter(|_| self.live()) else {
             // The end of a dropped or left-out record is too, and counted like everything on it.
             self.not_written(DROP_END);
             return Ok(());
         };
-        match self.state.load(Ordering::Acquire) {
+        match self.state() {
             // SAFETY: PUSHED was seen (acquire): `pos` is written.
             PUSHED => write_end(inner, self.raw_id(), unsafe { *self.pos.get() }, clk, status),
             DEFERRED => {
@@ -416,8 +445,8 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        match (self.inner.as_ref().filter(|_| self.live), pending.0.take()) {
-            (Some(inner), Some(slot)) => push_line(inner, self.cap, slot, drop_kind),
+        match (self.inner.as_ref().filter(|_| self.live()), pending.0.take()) {
+            (Some(inner), Some(slot)) => push_line(inner, self.cap(), slot, drop_kind),
             (_, slot) => {
                 // An inert builder: the record is not written, or capture refused the line when
                 // the builder was made (a builder has a line only under a live record). The drop
@@ -520,7 +549,7 @@ fn begin_line(
         &line.record_type,
         || gate::unit_of(line.data.fields()),
         clk,
-        parent.map_or(0, |p| p.cap),
+        parent.map_or(0, |p| p.cap()),
         sampled,
     );
     let trace_id = shared.gate.trace_id();
@@ -534,10 +563,8 @@ fn begin_line(
         // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
         // until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
-        let mut handle = new_handle(Some(Arc::clone(inner)), 0, clk, true, cap);
-        handle.state = AtomicU8::new(DEFERRED);
-        handle.deferred = UnsafeCell::new(Some(slot));
-        return Ok(handle);
+        let flags = DEFERRED | u32::from(cap) << CAP_SHIFT | LIVE;
+        return Ok(handle(Some(Arc::clone(inner)), 0, clk, Some(slot), flags));
     }
     let Some((pos, id)) = push_slot(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
@@ -940,7 +967,7 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn not_written(&self, clk: u64) -> RecordHandle {
         match (self.inner, self.parent) {
-            (Some(inner), Some(p)) if !p.live && p.cap & bits::LEFT == 0 => {
+            (Some(inner), Some(p)) if !p.live() && p.cap() & bits::LEFT == 0 => {
                 inner.shared.count_drop(DROP_RECORD);
                 dropped(inner, clk)
             }
@@ -983,15 +1010,26 @@ fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
 /// A handle whose line is pushed (or not written at all), at no position yet.
 #[inline(always)]
 fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
+    let flags = PUSHED | u32::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 };
+    handle(inner, id, start, None, flags)
+}
+
+/// A handle at no position yet, with its [`RecordHandle::flags`].
+#[inline(always)]
+fn handle(
+    inner: Option<Arc<Inner>>,
+    id: u64,
+    start: u64,
+    deferred: Option<Box<Slot>>,
+    flags: u32,
+) -> RecordHandle {
     RecordHandle {
         inner,
         id: AtomicU64::new(id),
         start,
         pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
-        state: AtomicU8::new(PUSHED),
-        deferred: UnsafeCell::new(None),
-        live,
-        cap,
+        deferred: UnsafeCell::new(deferred),
+        flags: AtomicU32::new(flags),
     }
 }
 
