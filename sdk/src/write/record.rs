@@ -20,7 +20,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
@@ -53,16 +53,17 @@ pub struct RecordHandle {
     /// A deferred record's line, not pushed yet: taken by the one thread that moves the state
     /// from [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
     deferred: UnsafeCell<Option<Box<Slot>>>,
-    /// In one word, written by one store when the handle is made (byte stores read back as one
-    /// word when the handle is moved, as it is on its way to the caller, stall the CPU until
-    /// they reach the cache), and of which only the state changes afterwards:
+    /// In one word, written by one store when the handle is made, and of which only the state
+    /// changes afterwards. Narrower stores (three bytes, or 32 bits beside padding) read back as
+    /// one word when the handle is moved, as it is on its way to the caller, stall the CPU
+    /// until they reach the cache. It holds:
     /// * the state ([`STATE`] bits): [`PUSHED`], or that of a deferred record's line;
     /// * capture control's bits for lines made through this handle (`capture::gate::bits`),
     ///   shifted by [`CAP_SHIFT`];
     /// * [`LIVE`], unless the drop policy dropped this record's line or capture left it out:
     ///   then everything hanging off it is dropped or left out (and counted) too, so no line
     ///   can refer to a record missing from the file.
-    flags: AtomicU32,
+    flags: AtomicU64,
 }
 
 impl Drop for RecordHandle {
@@ -83,19 +84,19 @@ impl Drop for RecordHandle {
 unsafe impl Sync for RecordHandle {}
 
 /// The state's bits in [`RecordHandle::flags`].
-const STATE: u32 = 0xff;
+const STATE: u64 = 0xff;
 /// The record line is in its ring (every handle but a deferred one).
-const PUSHED: u32 = 0;
+const PUSHED: u64 = 0;
 /// A deferred record: its line is in the handle (CAP-DEFER-1).
-const DEFERRED: u32 = 1;
+const DEFERRED: u64 = 1;
 /// A thread is pushing the deferred line: the others wait for it.
-const PUSHING: u32 = 2;
+const PUSHING: u64 = 2;
 /// Pushing the deferred line found the trace closed: nothing more is written under it.
-const CLOSED: u32 = 3;
+const CLOSED: u64 = 3;
 /// Where capture's bits are in [`RecordHandle::flags`].
-const CAP_SHIFT: u32 = 8;
+const CAP_SHIFT: u64 = 8;
 /// The record's lines are written ([`RecordHandle::flags`]).
-const LIVE: u32 = 1 << 16;
+const LIVE: u64 = 1 << 16;
 
 thread_local! {
     /// Set while this thread pushes a deferred line: a signal handler on it that emits under the
@@ -184,7 +185,7 @@ impl RecordHandle {
 
     /// [`PUSHED`], or the state of a deferred record's line.
     #[inline(always)]
-    fn state(&self) -> u32 {
+    fn state(&self) -> u64 {
         self.flags.load(Ordering::Acquire) & STATE
     }
 
@@ -563,7 +564,7 @@ fn begin_line(
         // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
         // until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
-        let flags = DEFERRED | u32::from(cap) << CAP_SHIFT | LIVE;
+        let flags = DEFERRED | u64::from(cap) << CAP_SHIFT | LIVE;
         return Ok(handle(Some(Arc::clone(inner)), 0, clk, Some(slot), flags));
     }
     let Some((pos, id)) = push_slot(shared, slot)? else {
@@ -1010,7 +1011,7 @@ fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
 /// A handle whose line is pushed (or not written at all), at no position yet.
 #[inline(always)]
 fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
-    let flags = PUSHED | u32::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 };
+    let flags = PUSHED | u64::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 };
     handle(inner, id, start, None, flags)
 }
 
@@ -1021,7 +1022,7 @@ fn handle(
     id: u64,
     start: u64,
     deferred: Option<Box<Slot>>,
-    flags: u32,
+    flags: u64,
 ) -> RecordHandle {
     RecordHandle {
         inner,
@@ -1029,7 +1030,7 @@ fn handle(
         start,
         pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
         deferred: UnsafeCell::new(deferred),
-        flags: AtomicU32::new(flags),
+        flags: AtomicU64::new(flags),
     }
 }
 
