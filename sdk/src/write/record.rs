@@ -528,7 +528,30 @@ fn write_end(
     Ok(())
 }
 
-/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle.
+/// What [`begin_line`] made of a record line: its handle's parts. The handle is put together
+/// where it is used, from these read back a word at a time: returned whole from an out-of-line
+/// call, it was copied two words at a time over the one-word stores that had just made it, a
+/// load the CPU cannot forward from them (it waits for them to reach the cache, on every record
+/// begun).
+struct Begun {
+    /// The handle keeps the trace (all but a record left out by capture).
+    keeps_trace: bool,
+    id: u64,
+    pos: Pos,
+    deferred: Option<Box<Slot>>,
+    flags: u64,
+}
+
+impl Begun {
+    /// The parts of a handle whose line is pushed (or not written at all), as [`new_handle`].
+    #[inline(always)]
+    fn new(keeps_trace: bool, id: u64, pos: Pos, live: bool, cap: u8) -> Begun {
+        Begun { keeps_trace, id, pos, deferred: None, flags: flags(PUSHED, live, cap) }
+    }
+}
+
+/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle's
+/// parts.
 #[inline(never)]
 fn begin_line(
     inner: &Arc<Inner>,
@@ -536,7 +559,7 @@ fn begin_line(
     mut slot: Box<Slot>,
     clk: u64,
     sampled: bool,
-) -> Result<RecordHandle, Error> {
+) -> Result<Begun, Error> {
     let error = slot.error.take();
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
     let line = unsafe { slot.line.assume_init_mut() };
@@ -557,23 +580,22 @@ fn begin_line(
     if verdict == Verdict::Leave {
         release(slot);
         shared.gate.leave(gate::RECORD);
-        return Ok(left_out(trace_id, clk));
+        return Ok(Begun::new(false, trace_id, NOWHERE, false, bits::LEFT));
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
         // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
         // until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
-        let flags = DEFERRED | u64::from(cap) << CAP_SHIFT | LIVE;
-        return Ok(handle(Some(Arc::clone(inner)), 0, clk, Some(slot), flags));
+        let flags = flags(DEFERRED, true, cap);
+        return Ok(Begun { keeps_trace: true, id: 0, pos: NOWHERE, deferred: Some(slot), flags });
     }
     let Some((pos, id)) = push_slot(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
-        return Ok(dropped(inner, clk));
+        // Dropped by the policy: what hangs off it is counted as dropped.
+        return Ok(Begun::new(true, 0, NOWHERE, false, 0));
     };
-    let mut handle = new_handle(Some(Arc::clone(inner)), id, clk, true, cap);
-    handle.pos = UnsafeCell::new(pos);
-    Ok(handle)
+    Ok(Begun::new(true, id, pos, true, cap))
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -953,7 +975,11 @@ impl<'a> RecordBuilder<'a> {
         }
         check_at(self.at, clk)?;
         match (self.inner, self.p.0.take()) {
-            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk, self.sampled),
+            (Some(inner), Some(slot)) => {
+                let b = begin_line(inner, self.parent, slot, clk, self.sampled)?;
+                let inner = b.keeps_trace.then(|| Arc::clone(inner));
+                Ok(handle(inner, b.id, clk, b.pos, b.deferred, b.flags))
+            }
             (_, slot) => {
                 if let Some(slot) = slot {
                     release(slot); // unreachable: a builder has a line only with the trace
@@ -1011,16 +1037,25 @@ fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
 /// A handle whose line is pushed (or not written at all), at no position yet.
 #[inline(always)]
 fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
-    let flags = PUSHED | u64::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 };
-    handle(inner, id, start, None, flags)
+    handle(inner, id, start, NOWHERE, None, flags(PUSHED, live, cap))
 }
 
-/// A handle at no position yet, with its [`RecordHandle::flags`].
+/// The position of a line not queued (yet).
+const NOWHERE: Pos = Pos { ring: u32::MAX, index: u64::MAX };
+
+/// A [`RecordHandle::flags`] word.
+#[inline(always)]
+fn flags(state: u64, live: bool, cap: u8) -> u64 {
+    state | u64::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 }
+}
+
+/// A handle from its parts.
 #[inline(always)]
 fn handle(
     inner: Option<Arc<Inner>>,
     id: u64,
     start: u64,
+    pos: Pos,
     deferred: Option<Box<Slot>>,
     flags: u64,
 ) -> RecordHandle {
@@ -1028,7 +1063,7 @@ fn handle(
         inner,
         id: AtomicU64::new(id),
         start,
-        pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
+        pos: UnsafeCell::new(pos),
         deferred: UnsafeCell::new(deferred),
         flags: AtomicU64::new(flags),
     }
