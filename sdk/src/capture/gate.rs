@@ -47,6 +47,9 @@ pub(crate) struct Gate {
     on: AtomicBool,
     /// Any filter, window, ROI or sample: the slow checks run.
     filtering: bool,
+    /// No type or unit filter and no sample (`events=` does not judge records): a record's
+    /// verdict depends on its cycle alone (window, ROI), and is taken inline.
+    cycles_only: bool,
     window: Range<u64>,
     roi: bool,
     roi_depth: AtomicI64,
@@ -79,6 +82,7 @@ impl Gate {
                 || c.events.is_some()
                 || c.units.is_some()
                 || !c.samples.is_empty(),
+            cycles_only: c.types.is_none() && c.units.is_none() && c.samples.is_empty(),
             window: c.window.clone().unwrap_or(0..u64::MAX),
             roi: c.roi,
             roi_depth: AtomicI64::new(0),
@@ -158,6 +162,9 @@ impl Gate {
         if !self.filtering {
             return Some(false);
         }
+        if self.cycles_only {
+            return (parent_start < self.window.end && clk < self.window.end).then_some(false);
+        }
         self.record_at_filtered(parent_start, clk, record_type)
     }
 
@@ -202,6 +209,14 @@ impl Gate {
         }
         if !self.filtering {
             return (Verdict::Select, bits::MATCH | bits::UNIT);
+        }
+        if self.cycles_only {
+            // As `record_filtered` with no type, unit or sample clause.
+            return match clk {
+                _ if clk >= self.window.end => (Verdict::Leave, bits::LEFT),
+                _ if self.in_region(clk) => (Verdict::Select, bits::MATCH | bits::UNIT),
+                _ => (Verdict::Hold, bits::MATCH | bits::UNIT),
+            };
         }
         self.record_filtered(record_type, data_unit, clk, parent, sampled)
     }
