@@ -338,6 +338,15 @@ const NEXT_CHUNK: u64 = 1;
 /// ... its entry owns nothing (static texts, numbers): leaving the window needs no drop, and
 /// does not touch the entry's memory.
 const PLAIN: u64 = 2;
+/// ... leaving the window is only stepping past it: `PLAIN`, not a record, and not `NEXT_CHUNK`
+/// (what most lines are: one test decides it).
+const FAST: u64 = 4;
+
+/// Lines kept between two evictions: what falls out of the window leaves in bulk, in one tight
+/// loop over the index, rather than a look at the window's front after every line. The window
+/// is exact whenever it is looked at (a dump, an annotation, the end of a pass), which evict
+/// first; in between, at most this many lines more are kept.
+const EVICT_EVERY: u64 = 64;
 
 /// A line in the recorder's index: its cycle, and its size, kind, flags and node packed.
 #[derive(Clone, Copy, Default)]
@@ -557,6 +566,16 @@ impl Ring {
         (self.start, *item)
     }
 
+    /// Whether `item` has fallen out of the window (not counting the newest-line rule).
+    #[inline]
+    fn is_old(&self, item: Item) -> bool {
+        match self.limit {
+            Recorder::Cycles(n) => item.clk.saturating_add(n) <= self.max_clk,
+            // The memory the recorder keeps: its lines as queued (not as encoded).
+            Recorder::Bytes(n) => self.words * 8 > n,
+        }
+    }
+
     /// The window's first line, of `words` words, leaves it.
     #[inline]
     fn pop(&mut self, words: usize) {
@@ -586,6 +605,8 @@ pub(crate) struct Keeper {
     pub(crate) seen: [u64; 4],
     pub(crate) dumps: u64,
     scratch: Vec<u64>,
+    /// Records that left the window unneeded, forgotten at the end of an eviction.
+    evicted: Vec<Ended>,
 }
 
 fn kind_index(kind: Kind) -> usize {
@@ -613,6 +634,7 @@ impl Keeper {
             seen: [0; 4],
             dumps: 0,
             scratch: Vec::new(),
+            evicted: Vec::new(),
         })
     }
 
@@ -649,7 +671,11 @@ impl Keeper {
             }
             // SAFETY: the caller's contract.
             RECORD => return unsafe { self.begin(at, m, out) },
-            ANNOTATION => match self.table.slot(m.id) {
+            ANNOTATION => match {
+                // Whether its record is still in the window decides where it goes.
+                self.evict();
+                self.table.slot(m.id)
+            } {
                 Some(s) if !self.table.nodes[s].buffered => {
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
                     let line = unsafe { self.lines.take(at, m.words) };
@@ -771,33 +797,39 @@ impl Keeper {
         } else if next {
             flags |= NEXT_CHUNK;
         }
+        if flags == PLAIN && kind != RECORD {
+            flags |= FAST;
+        }
         ring.index.push(Item::new(clk, n, kind, flags, node));
         ring.kept += 1;
         ring.words += n as u64;
         ring.max_clk = ring.max_clk.max(clk);
-        self.evict();
+        if ring.kept % EVICT_EVERY == 0 {
+            self.evict();
+        }
         pos
     }
 
     /// Drops what fell out of the window, always keeping the newest line.
-    #[inline]
     fn evict(&mut self) {
-        let mut evicted = false;
+        let Some(ring) = self.ring.as_mut() else { return };
+        let gone = ring.gone;
         loop {
-            let Some(ring) = self.ring.as_mut() else { return };
+            // Most lines: an event or end that owns nothing leaves by stepping past it.
+            while ring.len() > 1 {
+                let item = *ring.index.front_mut();
+                if item.flags() & FAST == 0 || !ring.is_old(item) {
+                    break;
+                }
+                ring.pop(item.words());
+            }
             if ring.len() <= 1 {
                 break;
             }
             let (front, item) = ring.front();
-            let old = match ring.limit {
-                Recorder::Cycles(n) => item.clk.saturating_add(n) <= ring.max_clk,
-                // The memory the recorder keeps: its lines as queued (not as encoded).
-                Recorder::Bytes(n) => ring.words * 8 > n,
-            };
-            if !old {
+            if !ring.is_old(item) {
                 break;
             }
-            evicted = true;
             let chunk = ring.start_chunk;
             ring.pop(item.words());
             if item.kind() != RECORD {
@@ -809,21 +841,27 @@ impl Keeper {
                 continue;
             }
             let node = item.node();
-            let gone = ring.gone;
             let n = &mut self.table.nodes[node as usize];
             debug_assert!(n.line == Loc::Arena(front), "a recorded record keeps its node");
             n.buffered = false;
             let id = n.id;
-            if n.needed(gone) {
+            if n.needed(ring.gone) {
                 // It stays where it is while it may be needed (see `LAG`).
                 ring.pinned.push_back((chunk, front, node, id));
             } else {
-                self.try_remove(node, id);
+                // Forgotten once the window is settled (`try_remove` reads it).
+                self.evicted.push((node, id));
             }
         }
-        if evicted {
-            self.settle();
+        if ring.gone == gone {
+            return;
         }
+        let mut evicted = std::mem::take(&mut self.evicted);
+        for (node, id) in evicted.drain(..) {
+            self.try_remove(node, id);
+        }
+        self.evicted = evicted;
+        self.settle();
     }
 
     /// After lines left the window: forgets the records none of them can need any more, and
@@ -950,6 +988,7 @@ impl Keeper {
     /// Called by the writer after each pass over the rings, with each ring's words consumed so
     /// far and (lazily) their words published so far.
     pub(crate) fn end_pass(&mut self, popped: &[u64], pushed: impl FnOnce() -> Vec<u64>) {
+        self.evict();
         while let Some((snapshot, _)) = self.graves.front() {
             let passed =
                 snapshot.iter().enumerate().all(|(r, &n)| popped.get(r).is_some_and(|&p| p >= n));
@@ -986,6 +1025,7 @@ impl Keeper {
             return;
         }
         self.dumps += 1;
+        self.evict();
         while let Some(ring) = self.ring.as_mut().filter(|r| r.len() > 0) {
             let (at, item) = ring.front();
             ring.pop(item.words());
