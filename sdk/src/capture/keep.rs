@@ -576,6 +576,40 @@ impl Ring {
         }
     }
 
+    /// Steps past the `FAST` lines at the front that have left the window: in locals, since
+    /// this is most of the lines (`pop` one at a time).
+    #[inline]
+    fn skip_fast(&mut self) {
+        let Recorder::Cycles(n) = self.limit else {
+            while self.len() > 1 {
+                let item = *self.index.front_mut();
+                if item.flags() & FAST == 0 || !self.is_old(item) {
+                    break;
+                }
+                self.pop(item.words());
+            }
+            return;
+        };
+        let items = &self.index.items;
+        let mask = items.len().wrapping_sub(1);
+        let (mut head, mut len, mut start) = (self.index.head, self.index.len, self.start);
+        let mut words = 0;
+        while len > 1 {
+            let item = items[head & mask];
+            if item.flags() & FAST == 0 || item.clk.saturating_add(n) > self.max_clk {
+                break;
+            }
+            // SAFETY: the entry ends within its chunk (`FAST`: the next one starts there).
+            start = unsafe { start.add(item.words()) };
+            words += item.words();
+            head = (head + 1) & mask;
+            len -= 1;
+        }
+        self.gone += (self.index.len - len) as u64;
+        self.words -= words as u64;
+        (self.index.head, self.index.len, self.start) = (head, len, start);
+    }
+
     /// The window's first line, of `words` words, leaves it.
     #[inline]
     fn pop(&mut self, words: usize) {
@@ -777,7 +811,7 @@ impl Keeper {
     ///
     /// # Safety
     /// As for [`Lines::take`]; only with a recorder.
-    #[inline]
+    #[inline(always)]
     unsafe fn record(
         &mut self,
         kind: usize,
@@ -815,14 +849,7 @@ impl Keeper {
         let Some(ring) = self.ring.as_mut() else { return };
         let gone = ring.gone;
         loop {
-            // Most lines: an event or end that owns nothing leaves by stepping past it.
-            while ring.len() > 1 {
-                let item = *ring.index.front_mut();
-                if item.flags() & FAST == 0 || !ring.is_old(item) {
-                    break;
-                }
-                ring.pop(item.words());
-            }
+            ring.skip_fast();
             if ring.len() <= 1 {
                 break;
             }
