@@ -34,7 +34,116 @@ pub(crate) trait Out {
     fn put(&mut self, line: &Entry<'_>);
 }
 
-/// Record ids to node slots: open addressing from the id itself, Robin Hood ordered. Ids are
+/// Record ids to node slots. Ids are handed out in increasing blocks, so the records alive at
+/// once are mostly recent ones: those are found by their id's place in a window of recent ids
+/// (an array, no probing), and the few older ones that outlive the window (a root, a unit that
+/// spans the run, a record of a slow thread's block) in a map. A map alone (open addressing from
+/// the id) cost a probe run and a shift of the entries after it at each removal: the run of
+/// recent ids piles up behind every old entry whose bucket it sweeps over.
+#[derive(Default)]
+struct Ids {
+    /// Slots of ids `base..base + recent.len()`, at `id % recent.len()` (`NONE`: absent); empty
+    /// until the first insert. A power of two long.
+    recent: Vec<u32>,
+    base: u64,
+    /// Ids below `base`.
+    older: Older,
+    len: usize,
+}
+
+/// The least length of the recent window (unit tests use a short one, so that ids leave it).
+#[cfg(not(test))]
+const RECENT: usize = 1 << 16;
+#[cfg(test)]
+const RECENT: usize = 64;
+
+impl Ids {
+    /// The bucket of `id` in the recent window, when it is in it.
+    #[inline]
+    fn at(&self, id: u64) -> Option<usize> {
+        let n = self.recent.len() as u64;
+        if id.wrapping_sub(self.base) < n {
+            Some((id & (n - 1)) as usize)
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u64) -> Option<u32> {
+        match self.at(id) {
+            Some(i) => Some(self.recent[i]).filter(|&s| s != NONE),
+            None if id < self.base => self.older.get(id),
+            None => None,
+        }
+    }
+
+    /// Adds `id` (not there yet).
+    #[inline]
+    fn insert(&mut self, id: u64, slot: u32) {
+        self.len += 1;
+        if self.len * 4 > self.recent.len() {
+            self.grow();
+        }
+        if id < self.base {
+            self.older.insert(id, slot);
+            return;
+        }
+        if self.at(id).is_none() {
+            self.advance(id);
+        }
+        let i = (id & (self.recent.len() as u64 - 1)) as usize;
+        self.recent[i] = slot;
+    }
+
+    /// Moves the window so that `id` (above it) falls in its first half; the ids that leave it
+    /// go to `older`.
+    #[cold]
+    fn advance(&mut self, id: u64) {
+        let n = self.recent.len() as u64;
+        let base = (id + 1).saturating_sub(n / 2).max(self.base);
+        // Each bucket whose id leaves: at most the whole window.
+        let mask = n - 1;
+        for old in self.base..base.min(self.base + n) {
+            let i = (old & mask) as usize;
+            let slot = std::mem::replace(&mut self.recent[i], NONE);
+            if slot != NONE {
+                self.older.insert(old, slot);
+            }
+        }
+        self.base = base;
+    }
+
+    /// Doubles the window (at most a quarter full): its ids stay in it.
+    #[cold]
+    fn grow(&mut self) {
+        let n = (self.recent.len() * 2).max(RECENT);
+        let mut recent = vec![NONE; n];
+        let old = std::mem::take(&mut self.recent);
+        let mask = old.len().wrapping_sub(1) as u64;
+        for id in self.base..self.base + old.len() as u64 {
+            let slot = old[(id & mask) as usize];
+            if slot != NONE {
+                recent[(id & (n as u64 - 1)) as usize] = slot;
+            }
+        }
+        self.recent = recent;
+    }
+
+    /// Removes `id`, returning its slot.
+    #[inline]
+    fn remove(&mut self, id: u64) -> Option<u32> {
+        let slot = match self.at(id) {
+            Some(i) => Some(std::mem::replace(&mut self.recent[i], NONE)).filter(|&s| s != NONE),
+            None if id < self.base => self.older.remove(id),
+            None => None,
+        };
+        self.len -= usize::from(slot.is_some());
+        slot
+    }
+}
+
+/// Older record ids to node slots: open addressing from the id itself, Robin Hood ordered. Ids are
 /// handed out in increasing blocks, so the records alive at once sit in neighbouring buckets,
 /// mostly each in its own (home) bucket, inserted, found and removed in about the order they
 /// came: a lookup touches memory that recent ones touched. (A hash that scatters them, as
@@ -43,7 +152,7 @@ pub(crate) trait Out {
 /// absent id, and the shift after a removal, stop at the first bucket that is its entry's home,
 /// rather than at the end of a run, which here can be as long as the whole window.
 #[derive(Default)]
-struct Ids {
+struct Older {
     /// (id, slot); `EMPTY` ids mark free buckets. A power of two long, at most half full.
     buckets: Vec<(u64, u32)>,
     len: usize,
@@ -52,7 +161,7 @@ struct Ids {
 /// A free bucket's id (never handed out: ids count up from 1).
 const EMPTY: u64 = u64::MAX;
 
-impl Ids {
+impl Older {
     fn mask(&self) -> usize {
         self.buckets.len().wrapping_sub(1)
     }
@@ -1118,7 +1227,7 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value as Json;
 
-    use super::Ids;
+    use super::{Ids, Older};
     use crate::capture::{Capture, Recorder};
     use crate::write::tests::Buf;
     use crate::{Metadata, RecordHandle, TraceBuilder};
@@ -1141,6 +1250,55 @@ mod tests {
                     }
                     1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
                     _ => prop_assert_eq!(ids.get(id), model.get(&id).copied()),
+                }
+                prop_assert_eq!(ids.len, model.len());
+            }
+            for (&id, &slot) in &model {
+                prop_assert_eq!(ids.get(id), Some(slot));
+            }
+        }
+
+        /// The map of older ids alone, the same way.
+        #[test]
+        fn older_ids_map_like_a_hash_map(ops in proptest::collection::vec((0..3u8, 0..40u64, 0..4u64), 1..3000)) {
+            let mut ids = Older::default();
+            let mut model = HashMap::new();
+            for (i, (op, low, high)) in ops.into_iter().enumerate() {
+                let id = 1 + low + high * 1024 + if low > 30 { 1020 } else { 0 };
+                match op {
+                    0 if !model.contains_key(&id) => {
+                        ids.insert(id, i as u32);
+                        model.insert(id, i as u32);
+                    }
+                    1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
+                    _ => prop_assert_eq!(ids.get(id), model.get(&id).copied()),
+                }
+                prop_assert_eq!(ids.len, model.len());
+            }
+        }
+
+        /// Ids mostly counting up, as records begin, some living long: recent ones in the
+        /// window, the others moved out of it as it advances, all found and removed.
+        #[test]
+        fn ids_count_up_through_the_window(ops in proptest::collection::vec((0..4u8, 0..300u64), 1..3000)) {
+            let mut ids = Ids::default();
+            let mut model = HashMap::new();
+            let mut next = 1u64;
+            for (i, (op, back)) in ops.into_iter().enumerate() {
+                match op {
+                    0 | 1 => {
+                        ids.insert(next, i as u32);
+                        model.insert(next, i as u32);
+                        next += 1 + back % 3;
+                    }
+                    2 => {
+                        let id = next.saturating_sub(back);
+                        prop_assert_eq!(ids.remove(id), model.remove(&id));
+                    }
+                    _ => {
+                        let id = next.saturating_sub(back);
+                        prop_assert_eq!(ids.get(id), model.get(&id).copied());
+                    }
                 }
                 prop_assert_eq!(ids.len, model.len());
             }
