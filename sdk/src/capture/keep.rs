@@ -1103,8 +1103,10 @@ impl Keeper {
                 Loc::Nowhere => {}
             }
             n.line = Loc::Nowhere;
-            for note in n.notes.drain(..) {
-                self.lines.release(note);
+            if !n.notes.is_empty() {
+                for note in n.notes.drain(..) {
+                    self.lines.release(note);
+                }
             }
             if n.end != NONE {
                 self.lines.release(n.end);
@@ -1145,7 +1147,10 @@ impl Keeper {
                         ring.expiring.push_back((kept, s, id));
                     }
                 }
-                self.try_remove(s, id);
+                // Most records ended in the recorder's window: still needed, nothing to try.
+                if !n.needed(gone) {
+                    self.try_remove(s, id);
+                }
             }
         }
         if !self.ended.is_empty() {
