@@ -143,14 +143,12 @@ impl Ids {
     }
 }
 
-/// Older record ids to node slots: open addressing from the id itself, Robin Hood ordered. Ids are
-/// handed out in increasing blocks, so the records alive at once sit in neighbouring buckets,
-/// mostly each in its own (home) bucket, inserted, found and removed in about the order they
-/// came: a lookup touches memory that recent ones touched. (A hash that scatters them, as
-/// `HashMap`'s does, cost a cache miss per lookup, the largest part of the keeper's time per
-/// record.) Robin Hood order (along a run of buckets, homes never decrease) lets a lookup of an
-/// absent id, and the shift after a removal, stop at the first bucket that is its entry's home,
-/// rather than at the end of a run, which here can be as long as the whole window.
+/// Older record ids to node slots: open addressing from the id itself, Robin Hood ordered. Ids
+/// that count up land in neighbouring buckets, mostly each in its own (home) one, so a lookup
+/// touches memory that recent ones touched (a hash that scatters them, as `HashMap`'s does, cost
+/// a cache miss per lookup). Robin Hood order (along a run of buckets, homes never decrease)
+/// lets a lookup of an absent id, and the shift after a removal, stop at the first bucket that
+/// is its entry's home, rather than at the end of a run.
 #[derive(Default)]
 struct Older {
     /// (id, slot); `EMPTY` ids mark free buckets. A power of two long, at most half full.
