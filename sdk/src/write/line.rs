@@ -84,11 +84,19 @@ impl Line {
             ptr::addr_of_mut!((*dst).clk).write(0);
             ptr::addr_of_mut!((*dst).id).write(id);
             ptr::addr_of_mut!((*dst).parent).write(None);
-            // Inlined where the builder is made (`record::Pending::new`), the name's words are
-            // in registers or constants: a plain write stores them. (Read word by word from
-            // memory, as `put` does, the volatile reads kept them on the stack: 12 more
-            // instructions.)
-            ptr::addr_of_mut!((*dst).name).write(name);
+            // Inlined where the builder is made (`record::Pending::new`). A name made from a
+            // `&'static str` is rebuilt here from its two words, which the compiler has in
+            // registers or as constants: written as a whole `Str`, it was copied through the
+            // stack with a 16-byte load over two 8-byte stores, which stalls (see `put`); read
+            // word by word with `put`, the words also went through the stack (12 more
+            // instructions).
+            let at = ptr::addr_of_mut!((*dst).name);
+            match name {
+                Str::Static(s) => at.write(Str::Static(s)),
+                name => {
+                    put(at.cast(), &ManuallyDrop::new(name));
+                }
+            }
             ptr::addr_of_mut!((*dst).record_type).write(Str::EMPTY);
             ptr::addr_of_mut!((*dst).description).write(Str::EMPTY);
             Data::init(ptr::addr_of_mut!((*dst).data));
