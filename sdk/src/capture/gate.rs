@@ -47,6 +47,9 @@ pub(crate) struct Gate {
     on: AtomicBool,
     /// Any filter, window, ROI or sample: the slow checks run.
     filtering: bool,
+    /// No type or unit filter and no sample (`events=` does not judge records): a record's
+    /// verdict depends on its cycle alone (window, ROI), and is taken inline.
+    cycles_only: bool,
     window: Range<u64>,
     roi: bool,
     roi_depth: AtomicI64,
@@ -79,6 +82,7 @@ impl Gate {
                 || c.events.is_some()
                 || c.units.is_some()
                 || !c.samples.is_empty(),
+            cycles_only: c.types.is_none() && c.units.is_none() && c.samples.is_empty(),
             window: c.window.clone().unwrap_or(0..u64::MAX),
             roi: c.roi,
             roi_depth: AtomicI64::new(0),
@@ -158,6 +162,9 @@ impl Gate {
         if !self.filtering {
             return Some(false);
         }
+        if self.cycles_only {
+            return (parent_start < self.window.end && clk < self.window.end).then_some(false);
+        }
         self.record_at_filtered(parent_start, clk, record_type)
     }
 
@@ -202,6 +209,14 @@ impl Gate {
         }
         if !self.filtering {
             return (Verdict::Select, bits::MATCH | bits::UNIT);
+        }
+        if self.cycles_only {
+            // As `record_filtered` with no type, unit or sample clause.
+            return match clk {
+                _ if clk >= self.window.end => (Verdict::Leave, bits::LEFT),
+                _ if self.in_region(clk) => (Verdict::Select, bits::MATCH | bits::UNIT),
+                _ => (Verdict::Hold, bits::MATCH | bits::UNIT),
+            };
         }
         self.record_filtered(record_type, data_unit, clk, parent, sampled)
     }
@@ -313,7 +328,6 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
 /// count what is made through it without holding the trace (no reference count to touch).
 pub(crate) mod left {
     use std::cell::{Cell, RefCell, UnsafeCell};
-    use std::ptr;
     use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -322,15 +336,14 @@ pub(crate) mod left {
 
     /// One thread's counts for one trace, per line kind. Written only by that thread (a
     /// non-atomic increment made of atomic parts), except `shared` ones, which use `fetch_add`.
-    /// The trace id is inside, so that [`LAST`] is one word.
     struct Counts {
         trace: u64,
         kinds: [AtomicU64; 4],
     }
 
     impl Counts {
-        fn new(trace: u64) -> Counts {
-            Counts { trace, kinds: Default::default() }
+        const fn new(trace: u64) -> Counts {
+            Counts { trace, kinds: [const { AtomicU64::new(0) }; 4] }
         }
 
         #[inline(always)]
@@ -339,6 +352,10 @@ pub(crate) mod left {
             c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
         }
     }
+
+    /// What [`Local::last`] points at before this thread's first count: no trace has id 0, so
+    /// the fast path needs no null test.
+    static NONE_YET: Counts = Counts::new(0);
 
     /// One open trace's counters: its id, the per-thread ones, and one shared by threads that
     /// cannot use their own (thread-local storage torn down, or a count nested in another).
@@ -355,20 +372,28 @@ pub(crate) mod left {
     impl Drop for Here {
         fn drop(&mut self) {
             // The counters go with this thread: the shortcut must not outlive them.
-            let _ = LAST.try_with(|last| last.set(ptr::null()));
+            let _ = LOCAL.try_with(|l| l.last.set(&raw const NONE_YET));
         }
+    }
+
+    /// What a count reads on its fast path, in one thread-local (one address to compute).
+    struct Local {
+        /// Set while this thread counts: a count nested in it (a signal handler that emits)
+        /// goes to the trace's shared counter, since a per-thread increment is a load and a
+        /// store that the nested one would fall between, and a nested first count for another
+        /// trace could free the counters the interrupted one is using.
+        counting: Cell<bool>,
+        /// The counters this thread counted into last ([`NONE_YET`] before its first count),
+        /// held alive by [`HERE`] ([`join`] never frees the ones it points at): a count for the
+        /// same trace is a load, a compare and an increment, with no lookup.
+        last: Cell<*const Counts>,
     }
 
     thread_local! {
         static HERE: Here = const { Here(RefCell::new(Vec::new())) };
-        /// The counters this thread counted into last (null: none), held alive by [`HERE`]
-        /// ([`join`] never frees the ones it points at): a count for the same trace is a load,
-        /// a compare and an increment, with no lookup.
-        static LAST: Cell<*const Counts> = const { Cell::new(ptr::null()) };
-        /// Set while this thread counts: a count nested in it (a signal handler that emits)
-        /// goes to the trace's shared counter, since a per-thread increment is a load and a
-        /// store that the nested one would fall between.
-        static COUNTING: Cell<bool> = const { Cell::new(false) };
+        static LOCAL: Local = const {
+            Local { counting: Cell::new(false), last: Cell::new(&raw const NONE_YET) }
+        };
     }
 
     fn registry() -> MutexGuard<'static, Vec<Entry>> {
@@ -429,46 +454,50 @@ pub(crate) mod left {
         if !cfg!(feature = "enabled") {
             return;
         }
-        if COUNTING.get() {
+        // SAFETY: `LOCAL` has no destructor, so it lives as long as this thread (a closure
+        // with the whole count in it is not inlined: the count would cost a call).
+        let l = unsafe { &*LOCAL.with(|l| l as *const Local) };
+        if l.counting.get() {
             return count_shared(trace, kind, by);
         }
-        COUNTING.set(true);
+        l.counting.set(true);
         // The flag is set before the counter is read and cleared after it is written, as a
         // signal handler on this thread sees them (no cost at run time).
         compiler_fence(Ordering::SeqCst);
-        let last = LAST.get();
-        // SAFETY: a non-null `LAST` points at counters that `HERE` holds (see `LAST`).
-        match unsafe { last.as_ref() } {
-            Some(c) if c.trace == trace => c.bump(kind, by),
-            _ => count_here(trace, kind, by),
+        // SAFETY: `last` points at `NONE_YET` or at counters that `HERE` holds.
+        let c = unsafe { &*l.last.get() };
+        if c.trace == trace {
+            c.bump(kind, by);
+        } else {
+            count_here(l, trace, kind, by);
         }
         compiler_fence(Ordering::SeqCst);
-        COUNTING.set(false);
+        l.counting.set(false);
     }
 
     /// Runs `f` as if inside a count (for the nested-count test).
     #[cfg(test)]
     pub(super) fn nested(f: impl FnOnce()) {
-        COUNTING.set(true);
+        LOCAL.with(|l| l.counting.set(true));
         f();
-        COUNTING.set(false);
+        LOCAL.with(|l| l.counting.set(false));
     }
 
     /// A count for another trace than the last one: looks its counters up (or makes them), and
     /// makes them the last ones.
     #[cold]
-    fn count_here(trace: u64, kind: usize, by: u64) {
+    fn count_here(local: &Local, trace: u64, kind: usize, by: u64) {
         let counted = HERE.try_with(|here| {
             let Ok(mut here) = here.0.try_borrow_mut() else { return false };
             let counts = match here.iter().position(|c| c.trace == trace) {
                 Some(i) => &here[i],
-                None => match join(&mut here, trace) {
+                None => match join(&mut here, local, trace) {
                     Some(c) => c,
                     None => return true, // the trace is gone: nobody will read the count
                 },
             };
             counts.bump(kind, by);
-            LAST.set(Arc::as_ptr(counts));
+            local.last.set(Arc::as_ptr(counts));
             true
         });
         if counted != Ok(true) {
@@ -477,14 +506,18 @@ pub(crate) mod left {
     }
 
     /// This thread's first count for `trace`. Also forgets counters of traces that are gone
-    /// (but the ones [`LAST`] points at).
-    fn join(here: &mut Vec<Arc<Counts>>, trace: u64) -> Option<&Arc<Counts>> {
+    /// (but the ones [`Local::last`] points at).
+    fn join<'a>(
+        here: &'a mut Vec<Arc<Counts>>,
+        local: &Local,
+        trace: u64,
+    ) -> Option<&'a Arc<Counts>> {
         let mut registry = registry();
         let (_, threads, _) = entry(&mut registry, trace)?;
         let counts = Arc::new(Counts::new(trace));
         threads.push(Arc::clone(&counts));
         drop(registry);
-        let last = LAST.get();
+        let last = local.last.get();
         here.retain(|c| Arc::strong_count(c) > 1 || Arc::as_ptr(c) == last);
         here.push(counts);
         here.last()

@@ -20,7 +20,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::line::{Kind, Line};
@@ -48,19 +48,22 @@ pub struct RecordHandle {
     start: u64,
     /// Where the record line was queued: lines pushed through this handle on another thread
     /// wait for it. Read through [`RecordHandle::pushed`]: a deferred record's is written once,
-    /// by the thread that pushes its line, before [`RecordHandle::state`] says [`PUSHED`].
+    /// by the thread that pushes its line, before [`RecordHandle::flags`] says [`PUSHED`].
     pos: UnsafeCell<Pos>,
-    /// [`PUSHED`], or the state of a deferred record's line.
-    state: AtomicU8,
-    /// A deferred record's line, not pushed yet: taken by the one thread that moves `state` from
-    /// [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
+    /// A deferred record's line, not pushed yet: taken by the one thread that moves the state
+    /// from [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
     deferred: UnsafeCell<Option<Box<Slot>>>,
-    /// False when the drop policy dropped this record's line, or capture left it out: then
-    /// everything hanging off it is dropped or left out (and counted) too, so no line can refer
-    /// to a record missing from the file.
-    live: bool,
-    /// Capture control's bits for lines made through this handle (`capture::gate::bits`).
-    cap: u8,
+    /// In one word, written by one store when the handle is made, and of which only the state
+    /// changes afterwards. Narrower stores (three bytes, or 32 bits beside padding) read back as
+    /// one word when the handle is moved, as it is on its way to the caller, stall the CPU
+    /// until they reach the cache. It holds:
+    /// * the state ([`STATE`] bits): [`PUSHED`], or that of a deferred record's line;
+    /// * capture control's bits for lines made through this handle (`capture::gate::bits`),
+    ///   shifted by [`CAP_SHIFT`];
+    /// * [`LIVE`], unless the drop policy dropped this record's line or capture left it out:
+    ///   then everything hanging off it is dropped or left out (and counted) too, so no line
+    ///   can refer to a record missing from the file.
+    flags: AtomicU64,
 }
 
 impl Drop for RecordHandle {
@@ -80,14 +83,20 @@ impl Drop for RecordHandle {
 // (release) and read only after PUSHED was seen (acquire).
 unsafe impl Sync for RecordHandle {}
 
+/// The state's bits in [`RecordHandle::flags`].
+const STATE: u64 = 0xff;
 /// The record line is in its ring (every handle but a deferred one).
-const PUSHED: u8 = 0;
+const PUSHED: u64 = 0;
 /// A deferred record: its line is in the handle (CAP-DEFER-1).
-const DEFERRED: u8 = 1;
+const DEFERRED: u64 = 1;
 /// A thread is pushing the deferred line: the others wait for it.
-const PUSHING: u8 = 2;
+const PUSHING: u64 = 2;
 /// Pushing the deferred line found the trace closed: nothing more is written under it.
-const CLOSED: u8 = 3;
+const CLOSED: u64 = 3;
+/// Where capture's bits are in [`RecordHandle::flags`].
+const CAP_SHIFT: u64 = 8;
+/// The record's lines are written ([`RecordHandle::flags`]).
+const LIVE: u64 = 1 << 16;
 
 thread_local! {
     /// Set while this thread pushes a deferred line: a signal handler on it that emits under the
@@ -100,7 +109,7 @@ impl std::fmt::Debug for RecordHandle {
         f.debug_struct("RecordHandle")
             .field("id", &self.id())
             .field("start", &self.start)
-            .field("live", &self.live)
+            .field("live", &self.live())
             .finish()
     }
 }
@@ -159,17 +168,35 @@ impl RecordHandle {
     /// control (and so is everything on it). True does not promise the line reaches the file: a
     /// record may be held as a possible ancestor, or kept by a flight recorder.
     pub fn is_recorded(&self) -> bool {
-        self.live
+        self.live()
+    }
+
+    /// See [`LIVE`].
+    #[inline(always)]
+    fn live(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & LIVE != 0
+    }
+
+    /// Capture control's bits for lines made through this handle.
+    #[inline(always)]
+    fn cap(&self) -> u8 {
+        (self.flags.load(Ordering::Relaxed) >> CAP_SHIFT) as u8
+    }
+
+    /// [`PUSHED`], or the state of a deferred record's line.
+    #[inline(always)]
+    fn state(&self) -> u64 {
+        self.flags.load(Ordering::Acquire) & STATE
     }
 
     /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
     /// the writer to decide), since a line is being made under it.
     #[inline(always)]
     fn pushed(&self) -> Result<&Pos, Error> {
-        if self.state.load(Ordering::Acquire) != PUSHED {
+        if self.state() != PUSHED {
             self.push_deferred()?;
         }
-        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `state`).
+        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `flags`).
         Ok(unsafe { &*self.pos.get() })
     }
 
@@ -183,22 +210,24 @@ impl RecordHandle {
             return Err(Error::Reentrant);
         }
         let Some(inner) = self.inner.as_ref() else { return Err(Error::Closed) };
+        // Only the state changes: the other bits are the same in every value compared.
+        let rest = self.flags.load(Ordering::Relaxed) & !STATE;
         loop {
-            match self.state.compare_exchange(
-                DEFERRED,
-                PUSHING,
+            match self.flags.compare_exchange(
+                rest | DEFERRED,
+                rest | PUSHING,
                 Ordering::Acquire,
                 Ordering::Acquire,
             ) {
                 Ok(_) => break,
-                Err(PUSHED) => return Ok(()),
-                Err(CLOSED) => return Err(Error::Closed),
+                Err(f) if f & STATE == PUSHED => return Ok(()),
+                Err(f) if f & STATE == CLOSED => return Err(Error::Closed),
                 Err(_) if PUSHING_DEFERRED.with(Cell::get) => return Err(Error::Reentrant),
                 Err(_) => std::thread::yield_now(),
             }
         }
         PUSHING_DEFERRED.with(|p| p.set(true));
-        // SAFETY: this thread moved `state` out of DEFERRED, so it alone reaches `deferred`.
+        // SAFETY: this thread moved the state out of DEFERRED, so it alone reaches `deferred`.
         let mut slot = unsafe { (*self.deferred.get()).take() };
         if let Some(slot) = slot.as_mut() {
             // SAFETY: a deferred box holds its record's initialized line.
@@ -215,13 +244,13 @@ impl RecordHandle {
                 gate::left::uncount(self.trace_id(), gate::RECORD);
                 // SAFETY: as above; readers wait for PUSHED, published below.
                 unsafe { *self.pos.get() = pos };
-                self.state.store(PUSHED, Ordering::Release);
+                self.flags.store(rest | PUSHED, Ordering::Release);
                 Ok(())
             }
             // Deferral is only under `Policy::Block`, whose pushes drop nothing, and a push
             // nested in another was refused above: the trace has closed.
             Ok(None) | Err(_) => {
-                self.state.store(CLOSED, Ordering::Release);
+                self.flags.store(rest | CLOSED, Ordering::Release);
                 Err(Error::Closed)
             }
         }
@@ -264,7 +293,7 @@ impl RecordHandle {
         let inner = self.inner.as_ref();
         let mut b =
             RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at, sampled: false };
-        let Some(i) = inner.filter(|_| self.live) else { return b };
+        let Some(i) = inner.filter(|_| self.live()) else { return b };
         let record_type = record_type.into();
         let made = match at {
             Some(clk) => i.shared.gate.may_record_at(self.start, clk, &record_type),
@@ -285,9 +314,9 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
-        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live()) {
             let name = name.into();
-            if i.shared.gate.may_event(&name, self.cap, self.start) {
+            if i.shared.gate.may_event(&name, self.cap(), self.start) {
                 b.p = Pending::under(self, Kind::Event, name);
             }
         }
@@ -308,11 +337,11 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
-        if let Some(i) = self.inner.as_ref().filter(|_| self.live) {
+        if let Some(i) = self.inner.as_ref().filter(|_| self.live()) {
             let name = name.into();
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
-            if clk < self.start || i.shared.gate.event(&name, clk, self.cap) {
+            if clk < self.start || i.shared.gate.event(&name, clk, self.cap()) {
                 b.p = Pending::under(self, Kind::Event, name);
             }
         }
@@ -323,7 +352,8 @@ impl RecordHandle {
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
-        if self.inner.as_ref().is_some_and(|i| self.live && i.shared.gate.annotation(self.cap)) {
+        if self.inner.as_ref().is_some_and(|i| self.live() && i.shared.gate.annotation(self.cap()))
+        {
             b.p = Pending::under(self, Kind::Annotation, name.into());
         }
         b
@@ -334,7 +364,7 @@ impl RecordHandle {
     #[inline(always)]
     fn not_written(&self, kind: usize) {
         match &self.inner {
-            Some(inner) if self.cap & bits::LEFT == 0 && !self.live => {
+            Some(inner) if self.cap() & bits::LEFT == 0 && !self.live() => {
                 inner.shared.count_drop(kind)
             }
             _ => gate::left::count(self.trace_id(), kind),
@@ -358,12 +388,12 @@ impl RecordHandle {
             std::mem::forget(self);
             return Ok(());
         }
-        let Some(inner) = self.inner.as_ref().filter(|_| self.live) else {
+        let Some(inner) = self.inner.as_ref().filter(|_| self.live()) else {
             // The end of a dropped or left-out record is too, and counted like everything on it.
             self.not_written(DROP_END);
             return Ok(());
         };
-        match self.state.load(Ordering::Acquire) {
+        match self.state() {
             // SAFETY: PUSHED was seen (acquire): `pos` is written.
             PUSHED => write_end(inner, self.raw_id(), unsafe { *self.pos.get() }, clk, status),
             DEFERRED => {
@@ -416,8 +446,8 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        match (self.inner.as_ref().filter(|_| self.live), pending.0.take()) {
-            (Some(inner), Some(slot)) => push_line(inner, self.cap, slot, drop_kind),
+        match (self.inner.as_ref().filter(|_| self.live()), pending.0.take()) {
+            (Some(inner), Some(slot)) => push_line(inner, self.cap(), slot, drop_kind),
             (_, slot) => {
                 // An inert builder: the record is not written, or capture refused the line when
                 // the builder was made (a builder has a line only under a live record). The drop
@@ -498,7 +528,30 @@ fn write_end(
     Ok(())
 }
 
-/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle.
+/// What [`begin_line`] made of a record line: its handle's parts. The handle is put together
+/// where it is used, from these read back a word at a time: returned whole from an out-of-line
+/// call, it was copied two words at a time over the one-word stores that had just made it, a
+/// load the CPU cannot forward from them (it waits for them to reach the cache, on every record
+/// begun).
+struct Begun {
+    /// The handle keeps the trace (all but a record left out by capture).
+    keeps_trace: bool,
+    id: u64,
+    pos: Pos,
+    deferred: Option<Box<Slot>>,
+    flags: u64,
+}
+
+impl Begun {
+    /// The parts of a handle whose line is pushed (or not written at all), as [`new_handle`].
+    #[inline(always)]
+    fn new(keeps_trace: bool, id: u64, pos: Pos, live: bool, cap: u8) -> Begun {
+        Begun { keeps_trace, id, pos, deferred: None, flags: flags(PUSHED, live, cap) }
+    }
+}
+
+/// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle's
+/// parts.
 #[inline(never)]
 fn begin_line(
     inner: &Arc<Inner>,
@@ -506,7 +559,7 @@ fn begin_line(
     mut slot: Box<Slot>,
     clk: u64,
     sampled: bool,
-) -> Result<RecordHandle, Error> {
+) -> Result<Begun, Error> {
     let error = slot.error.take();
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
     let line = unsafe { slot.line.assume_init_mut() };
@@ -520,32 +573,29 @@ fn begin_line(
         &line.record_type,
         || gate::unit_of(line.data.fields()),
         clk,
-        parent.map_or(0, |p| p.cap),
+        parent.map_or(0, |p| p.cap()),
         sampled,
     );
     let trace_id = shared.gate.trace_id();
     if verdict == Verdict::Leave {
         release(slot);
         shared.gate.leave(gate::RECORD);
-        return Ok(left_out(trace_id, clk));
+        return Ok(Begun::new(false, trace_id, NOWHERE, false, bits::LEFT));
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
         // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
         // until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
-        let mut handle = new_handle(Some(Arc::clone(inner)), 0, clk, true, cap);
-        handle.state = AtomicU8::new(DEFERRED);
-        handle.deferred = UnsafeCell::new(Some(slot));
-        return Ok(handle);
+        let flags = flags(DEFERRED, true, cap);
+        return Ok(Begun { keeps_trace: true, id: 0, pos: NOWHERE, deferred: Some(slot), flags });
     }
     let Some((pos, id)) = push_slot(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
-        return Ok(dropped(inner, clk));
+        // Dropped by the policy: what hangs off it is counted as dropped.
+        return Ok(Begun::new(true, 0, NOWHERE, false, 0));
     };
-    let mut handle = new_handle(Some(Arc::clone(inner)), id, clk, true, cap);
-    handle.pos = UnsafeCell::new(pos);
-    Ok(handle)
+    Ok(Begun::new(true, id, pos, true, cap))
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -927,7 +977,11 @@ impl<'a> RecordBuilder<'a> {
         }
         check_at(self.at, clk)?;
         match (self.inner, self.p.0.take()) {
-            (Some(inner), Some(slot)) => begin_line(inner, self.parent, slot, clk, self.sampled),
+            (Some(inner), Some(slot)) => {
+                let b = begin_line(inner, self.parent, slot, clk, self.sampled)?;
+                let inner = b.keeps_trace.then(|| Arc::clone(inner));
+                Ok(handle(inner, b.id, clk, b.pos, b.deferred, b.flags))
+            }
             (_, slot) => {
                 if let Some(slot) = slot {
                     release(slot); // unreachable: a builder has a line only with the trace
@@ -942,7 +996,7 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn not_written(&self, clk: u64) -> RecordHandle {
         match (self.inner, self.parent) {
-            (Some(inner), Some(p)) if !p.live && p.cap & bits::LEFT == 0 => {
+            (Some(inner), Some(p)) if !p.live() && p.cap() & bits::LEFT == 0 => {
                 inner.shared.count_drop(DROP_RECORD);
                 dropped(inner, clk)
             }
@@ -985,15 +1039,35 @@ fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
 /// A handle whose line is pushed (or not written at all), at no position yet.
 #[inline(always)]
 fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
+    handle(inner, id, start, NOWHERE, None, flags(PUSHED, live, cap))
+}
+
+/// The position of a line not queued (yet).
+const NOWHERE: Pos = Pos { ring: u32::MAX, index: u64::MAX };
+
+/// A [`RecordHandle::flags`] word.
+#[inline(always)]
+fn flags(state: u64, live: bool, cap: u8) -> u64 {
+    state | u64::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 }
+}
+
+/// A handle from its parts.
+#[inline(always)]
+fn handle(
+    inner: Option<Arc<Inner>>,
+    id: u64,
+    start: u64,
+    pos: Pos,
+    deferred: Option<Box<Slot>>,
+    flags: u64,
+) -> RecordHandle {
     RecordHandle {
         inner,
         id: AtomicU64::new(id),
         start,
-        pos: UnsafeCell::new(Pos { ring: u32::MAX, index: u64::MAX }),
-        state: AtomicU8::new(PUSHED),
-        deferred: UnsafeCell::new(None),
-        live,
-        cap,
+        pos: UnsafeCell::new(pos),
+        deferred: UnsafeCell::new(deferred),
+        flags: AtomicU64::new(flags),
     }
 }
 
