@@ -328,6 +328,8 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
 /// count what is made through it without holding the trace (no reference count to touch).
 pub(crate) mod left {
     use std::cell::{Cell, RefCell, UnsafeCell};
+    use std::mem::ManuallyDrop;
+    use std::ops::{Deref, DerefMut};
     use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -387,17 +389,57 @@ pub(crate) mod left {
         /// held alive by [`HERE`] ([`join`] never frees the ones it points at): a count for the
         /// same trace is a load, a compare and an increment, with no lookup.
         last: Cell<*const Counts>,
+        /// Set while this thread holds [`REGISTRY`] (from just before it locks it until just
+        /// after it unlocks it): a count nested in that (a signal handler that emits) must not
+        /// wait for the lock, which the interrupted code cannot release, and goes to [`nested`].
+        holding: Cell<bool>,
     }
 
     thread_local! {
         static HERE: Here = const { Here(RefCell::new(Vec::new())) };
         static LOCAL: Local = const {
-            Local { counting: Cell::new(false), last: Cell::new(&raw const NONE_YET) }
+            Local {
+                counting: Cell::new(false),
+                last: Cell::new(&raw const NONE_YET),
+                holding: Cell::new(false),
+            }
         };
     }
 
-    fn registry() -> MutexGuard<'static, Vec<Entry>> {
-        REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+    /// [`REGISTRY`], locked by this thread (see [`Local::holding`]).
+    struct Locked(ManuallyDrop<MutexGuard<'static, Vec<Entry>>>);
+
+    impl Deref for Locked {
+        type Target = Vec<Entry>;
+        fn deref(&self) -> &Vec<Entry> {
+            &self.0
+        }
+    }
+
+    impl DerefMut for Locked {
+        fn deref_mut(&mut self) -> &mut Vec<Entry> {
+            &mut self.0
+        }
+    }
+
+    impl Drop for Locked {
+        fn drop(&mut self) {
+            // SAFETY: dropped once, here; the flag is cleared only once the lock is released.
+            unsafe { ManuallyDrop::drop(&mut self.0) };
+            let _ = LOCAL.try_with(|l| l.holding.set(false));
+        }
+    }
+
+    /// Locks the registry. Not from inside a count nested in code that holds it: see
+    /// [`holding`].
+    fn registry() -> Locked {
+        let _ = LOCAL.try_with(|l| l.holding.set(true));
+        Locked(ManuallyDrop::new(REGISTRY.lock().unwrap_or_else(|p| p.into_inner())))
+    }
+
+    /// True while this thread holds the registry, or is about to: a count then cannot take it.
+    fn holding() -> bool {
+        LOCAL.try_with(|l| l.holding.get()).unwrap_or(false)
     }
 
     fn entry(registry: &mut [Entry], trace: u64) -> Option<&mut Entry> {
@@ -405,7 +447,7 @@ pub(crate) mod left {
     }
 
     /// The guard of [`REGISTRY`] held across a `fork` (see [`hold_for_fork`]).
-    struct Held(UnsafeCell<Option<MutexGuard<'static, Vec<Entry>>>>);
+    struct Held(UnsafeCell<Option<Locked>>);
     // SAFETY: touched only by `hold_for_fork` and `release_after_fork`, which a `fork` wrapper
     // (the C library's `pthread_atfork` handlers) calls one after the other on the forking thread.
     unsafe impl Sync for Held {}
@@ -483,10 +525,21 @@ pub(crate) mod left {
         LOCAL.with(|l| l.counting.set(false));
     }
 
+    /// Runs `f` while this thread holds the registry (for the nested-count test).
+    #[cfg(test)]
+    pub(super) fn holding_registry(f: impl FnOnce()) {
+        let _locked = registry();
+        f();
+    }
+
     /// A count for another trace than the last one: looks its counters up (or makes them), and
     /// makes them the last ones.
     #[cold]
     fn count_here(local: &Local, trace: u64, kind: usize, by: u64) {
+        if local.holding.get() {
+            // Nested in code that holds the registry, which a first count would lock.
+            return nested::add(trace, kind, by);
+        }
         let counted = HERE.try_with(|here| {
             let Ok(mut here) = here.0.try_borrow_mut() else { return false };
             let counts = match here.iter().position(|c| c.trace == trace) {
@@ -525,8 +578,81 @@ pub(crate) mod left {
 
     #[cold]
     fn count_shared(trace: u64, kind: usize, by: u64) {
+        if holding() {
+            return nested::add(trace, kind, by);
+        }
         if let Some((_, _, shared)) = entry(&mut registry(), trace) {
             shared.kinds[kind].fetch_add(by, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts made while their thread holds the registry (a signal handler that emits,
+    /// interrupting code that holds it): they cannot wait for the lock, so they go to slots
+    /// claimed by trace id with a compare-and-swap. A slot is claimed for good (trace ids are
+    /// never reused), so a count never lands in another trace's slot; should every slot be
+    /// claimed, which takes that many traces each counting in such a handler, the count is lost
+    /// and said so on standard error.
+    mod nested {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+        struct Slot {
+            trace: AtomicU64,
+            kinds: [AtomicU64; 4],
+        }
+
+        const SLOTS: usize = 32;
+        static TAKEN: [Slot; SLOTS] =
+            [const { Slot { trace: AtomicU64::new(0), kinds: [const { AtomicU64::new(0) }; 4] } };
+                SLOTS];
+
+        pub(super) fn add(trace: u64, kind: usize, by: u64) {
+            for slot in &TAKEN {
+                let claimed = match slot.trace.load(Ordering::Acquire) {
+                    0 => match slot.trace.compare_exchange(
+                        0,
+                        trace,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => true,
+                        Err(t) => t == trace,
+                    },
+                    t => t == trace,
+                };
+                if claimed {
+                    slot.kinds[kind].fetch_add(by, Ordering::Relaxed);
+                    return;
+                }
+            }
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                say_lost();
+            }
+        }
+
+        /// Says once that a count was lost; a plain `write(2)`, as this may run in a signal
+        /// handler.
+        #[cold]
+        fn say_lost() {
+            const TEXT: &[u8] = b"jets: a left-out line could not be counted (counted in a signal \
+                handler, where every slot for such counts is taken): the footer's left_out counts \
+                may be short\n";
+            // SAFETY: writes a static buffer to standard error.
+            #[cfg(unix)]
+            unsafe {
+                libc::write(2, TEXT.as_ptr().cast(), TEXT.len())
+            };
+            #[cfg(not(unix))]
+            eprint!("{}", String::from_utf8_lossy(TEXT));
+        }
+
+        /// The nested counts of `trace`, per line kind.
+        pub(super) fn sum(trace: u64, kind: usize) -> u64 {
+            TAKEN
+                .iter()
+                .filter(|s| s.trace.load(Ordering::Acquire) == trace)
+                .map(|s| s.kinds[kind].load(Ordering::Relaxed))
+                .fold(0, u64::wrapping_add)
         }
     }
 
@@ -538,7 +664,8 @@ pub(crate) mod left {
         };
         let sum = |k: usize| {
             let counts = threads.iter().map(|c| c.kinds[k].load(Ordering::Relaxed));
-            counts.fold(shared.kinds[k].load(Ordering::Relaxed), u64::wrapping_add)
+            let here = counts.fold(shared.kinds[k].load(Ordering::Relaxed), u64::wrapping_add);
+            here.wrapping_add(nested::sum(trace, k))
         };
         LeftOut {
             records: sum(RECORD),
@@ -565,6 +692,23 @@ mod tests {
         left::count(trace, super::RECORD);
         let sum = left::sum(trace);
         assert_eq!((sum.events, sum.records), (3, 1));
+        left::forget(trace);
+    }
+
+    /// A count made while its thread holds the counters' registry (a signal handler that emits,
+    /// interrupting a first count, a sum or a trace's opening) does not wait for the lock the
+    /// interrupted code cannot release (this test would hang), and is still counted.
+    #[test]
+    fn a_count_nested_in_code_holding_the_registry_is_counted_without_waiting() {
+        let trace = u64::MAX - 9;
+        left::register(trace);
+        left::holding_registry(|| {
+            left::count(trace, super::EVENT); // a first count on this thread
+            left::nested(|| left::count(trace, super::END)); // nested in a count
+        });
+        left::count(trace, super::EVENT);
+        let sum = left::sum(trace);
+        assert_eq!((sum.events, sum.record_ends), (2, 1));
         left::forget(trace);
     }
 }

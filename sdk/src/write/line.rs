@@ -84,13 +84,19 @@ impl Line {
             ptr::addr_of_mut!((*dst).clk).write(0);
             ptr::addr_of_mut!((*dst).id).write(id);
             ptr::addr_of_mut!((*dst).parent).write(None);
-            // Called out of line, the name arrives in the caller's memory (a `Str` is passed by
-            // reference), just stored a word at a time: it is copied a word at a time too, as
-            // a 16-byte load of it would stall (see `put`).
-            // Read where the caller put it: moved into a local first, it would be copied to
-            // this function's stack and back.
-            put(ptr::addr_of_mut!((*dst).name).cast(), &name);
-            std::mem::forget(name);
+            // Inlined where the builder is made (`record::Pending::new`). A name made from a
+            // `&'static str` is rebuilt here from its two words, which the compiler has in
+            // registers or as constants: written as a whole `Str`, it was copied through the
+            // stack with a 16-byte load over two 8-byte stores, which stalls (see `put`); read
+            // word by word with `put`, the words also went through the stack (12 more
+            // instructions).
+            let at = ptr::addr_of_mut!((*dst).name);
+            match name {
+                Str::Static(s) => at.write(Str::Static(s)),
+                name => {
+                    put(at.cast(), &ManuallyDrop::new(name));
+                }
+            }
             ptr::addr_of_mut!((*dst).record_type).write(Str::EMPTY);
             ptr::addr_of_mut!((*dst).description).write(Str::EMPTY);
             Data::init(ptr::addr_of_mut!((*dst).data));
@@ -101,7 +107,7 @@ impl Line {
     }
 
     /// The entry's size in words, as [`Line::write_to`] writes it: for a push that cannot
-    /// reserve [`Line::max_words`] and needs to know whether the line itself fits.
+    /// reserve [`MAX_WORDS`] and needs to know whether the line itself fits.
     pub(crate) fn words(&self) -> usize {
         let data = self.data.as_ref();
         let mut words = FIXED + data.inline.len() * FIELD;
@@ -111,28 +117,21 @@ impl Line {
         words + usize::from(data.extra.is_some())
     }
 
-    /// An upper bound of [`Line::words`], from the field count alone: what the push
-    /// reserves, so that the common case writes the line without working out its layout first.
-    #[inline(always)]
-    pub(crate) fn max_words(&self) -> usize {
-        MAX_WORDS - (Data::INLINE - self.data.as_ref().inline.len()) * FIELD
-    }
-
     /// Moves the line into the entry at `at` and returns its size in words (its
     /// [`Line::words`]); the line is consumed (its storage must not be used or dropped
     /// afterwards). The parts are written first and the header last, with the flags and size
     /// found on the way, so the line is read once.
     ///
     /// # Safety
-    /// `at` is valid for writing [`Line::max_words`] 8-byte-aligned words.
+    /// `at` is valid for writing [`Line::words`] 8-byte-aligned words.
     #[inline(always)]
     pub(crate) unsafe fn write_to(line: &mut ManuallyDrop<Line>, at: *mut u64) -> usize {
         let l: &mut Line = line;
         let mut flags = if l.hold { HOLD } else { 0 };
-        // SAFETY: every write below stays within the words [`Line::words`] counts (at most
-        // `max_words`), each at an 8-byte-aligned offset (all parts are whole words); each owned
-        // part of the line is either moved into the entry (copied bitwise, never used again) or
-        // dropped, exactly once.
+        // SAFETY: every write below stays within the words [`Line::words`] counts, each at an
+        // 8-byte-aligned offset (all parts are whole words); each owned part of the line is
+        // either moved into the entry (copied bitwise, never used again) or dropped, exactly
+        // once.
         unsafe {
             let mut p = put(at.add(1), &l.clk);
             p = put(p, &l.id);
@@ -358,11 +357,11 @@ mod tests {
 
     fn round_trip(line: Line) -> (String, usize) {
         let words = line.words();
-        assert!(words <= line.max_words());
-        let mut buf = vec![0u64; line.max_words()];
+        assert!(words <= MAX_WORDS);
+        let mut buf = vec![0u64; MAX_WORDS];
         let at = buf.as_mut_ptr();
         let mut line = ManuallyDrop::new(line);
-        // SAFETY: `buf` has `max_words` words.
+        // SAFETY: `buf` has `MAX_WORDS` words.
         assert_eq!(unsafe { Line::write_to(&mut line, at) }, words, "the layout's size");
         // SAFETY: just written, dropped once below.
         let e = unsafe { Entry::read(at) };

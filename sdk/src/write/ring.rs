@@ -207,10 +207,11 @@ impl LocalRing {
             line.id = self.next_id(shared);
         }
         let id = line.id;
-        // Room for the largest entry a line with this many fields can make; only when the ring
-        // has less than that is the line's own size worked out, to see whether it still fits.
+        // Room for the largest entry (a constant: no need to look at the line first); only when
+        // the ring has less than that is the line's own size worked out, to see whether it
+        // still fits.
         // SAFETY: `producer` is there (the caller's check), and this ring's cursor is this one.
-        let at = match unsafe { self.cursor.reserve(line.max_words()) } {
+        let at = match unsafe { self.cursor.reserve(MAX_WORDS) } {
             Some(at) => at,
             // SAFETY: as above.
             None => match unsafe { reserve_exact(&mut self.cursor, producer, shared, line) } {
@@ -222,7 +223,7 @@ impl LocalRing {
                 }
             },
         };
-        // SAFETY: `reserve` gave at least `max_words` free words at `at` (or `words`, the exact
+        // SAFETY: `reserve` gave at least `MAX_WORDS` free words at `at` (or `words`, the exact
         // size), and the line is not used again by the caller (this function's contract);
         // `commit` publishes exactly the entry just written.
         let words = unsafe { Line::write_to(line, at) };
