@@ -812,26 +812,26 @@ impl Keeper {
             }
             // SAFETY: the caller's contract.
             RECORD => return unsafe { self.begin(at, m, out) },
-            ANNOTATION => match {
+            ANNOTATION => {
                 // Whether its record is still in the window decides where it goes.
                 self.evict();
-                self.table.slot(m.id)
-            } {
-                Some(s) if !self.table.nodes[s].buffered => {
-                    // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    let line = unsafe { self.lines.take(at, m.words) };
-                    self.table.nodes[s].notes.push(line);
+                match self.table.slot(m.id) {
+                    Some(s) if !self.table.nodes[s].buffered => {
+                        // SAFETY: the caller's contract; kept, so the caller leaves it.
+                        let line = unsafe { self.lines.take(at, m.words) };
+                        self.table.nodes[s].notes.push(line);
+                    }
+                    _ if recording => {
+                        let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
+                        // SAFETY: the caller's contract; kept, so the caller leaves it.
+                        unsafe { self.record(ANNOTATION, clk, NONE, owns_nothing(m), at, m.words) };
+                    }
+                    _ => {
+                        out.put(m);
+                        return false;
+                    }
                 }
-                _ if recording => {
-                    let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
-                    // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record(ANNOTATION, clk, NONE, owns_nothing(m), at, m.words) };
-                }
-                _ => {
-                    out.put(m);
-                    return false;
-                }
-            },
+            }
             _ => {
                 if let Some(s) = self.table.slot(m.id) {
                     let n = &mut self.table.nodes[s];
