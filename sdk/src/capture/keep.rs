@@ -1235,49 +1235,80 @@ mod tests {
     use crate::write::tests::Buf;
     use crate::{Metadata, RecordHandle, TraceBuilder};
 
+    /// The id maps, as the property tests drive them.
+    trait IdMap: Default {
+        fn insert(&mut self, id: u64, slot: u32);
+        fn remove(&mut self, id: u64) -> Option<u32>;
+        fn get(&self, id: u64) -> Option<u32>;
+        fn len(&self) -> usize;
+    }
+
+    impl IdMap for Ids {
+        fn insert(&mut self, id: u64, slot: u32) {
+            Ids::insert(self, id, slot)
+        }
+        fn remove(&mut self, id: u64) -> Option<u32> {
+            Ids::remove(self, id)
+        }
+        fn get(&self, id: u64) -> Option<u32> {
+            Ids::get(self, id)
+        }
+        fn len(&self) -> usize {
+            self.len
+        }
+    }
+
+    impl IdMap for Older {
+        fn insert(&mut self, id: u64, slot: u32) {
+            Older::insert(self, id, slot)
+        }
+        fn remove(&mut self, id: u64) -> Option<u32> {
+            Older::remove(self, id)
+        }
+        fn get(&self, id: u64) -> Option<u32> {
+            Older::get(self, id)
+        }
+        fn len(&self) -> usize {
+            self.len
+        }
+    }
+
+    /// Runs `ops` (insert, remove or get; an id from its low and high parts) on a map of type
+    /// `M` and on `HashMap`, which must agree throughout. Ids 1..40 and their twins 1024, 2048
+    /// and 3072 further: the same home bucket while a map has 1024 buckets, and runs that wrap
+    /// around the end of the buckets.
+    fn map_like_a_hash_map<M: IdMap>(ops: Vec<(u8, u64, u64)>) -> Result<(), TestCaseError> {
+        let mut ids = M::default();
+        let mut model = HashMap::new();
+        for (i, (op, low, high)) in ops.into_iter().enumerate() {
+            let id = 1 + low + high * 1024 + if low > 30 { 1020 } else { 0 };
+            match op {
+                0 if !model.contains_key(&id) => {
+                    ids.insert(id, i as u32);
+                    model.insert(id, i as u32);
+                }
+                1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
+                _ => prop_assert_eq!(ids.get(id), model.get(&id).copied()),
+            }
+            prop_assert_eq!(ids.len(), model.len());
+        }
+        for (&id, &slot) in &model {
+            prop_assert_eq!(ids.get(id), Some(slot));
+        }
+        Ok(())
+    }
+
     proptest! {
-        /// The id map against `HashMap`, with ids that share home buckets and runs that wrap
-        /// around the end of the buckets.
+        /// The id map against `HashMap`.
         #[test]
         fn ids_map_like_a_hash_map(ops in proptest::collection::vec((0..3u8, 0..40u64, 0..4u64), 1..3000)) {
-            let mut ids = Ids::default();
-            let mut model = HashMap::new();
-            for (i, (op, low, high)) in ops.into_iter().enumerate() {
-                // Ids 1..40 and their twins 1024, 2048 and 3072 buckets further: the same home
-                // while the map has 1024 buckets.
-                let id = 1 + low + high * 1024 + if low > 30 { 1020 } else { 0 };
-                match op {
-                    0 if !model.contains_key(&id) => {
-                        ids.insert(id, i as u32);
-                        model.insert(id, i as u32);
-                    }
-                    1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
-                    _ => prop_assert_eq!(ids.get(id), model.get(&id).copied()),
-                }
-                prop_assert_eq!(ids.len, model.len());
-            }
-            for (&id, &slot) in &model {
-                prop_assert_eq!(ids.get(id), Some(slot));
-            }
+            map_like_a_hash_map::<Ids>(ops)?;
         }
 
         /// The map of older ids alone, the same way.
         #[test]
         fn older_ids_map_like_a_hash_map(ops in proptest::collection::vec((0..3u8, 0..40u64, 0..4u64), 1..3000)) {
-            let mut ids = Older::default();
-            let mut model = HashMap::new();
-            for (i, (op, low, high)) in ops.into_iter().enumerate() {
-                let id = 1 + low + high * 1024 + if low > 30 { 1020 } else { 0 };
-                match op {
-                    0 if !model.contains_key(&id) => {
-                        ids.insert(id, i as u32);
-                        model.insert(id, i as u32);
-                    }
-                    1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
-                    _ => prop_assert_eq!(ids.get(id), model.get(&id).copied()),
-                }
-                prop_assert_eq!(ids.len, model.len());
-            }
+            map_like_a_hash_map::<Older>(ops)?;
         }
 
         /// Ids mostly counting up, as records begin, some living long: recent ones in the
