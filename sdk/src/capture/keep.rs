@@ -1101,6 +1101,7 @@ impl Keeper {
                 Loc::Nowhere => {}
             }
             n.line = Loc::Nowhere;
+            // Most records have no annotation: no drain to set up for them.
             if !n.notes.is_empty() {
                 for note in n.notes.drain(..) {
                     self.lines.release(note);
