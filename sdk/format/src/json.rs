@@ -1,8 +1,8 @@
 //! The JSON encoder every JETS line goes through.
 //!
 //! Hand-written rather than serde's serializer because the writer thread formats millions of lines
-//! per second: integers go through `itoa`, floats through `ryu`, and strings are escaped in one pass
-//! that copies unescaped runs in bulk. The output is byte-for-byte what `serde_json` produces for the
+//! per second: integers are written digit pair by digit pair straight into the output, floats go
+//! through `ryu`, and strings are escaped in one pass that copies unescaped runs in bulk. The output is byte-for-byte what `serde_json` produces for the
 //! same values (tested below; floats in exponent form may spell the exponent differently), so a
 //! trace reads back identically whichever path wrote it.
 
@@ -35,7 +35,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Reads up to 8 bytes of `b` (at least 4, or all of a shorter `b`) as one word, the missing
-/// ones as `a`: two overlapping loads rather than a loop.
+/// ones as `a`: overlapping loads rather than a loop.
 #[inline(always)]
 fn word_of(b: &[u8]) -> u64 {
     let n = b.len();
@@ -43,13 +43,12 @@ fn word_of(b: &[u8]) -> u64 {
     match n {
         8.. => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
         4..=7 => u32_at(0) | u32_at(n - 4) << 32,
-        _ => {
-            let mut w = u64::from_le_bytes([b'a'; 8]);
-            for (i, &c) in b.iter().enumerate() {
-                w = w & !(0xff << (8 * i)) | u64::from(c) << (8 * i);
-            }
-            w
+        // Three loads cover 1 to 3 bytes (as in `copy_short`): no loop over short names.
+        1..=3 => {
+            let plain = u64::from_le_bytes([b'a'; 8]) & !0xff_ffff;
+            plain | u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16
         }
+        0 => u64::from_le_bytes([b'a'; 8]),
     }
 }
 
@@ -157,15 +156,104 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Appends an unsigned integer.
+///
+/// Its digits are written straight into `out`, last pair first, once their count is known:
+/// formatting into a buffer of its own (as `itoa` does) and copying the digits over cost a
+/// `memcpy` call per number, and a line has three or four numbers.
 #[inline]
 pub fn write_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    out.reserve(20);
+    let len = out.len();
+    // SAFETY: `reserve` made room for the at most 20 digits at `len`; they are written before
+    // the length covers them.
+    unsafe {
+        let n = put_u64(out.as_mut_ptr().add(len), v);
+        out.set_len(len + n);
+    }
 }
 
 /// Appends a signed integer.
 #[inline]
 pub fn write_i64(out: &mut Vec<u8>, v: i64) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    out.reserve(21);
+    let len = out.len();
+    let minus = usize::from(v < 0);
+    // SAFETY: as in `write_u64`, with one more byte for the sign.
+    unsafe {
+        let at = out.as_mut_ptr().add(len);
+        at.write(b'-');
+        let n = put_u64(at.add(minus), v.unsigned_abs());
+        out.set_len(len + minus + n);
+    }
+}
+
+/// The decimal digits of `v`: 1 to 20.
+#[inline(always)]
+fn digits(v: u64) -> usize {
+    // 10^t, except 0 for t = 0, so that 0 has one digit like the other numbers below 10.
+    const POW10: [u64; 20] = {
+        let mut t = [0u64; 20];
+        let mut i = 1;
+        let mut p = 10u64;
+        while i < 20 {
+            t[i] = p;
+            p = p.wrapping_mul(10);
+            i += 1;
+        }
+        t
+    };
+    // 1233 / 4096 is just above log10(2): `t` is the digit count of the largest number with as
+    // many bits as `v`, less one; one compare says whether `v` has that many digits or one less.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    let t = (bits * 1233) >> 12;
+    t + 1 - usize::from(v < POW10[t])
+}
+
+/// "00" to "99", two bytes each.
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Writes the digits of `v` at `dst` and returns how many.
+///
+/// # Safety
+/// `dst` is valid for writing 20 bytes.
+#[inline(always)]
+unsafe fn put_u64(dst: *mut u8, mut v: u64) -> usize {
+    let n = digits(v);
+    // SAFETY: every write is inside `dst[..n]`, `n` at most 20; pairs are read inside `PAIRS`
+    // (indices below 100).
+    unsafe {
+        let mut end = dst.add(n);
+        let pair = |end: *mut u8, i: u64| {
+            std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(2 * i as usize), end.sub(2), 2);
+        };
+        while v >= 10_000 {
+            let r = v % 10_000;
+            v /= 10_000;
+            pair(end, r % 100);
+            pair(end.sub(2), r / 100);
+            end = end.sub(4);
+        }
+        if v >= 100 {
+            pair(end, v % 100);
+            v /= 100;
+            end = end.sub(2);
+        }
+        if v >= 10 {
+            pair(end, v);
+        } else {
+            end.sub(1).write(b'0' + v as u8);
+        }
+    }
+    n
 }
 
 /// Appends a float the way `serde_json` does: shortest round-trip form, `null` for NaN and the
@@ -188,11 +276,38 @@ pub fn write_bool(out: &mut Vec<u8>, v: bool) {
 /// Appends `,"key":` (or `"key":` right after an opening brace).
 #[inline]
 pub fn write_key(out: &mut Vec<u8>, key: &str) {
-    if !matches!(out.last(), Some(b'{')) {
-        out.push(b',');
+    write_member_key(out, key, !matches!(out.last(), Some(b'{')));
+}
+
+/// Appends `,"key":` when `comma`, else `"key":`: for a writer that knows whether a member came
+/// before (the first key of an object has none), in one reservation and one copy.
+#[inline]
+pub fn write_member_key(out: &mut Vec<u8>, key: &str, comma: bool) {
+    let bytes = key.as_bytes();
+    if needs_escape(bytes) {
+        if comma {
+            out.push(b',');
+        }
+        write_escaped(out, bytes);
+        out.push(b':');
+        return;
     }
-    write_str(out, key);
-    out.push(b':');
+    let n = bytes.len();
+    out.reserve(n + 4);
+    let len = out.len();
+    let comma = usize::from(comma);
+    // SAFETY: `reserve` made room for the comma, the quotes, the colon and the bytes at `len`;
+    // they are written before the length covers them (a comma not wanted is overwritten).
+    unsafe {
+        let at = out.as_mut_ptr().add(len);
+        at.write(b',');
+        let at = at.add(comma);
+        at.write(b'"');
+        copy_short(bytes, at.add(1));
+        at.add(1 + n).write(b'"');
+        at.add(2 + n).write(b':');
+        out.set_len(len + comma + n + 3);
+    }
 }
 
 /// Appends a [`serde_json::Value`] in compact form.
@@ -310,7 +425,60 @@ mod tests {
         }
     }
 
+    /// Every integer next to a power of ten and of two (where the digit count changes and where
+    /// the count's estimate from the bit length changes), and the extremes, as Rust prints them.
+    #[test]
+    fn integers_at_every_boundary_print_like_rust() {
+        let mut cases = vec![0u64, 1, 9, 10, 99, 100, u64::MAX, u64::MAX - 1];
+        let mut p = 1u64;
+        while let Some(next) = p.checked_mul(10) {
+            p = next;
+            cases.extend([p - 1, p, p + 1]);
+        }
+        for b in 0..64 {
+            let p = 1u64 << b;
+            cases.extend([p - 1, p, p + 1]);
+        }
+        for v in cases {
+            let mut out = b"x".to_vec();
+            write_u64(&mut out, v);
+            assert_eq!(out, format!("x{v}").as_bytes(), "{v}");
+            for s in [v as i64, (v as i64).wrapping_neg(), i64::MIN, i64::MAX] {
+                let mut out = b"x".to_vec();
+                write_i64(&mut out, s);
+                assert_eq!(out, format!("x{s}").as_bytes(), "{s}");
+            }
+        }
+    }
+
+    /// A key written with a known comma is what `write_key` writes after a member and after
+    /// an opening brace, escapes included.
+    #[test]
+    fn member_keys_like_write_key() {
+        for key in ["", "a", "pc", "seq", "unit_id", "display_label", "q\"", "tab\t", "é"] {
+            for (before, comma) in [(&b"{"[..], false), (&b"{\"a\":1"[..], true)] {
+                let mut expected = before.to_vec();
+                write_key(&mut expected, key);
+                let mut out = before.to_vec();
+                write_member_key(&mut out, key, comma);
+                assert_eq!(out, expected, "{key:?}");
+                let mut text = String::from_utf8(out).expect("utf8");
+                text.push_str("0}");
+                let v: serde_json::Value = serde_json::from_str(&text).expect("valid");
+                assert_eq!(v[key], 0, "{text}");
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn any_integer_prints_like_rust(v in any::<u64>(), s in any::<i64>()) {
+            let mut out = Vec::new();
+            write_u64(&mut out, v);
+            write_i64(&mut out, s);
+            prop_assert_eq!(out, format!("{v}{s}").into_bytes());
+        }
+
         #[test]
         fn any_string_round_trips(s in any::<String>()) {
             let e = enc(&s);
