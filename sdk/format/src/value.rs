@@ -141,7 +141,13 @@ impl Value {
             Value::I64(v) => json::write_i64(out, *v),
             Value::F64(v) => json::write_f64(out, *v),
             Value::Str(s) => json::write_str(out, s),
-            Value::Color(c) => json::write_str(out, c.to_hex().as_str()),
+            // `#rrggbb` never needs escaping: the quoted text in one copy.
+            Value::Color(c) => {
+                let hex = c.to_hex();
+                let mut quoted = [b'"'; 9];
+                quoted[1..8].copy_from_slice(hex.as_bytes());
+                out.extend_from_slice(&quoted);
+            }
         }
     }
 }
@@ -269,6 +275,17 @@ impl DataRef<'_> {
     ///
     /// Call only when [`DataRef::is_object`] holds or there are no typed fields.
     pub fn write_json(&self, out: &mut Vec<u8>) {
+        if self.extra.is_none() {
+            // Typed fields with static keys only, the common case: each key's comma is known
+            // from its place, and no iterator chains the (empty) spilled fields on.
+            out.push(b'{');
+            for (i, (k, v)) in self.inline.iter().enumerate() {
+                json::write_member_key(out, k, i > 0);
+                v.write_json(out);
+            }
+            out.push(b'}');
+            return;
+        }
         let raw = self.json().map(|r| r.get().trim());
         if self.inline.is_empty() && self.spill().is_empty() {
             if let Some(raw) = raw {
@@ -498,6 +515,28 @@ mod tests {
         assert_eq!(enc(&d), r#"{"s":"x\"y","f":1.5,"n":-3,"b":true,"z" : [1, 2]}"#);
         let v: serde_json::Value = serde_json::from_str(&enc(&d)).expect("valid json");
         assert_eq!(v["z"][1], 2);
+    }
+
+    /// Inline fields alone take the short path: every kind of value, at its extremes, spelled
+    /// as serde_json spells the same object (colors as `#rrggbb`).
+    #[test]
+    fn inline_fields_of_every_kind_encode_like_serde_json() {
+        let mut d = Data::new();
+        assert_eq!(enc(&d), "{}");
+        d.push("n", Value::Null);
+        d.push("t", true);
+        d.push("u", u64::MAX);
+        d.push("i", i64::MIN);
+        d.push("f", -0.25);
+        d.push("s", "tab\there \"q\"");
+        d.push("color", Color::rgb(0x0a0b0c));
+        d.push("c", Color::rgb(0xffffff));
+        assert!(d.as_ref().extra.is_none(), "eight fields stay inline");
+        let expected = serde_json::json!({
+            "n": null, "t": true, "u": u64::MAX, "i": i64::MIN, "f": -0.25,
+            "s": "tab\there \"q\"", "color": "#0a0b0c", "c": "#ffffff"
+        });
+        assert_eq!(enc(&d), serde_json::to_string(&expected).expect("ser"));
     }
 
     #[test]

@@ -89,6 +89,11 @@ impl HexColor {
         // Only ASCII hex digits and '#' are ever stored.
         std::str::from_utf8(&self.0).unwrap_or("#000000")
     }
+
+    /// The text's bytes, with no UTF-8 check (for an encoder that copies them as they are).
+    pub fn as_bytes(&self) -> &[u8; 7] {
+        &self.0
+    }
 }
 
 impl fmt::Display for Color {
