@@ -6,6 +6,8 @@
 //! same values (tested below; floats in exponent form may spell the exponent differently), so a
 //! trace reads back identically whichever path wrote it.
 
+use std::cell::Cell;
+
 /// Appends `s` as a JSON string literal (with quotes), escaping as RFC 8259 requires.
 ///
 /// ```
@@ -21,6 +23,12 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     if needs_escape(bytes) {
         return write_escaped(out, bytes);
     }
+    write_clean(out, bytes);
+}
+
+/// Appends `bytes`, which need no escaping, between quotes.
+#[inline(always)]
+fn write_clean(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len() + 2);
     let len = out.len();
     // SAFETY: `reserve` made room for the quotes and the bytes at `len`; they are written
@@ -32,6 +40,73 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
         at.add(1 + bytes.len()).write(b'"');
         out.set_len(len + bytes.len() + 2);
     }
+}
+
+/// Appends a text that lives as long as the program (the static names and keys a simulator
+/// writes on every line) as a JSON string literal, exactly as [`write_str`] does.
+///
+/// Such a text never changes, so whether it needs escaping is remembered per thread by its
+/// address and length ([`static_needs_escape`]) and its bytes are not scanned on every line.
+#[inline]
+pub fn write_static_str(out: &mut Vec<u8>, s: &'static str) {
+    if static_needs_escape(s) {
+        return write_escaped(out, s.as_bytes());
+    }
+    write_clean(out, s.as_bytes());
+}
+
+/// [`write_member_key`] for a key that lives as long as the program (a typed field's key), as
+/// [`write_static_str`] is to [`write_str`].
+#[inline(always)]
+pub fn write_static_member_key(out: &mut Vec<u8>, key: &'static str, comma: bool) {
+    if static_needs_escape(key) {
+        return write_escaped_key(out, key.as_bytes(), comma);
+    }
+    write_clean_key(out, key.as_bytes(), comma);
+}
+
+/// A text the line encoders write as a JSON string literal: any `str`, or a [`crate::Str`],
+/// whose static texts skip the escaping scan ([`write_static_str`]).
+pub trait Text {
+    /// Appends the text as a JSON string literal (with quotes).
+    fn write_json_str(&self, out: &mut Vec<u8>);
+}
+
+impl Text for str {
+    #[inline]
+    fn write_json_str(&self, out: &mut Vec<u8>) {
+        write_str(out, self)
+    }
+}
+
+/// Slots of the per-thread table of static texts known to need no escaping.
+const CLEAN_SLOTS: usize = 128;
+
+thread_local! {
+    /// Static texts seen to need no escaping, by (address, length), direct-mapped: a text that
+    /// needs escaping is never stored, and a collision only costs a scan.
+    static CLEAN: [Cell<(usize, usize)>; CLEAN_SLOTS] =
+        const { [const { Cell::new((0, 0)) }; CLEAN_SLOTS] };
+}
+
+/// [`needs_escape`] for a text that never changes: a lookup of its address after the first
+/// time. A `&'static str` cannot change or go away, so its address and length name its bytes.
+#[inline(always)]
+fn static_needs_escape(s: &'static str) -> bool {
+    let key = (s.as_ptr() as usize, s.len());
+    // Fibonacci hashing of the address: string literals sit side by side at any byte offset.
+    let slot = (key.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CLEAN_SLOTS.ilog2());
+    CLEAN.with(|table| {
+        let cell = &table[slot as usize];
+        if cell.get() == key {
+            return false;
+        }
+        let dirty = needs_escape(s.as_bytes());
+        if !dirty {
+            cell.set(key);
+        }
+        dirty
+    })
 }
 
 /// Reads up to 8 bytes of `b` (at least 4, or all of a shorter `b`) as one word, the missing
@@ -120,6 +195,16 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) {
             _ => std::ptr::copy_nonoverlapping(s, dst, n),
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn write_escaped_key(out: &mut Vec<u8>, bytes: &[u8], comma: bool) {
+    if comma {
+        out.push(b',');
+    }
+    write_escaped(out, bytes);
+    out.push(b':');
 }
 
 #[cold]
@@ -281,17 +366,21 @@ pub fn write_key(out: &mut Vec<u8>, key: &str) {
 
 /// Appends `,"key":` when `comma`, else `"key":`: for a writer that knows whether a member came
 /// before (the first key of an object has none), in one reservation and one copy.
-#[inline]
+///
+/// Inlined into the loops over a line's fields (the escaping path is a call of its own): as a
+/// call, saving and restoring registers was a quarter of its cost.
+#[inline(always)]
 pub fn write_member_key(out: &mut Vec<u8>, key: &str, comma: bool) {
     let bytes = key.as_bytes();
     if needs_escape(bytes) {
-        if comma {
-            out.push(b',');
-        }
-        write_escaped(out, bytes);
-        out.push(b':');
-        return;
+        return write_escaped_key(out, bytes, comma);
     }
+    write_clean_key(out, bytes, comma);
+}
+
+/// Appends `,"key":` (or `"key":`) for a key that needs no escaping.
+#[inline(always)]
+fn write_clean_key(out: &mut Vec<u8>, bytes: &[u8], comma: bool) {
     let n = bytes.len();
     out.reserve(n + 4);
     let len = out.len();
@@ -466,6 +555,36 @@ mod tests {
                 text.push_str("0}");
                 let v: serde_json::Value = serde_json::from_str(&text).expect("valid");
                 assert_eq!(v[key], 0, "{text}");
+            }
+        }
+    }
+
+    /// Static texts, clean and not, more of them than the table has slots (so slots are shared
+    /// and replaced), each written several times: always what `write_str` writes, keys too.
+    #[test]
+    fn static_texts_write_like_any_text_every_time() {
+        let texts: Vec<&'static str> = (0..3 * CLEAN_SLOTS)
+            .map(|i| match i % 4 {
+                0 => format!("k{i}"),
+                1 => format!("quote\"{i}"),
+                2 => format!("line\n{i}"),
+                _ => format!("display_label_{i}"),
+            })
+            .map(|s| &*Box::leak(s.into_boxed_str()))
+            .chain(["", "a", "\\", "é"])
+            .collect();
+        for _ in 0..3 {
+            for &t in &texts {
+                let (mut want, mut got) = (Vec::new(), Vec::new());
+                write_str(&mut want, t);
+                write_static_str(&mut got, t);
+                assert_eq!(got, want, "{t:?}");
+                for comma in [false, true] {
+                    let (mut want, mut got) = (Vec::new(), Vec::new());
+                    write_member_key(&mut want, t, comma);
+                    write_static_member_key(&mut got, t, comma);
+                    assert_eq!(got, want, "{t:?}");
+                }
             }
         }
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::hints::{EventHints, RecordHints};
-use super::json;
+use super::json::{self, Text};
 
 /// The version this SDK writes.
 pub const VERSION: &str = "2.0";
@@ -119,8 +119,8 @@ impl Record<'_> {
         write_record(
             out,
             self.clk,
-            &self.name,
-            &self.record_type,
+            &*self.name,
+            &*self.record_type,
             self.id,
             self.parent_id,
             &self.description,
@@ -171,7 +171,7 @@ pub struct Annotation<'a> {
 impl Annotation<'_> {
     /// Appends the line (with its newline).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        write_annotation(out, &self.name, self.record_id, &self.description, &self.data);
+        write_annotation(out, &*self.name, self.record_id, &self.description, &self.data);
         finish(out, &self.extra);
     }
 }
@@ -208,7 +208,7 @@ impl Event<'_> {
         write_event(
             out,
             self.clk,
-            &self.name,
+            &*self.name,
             self.record_id,
             &self.description,
             self.data.as_ref().map(|d| d as &dyn WriteJson),
@@ -352,8 +352,8 @@ fn finish(out: &mut Vec<u8>, extra: &Map<String, Value>) {
 pub fn write_record(
     out: &mut Vec<u8>,
     clk: u64,
-    name: &str,
-    record_type: &str,
+    name: &(impl Text + ?Sized),
+    record_type: &(impl Text + ?Sized),
     id: u64,
     parent_id: Option<u64>,
     description: &str,
@@ -362,9 +362,9 @@ pub fn write_record(
     out.extend_from_slice(b"{\"clk\":");
     json::write_u64(out, clk);
     out.extend_from_slice(b",\"type\":\"record\",\"name\":");
-    json::write_str(out, name);
+    name.write_json_str(out);
     out.extend_from_slice(b",\"record_type\":");
-    json::write_str(out, record_type);
+    record_type.write_json_str(out);
     out.extend_from_slice(b",\"id\":");
     json::write_u64(out, id);
     out.extend_from_slice(b",\"parent_id\":");
@@ -372,8 +372,7 @@ pub fn write_record(
         Some(p) => json::write_u64(out, p),
         None => out.extend_from_slice(b"null"),
     }
-    out.extend_from_slice(b",\"description\":");
-    json::write_str(out, description);
+    write_description(out, description);
     if let Some(d) = data {
         out.extend_from_slice(b",\"data\":");
         d.write_json(out);
@@ -391,17 +390,16 @@ pub fn write_record_end(out: &mut Vec<u8>, clk: u64, record_id: u64) {
 /// Appends an `annotation` line without its closing brace.
 pub fn write_annotation(
     out: &mut Vec<u8>,
-    name: &str,
+    name: &(impl Text + ?Sized),
     record_id: u64,
     description: &str,
     data: &dyn WriteJson,
 ) {
     out.extend_from_slice(b"{\"type\":\"annotation\",\"name\":");
-    json::write_str(out, name);
+    name.write_json_str(out);
     out.extend_from_slice(b",\"record_id\":");
     json::write_u64(out, record_id);
-    out.extend_from_slice(b",\"description\":");
-    json::write_str(out, description);
+    write_description(out, description);
     out.extend_from_slice(b",\"data\":");
     data.write_json(out);
 }
@@ -410,7 +408,7 @@ pub fn write_annotation(
 pub fn write_event(
     out: &mut Vec<u8>,
     clk: u64,
-    name: &str,
+    name: &(impl Text + ?Sized),
     record_id: u64,
     description: &str,
     data: Option<&dyn WriteJson>,
@@ -418,14 +416,25 @@ pub fn write_event(
     out.extend_from_slice(b"{\"clk\":");
     json::write_u64(out, clk);
     out.extend_from_slice(b",\"type\":\"event\",\"name\":");
-    json::write_str(out, name);
+    name.write_json_str(out);
     out.extend_from_slice(b",\"record_id\":");
     json::write_u64(out, record_id);
-    out.extend_from_slice(b",\"description\":");
-    json::write_str(out, description);
+    write_description(out, description);
     if let Some(d) = data {
         out.extend_from_slice(b",\"data\":");
         d.write_json(out);
+    }
+}
+
+/// Appends `,"description":` and the text: an empty one, as on most lines a simulator writes,
+/// is one constant with nothing to scan.
+#[inline]
+fn write_description(out: &mut Vec<u8>, description: &str) {
+    if description.is_empty() {
+        out.extend_from_slice(b",\"description\":\"\"");
+    } else {
+        out.extend_from_slice(b",\"description\":");
+        json::write_str(out, description);
     }
 }
 

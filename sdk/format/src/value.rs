@@ -56,6 +56,16 @@ impl Str {
     }
 }
 
+impl json::Text for Str {
+    #[inline]
+    fn write_json_str(&self, out: &mut Vec<u8>) {
+        match self {
+            Str::Static(s) => json::write_static_str(out, s),
+            s => json::write_str(out, s),
+        }
+    }
+}
+
 impl Deref for Str {
     type Target = str;
     #[inline]
@@ -133,6 +143,7 @@ pub enum Value {
 
 impl Value {
     /// Appends this value as JSON.
+    #[inline]
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Value::Null => out.extend_from_slice(b"null"),
@@ -140,7 +151,7 @@ impl Value {
             Value::U64(v) => json::write_u64(out, *v),
             Value::I64(v) => json::write_i64(out, *v),
             Value::F64(v) => json::write_f64(out, *v),
-            Value::Str(s) => json::write_str(out, s),
+            Value::Str(s) => json::Text::write_json_str(s, out),
             // `#rrggbb` never needs escaping: the quoted text in one copy.
             Value::Color(c) => {
                 let hex = c.to_hex();
@@ -280,7 +291,7 @@ impl DataRef<'_> {
             // from its place, and no iterator chains the (empty) spilled fields on.
             out.push(b'{');
             for (i, (k, v)) in self.inline.iter().enumerate() {
-                json::write_member_key(out, k, i > 0);
+                json::write_static_member_key(out, k, i > 0);
                 v.write_json(out);
             }
             out.push(b'}');

@@ -504,15 +504,15 @@ pub(super) fn encode_counted(buf: &mut Vec<u8>, summary: &mut Summary, line: &En
 fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
     {
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
-        let (name, description) = (&**line.name, &**line.description);
+        // Names and record types as `Str`: a static one is not scanned for escapes each time.
+        let (name, description) = (line.name, &**line.description);
         match line.kind {
             Kind::Record => {
-                let rt = &**line.record_type;
                 format::encode::write_record(
                     out,
                     line.clk,
                     name,
-                    rt,
+                    line.record_type,
                     line.id,
                     line.parent,
                     description,
@@ -523,8 +523,13 @@ fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
                 format::encode::write_record_end(out, line.clk, line.id);
                 // record_end has no `data` object in the spec: its few fields (a final status)
                 // are written as members of the line itself.
-                for (key, value) in line.data.fields() {
-                    format::json::write_key(out, key);
+                let inline = line.data.inline;
+                for (key, value) in inline {
+                    format::json::write_static_member_key(out, key, true);
+                    value.write_json(out);
+                }
+                for (key, value) in line.data.fields().skip(inline.len()) {
+                    format::json::write_member_key(out, key, true);
                     value.write_json(out);
                 }
             }
