@@ -428,7 +428,7 @@ pub fn write_event(
 
 /// Appends `,"description":` and the text: an empty one, as on most lines a simulator writes,
 /// is one constant with nothing to scan.
-#[inline]
+#[inline(always)]
 fn write_description(out: &mut Vec<u8>, description: &str) {
     if description.is_empty() {
         out.extend_from_slice(b",\"description\":\"\"");

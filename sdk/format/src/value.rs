@@ -57,7 +57,7 @@ impl Str {
 }
 
 impl json::Text for Str {
-    #[inline]
+    #[inline(always)]
     fn write_json_str(&self, out: &mut Vec<u8>) {
         match self {
             Str::Static(s) => json::write_static_str(out, s),
