@@ -143,7 +143,7 @@ pub enum Value {
 
 impl Value {
     /// Appends this value as JSON.
-    #[inline]
+    #[inline(always)]
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Value::Null => out.extend_from_slice(b"null"),
