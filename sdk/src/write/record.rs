@@ -1135,9 +1135,12 @@ mod nodes {
 
     /// Drops the node (a deferred line goes back to its pool) and keeps its box.
     ///
+    /// Out of line, so that a handle's drop glue stays a test of its tag, inlined wherever a
+    /// handle goes out of scope.
+    ///
     /// # Safety
     /// `node` came from [`take`] and is not used again.
-    #[inline(always)]
+    #[inline(never)]
     pub(super) unsafe fn free(node: NonNull<Node>) {
         // SAFETY: the caller owns the node, made by `take` in a box of this layout.
         let mut b = unsafe { Box::from_raw(node.as_ptr().cast::<MaybeUninit<Node>>()) };
