@@ -1071,13 +1071,19 @@ fn node_word(
     deferred: Option<Box<Slot>>,
     flags: u64,
 ) -> NonNull<Node> {
-    nodes::take(Node {
-        inner,
-        id: AtomicU64::new(id),
-        pos: UnsafeCell::new(pos),
-        deferred: UnsafeCell::new(deferred),
-        flags: AtomicU64::new(flags),
-    })
+    let node = nodes::take();
+    let p = node.as_ptr();
+    // SAFETY: `take` gives a box for a node, ours and uninitialized. Written field by field: a
+    // node made whole on the stack and moved in was read back 16 bytes at a time over the
+    // 8-byte stores that had just made it, which the CPU cannot forward (a stall per record).
+    unsafe {
+        (&raw mut (*p).inner).write(inner);
+        (&raw mut (*p).id).write(AtomicU64::new(id));
+        (&raw mut (*p).pos).write(UnsafeCell::new(pos));
+        (&raw mut (*p).deferred).write(UnsafeCell::new(deferred));
+        (&raw mut (*p).flags).write(AtomicU64::new(flags));
+    }
+    node
 }
 
 /// The position of a line not queued (yet).
@@ -1115,13 +1121,13 @@ mod nodes {
         static FREE: RefCell<Vec<Box<MaybeUninit<Node>>>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// A box holding `node`, owned by the returned pointer (give it to [`free`]).
+    /// A box for a node, uninitialized, owned by the returned pointer: the caller writes the
+    /// node, and gives it to [`free`].
     #[inline(always)]
-    pub(super) fn take(node: Node) -> NonNull<Node> {
+    pub(super) fn take() -> NonNull<Node> {
         let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
-        let mut b = pooled.ok().flatten().unwrap_or_else(fresh);
-        b.write(node);
-        // SAFETY: `Box::into_raw` is never null; the node was just written.
+        let b = pooled.ok().flatten().unwrap_or_else(fresh);
+        // SAFETY: `Box::into_raw` is never null.
         unsafe { NonNull::new_unchecked(Box::into_raw(b).cast::<Node>()) }
     }
 
@@ -1139,7 +1145,7 @@ mod nodes {
     /// handle goes out of scope.
     ///
     /// # Safety
-    /// `node` came from [`take`] and is not used again.
+    /// `node` came from [`take`], was written, and is not used again.
     #[inline(never)]
     pub(super) unsafe fn free(node: NonNull<Node>) {
         // SAFETY: the caller owns the node, made by `take` in a box of this layout.
