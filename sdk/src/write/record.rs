@@ -51,6 +51,9 @@ pub struct RecordHandle {
 /// moves through its own structures (pipeline latches, queues) many times per record.
 struct Node {
     inner: Arc<Inner>,
+    /// `inner`'s shared state, which `inner` keeps alive: one load less on every line made
+    /// through the handle (capture's checks read the gate there).
+    shared: NonNull<super::Shared>,
     /// The record's id, or 0 for a deferred record until its line is queued or [`RecordHandle::id`]
     /// is asked (most deferred records never need one: no locked instruction for them).
     id: AtomicU64,
@@ -155,7 +158,7 @@ impl RecordHandle {
     #[inline(always)]
     fn trace_id(&self) -> u64 {
         match self.node() {
-            Some(n) => n.inner.shared.gate.trace_id(),
+            Some(n) => n.shared().gate.trace_id(),
             None => (self.word.as_ptr().addr() >> 1) as u64,
         }
     }
@@ -240,8 +243,8 @@ impl RecordHandle {
         };
         let record_type = record_type.into();
         let made = match at {
-            Some(clk) => n.inner.shared.gate.may_record_at(self.start, clk, &record_type),
-            None => n.inner.shared.gate.may_record(self.start).then_some(false),
+            Some(clk) => n.shared().gate.may_record_at(self.start, clk, &record_type),
+            None => n.shared().gate.may_record(self.start).then_some(false),
         };
         if let Some(sampled) = made {
             b.sampled = sampled;
@@ -260,7 +263,7 @@ impl RecordHandle {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
         if let Some(n) = self.live_node() {
             let name = name.into();
-            if n.inner.shared.gate.may_event(&name, self.cap(), self.start) {
+            if n.shared().gate.may_event(&name, self.cap(), self.start) {
                 b.p = Pending::under(n, Kind::Event, name);
             }
         }
@@ -285,7 +288,7 @@ impl RecordHandle {
             let name = name.into();
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
-            if clk < self.start || n.inner.shared.gate.event(&name, clk, self.cap()) {
+            if clk < self.start || n.shared().gate.event(&name, clk, self.cap()) {
                 b.p = Pending::under(n, Kind::Event, name);
             }
         }
@@ -296,7 +299,7 @@ impl RecordHandle {
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
-        if let Some(n) = self.live_node().filter(|n| n.inner.shared.gate.annotation(self.cap())) {
+        if let Some(n) = self.live_node().filter(|n| n.shared().gate.annotation(self.cap())) {
             b.p = Pending::under(n, Kind::Annotation, name.into());
         }
         b
@@ -308,7 +311,7 @@ impl RecordHandle {
     fn not_written(&self, kind: usize) {
         match self.node() {
             Some(n) if self.cap() & bits::LEFT == 0 && !self.live() => {
-                n.inner.shared.count_drop(kind)
+                n.shared().count_drop(kind)
             }
             _ => gate::left::count(self.trace_id(), kind),
         }
@@ -336,7 +339,7 @@ impl RecordHandle {
             DEFERRED => {
                 // Nothing under it was made: its line (released with the handle, below) and its
                 // end are left out.
-                n.inner.shared.gate.leave(gate::END);
+                n.shared().gate.leave(gate::END);
                 Ok(())
             }
             _ => Err(Error::Closed),
@@ -368,7 +371,7 @@ impl RecordHandle {
     /// which keeps no trace).
     #[inline(always)]
     fn now(&self) -> u64 {
-        self.node().map_or(self.start, |n| n.inner.shared.clock.now().max(self.start))
+        self.node().map_or(self.start, |n| n.shared().clock.now().max(self.start))
     }
 
     #[inline(always)]
@@ -403,6 +406,12 @@ impl RecordHandle {
 const LEFT_OUT: u64 = PUSHED | (bits::LEFT as u64) << CAP_SHIFT;
 
 impl Node {
+    #[inline(always)]
+    fn shared(&self) -> &super::Shared {
+        // SAFETY: it points into `inner`, which the node holds.
+        unsafe { self.shared.as_ref() }
+    }
+
     /// The record's id, allocated now for a deferred record that has none.
     #[inline(always)]
     fn id(&self) -> u64 {
@@ -416,7 +425,7 @@ impl Node {
     fn allocate_id(&self) -> u64 {
         // Ids start at 1: 0 never comes out. A thread that loses the race gives its number up (a
         // gap in the ids, which need only be unique).
-        let id = self.inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.shared().next_id.fetch_add(1, Ordering::Relaxed);
         match self.id.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => id,
             Err(first) => first,
@@ -1077,6 +1086,7 @@ fn node_word(
     // node made whole on the stack and moved in was read back 16 bytes at a time over the
     // 8-byte stores that had just made it, which the CPU cannot forward (a stall per record).
     unsafe {
+        (&raw mut (*p).shared).write(NonNull::from(&*inner.shared));
         (&raw mut (*p).inner).write(inner);
         (&raw mut (*p).id).write(AtomicU64::new(id));
         (&raw mut (*p).pos).write(UnsafeCell::new(pos));
