@@ -159,7 +159,7 @@ impl RecordHandle {
     fn trace_id(&self) -> u64 {
         match self.node() {
             Some(n) => n.shared().gate.trace_id(),
-            None => (self.word.as_ptr().addr() >> 1) as u64,
+            None => left_trace_id(self.word),
         }
     }
 
@@ -309,11 +309,14 @@ impl RecordHandle {
     /// is not written: left out by capture, or dropped with its record by the drop policy.
     #[inline(always)]
     fn not_written(&self, kind: usize) {
-        match self.node() {
-            Some(n) if self.cap() & bits::LEFT == 0 && !self.live() => {
-                n.shared().count_drop(kind)
-            }
-            _ => gate::left::count(self.trace_id(), kind),
+        // The tag is tested once: this is every left-out line's path.
+        let Some(n) = self.node() else {
+            return gate::left::count(left_trace_id(self.word), kind);
+        };
+        let flags = n.flags.load(Ordering::Relaxed);
+        match (flags >> CAP_SHIFT) as u8 & bits::LEFT == 0 && flags & LIVE == 0 {
+            true => n.shared().count_drop(kind),
+            false => gate::left::count(n.shared().gate.trace_id(), kind),
         }
     }
 
@@ -1061,6 +1064,12 @@ impl<'a> RecordBuilder<'a> {
 #[inline(always)]
 fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
     RecordHandle { word: left_word(trace_id), start: clk }
+}
+
+/// The trace's id in the word of a record left out by capture.
+#[inline(always)]
+fn left_trace_id(word: NonNull<Node>) -> u64 {
+    (word.as_ptr().addr() >> 1) as u64
 }
 
 /// The word of a record left out by capture: no node, only the trace's id to count by.
