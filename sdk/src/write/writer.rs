@@ -528,9 +528,11 @@ fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
                     format::json::write_static_member_key(out, key, true);
                     value.write_json(out);
                 }
-                for (key, value) in line.data.fields().skip(inline.len()) {
-                    format::json::write_member_key(out, key, true);
-                    value.write_json(out);
+                if line.data.extra.is_some() {
+                    for (key, value) in line.data.fields().skip(inline.len()) {
+                        format::json::write_member_key(out, key, true);
+                        value.write_json(out);
+                    }
                 }
             }
             Kind::Event => {
