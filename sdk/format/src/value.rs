@@ -362,13 +362,17 @@ impl Data {
         DataRef { inline: &self.inline, extra: self.extra.as_deref() }
     }
 
-    /// Moves the inline fields to `dst` and forgets them here; returns how many were moved.
+    /// Copies the inline fields bitwise to `dst` and returns how many there are; the copies own
+    /// what the fields own. Nothing is reset here, so the caller must forget `self` afterwards:
+    /// neither use nor drop it (a writer moves a line out of storage it then treats as
+    /// uninitialized, and a store to mark the fields moved would be wasted work).
     ///
     /// # Safety
     /// `dst` must be valid for writing `self.as_ref().inline.len()` fields, aligned for
-    /// [`Field`], and not overlap `self`. The caller owns the moved fields (drops them once).
+    /// [`Field`], and not overlap `self`. The caller owns the copied fields (drops them once) and
+    /// does not use or drop `self` afterwards (see [`Data::read_extra`] for its other part).
     #[inline(always)]
-    pub unsafe fn move_inline_to(&mut self, dst: *mut Field) -> usize {
+    pub unsafe fn read_inline_to(&self, dst: *mut Field) -> usize {
         const WORDS: usize = std::mem::size_of::<Field>() / 8;
         let n = self.inline.len();
         let src = self.inline.as_ptr().cast::<MaybeUninit<u64>>();
@@ -377,10 +381,11 @@ impl Data {
         // calls `memcpy` nor merges the reads into 16- or 32-byte loads): the fields were just
         // stored a word at a time, and a wider load over several recent stores cannot be
         // forwarded from them, which stalls until they reach the cache. `MaybeUninit` words:
-        // a field's unused bytes are copied as they are, pointers keep their provenance.
+        // a field's unused bytes are copied as they are, pointers keep their provenance. (A
+        // field at a time: one flat loop over the words is unrolled in fours, with a remainder
+        // loop, which takes more instructions for the usual one to three fields.)
         // SAFETY: per the contract, `n * WORDS` words are readable at `src` (`Field` is a whole
-        // number of words, asserted in the tests) and writable at `dst`; `set_len(0)` then
-        // forgets the fields moved out.
+        // number of words, asserted in the tests) and writable at `dst`.
         unsafe {
             for f in 0..n {
                 let (src, dst) = (src.add(f * WORDS), dst.add(f * WORDS));
@@ -388,15 +393,19 @@ impl Data {
                     dst.add(w).write(src.add(w).read_volatile());
                 }
             }
-            self.inline.set_len(0);
         }
         n
     }
 
-    /// Takes the rare parts out, leaving none.
+    /// The rare parts, read bitwise: the result owns them, so, as for [`Data::read_inline_to`],
+    /// the caller must not use or drop `self` afterwards.
+    ///
+    /// # Safety
+    /// As for [`Data::read_inline_to`]: `self` is forgotten afterwards.
     #[inline(always)]
-    pub fn take_extra(&mut self) -> Option<Box<DataExtra>> {
-        self.extra.take()
+    pub unsafe fn read_extra(&self) -> Option<Box<DataExtra>> {
+        // SAFETY: per the contract, the box is owned by the result alone from now on.
+        unsafe { std::ptr::read(&self.extra) }
     }
 
     /// Parses and sets raw JSON data.
