@@ -199,20 +199,23 @@ impl LocalRing {
         // SAFETY: the producer end is there (see `push`), and this ring's cursor is this one.
         let at = match unsafe { self.cursor.reserve(MAX_WORDS) } {
             Some(at) => at,
-            // SAFETY: as above.
-            None => match unsafe { reserve_exact(&mut self.cursor, &self.slot, shared, line, self.ring) } {
-                Ok(at) => at,
-                Err(e) => {
-                    // SAFETY: consumed here, per the contract.
-                    unsafe { ManuallyDrop::drop(line) };
-                    return e;
+            None => {
+                let (cursor, slot) = (&mut self.cursor, &self.slot);
+                // SAFETY: as above, during this push (busy, not closed).
+                match unsafe { reserve_exact(cursor, slot, shared, line, self.ring) } {
+                    Ok(at) => at,
+                    Err(e) => {
+                        // SAFETY: consumed here, per the contract.
+                        unsafe { ManuallyDrop::drop(line) };
+                        return e;
+                    }
                 }
-            },
+            }
         };
         // SAFETY: `reserve` gave at least `MAX_WORDS` free words at `at` (or `words`, the exact
         // size), and the line is not used again by the caller (this function's contract);
-        // `commit` publishes exactly the entry just written.
-        // A dependency on this ring is left out: FIFO already orders it.
+        // `commit` publishes exactly the entry just written. A dependency on this ring is left
+        // out: FIFO already orders it.
         let words = unsafe { Line::write_to(line, at, self.ring) };
         // SAFETY: as for `reserve`.
         unsafe { self.cursor.commit(words) };
