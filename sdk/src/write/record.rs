@@ -20,6 +20,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -37,51 +38,74 @@ use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
 /// Dropping a handle without ending it leaves the record open, which the spec allows; the footer
 /// counts open records.
 pub struct RecordHandle {
-    /// `None` for a record left out by capture: nothing under it is written, only counted (by
-    /// trace id), so it needs no reference to the trace.
-    inner: Option<Arc<Inner>>,
-    /// The record's id, or 0 for a deferred record until its line is queued or [`RecordHandle::id`]
-    /// is asked (most deferred records never need one: no locked instruction for them). For a
-    /// record left out by capture (no `inner`), the trace's id, which is what its lines are
-    /// counted by (one word less to move for every handle).
-    id: AtomicU64,
+    /// The record's [`Node`], or, for a record left out by capture, the trace's id shifted left
+    /// by one with [`LEFT_TAG`] set: such a record needs nothing but the id its lines are
+    /// counted by, so making, moving and ending it touches no memory but the handle's two words.
+    /// Owned like a `Box` (see [`nodes`]).
+    word: NonNull<Node>,
     start: u64,
+}
+
+/// What a record written (or held, or dropped by the policy) keeps while it is open, in a box
+/// from this thread's pool ([`nodes`]): the handle itself stays two words, which a simulator
+/// moves through its own structures (pipeline latches, queues) many times per record.
+struct Node {
+    inner: Arc<Inner>,
+    /// `inner`'s shared state, which `inner` keeps alive: one load less on every line made
+    /// through the handle (capture's checks read the gate there).
+    shared: NonNull<super::Shared>,
+    /// The record's id, or 0 for a deferred record until its line is queued or [`RecordHandle::id`]
+    /// is asked (most deferred records never need one: no locked instruction for them).
+    id: AtomicU64,
     /// Where the record line was queued: lines pushed through this handle on another thread
-    /// wait for it. Read through [`RecordHandle::pushed`]: a deferred record's is written once,
-    /// by the thread that pushes its line, before [`RecordHandle::flags`] says [`PUSHED`].
+    /// wait for it. Read through [`Node::pushed`]: a deferred record's is written once, by the
+    /// thread that pushes its line, before [`Node::flags`] says [`PUSHED`].
     pos: UnsafeCell<Pos>,
     /// A deferred record's line, not pushed yet: taken by the one thread that moves the state
     /// from [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
     deferred: UnsafeCell<Option<Box<Slot>>>,
-    /// In one word, written by one store when the handle is made, and of which only the state
-    /// changes afterwards. Narrower stores (three bytes, or 32 bits beside padding) read back as
-    /// one word when the handle is moved, as it is on its way to the caller, stall the CPU
-    /// until they reach the cache. It holds:
+    /// In one word, of which only the state changes after the node is made:
     /// * the state ([`STATE`] bits): [`PUSHED`], or that of a deferred record's line;
     /// * capture control's bits for lines made through this handle (`capture::gate::bits`),
     ///   shifted by [`CAP_SHIFT`];
-    /// * [`LIVE`], unless the drop policy dropped this record's line or capture left it out:
-    ///   then everything hanging off it is dropped or left out (and counted) too, so no line
-    ///   can refer to a record missing from the file.
+    /// * [`LIVE`], unless the drop policy dropped this record's line: then everything hanging
+    ///   off it is dropped (and counted) too, so no line can refer to a record missing from the
+    ///   file.
     flags: AtomicU64,
 }
 
+/// Bit 0 of [`RecordHandle::word`]: the record was left out by capture (a node's address is
+/// aligned, so its bit 0 is clear).
+const LEFT_TAG: usize = 1;
+
 impl Drop for RecordHandle {
-    /// A deferred record dropped without an end: its line goes back to the pool (it was counted
-    /// as left out when it was deferred).
+    /// Gives the node back; a deferred record dropped without an end gives its line back to the
+    /// pool too (it was counted as left out when it was deferred).
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(slot) = self.deferred.get_mut().take() {
-            release(slot);
+        if self.node().is_some() {
+            // SAFETY: the handle owns its node and is not used again.
+            unsafe { nodes::free(self.word) };
         }
     }
 }
 
-// SAFETY: `pos` and `deferred` are the only fields shared without synchronization of their own.
-// `deferred` is touched only by the thread that won `state`'s move from DEFERRED to PUSHING, or
-// through `&mut`/ownership; `pos` is written by that same thread before it publishes PUSHED
-// (release) and read only after PUSHED was seen (acquire).
+// SAFETY: the handle owns its node as a `Box` would, and everything in a node may move between
+// threads (`Arc<Inner>`, a line's box).
+unsafe impl Send for RecordHandle {}
+
+// SAFETY: `pos` and `deferred` are the only fields of a node shared without synchronization of
+// their own. `deferred` is touched only by the thread that won the state's move from DEFERRED to
+// PUSHING, or through ownership of the handle; `pos` is written by that same thread before it
+// publishes PUSHED (release) and read only after PUSHED was seen (acquire).
 unsafe impl Sync for RecordHandle {}
+
+const _: () = {
+    fn send_and_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    let _ = send_and_sync::<Arc<Inner>>;
+    let _ = send::<Box<Slot>>;
+};
 
 /// The state's bits in [`RecordHandle::flags`].
 const STATE: u64 = 0xff;
@@ -117,45 +141,25 @@ impl std::fmt::Debug for RecordHandle {
 impl RecordHandle {
     /// The record's id (unique in the trace, allocated by the SDK, starting at 1).
     pub fn id(&self) -> u64 {
-        match &self.inner {
-            Some(inner) => self.id_in(inner),
-            None => 0,
-        }
+        self.node().map_or(0, Node::id)
     }
 
-    /// The record's id in the trace `inner`, allocated now for a deferred record that has none.
+    /// The record's node, unless capture left it out.
     #[inline(always)]
-    fn id_in(&self, inner: &Inner) -> u64 {
-        match self.raw_id() {
-            0 => self.allocate_id(inner),
-            id => id,
+    fn node(&self) -> Option<&Node> {
+        if self.word.as_ptr().addr() & LEFT_TAG != 0 {
+            return None;
         }
-    }
-
-    #[cold]
-    fn allocate_id(&self, inner: &Inner) -> u64 {
-        // Ids start at 1: 0 never comes out. A thread that loses the race gives its number up (a
-        // gap in the ids, which need only be unique).
-        let id = inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        match self.id.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => id,
-            Err(first) => first,
-        }
-    }
-
-    /// The id word as it is: 0 for a deferred record that has no id yet, the trace's id for a
-    /// record left out by capture (see the field).
-    #[inline(always)]
-    fn raw_id(&self) -> u64 {
-        self.id.load(Ordering::Relaxed)
+        // SAFETY: an untagged word is the handle's own live node (see the field).
+        Some(unsafe { self.word.as_ref() })
     }
 
     /// The trace's id (keys the left-out counters).
     #[inline(always)]
     fn trace_id(&self) -> u64 {
-        match &self.inner {
-            Some(inner) => inner.shared.gate.trace_id(),
-            None => self.raw_id(),
+        match self.node() {
+            Some(n) => n.shared().gate.trace_id(),
+            None => left_trace_id(self.word),
         }
     }
 
@@ -171,89 +175,29 @@ impl RecordHandle {
         self.live()
     }
 
+    /// The node's flags, or those of a record left out by capture: not live, and capture's
+    /// "left out" bit for everything under it.
+    #[inline(always)]
+    fn flags(&self) -> u64 {
+        self.node().map_or(LEFT_OUT, |n| n.flags.load(Ordering::Relaxed))
+    }
+
     /// See [`LIVE`].
     #[inline(always)]
     fn live(&self) -> bool {
-        self.flags.load(Ordering::Relaxed) & LIVE != 0
+        self.flags() & LIVE != 0
     }
 
     /// Capture control's bits for lines made through this handle.
     #[inline(always)]
     fn cap(&self) -> u8 {
-        (self.flags.load(Ordering::Relaxed) >> CAP_SHIFT) as u8
+        (self.flags() >> CAP_SHIFT) as u8
     }
 
-    /// [`PUSHED`], or the state of a deferred record's line.
+    /// The node of a record whose lines are written.
     #[inline(always)]
-    fn state(&self) -> u64 {
-        self.flags.load(Ordering::Acquire) & STATE
-    }
-
-    /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
-    /// the writer to decide), since a line is being made under it.
-    #[inline(always)]
-    fn pushed(&self) -> Result<&Pos, Error> {
-        if self.state() != PUSHED {
-            self.push_deferred()?;
-        }
-        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `flags`).
-        Ok(unsafe { &*self.pos.get() })
-    }
-
-    /// Pushes a deferred record's line, or waits for the thread that is pushing it.
-    #[cold]
-    #[inline(never)]
-    fn push_deferred(&self) -> Result<(), Error> {
-        // Inside a push on this thread (an allocator or destructor that emits): refused, as that
-        // push would be, before the line is taken.
-        if ring::Entered::enter().is_none() {
-            return Err(Error::Reentrant);
-        }
-        let Some(inner) = self.inner.as_ref() else { return Err(Error::Closed) };
-        // Only the state changes: the other bits are the same in every value compared.
-        let rest = self.flags.load(Ordering::Relaxed) & !STATE;
-        loop {
-            match self.flags.compare_exchange(
-                rest | DEFERRED,
-                rest | PUSHING,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(f) if f & STATE == PUSHED => return Ok(()),
-                Err(f) if f & STATE == CLOSED => return Err(Error::Closed),
-                Err(_) if PUSHING_DEFERRED.with(Cell::get) => return Err(Error::Reentrant),
-                Err(_) => std::thread::yield_now(),
-            }
-        }
-        PUSHING_DEFERRED.with(|p| p.set(true));
-        // SAFETY: this thread moved the state out of DEFERRED, so it alone reaches `deferred`.
-        let mut slot = unsafe { (*self.deferred.get()).take() };
-        if let Some(slot) = slot.as_mut() {
-            // SAFETY: a deferred box holds its record's initialized line.
-            unsafe { slot.line.assume_init_mut() }.id = self.id_in(inner);
-        }
-        let pushed = match slot {
-            Some(slot) => push_slot(&inner.shared, slot),
-            None => Err(ring::Refused::Closed),
-        };
-        PUSHING_DEFERRED.with(|p| p.set(false));
-        match pushed {
-            Ok(Some((pos, _))) => {
-                // No longer left out: the writer holds it, and counts it if never written.
-                gate::left::uncount(self.trace_id(), gate::RECORD);
-                // SAFETY: as above; readers wait for PUSHED, published below.
-                unsafe { *self.pos.get() = pos };
-                self.flags.store(rest | PUSHED, Ordering::Release);
-                Ok(())
-            }
-            // Deferral is only under `Policy::Block`, whose pushes drop nothing, and a push
-            // nested in another was refused above: the trace has closed.
-            Ok(None) | Err(_) => {
-                self.flags.store(rest | CLOSED, Ordering::Release);
-                Err(Error::Closed)
-            }
-        }
+    fn live_node(&self) -> Option<&Node> {
+        self.node().filter(|n| n.flags.load(Ordering::Relaxed) & LIVE != 0)
     }
 
     /// Starts describing a child record.
@@ -290,20 +234,23 @@ impl RecordHandle {
         name: impl Into<Str>,
         record_type: impl Into<Str>,
     ) -> RecordBuilder<'_> {
-        let inner = self.inner.as_ref();
+        let node = self.node();
+        let inner = node.map(|n| &n.inner);
         let mut b =
             RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at, sampled: false };
-        let Some(i) = inner.filter(|_| self.live()) else { return b };
+        let Some(n) = node.filter(|n| n.flags.load(Ordering::Relaxed) & LIVE != 0) else {
+            return b;
+        };
         let record_type = record_type.into();
         let made = match at {
-            Some(clk) => i.shared.gate.may_record_at(self.start, clk, &record_type),
-            None => i.shared.gate.may_record(self.start).then_some(false),
+            Some(clk) => n.shared().gate.may_record_at(self.start, clk, &record_type),
+            None => n.shared().gate.may_record(self.start).then_some(false),
         };
         if let Some(sampled) = made {
             b.sampled = sampled;
-            b.p = Pending::under(self, Kind::Record, name.into());
+            b.p = Pending::under(n, Kind::Record, name.into());
             if let Some(line) = b.p.line() {
-                line.parent = Some(self.raw_id());
+                line.parent = Some(n.raw_id());
                 line.record_type = record_type;
             }
         }
@@ -314,10 +261,10 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
-        if let Some(i) = self.inner.as_ref().filter(|_| self.live()) {
+        if let Some(n) = self.live_node() {
             let name = name.into();
-            if i.shared.gate.may_event(&name, self.cap(), self.start) {
-                b.p = Pending::under(self, Kind::Event, name);
+            if n.shared().gate.may_event(&name, self.cap(), self.start) {
+                b.p = Pending::under(n, Kind::Event, name);
             }
         }
         b
@@ -337,12 +284,12 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
-        if let Some(i) = self.inner.as_ref().filter(|_| self.live()) {
+        if let Some(n) = self.live_node() {
             let name = name.into();
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
-            if clk < self.start || i.shared.gate.event(&name, clk, self.cap()) {
-                b.p = Pending::under(self, Kind::Event, name);
+            if clk < self.start || n.shared().gate.event(&name, clk, self.cap()) {
+                b.p = Pending::under(n, Kind::Event, name);
             }
         }
         b
@@ -352,9 +299,8 @@ impl RecordHandle {
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
-        if self.inner.as_ref().is_some_and(|i| self.live() && i.shared.gate.annotation(self.cap()))
-        {
-            b.p = Pending::under(self, Kind::Annotation, name.into());
+        if let Some(n) = self.live_node().filter(|n| n.shared().gate.annotation(self.cap())) {
+            b.p = Pending::under(n, Kind::Annotation, name.into());
         }
         b
     }
@@ -363,11 +309,14 @@ impl RecordHandle {
     /// is not written: left out by capture, or dropped with its record by the drop policy.
     #[inline(always)]
     fn not_written(&self, kind: usize) {
-        match &self.inner {
-            Some(inner) if self.cap() & bits::LEFT == 0 && !self.live() => {
-                inner.shared.count_drop(kind)
-            }
-            _ => gate::left::count(self.trace_id(), kind),
+        // The tag is tested once: this is every left-out line's path.
+        let Some(n) = self.node() else {
+            return gate::left::count(left_trace_id(self.word), kind);
+        };
+        let flags = n.flags.load(Ordering::Relaxed);
+        match (flags >> CAP_SHIFT) as u8 & bits::LEFT == 0 && flags & LIVE == 0 {
+            true => n.shared().count_drop(kind),
+            false => gate::left::count(n.shared().gate.trace_id(), kind),
         }
     }
 
@@ -382,24 +331,18 @@ impl RecordHandle {
     #[inline(always)]
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
-        if self.inner.is_none() {
-            // Left out by capture: it holds nothing to drop (no trace, no deferred line).
-            gate::left::count(self.raw_id(), gate::END);
-            std::mem::forget(self);
-            return Ok(());
-        }
-        let Some(inner) = self.inner.as_ref().filter(|_| self.live()) else {
+        let Some(n) = self.live_node() else {
             // The end of a dropped or left-out record is too, and counted like everything on it.
             self.not_written(DROP_END);
             return Ok(());
         };
-        match self.state() {
+        match n.state() {
             // SAFETY: PUSHED was seen (acquire): `pos` is written.
-            PUSHED => write_end(inner, self.raw_id(), unsafe { *self.pos.get() }, clk, status),
+            PUSHED => write_end(&n.inner, n.raw_id(), unsafe { *n.pos.get() }, clk, status),
             DEFERRED => {
                 // Nothing under it was made: its line (released with the handle, below) and its
                 // end are left out.
-                inner.shared.gate.leave(gate::END);
+                n.shared().gate.leave(gate::END);
                 Ok(())
             }
             _ => Err(Error::Closed),
@@ -431,7 +374,7 @@ impl RecordHandle {
     /// which keeps no trace).
     #[inline(always)]
     fn now(&self) -> u64 {
-        self.inner.as_ref().map_or(self.start, |i| i.shared.clock.now().max(self.start))
+        self.node().map_or(self.start, |n| n.shared().clock.now().max(self.start))
     }
 
     #[inline(always)]
@@ -446,8 +389,8 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        match (self.inner.as_ref().filter(|_| self.live()), pending.0.take()) {
-            (Some(inner), Some(slot)) => push_line(inner, self.cap(), slot, drop_kind),
+        match (self.live_node(), pending.0.take()) {
+            (Some(n), Some(slot)) => push_line(&n.inner, self.cap(), slot, drop_kind),
             (_, slot) => {
                 // An inert builder: the record is not written, or capture refused the line when
                 // the builder was made (a builder has a line only under a live record). The drop
@@ -457,6 +400,116 @@ impl RecordHandle {
                 }
                 self.not_written(drop_kind);
                 Ok(())
+            }
+        }
+    }
+}
+
+/// [`RecordHandle::flags`] of a record left out by capture.
+const LEFT_OUT: u64 = PUSHED | (bits::LEFT as u64) << CAP_SHIFT;
+
+impl Node {
+    #[inline(always)]
+    fn shared(&self) -> &super::Shared {
+        // SAFETY: it points into `inner`, which the node holds.
+        unsafe { self.shared.as_ref() }
+    }
+
+    /// The record's id, allocated now for a deferred record that has none.
+    #[inline(always)]
+    fn id(&self) -> u64 {
+        match self.raw_id() {
+            0 => self.allocate_id(),
+            id => id,
+        }
+    }
+
+    #[cold]
+    fn allocate_id(&self) -> u64 {
+        // Ids start at 1: 0 never comes out. A thread that loses the race gives its number up (a
+        // gap in the ids, which need only be unique).
+        let id = self.shared().next_id.fetch_add(1, Ordering::Relaxed);
+        match self.id.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => id,
+            Err(first) => first,
+        }
+    }
+
+    /// The id word as it is: 0 for a deferred record that has no id yet.
+    #[inline(always)]
+    fn raw_id(&self) -> u64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// [`PUSHED`], or the state of a deferred record's line.
+    #[inline(always)]
+    fn state(&self) -> u64 {
+        self.flags.load(Ordering::Acquire) & STATE
+    }
+
+    /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
+    /// the writer to decide), since a line is being made under it.
+    #[inline(always)]
+    fn pushed(&self) -> Result<&Pos, Error> {
+        if self.state() != PUSHED {
+            self.push_deferred()?;
+        }
+        // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `flags`).
+        Ok(unsafe { &*self.pos.get() })
+    }
+
+    /// Pushes a deferred record's line, or waits for the thread that is pushing it.
+    #[cold]
+    #[inline(never)]
+    fn push_deferred(&self) -> Result<(), Error> {
+        // Inside a push on this thread (an allocator or destructor that emits): refused, as that
+        // push would be, before the line is taken.
+        if ring::Entered::enter().is_none() {
+            return Err(Error::Reentrant);
+        }
+        // Only the state changes: the other bits are the same in every value compared.
+        let rest = self.flags.load(Ordering::Relaxed) & !STATE;
+        loop {
+            match self.flags.compare_exchange(
+                rest | DEFERRED,
+                rest | PUSHING,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(f) if f & STATE == PUSHED => return Ok(()),
+                Err(f) if f & STATE == CLOSED => return Err(Error::Closed),
+                Err(_) if PUSHING_DEFERRED.with(Cell::get) => return Err(Error::Reentrant),
+                Err(_) => std::thread::yield_now(),
+            }
+        }
+        PUSHING_DEFERRED.with(|p| p.set(true));
+        // SAFETY: this thread moved the state out of DEFERRED, so it alone reaches `deferred`.
+        let mut slot = unsafe { (*self.deferred.get()).take() };
+        if let Some(slot) = slot.as_mut() {
+            // SAFETY: a deferred box holds its record's initialized line.
+            unsafe { slot.line.assume_init_mut() }.id = self.id();
+        }
+        let shared = &self.inner.shared;
+        let pushed = match slot {
+            Some(slot) => push_slot(shared, slot),
+            None => Err(ring::Refused::Closed),
+        };
+        PUSHING_DEFERRED.with(|p| p.set(false));
+        match pushed {
+            Ok(Some((pos, _))) => {
+                // No longer left out: the writer holds it, and counts it if never written.
+                gate::left::uncount(shared.gate.trace_id(), gate::RECORD);
+                // SAFETY: as above; readers wait for PUSHED, published below.
+                unsafe { *self.pos.get() = pos };
+                self.flags.store(rest | PUSHED, Ordering::Release);
+                Ok(())
+            }
+            // Deferral is only under `Policy::Block`, whose pushes drop nothing, and a push
+            // nested in another was refused above: the trace has closed.
+            Ok(None) | Err(_) => {
+                self.flags.store(rest | CLOSED, Ordering::Release);
+                Err(Error::Closed)
             }
         }
     }
@@ -528,30 +581,8 @@ fn write_end(
     Ok(())
 }
 
-/// What [`begin_line`] made of a record line: its handle's parts. The handle is put together
-/// where it is used, from these read back a word at a time: returned whole from an out-of-line
-/// call, it was copied two words at a time over the one-word stores that had just made it, a
-/// load the CPU cannot forward from them (it waits for them to reach the cache, on every record
-/// begun).
-struct Begun {
-    /// The handle keeps the trace (all but a record left out by capture).
-    keeps_trace: bool,
-    id: u64,
-    pos: Pos,
-    deferred: Option<Box<Slot>>,
-    flags: u64,
-}
-
-impl Begun {
-    /// The parts of a handle whose line is pushed (or not written at all), as [`new_handle`].
-    #[inline(always)]
-    fn new(keeps_trace: bool, id: u64, pos: Pos, live: bool, cap: u8) -> Begun {
-        Begun { keeps_trace, id, pos, deferred: None, flags: flags(PUSHED, live, cap) }
-    }
-}
-
 /// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle's
-/// parts.
+/// word (see [`RecordHandle::word`]).
 #[inline(never)]
 fn begin_line(
     inner: &Arc<Inner>,
@@ -559,7 +590,7 @@ fn begin_line(
     mut slot: Box<Slot>,
     clk: u64,
     sampled: bool,
-) -> Result<Begun, Error> {
+) -> Result<NonNull<Node>, Error> {
     let error = slot.error.take();
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
     let line = unsafe { slot.line.assume_init_mut() };
@@ -580,7 +611,7 @@ fn begin_line(
     if verdict == Verdict::Leave {
         release(slot);
         shared.gate.leave(gate::RECORD);
-        return Ok(Begun::new(false, trace_id, NOWHERE, false, bits::LEFT));
+        return Ok(left_word(trace_id));
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
@@ -588,14 +619,14 @@ fn begin_line(
         // until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
         let flags = flags(DEFERRED, true, cap);
-        return Ok(Begun { keeps_trace: true, id: 0, pos: NOWHERE, deferred: Some(slot), flags });
+        return Ok(node_word(Arc::clone(inner), 0, NOWHERE, Some(slot), flags));
     }
     let Some((pos, id)) = push_slot(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
         // Dropped by the policy: what hangs off it is counted as dropped.
-        return Ok(Begun::new(true, 0, NOWHERE, false, 0));
+        return Ok(node_word(Arc::clone(inner), 0, NOWHERE, None, flags(PUSHED, false, 0)));
     };
-    Ok(Begun::new(true, id, pos, true, cap))
+    Ok(node_word(Arc::clone(inner), id, pos, None, flags(PUSHED, true, cap)))
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -673,7 +704,7 @@ impl Pending {
     /// or annotation refers to it by id (a record's own id comes with its push). When that push
     /// fails, the builder keeps the error for the call that would write the line.
     #[inline(always)]
-    fn under(record: &RecordHandle, kind: Kind, name: Str) -> Pending {
+    fn under(record: &Node, kind: Kind, name: Str) -> Pending {
         match record.pushed() {
             Ok(pos) => {
                 let id = if kind == Kind::Record { 0 } else { record.raw_id() };
@@ -978,9 +1009,8 @@ impl<'a> RecordBuilder<'a> {
         check_at(self.at, clk)?;
         match (self.inner, self.p.0.take()) {
             (Some(inner), Some(slot)) => {
-                let b = begin_line(inner, self.parent, slot, clk, self.sampled)?;
-                let inner = b.keeps_trace.then(|| Arc::clone(inner));
-                Ok(handle(inner, b.id, clk, b.pos, b.deferred, b.flags))
+                let word = begin_line(inner, self.parent, slot, clk, self.sampled)?;
+                Ok(RecordHandle { word, start: clk })
             }
             (_, slot) => {
                 if let Some(slot) = slot {
@@ -1030,51 +1060,140 @@ impl<'a> RecordBuilder<'a> {
     }
 }
 
-/// The handle of a record left out by capture: it keeps no trace, only the id to count by.
+/// The handle of a record left out by capture.
 #[inline(always)]
 fn left_out(trace_id: u64, clk: u64) -> RecordHandle {
-    new_handle(None, trace_id, clk, false, bits::LEFT)
+    RecordHandle { word: left_word(trace_id), start: clk }
 }
 
-/// A handle whose line is pushed (or not written at all), at no position yet.
+/// The trace's id in the word of a record left out by capture.
 #[inline(always)]
-fn new_handle(inner: Option<Arc<Inner>>, id: u64, start: u64, live: bool, cap: u8) -> RecordHandle {
-    handle(inner, id, start, NOWHERE, None, flags(PUSHED, live, cap))
+fn left_trace_id(word: NonNull<Node>) -> u64 {
+    (word.as_ptr().addr() >> 1) as u64
+}
+
+/// The word of a record left out by capture: no node, only the trace's id to count by.
+#[inline(always)]
+fn left_word(trace_id: u64) -> NonNull<Node> {
+    let word = std::ptr::without_provenance_mut::<Node>((trace_id as usize) << 1 | LEFT_TAG);
+    // SAFETY: the tag bit makes the word non-zero.
+    unsafe { NonNull::new_unchecked(word) }
+}
+
+/// The word of a record with a node, made from its parts.
+#[inline(always)]
+fn node_word(
+    inner: Arc<Inner>,
+    id: u64,
+    pos: Pos,
+    deferred: Option<Box<Slot>>,
+    flags: u64,
+) -> NonNull<Node> {
+    let node = nodes::take();
+    let p = node.as_ptr();
+    // SAFETY: `take` gives a box for a node, ours and uninitialized. Written field by field: a
+    // node made whole on the stack and moved in was read back 16 bytes at a time over the
+    // 8-byte stores that had just made it, which the CPU cannot forward (a stall per record).
+    unsafe {
+        (&raw mut (*p).shared).write(NonNull::from(&*inner.shared));
+        (&raw mut (*p).inner).write(inner);
+        (&raw mut (*p).id).write(AtomicU64::new(id));
+        (&raw mut (*p).pos).write(UnsafeCell::new(pos));
+        (&raw mut (*p).deferred).write(UnsafeCell::new(deferred));
+        (&raw mut (*p).flags).write(AtomicU64::new(flags));
+    }
+    node
 }
 
 /// The position of a line not queued (yet).
 const NOWHERE: Pos = Pos { ring: u32::MAX, index: u64::MAX };
 
-/// A [`RecordHandle::flags`] word.
+/// A [`Node::flags`] word.
 #[inline(always)]
 fn flags(state: u64, live: bool, cap: u8) -> u64 {
     state | u64::from(cap) << CAP_SHIFT | if live { LIVE } else { 0 }
 }
 
-/// A handle from its parts.
-#[inline(always)]
-fn handle(
-    inner: Option<Arc<Inner>>,
-    id: u64,
-    start: u64,
-    pos: Pos,
-    deferred: Option<Box<Slot>>,
-    flags: u64,
-) -> RecordHandle {
-    RecordHandle {
-        inner,
-        id: AtomicU64::new(id),
-        start,
-        pos: UnsafeCell::new(pos),
-        deferred: UnsafeCell::new(deferred),
-        flags: AtomicU64::new(flags),
-    }
-}
-
 /// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
 #[cold]
 fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
-    new_handle(Some(Arc::clone(inner)), 0, clk, false, 0)
+    let word = node_word(Arc::clone(inner), 0, NOWHERE, None, flags(PUSHED, false, 0));
+    RecordHandle { word, start: clk }
+}
+
+/// Boxes for the nodes of open records, reused per thread: a simulator begins and ends records
+/// all the time, a few open at once, and taking a box from here costs a fraction of the
+/// allocator's round trip. A handle ended on another thread gives its node to that thread's pool.
+#[allow(clippy::vec_box)]
+mod nodes {
+    use std::cell::RefCell;
+    use std::mem::MaybeUninit;
+    use std::ptr::NonNull;
+
+    use super::ring::Entered;
+    use super::Node;
+
+    /// Boxes kept per thread: more than most simulators keep records open on one thread.
+    const KEEP: usize = 64;
+
+    thread_local! {
+        static FREE: RefCell<Vec<Box<MaybeUninit<Node>>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A box for a node, uninitialized, owned by the returned pointer: the caller writes the
+    /// node, and gives it to [`free`].
+    #[inline(always)]
+    pub(super) fn take() -> NonNull<Node> {
+        let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
+        let b = pooled.ok().flatten().unwrap_or_else(fresh);
+        // SAFETY: `Box::into_raw` is never null.
+        unsafe { NonNull::new_unchecked(Box::into_raw(b).cast::<Node>()) }
+    }
+
+    /// Cold: the pool is empty, or in use (a record begun from a signal handler that interrupted
+    /// this module). Allocating counts as being inside an emitting call, as in the line pool.
+    #[cold]
+    fn fresh() -> Box<MaybeUninit<Node>> {
+        let _entered = Entered::enter();
+        Box::new(MaybeUninit::uninit())
+    }
+
+    /// Drops the node (a deferred line goes back to its pool) and keeps its box.
+    ///
+    /// Out of line, so that a handle's drop glue stays a test of its tag, inlined wherever a
+    /// handle goes out of scope.
+    ///
+    /// # Safety
+    /// `node` came from [`take`], was written, and is not used again.
+    #[inline(never)]
+    pub(super) unsafe fn free(node: NonNull<Node>) {
+        // SAFETY: the caller owns the node, made by `take` in a box of this layout.
+        let mut b = unsafe { Box::from_raw(node.as_ptr().cast::<MaybeUninit<Node>>()) };
+        // SAFETY: the node was written by `take` and is dropped once, here.
+        let n = unsafe { b.assume_init_mut() };
+        if let Some(slot) = n.deferred.get_mut().take() {
+            super::release(slot);
+        }
+        // SAFETY: as above.
+        unsafe { b.assume_init_drop() };
+        give(b);
+    }
+
+    #[inline(always)]
+    fn give(b: Box<MaybeUninit<Node>>) {
+        let mut b = Some(b);
+        let _ = FREE.try_with(|f| {
+            if let Ok(mut f) = f.try_borrow_mut() {
+                if f.len() < KEEP {
+                    if let Some(b) = b.take() {
+                        let _entered = (f.capacity() == f.len()).then(Entered::enter);
+                        f.push(b);
+                    }
+                }
+            }
+        });
+        // A box the pool did not take is freed here.
+    }
 }
 
 /// Describes an event before it is emitted. Made by [`RecordHandle::event`].
