@@ -32,11 +32,12 @@ fn perf_hardware_counters_state_why_not() {
             assert!(perf.software_deltas().is_none());
             return;
         }
-        let mut x = 0u64;
-        for i in 0..5_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        // Busy for 20 ms of wall time whatever the build's speed (a fixed loop took under 1 ms
+        // of CPU in a release build).
+        let (start, mut x) = (std::time::Instant::now(), 0u64);
+        while start.elapsed() < std::time::Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
         }
-        std::hint::black_box(x);
         let d = perf.software_deltas().expect("software deltas");
         assert!(d.task_clock_ns > 1_000_000, "task clock moved: {d:?}");
     }

@@ -107,7 +107,7 @@ const _: () = {
     let _ = send::<Box<Slot>>;
 };
 
-/// The state's bits in [`RecordHandle::flags`].
+/// The state's bits in [`Node::flags`].
 const STATE: u64 = 0xff;
 /// The record line is in its ring (every handle but a deferred one).
 const PUSHED: u64 = 0;
@@ -117,9 +117,9 @@ const DEFERRED: u64 = 1;
 const PUSHING: u64 = 2;
 /// Pushing the deferred line found the trace closed: nothing more is written under it.
 const CLOSED: u64 = 3;
-/// Where capture's bits are in [`RecordHandle::flags`].
+/// Where capture's bits are in [`Node::flags`].
 const CAP_SHIFT: u64 = 8;
-/// The record's lines are written ([`RecordHandle::flags`]).
+/// The record's lines are written ([`Node::flags`]).
 const LIVE: u64 = 1 << 16;
 
 thread_local! {
@@ -405,7 +405,7 @@ impl RecordHandle {
     }
 }
 
-/// [`RecordHandle::flags`] of a record left out by capture.
+/// What [`RecordHandle::flags`] says of a record left out by capture (it has no node).
 const LEFT_OUT: u64 = PUSHED | (bits::LEFT as u64) << CAP_SHIFT;
 
 impl Node {
@@ -1075,6 +1075,7 @@ fn left_trace_id(word: NonNull<Node>) -> u64 {
 /// The word of a record left out by capture: no node, only the trace's id to count by.
 #[inline(always)]
 fn left_word(trace_id: u64) -> NonNull<Node> {
+    // Trace ids count up from 1, one per trace opened: far below a word's top bit.
     let word = std::ptr::without_provenance_mut::<Node>((trace_id as usize) << 1 | LEFT_TAG);
     // SAFETY: the tag bit makes the word non-zero.
     unsafe { NonNull::new_unchecked(word) }
