@@ -10,7 +10,6 @@ use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use arrayvec::ArrayVec;
 use serde_json::value::RawValue;
 
 use super::hints::Color;
@@ -219,14 +218,72 @@ pub type Field = (&'static str, Value);
 
 /// The `data` of a line being written: typed fields, optionally merged with raw JSON.
 ///
-/// Up to [`Data::INLINE`] fields with static keys are stored inline; more spill to the heap.
+/// Up to [`Data::INLINE`] fields with static keys are stored inline; more spill to the heap,
+/// as do a field with an owned key and every field after it (so that fields keep their order).
 #[derive(Clone, Debug)]
 pub struct Data {
     /// Only the used slots are ever initialized: a line with no data costs nothing here, and the
     /// writer's queue copies only the used ones.
-    inline: ArrayVec<Field, { Data::INLINE }>,
+    inline: Inline,
     /// Rare parts live behind one pointer, so the common case stays small to copy.
     extra: Option<Box<DataExtra>>,
+}
+
+/// The inline fields of a [`Data`], in order: the first `len` slots are initialized.
+///
+/// `len`'s high bit ([`SPILLED`]) says that a field went to the spill, so every later one goes
+/// there too (the order of fields is kept): a push then asks one question, `len < INLINE`, for
+/// both "full" and "spilled".
+struct Inline {
+    len: u32,
+    xs: [MaybeUninit<Field>; Data::INLINE],
+}
+
+/// See [`Inline`].
+const SPILLED: u32 = 1 << 31;
+
+impl Inline {
+    const fn new() -> Inline {
+        Inline { len: 0, xs: [const { MaybeUninit::uninit() }; Data::INLINE] }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        (self.len & !SPILLED) as usize
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[Field] {
+        // SAFETY: the first `len()` slots are initialized.
+        unsafe { std::slice::from_raw_parts(self.xs.as_ptr().cast::<Field>(), self.len()) }
+    }
+}
+
+impl Drop for Inline {
+    fn drop(&mut self) {
+        let fields =
+            std::ptr::slice_from_raw_parts_mut(self.xs.as_mut_ptr().cast::<Field>(), self.len());
+        // SAFETY: the first `len()` slots are initialized, and dropped only here.
+        unsafe { std::ptr::drop_in_place(fields) };
+    }
+}
+
+impl Clone for Inline {
+    fn clone(&self) -> Inline {
+        let mut copy = Inline::new();
+        for (slot, field) in copy.xs.iter_mut().zip(self.as_slice()) {
+            slot.write(field.clone());
+            copy.len += 1; // counted as it goes, so that a panicking clone drops only these
+        }
+        copy.len = self.len;
+        copy
+    }
+}
+
+impl fmt::Debug for Inline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
 }
 
 /// The rare parts of a [`Data`]: fields with owned keys or beyond [`Data::INLINE`], raw JSON.
@@ -335,7 +392,7 @@ impl Data {
 
     /// No data.
     pub const fn new() -> Self {
-        Data { inline: ArrayVec::new_const(), extra: None }
+        Data { inline: Inline::new(), extra: None }
     }
 
     /// Writes an empty `Data` at `dst` (as [`Data::new`]) without copying the room for inline
@@ -349,7 +406,7 @@ impl Data {
         // SAFETY: per the contract; both fields are written, the array's slots need no value.
         unsafe {
             std::ptr::addr_of_mut!((*dst).extra).write(None);
-            std::ptr::addr_of_mut!((*dst).inline).write(ArrayVec::new_const());
+            std::ptr::addr_of_mut!((*dst).inline.len).write(0);
         }
     }
 
@@ -360,13 +417,14 @@ impl Data {
         // drop check of the key is left for the compiler to emit.
         let key = std::mem::ManuallyDrop::new(key.into());
         match *key {
-            Str::Static(k) if !self.inline.is_full() && self.extra.is_none() => {
+            Str::Static(k) if self.inline.len < Data::INLINE as u32 => {
                 // The value is made here, in the one branch that uses it, so it is stored
                 // straight into its slot. Made before the branch, it lived on the stack and was
                 // copied with a 16-byte load of an 8-byte store just made, which the CPU cannot
                 // forward: a stall of several nanoseconds per field.
-                // SAFETY: not full, checked above.
-                unsafe { self.inline.push_unchecked((k, value.into())) };
+                let len = self.inline.len;
+                self.inline.xs[len as usize].write((k, value.into()));
+                self.inline.len = len + 1;
             }
             _ => self.push_spilled(std::mem::ManuallyDrop::into_inner(key), value.into()),
         }
@@ -376,6 +434,7 @@ impl Data {
     #[cold]
     #[inline(never)]
     fn push_spilled(&mut self, key: Str, value: Value) {
+        self.inline.len |= SPILLED;
         self.extra.get_or_insert_with(Box::default).spill.push((key, value));
     }
 
@@ -387,44 +446,60 @@ impl Data {
     /// The data, borrowed in parts.
     #[inline]
     pub fn as_ref(&self) -> DataRef<'_> {
-        DataRef { inline: &self.inline, extra: self.extra.as_deref() }
+        DataRef { inline: self.inline.as_slice(), extra: self.extra.as_deref() }
     }
 
-    /// Moves the inline fields to `dst` and forgets them here; returns how many were moved.
+    /// Copies the inline fields bitwise to `dst` and returns how many there are; the copies own
+    /// what the fields own. Nothing is reset here, so the caller must forget `self` afterwards:
+    /// neither use nor drop it (a writer moves a line out of storage it then treats as
+    /// uninitialized, and a store to mark the fields moved would be wasted work).
     ///
     /// # Safety
     /// `dst` must be valid for writing `self.as_ref().inline.len()` fields, aligned for
-    /// [`Field`], and not overlap `self`. The caller owns the moved fields (drops them once).
+    /// [`Field`], and not overlap `self`. The caller owns the copied fields (drops them once) and
+    /// does not use or drop `self` afterwards (see [`Data::read_extra`] for its other part).
     #[inline(always)]
-    pub unsafe fn move_inline_to(&mut self, dst: *mut Field) -> usize {
+    pub unsafe fn read_inline_to(&self, dst: *mut Field) -> usize {
         const WORDS: usize = std::mem::size_of::<Field>() / 8;
         let n = self.inline.len();
-        let src = self.inline.as_ptr().cast::<MaybeUninit<u64>>();
+        let src = self.inline.xs.as_ptr().cast::<MaybeUninit<u64>>();
         let dst = dst.cast::<MaybeUninit<u64>>();
         // One 8-byte word at a time, each read on its own (volatile, so the compiler neither
         // calls `memcpy` nor merges the reads into 16- or 32-byte loads): the fields were just
         // stored a word at a time, and a wider load over several recent stores cannot be
         // forwarded from them, which stalls until they reach the cache. `MaybeUninit` words:
-        // a field's unused bytes are copied as they are, pointers keep their provenance.
-        // SAFETY: per the contract, `n * WORDS` words are readable at `src` (`Field` is a whole
-        // number of words, asserted in the tests) and writable at `dst`; `set_len(0)` then
-        // forgets the fields moved out.
-        unsafe {
-            for f in 0..n {
+        // a field's unused bytes are copied as they are, pointers keep their provenance. The
+        // first two fields, the usual case, are copied without a loop (its setup and counting
+        // cost about as many instructions as copying one field).
+        let copy = |f: usize| {
+            // SAFETY: per the contract, field `f < n` is readable at `src` (`Field` is a whole
+            // number of words, asserted in the tests) and writable at `dst`.
+            unsafe {
                 let (src, dst) = (src.add(f * WORDS), dst.add(f * WORDS));
                 for w in 0..WORDS {
                     dst.add(w).write(src.add(w).read_volatile());
                 }
             }
-            self.inline.set_len(0);
+        };
+        if n > 0 {
+            copy(0);
+            if n > 1 {
+                copy(1);
+                (2..n).for_each(copy);
+            }
         }
         n
     }
 
-    /// Takes the rare parts out, leaving none.
+    /// The rare parts, read bitwise: the result owns them, so, as for [`Data::read_inline_to`],
+    /// the caller must not use or drop `self` afterwards.
+    ///
+    /// # Safety
+    /// As for [`Data::read_inline_to`]: `self` is forgotten afterwards.
     #[inline(always)]
-    pub fn take_extra(&mut self) -> Option<Box<DataExtra>> {
-        self.extra.take()
+    pub unsafe fn read_extra(&self) -> Option<Box<DataExtra>> {
+        // SAFETY: per the contract, the box is owned by the result alone from now on.
+        unsafe { std::ptr::read(&self.extra) }
     }
 
     /// Parses and sets raw JSON data.
@@ -460,7 +535,7 @@ impl Data {
 
     /// The typed fields in the order they were added.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        let inline = self.inline.iter().map(|(k, v)| (*k, v));
+        let inline = self.inline.as_slice().iter().map(|(k, v)| (*k, v));
         let spill = self.extra.as_deref().map_or(&[][..], |e| &e.spill);
         inline.chain(spill.iter().map(|(k, v)| (k.as_str(), v)))
     }
@@ -513,6 +588,24 @@ mod tests {
         assert_eq!(d.as_ref().inline.len(), Data::INLINE, "the first eight are inline");
         let expected = r#"{"a":0,"b":1,"c":2,"d":3,"e":4,"f":5,"g":6,"h":7,"i":8,"j":9}"#;
         assert_eq!(enc(&d), expected);
+    }
+
+    #[test]
+    fn a_field_after_a_spilled_one_keeps_its_place() {
+        let mut d = Data::new();
+        d.push("a", 1u8);
+        d.push(String::from("b"), 2u8);
+        d.push("c", 3u8);
+        assert_eq!(d.as_ref().inline.len(), 1, "after a spill, every field spills");
+        assert_eq!(enc(&d), r#"{"a":1,"b":2,"c":3}"#);
+        let mut copy = d.clone();
+        copy.push("d", 4u8);
+        assert_eq!(enc(&copy), r#"{"a":1,"b":2,"c":3,"d":4}"#, "a clone keeps spilling");
+        let mut json = Data::new();
+        json.parse_json(r#"{"z":0}"#).expect("json");
+        json.push("k", 1u8);
+        assert_eq!(json.as_ref().inline.len(), 1, "raw JSON alone does not spill fields");
+        assert_eq!(enc(&json), r#"{"k":1,"z":0}"#);
     }
 
     #[test]

@@ -106,68 +106,69 @@ impl Line {
         }
     }
 
-    /// The entry's size in words, as [`Line::write_to`] writes it: for a push that cannot
-    /// reserve [`MAX_WORDS`] and needs to know whether the line itself fits.
-    pub(crate) fn words(&self) -> usize {
+    /// The entry's size in words, as [`Line::write_to`] writes it on ring `ring`: for a push
+    /// that cannot reserve [`MAX_WORDS`] and needs to know whether the line itself fits.
+    pub(crate) fn words(&self, ring: u32) -> usize {
         let data = self.data.as_ref();
         let mut words = FIXED + data.inline.len() * FIELD;
-        words += 2 * usize::from(self.after.is_some()) + usize::from(self.parent.is_some());
+        words += 2 * usize::from(self.after.is_some_and(|a| a.ring != ring));
+        words += usize::from(self.parent.is_some());
         words += STR * usize::from(!is_static_empty(&self.record_type));
         words += STR * usize::from(!is_static_empty(&self.description));
         words + usize::from(data.extra.is_some())
     }
 
-    /// Moves the line into the entry at `at` and returns its size in words (its
-    /// [`Line::words`]); the line is consumed (its storage must not be used or dropped
-    /// afterwards). The parts are written first and the header last, with the flags and size
-    /// found on the way, so the line is read once.
+    /// Moves the line into the entry at `at`, in ring `ring`, and returns its size in words
+    /// (its [`Line::words`]); the line is consumed: its storage must not be used or dropped
+    /// afterwards, and nothing in it is reset (its owned parts are owned by the entry now). A
+    /// dependency on a line of the same ring is left out, since the ring's order keeps it. The
+    /// parts are written first and the header last, with the flags and size found on the way,
+    /// so the line is read once.
     ///
     /// # Safety
     /// `at` is valid for writing [`Line::words`] 8-byte-aligned words.
     #[inline(always)]
-    pub(crate) unsafe fn write_to(line: &mut ManuallyDrop<Line>, at: *mut u64) -> usize {
-        let l: &mut Line = line;
-        let mut flags = if l.hold { HOLD } else { 0 };
+    pub(crate) unsafe fn write_to(line: &ManuallyDrop<Line>, at: *mut u64, ring: u32) -> usize {
+        let l: &Line = line;
+        // The header's constant parts: the kind, and the flags of the parts every line checks.
+        let mut header = (l.kind as u64) << 16 | u64::from(l.hold) << (32 + HOLD_BIT);
         // SAFETY: every write below stays within the words [`Line::words`] counts, each at an
         // 8-byte-aligned offset (all parts are whole words); each owned part of the line is
-        // either moved into the entry (copied bitwise, never used again) or dropped, exactly
-        // once.
+        // copied bitwise into the entry, which owns it from now on (the line is forgotten,
+        // per the contract).
         unsafe {
             let mut p = put(at.add(1), &l.clk);
             p = put(p, &l.id);
             p = put(p, &l.name);
-            if let Some(after) = l.after {
-                flags |= AFTER;
+            if let Some(after) = l.after.filter(|a| a.ring != ring) {
+                header |= FLAG_AFTER;
                 p.write(after.ring as u64);
                 p.add(1).write(after.index);
                 p = p.add(2);
             }
             if let Some(parent) = l.parent {
-                flags |= PARENT;
+                header |= FLAG_PARENT;
                 p.write(parent);
                 p = p.add(1);
             }
             if !is_static_empty(&l.record_type) {
-                flags |= RECORD_TYPE;
+                header |= FLAG_RECORD_TYPE;
                 p = put(p, &l.record_type);
             }
             if !is_static_empty(&l.description) {
-                flags |= DESCRIPTION;
+                header |= FLAG_DESCRIPTION;
                 p = put(p, &l.description);
             }
-            if let Some(extra) = l.data.take_extra() {
-                flags |= EXTRA;
+            if let Some(extra) = l.data.read_extra() {
+                header |= FLAG_EXTRA;
                 p.cast::<Box<DataExtra>>().write(extra);
                 p = p.add(1);
             }
-            let fields = l.data.move_inline_to(p.cast::<Field>());
+            let fields = l.data.read_inline_to(p.cast::<Field>());
             let words = p.offset_from(at) as usize + fields * FIELD;
-            at.write(
-                words as u64 | (l.kind as u64) << 16 | (fields as u64) << 24 | (flags as u64) << 32,
-            );
+            at.write(header | words as u64 | (fields as u64) << 24);
             words
         }
-        // Left in the line: static empty texts and an emptied `Data`, which own nothing.
     }
 }
 
@@ -336,7 +337,14 @@ const PARENT: u8 = 2;
 const RECORD_TYPE: u8 = 4;
 const DESCRIPTION: u8 = 8;
 const EXTRA: u8 = 16;
-const HOLD: u8 = 32;
+const HOLD_BIT: u32 = 5;
+const HOLD: u8 = 1 << HOLD_BIT;
+// The flags in place in the header word (bits 32..40).
+const FLAG_AFTER: u64 = (AFTER as u64) << 32;
+const FLAG_PARENT: u64 = (PARENT as u64) << 32;
+const FLAG_RECORD_TYPE: u64 = (RECORD_TYPE as u64) << 32;
+const FLAG_DESCRIPTION: u64 = (DESCRIPTION as u64) << 32;
+const FLAG_EXTRA: u64 = (EXTRA as u64) << 32;
 
 // Every part is a whole number of 8-byte words with at most 8-byte alignment, so parts can sit
 // back to back in a word array; and the largest entry fits the header's 16-bit size.
@@ -355,14 +363,17 @@ mod tests {
     use super::*;
     use crate::format::Value;
 
+    /// The ring the test entries are written to: none of the lines' dependencies is on it.
+    const RING: u32 = 9;
+
     fn round_trip(line: Line) -> (String, usize) {
-        let words = line.words();
+        let words = line.words(RING);
         assert!(words <= MAX_WORDS);
         let mut buf = vec![0u64; MAX_WORDS];
         let at = buf.as_mut_ptr();
-        let mut line = ManuallyDrop::new(line);
-        // SAFETY: `buf` has `MAX_WORDS` words.
-        assert_eq!(unsafe { Line::write_to(&mut line, at) }, words, "the layout's size");
+        let line = ManuallyDrop::new(line);
+        // SAFETY: `buf` has `MAX_WORDS` words; `line` is forgotten.
+        assert_eq!(unsafe { Line::write_to(&line, at, RING) }, words, "the layout's size");
         // SAFETY: just written, dropped once below.
         let e = unsafe { Entry::read(at) };
         let mut data = Vec::new();
@@ -395,6 +406,15 @@ mod tests {
         let (text, words) = round_trip(l);
         assert_eq!(text, r#"Event 9 7 None Execute   None {"a":1,"b":2} false"#);
         assert_eq!(words, 16);
+    }
+
+    #[test]
+    fn a_dependency_on_the_same_ring_is_left_out() {
+        let mut l = Line::new(Kind::Event, 7, "Execute".into(), Some(Pos { ring: RING, index: 3 }));
+        l.clk = 9;
+        let (text, words) = round_trip(l);
+        assert_eq!(text, "Event 9 7 None Execute   None {} false");
+        assert_eq!(words, FIXED);
     }
 
     #[test]

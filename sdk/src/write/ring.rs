@@ -174,34 +174,20 @@ impl LocalRing {
             unsafe { ManuallyDrop::drop(line) };
             Err(Refused::Closed)
         } else {
-            // SAFETY: busy is set and the trace was not closed when we looked, so the writer does
-            // not retire this slot before busy is cleared (see the module doc).
-            let producer = unsafe { &*self.slot.producer.get() };
-            match producer {
-                // The producer end is there, so the cursor's buffer is alive until busy is
-                // cleared: `push_to` may use it.
-                Some(producer) => self.push_to(producer, shared, line),
-                None => {
-                    // SAFETY: consumed here, per the contract.
-                    unsafe { ManuallyDrop::drop(line) };
-                    Err(Refused::Closed)
-                }
-            }
+            // Busy is set and the trace was not closed when we looked: its writer retires a
+            // ring (takes its producer end) only after `Shared::quiesce`, which stores `closed`
+            // first and then waits until busy is cleared, so this ring's producer end is there
+            // (it was not retired before, or `closed` would be set) and stays there until busy
+            // is cleared. The cursor's buffer is alive meanwhile: `push_to` may use it, without
+            // looking at the producer end itself (one dependent load less on every push).
+            self.push_to(shared, line)
         };
         self.slot.busy.store(false, Ordering::Release);
         result
     }
 
     #[inline(always)]
-    fn push_to(
-        &mut self,
-        producer: &Producer,
-        shared: &Shared,
-        line: &mut ManuallyDrop<Line>,
-    ) -> Pushed {
-        if line.after.is_some_and(|p| p.ring == self.ring) {
-            line.after = None; // same ring: FIFO already orders it
-        }
+    fn push_to(&mut self, shared: &Shared, line: &mut ManuallyDrop<Line>) -> Pushed {
         // A deferred record has its id already (`record::begin_line`).
         if line.kind == Kind::Record && line.id == 0 {
             line.id = self.next_id(shared);
@@ -210,23 +196,27 @@ impl LocalRing {
         // Room for the largest entry (a constant: no need to look at the line first); only when
         // the ring has less than that is the line's own size worked out, to see whether it
         // still fits.
-        // SAFETY: `producer` is there (the caller's check), and this ring's cursor is this one.
+        // SAFETY: the producer end is there (see `push`), and this ring's cursor is this one.
         let at = match unsafe { self.cursor.reserve(MAX_WORDS) } {
             Some(at) => at,
-            // SAFETY: as above.
-            None => match unsafe { reserve_exact(&mut self.cursor, producer, shared, line) } {
-                Ok(at) => at,
-                Err(e) => {
-                    // SAFETY: consumed here, per the contract.
-                    unsafe { ManuallyDrop::drop(line) };
-                    return e;
+            None => {
+                let (cursor, slot) = (&mut self.cursor, &self.slot);
+                // SAFETY: as above, during this push (busy, not closed).
+                match unsafe { reserve_exact(cursor, slot, shared, line, self.ring) } {
+                    Ok(at) => at,
+                    Err(e) => {
+                        // SAFETY: consumed here, per the contract.
+                        unsafe { ManuallyDrop::drop(line) };
+                        return e;
+                    }
                 }
-            },
+            }
         };
         // SAFETY: `reserve` gave at least `MAX_WORDS` free words at `at` (or `words`, the exact
         // size), and the line is not used again by the caller (this function's contract);
-        // `commit` publishes exactly the entry just written.
-        let words = unsafe { Line::write_to(line, at) };
+        // `commit` publishes exactly the entry just written. A dependency on this ring is left
+        // out: FIFO already orders it.
+        let words = unsafe { Line::write_to(line, at, self.ring) };
         // SAFETY: as for `reserve`.
         unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
@@ -240,18 +230,24 @@ impl LocalRing {
 #[cold]
 ///
 /// # Safety
-/// As for [`Cursor::reserve`], with `producer` the ring's producer end.
+/// As for [`Cursor::reserve`], with `slot` the ring's slot, during a push that has set its busy
+/// flag and found the trace not closed (so its producer end is there).
 unsafe fn reserve_exact(
     cursor: &mut Cursor,
-    producer: &Producer,
+    slot: &Slot,
     shared: &Shared,
     line: &Line,
+    ring: u32,
 ) -> Result<*mut u64, Pushed> {
-    let words = line.words();
+    let words = line.words(ring);
     // SAFETY: per this function's contract.
     if let Some(at) = unsafe { cursor.reserve(words) } {
         return Ok(at);
     }
+    // SAFETY: per this function's contract, the writer does not touch the producer end now.
+    let Some(producer) = (unsafe { &*slot.producer.get() }) else {
+        return Err(Err(Refused::Closed)); // not reached: see `LocalRing::push`
+    };
     match shared.policy {
         Policy::Drop => Err(Ok(None)),
         // SAFETY: per this function's contract.

@@ -63,7 +63,7 @@ pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Cursor, Consume
         max_entry,
         buf: Arc::as_ptr(&buf),
         tail: 0,
-        head: 0,
+        limit: len,
     };
     (Producer { buf: Arc::clone(&buf) }, cursor, Consumer { buf, head: 0, tail: 0, freed: 0 })
 }
@@ -116,8 +116,9 @@ pub(crate) struct Cursor {
     buf: *const Buffer,
     /// Words written so far (published: `buf.tail`).
     tail: usize,
-    /// Last `head` read from the consumer: free space is at least `len - (tail - head)`.
-    head: usize,
+    /// The last `head` read from the consumer plus `len`: the positions before it are free
+    /// (kept as this sum so that a push compares one value: `tail + n <= limit`).
+    limit: usize,
 }
 
 // SAFETY: the pointers are into a buffer that is `Send + Sync`; the cursor is used by one
@@ -139,10 +140,10 @@ impl Cursor {
     #[inline(always)]
     pub(crate) unsafe fn reserve(&mut self, n: usize) -> Option<*mut u64> {
         debug_assert!(n >= 1 && n <= self.max_entry);
-        if self.tail + n - self.head > self.len {
+        if self.tail + n > self.limit {
             // SAFETY: the buffer is alive, per the contract.
-            self.head = unsafe { (*self.buf).head.load(Ordering::Acquire) };
-            if self.tail + n - self.head > self.len {
+            self.limit = unsafe { (*self.buf).head.load(Ordering::Acquire) } + self.len;
+            if self.tail + n > self.limit {
                 return None;
             }
         }
