@@ -47,7 +47,7 @@ fn write_clean(out: &mut Vec<u8>, bytes: &[u8]) {
 ///
 /// Such a text never changes, so whether it needs escaping is remembered per thread by its
 /// address and length ([`static_needs_escape`]) and its bytes are not scanned on every line.
-#[inline]
+#[inline(always)]
 pub fn write_static_str(out: &mut Vec<u8>, s: &'static str) {
     if static_needs_escape(s) {
         return write_escaped(out, s.as_bytes());
@@ -96,17 +96,17 @@ fn static_needs_escape(s: &'static str) -> bool {
     let key = (s.as_ptr() as usize, s.len());
     // Fibonacci hashing of the address: string literals sit side by side at any byte offset.
     let slot = (key.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CLEAN_SLOTS.ilog2());
-    CLEAN.with(|table| {
-        let cell = &table[slot as usize];
-        if cell.get() == key {
-            return false;
-        }
-        let dirty = needs_escape(s.as_bytes());
-        if !dirty {
-            cell.set(key);
-        }
-        dirty
-    })
+    // Two small closures rather than one around the scan: `LocalKey::with` is then inlined
+    // (with the scan inside, it was a call of its own on every text).
+    let slot = slot as usize;
+    if CLEAN.with(|table| table[slot].get() == key) {
+        return false;
+    }
+    let dirty = needs_escape(s.as_bytes());
+    if !dirty {
+        CLEAN.with(|table| table[slot].set(key));
+    }
+    dirty
 }
 
 /// Reads up to 8 bytes of `b` (at least 4, or all of a shorter `b`) as one word, the missing
