@@ -46,7 +46,7 @@ fn write_clean(out: &mut Vec<u8>, bytes: &[u8]) {
 /// writes on every line) as a JSON string literal, exactly as [`write_str`] does.
 ///
 /// Such a text never changes, so whether it needs escaping is remembered per thread by its
-/// address and length ([`static_needs_escape`]) and its bytes are not scanned on every line.
+/// address and length in a small table, and its bytes are not scanned on every line.
 #[inline(always)]
 pub fn write_static_str(out: &mut Vec<u8>, s: &'static str) {
     if static_needs_escape(s) {
