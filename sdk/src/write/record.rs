@@ -785,6 +785,7 @@ mod pool {
     use std::cell::RefCell;
     use std::mem::MaybeUninit;
 
+    use super::boxes::Free;
     use super::ring::{self, Entered};
     use super::Slot;
 
@@ -793,7 +794,7 @@ mod pool {
     const KEEP: usize = 8;
 
     thread_local! {
-        static FREE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
+        static FREE: Free<Slot> = const { RefCell::new(Vec::new()) };
     }
 
     /// A box for a line (uninitialized, no error) when the thread has no spare box (kept beside
@@ -801,8 +802,7 @@ mod pool {
     /// One from [`FREE`], else a new one.
     #[cold]
     pub(super) fn take_more() -> Box<Slot> {
-        let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
-        pooled.ok().flatten().unwrap_or_else(fresh)
+        super::boxes::pop(&FREE).unwrap_or_else(fresh)
     }
 
     /// Cold: the pool is empty (a thread's first builders), or in use (a builder made from an
@@ -825,18 +825,7 @@ mod pool {
 
     #[cold]
     fn give_more(slot: Box<Slot>) {
-        let mut slot = Some(slot);
-        let _ = FREE.try_with(|f| {
-            if let Ok(mut f) = f.try_borrow_mut() {
-                if f.len() < KEEP {
-                    if let Some(s) = slot.take() {
-                        let _entered = (f.capacity() == f.len()).then(Entered::enter);
-                        f.push(s);
-                    }
-                }
-            }
-        });
-        // A box the pool did not take is freed here.
+        super::boxes::keep(&FREE, slot, KEEP);
     }
 }
 
@@ -1122,6 +1111,45 @@ fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
     RecordHandle { word, start: clk }
 }
 
+/// Per-thread lists of boxes kept for reuse, shared by the line boxes' [`pool`] and the nodes'
+/// [`nodes`]. A list in use (a signal handler that interrupted this code on the same thread) or
+/// torn down (a thread's exit) is passed over: the box is made or freed by the allocator.
+#[allow(clippy::vec_box)]
+mod boxes {
+    use std::cell::RefCell;
+    use std::thread::LocalKey;
+
+    use super::ring::Entered;
+
+    /// A thread's list of boxes.
+    pub(super) type Free<T> = RefCell<Vec<Box<T>>>;
+
+    /// A box from `list`, if it has one.
+    #[inline(always)]
+    pub(super) fn pop<T: 'static>(list: &'static LocalKey<Free<T>>) -> Option<Box<T>> {
+        list.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop())).ok().flatten()
+    }
+
+    /// Keeps `b` in `list` while it holds fewer than `most`; frees it otherwise.
+    #[inline(always)]
+    pub(super) fn keep<T: 'static>(list: &'static LocalKey<Free<T>>, b: Box<T>, most: usize) {
+        let mut b = Some(b);
+        let _ = list.try_with(|f| {
+            if let Ok(mut f) = f.try_borrow_mut() {
+                if f.len() < most {
+                    if let Some(b) = b.take() {
+                        // Growing the list allocates: inside an emitting call, as the ring's
+                        // allocations are, so that an allocator that emits is refused.
+                        let _entered = (f.capacity() == f.len()).then(Entered::enter);
+                        f.push(b);
+                    }
+                }
+            }
+        });
+        // A box the list did not take is freed here.
+    }
+}
+
 /// Boxes for the nodes of open records, reused per thread: a simulator begins and ends records
 /// all the time, a few open at once, and taking a box from here costs a fraction of the
 /// allocator's round trip. A handle ended on another thread gives its node to that thread's pool.
@@ -1131,6 +1159,7 @@ mod nodes {
     use std::mem::MaybeUninit;
     use std::ptr::NonNull;
 
+    use super::boxes::Free;
     use super::ring::Entered;
     use super::Node;
 
@@ -1138,15 +1167,14 @@ mod nodes {
     const KEEP: usize = 64;
 
     thread_local! {
-        static FREE: RefCell<Vec<Box<MaybeUninit<Node>>>> = const { RefCell::new(Vec::new()) };
+        static FREE: Free<MaybeUninit<Node>> = const { RefCell::new(Vec::new()) };
     }
 
     /// A box for a node, uninitialized, owned by the returned pointer: the caller writes the
     /// node, and gives it to [`free`].
     #[inline(always)]
     pub(super) fn take() -> NonNull<Node> {
-        let pooled = FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()));
-        let b = pooled.ok().flatten().unwrap_or_else(fresh);
+        let b = super::boxes::pop(&FREE).unwrap_or_else(fresh);
         // SAFETY: `Box::into_raw` is never null.
         unsafe { NonNull::new_unchecked(Box::into_raw(b).cast::<Node>()) }
     }
@@ -1177,23 +1205,7 @@ mod nodes {
         }
         // SAFETY: as above.
         unsafe { b.assume_init_drop() };
-        give(b);
-    }
-
-    #[inline(always)]
-    fn give(b: Box<MaybeUninit<Node>>) {
-        let mut b = Some(b);
-        let _ = FREE.try_with(|f| {
-            if let Ok(mut f) = f.try_borrow_mut() {
-                if f.len() < KEEP {
-                    if let Some(b) = b.take() {
-                        let _entered = (f.capacity() == f.len()).then(Entered::enter);
-                        f.push(b);
-                    }
-                }
-            }
-        });
-        // A box the pool did not take is freed here.
+        super::boxes::keep(&FREE, b, KEEP);
     }
 }
 
