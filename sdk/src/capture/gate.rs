@@ -322,7 +322,7 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
     })
 }
 
-/// Left-out counts: per thread and trace, so that counting a line is a plain load and store on
+/// Left-out counts: per thread and trace, so that counting a line is a plain increment of
 /// memory only this thread writes (no locked instruction, no shared cache line), and summed on
 /// demand. Keyed by trace id rather than by the gate, so that a handle left out by capture can
 /// count what is made through it without holding the trace (no reference count to touch).
@@ -336,8 +336,9 @@ pub(crate) mod left {
     use super::super::LeftOut;
     use super::{ANNOTATION, END, EVENT, RECORD};
 
-    /// One thread's counts for one trace, per line kind. Written only by that thread (a
-    /// non-atomic increment made of atomic parts), except `shared` ones, which use `fetch_add`.
+    /// One thread's counts for one trace, per line kind. Written only by that thread (an
+    /// unlocked increment, [`Counts::bump`]), except `shared` ones, which use `fetch_add`; read
+    /// atomically by the sum on any thread.
     struct Counts {
         trace: u64,
         kinds: [AtomicU64; 4],
