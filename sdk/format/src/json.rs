@@ -2,9 +2,10 @@
 //!
 //! Hand-written rather than serde's serializer because the writer thread formats millions of lines
 //! per second: integers are written digit pair by digit pair straight into the output, floats go
-//! through `ryu`, and strings are escaped in one pass that copies unescaped runs in bulk. The output is byte-for-byte what `serde_json` produces for the
-//! same values (tested below; floats in exponent form may spell the exponent differently), so a
-//! trace reads back identically whichever path wrote it.
+//! through `ryu`, and strings are escaped in one pass that copies unescaped runs in bulk. The
+//! output is byte-for-byte what `serde_json` produces for the same values (tested below; floats
+//! in exponent form may spell the exponent differently), so a trace reads back identically
+//! whichever path wrote it.
 
 use std::cell::Cell;
 
