@@ -1049,23 +1049,25 @@ impl Keeper {
         self.settle();
     }
 
-    /// Asks the CPU to start loading what forgetting the records that expire now will read:
-    /// their table nodes, then the entries those point at, which their drop reads. A record
+    /// Asks the CPU to start loading what forgetting the records that expire soon will read:
+    /// their table nodes, and the entries those point at, which their drop reads. A record
     /// expires once the lines after it have left the window too, long after anything touched
     /// it, so each would be two misses in a row (`Ring::prefetch_leaving` says why that
-    /// matters); requested together and one eviction ahead, they overlap.
+    /// matters). Nodes are requested two evictions ahead, and entries one ahead, read from
+    /// nodes requested at the eviction before: the misses overlap, and none is waited for.
     fn prefetch_expiring(&self) {
         let Some(ring) = self.ring.as_ref() else { return };
-        // Those due now and at the next eviction (so that these find theirs loaded).
-        let horizon = ring.gone + EVICT_EVERY;
-        let due = || ring.expiring.iter().take_while(|e| e.0 <= horizon).take(128);
         let node = |s: u32| self.table.nodes.get(s as usize);
-        for (_, s, _) in due() {
+        let due = |ahead: u64| {
+            let horizon = ring.gone + ahead * EVICT_EVERY;
+            ring.expiring.iter().take_while(move |e| e.0 <= horizon).take(256)
+        };
+        for (_, s, _) in due(2) {
             if let Some(n) = node(*s) {
                 prefetch(std::ptr::from_ref(n).cast(), size_of::<Node>());
             }
         }
-        for (_, s, _) in due() {
+        for (_, s, _) in due(1) {
             if let Some(Node { line: Loc::Arena(at), .. }) = node(*s) {
                 // The first 256 bytes: a record's parts that its drop reads.
                 prefetch(at.cast_const().cast(), 256);
