@@ -14,7 +14,8 @@
 //!   file in five modes: capture off, a window of 1% of the run, a 1-in-100 sample of
 //!   instructions, a 100 k-cycle flight recorder dumped at the end, and everything; slowdown =
 //!   traced time / untraced time, medians of repeated runs in this process taken in turns (so a
-//!   change of load weighs on every mode alike), each run from opening the trace to closing it.
+//!   change of load weighs on every mode alike), each run from opening the trace to closing it;
+//!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -122,6 +123,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for ((_, key, _), s) in MODES.iter().zip(sim.slowdown) {
         report[*key] = json!(round(s));
     }
+    let mut rounds = json!({
+        "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
+    });
+    for (m, (_, key, _)) in MODES.iter().enumerate() {
+        rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
+    }
+    report["pipeline_rounds"] = rounds;
     let mut out = crate::out::Out::stdout();
     match args.format {
         Format::Json => out.json(&report)?,
@@ -145,9 +153,19 @@ fn round3(x: f64) -> f64 {
 }
 
 /// The Tiny5 figures: cycles per run, untraced seconds, and the slowdown of each mode of
-/// [`MODES`].
+/// [`MODES`]; and per round, the untraced seconds and each mode's slowdown against them.
 struct Sim {
     cycles: u64,
+    untraced: f64,
+    slowdown: [f64; MODES.len()],
+    rounds: Vec<Round>,
+}
+
+/// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
+/// The rounds' spread is the machine's noise during the bench: on a shared machine a slow spell
+/// can double every time for minutes, and a ratio from one round is then not comparable with a
+/// ratio from another run.
+struct Round {
     untraced: f64,
     slowdown: [f64; MODES.len()],
 }
@@ -222,12 +240,18 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             times.push(once(Some(c))?.0);
         }
     }
+    let rounds = (0..untraced.len())
+        .map(|r| Round {
+            untraced: untraced[r],
+            slowdown: std::array::from_fn(|m| traced[m][r] / untraced[r]),
+        })
+        .collect();
     let untraced = percentiles(untraced)?.p50;
     let mut slowdown = [0.0; MODES.len()];
     for (s, times) in slowdown.iter_mut().zip(traced) {
         *s = percentiles(times)?.p50 / untraced;
     }
-    Ok(Sim { cycles, untraced, slowdown })
+    Ok(Sim { cycles, untraced, slowdown, rounds })
 }
 
 fn to_text(r: &Value) -> String {
@@ -268,12 +292,32 @@ fn to_text(r: &Value) -> String {
         r["pipeline_cycles"],
         f("pipeline_untraced_sec")
     );
+    let rounds = &r["pipeline_rounds"];
+    let range = |xs: &Value| {
+        let xs: Vec<f64> = xs.as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+        let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (min, max)
+    };
     for (what, key, target) in MODES {
+        let (lo, hi) = range(&rounds[key]);
         let target = target.map_or(String::new(), |t| format!("   (target <= {t})"));
-        s += &format!("  {what:<32} {:>6.2}x{target}\n", f(key));
+        s += &format!("  {what:<32} {:>6.2}x   rounds {lo:.2}-{hi:.2}x{target}\n", f(key));
+    }
+    let (lo, hi) = range(&rounds["untraced_sec"]);
+    if hi > lo * SPELL {
+        s += &format!(
+            "\nThe untraced runs took {lo:.3}-{hi:.3} s: the machine's speed changed during the \
+             bench\n(another load, or a shared host). Compare only figures from one bench run, \
+             and run it\nagain for figures to publish.\n"
+        );
     }
     s
 }
+
+/// How much slower than the fastest untraced run the slowest may be before the human report
+/// says that the machine's speed changed during the bench.
+const SPELL: f64 = 1.25;
 
 /// Percentiles of per-call samples.
 struct Percentiles {

@@ -35,6 +35,22 @@ fn bench_json_has_every_figure() {
         v["producer_event_ns_p99_1_thread"].as_f64()
             >= v["producer_event_ns_p50_1_thread"].as_f64()
     );
+    // Each round's figures: one per round, for the untraced time and for every mode.
+    let rounds = &v["pipeline_rounds"];
+    let untraced = rounds["untraced_sec"].as_array().unwrap();
+    assert!(untraced.len() >= 3, "{rounds}");
+    for field in [
+        "slowdown_disabled",
+        "slowdown_window_1pct",
+        "slowdown_sample_1pct",
+        "slowdown_recorder",
+        "slowdown_full",
+    ] {
+        let xs: Vec<f64> =
+            rounds[field].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(xs.len(), untraced.len(), "{field} in {rounds}");
+        assert!(xs.iter().all(|x| x.is_finite() && *x > 0.0), "{field} in {rounds}");
+    }
     assert!(v["cpus"].as_u64().unwrap() >= 1);
     assert_eq!(v["quick"], true);
     // The end-to-end file lives in --dir only while the bench runs.
