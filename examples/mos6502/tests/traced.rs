@@ -13,10 +13,15 @@ use jets_example_mos6502::{builder, run};
 use serde_json::Value;
 
 /// The functional test image in the mos6502 package.
+///
+/// `cargo metadata` is asked for this machine's platform only: unfiltered, it needs the
+/// manifests of every platform's dependencies (Windows-only crates too), which a fresh machine
+/// that only built for Linux does not have, and `--offline` then fails.
 fn image() -> Vec<u8> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let host = host_triple();
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("running cargo metadata");
@@ -31,6 +36,17 @@ fn image() -> Vec<u8> {
         .expect("the mos6502 package in cargo metadata");
     let path = PathBuf::from(manifest).with_file_name("tests/assets/6502_functional_test.bin");
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The host's target triple, from `rustc -vV`.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let out = Command::new(rustc).arg("-vV").output().expect("running rustc -vV");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap_or_else(|| panic!("no host line in rustc -vV: {text}"))
+        .to_owned()
 }
 
 fn lines(path: &std::path::Path) -> Vec<Value> {
