@@ -676,19 +676,12 @@ impl Pending {
     /// dozen stores into the box; as a call of its own it cost about as much again in argument
     /// moves, saved registers and a copy of the name (callgrind: 54 instructions per event, 20
     /// inline). A thread's first builders, or several alive at once, take the cold path.
+    ///
+    /// `name` is not dropped should taking a box unwind (see [`Pending::under`]).
     #[inline(always)]
-    fn new(kind: Kind, id: u64, name: Str, after: Option<&Pos>) -> Pending {
-        match ring::take_spare() {
-            Some(slot) => Pending::fill(slot, kind, id, name, after),
-            None => Pending::new_pooled(kind, id, name, after),
-        }
-    }
-
-    /// [`Pending::new`] with a box from the pool's list, or a new one.
-    #[cold]
-    #[inline(never)]
-    fn new_pooled(kind: Kind, id: u64, name: Str, after: Option<&Pos>) -> Pending {
-        Pending::fill(pool::take_more(), kind, id, name, after)
+    fn new(kind: Kind, id: u64, name: ManuallyDrop<Str>, after: Option<&Pos>) -> Pending {
+        let slot = ring::take_spare().unwrap_or_else(pool::take_more);
+        Pending::fill(slot, kind, id, ManuallyDrop::into_inner(name), after)
     }
 
     #[inline(always)]
@@ -703,21 +696,26 @@ impl Pending {
     /// A line made under `record`, after its line (pushing it now if it was deferred); an event
     /// or annotation refers to it by id (a record's own id comes with its push). When that push
     /// fails, the builder keeps the error for the call that would write the line.
+    ///
+    /// The name is not dropped if a call made before it is stored unwinds (pushing the deferred
+    /// line, taking a box from the pool): a cleanup that drops it needs it in memory, so it was
+    /// kept on the stack, stored and loaded back on every builder.
     #[inline(always)]
     fn under(record: &Node, kind: Kind, name: Str) -> Pending {
+        let name = ManuallyDrop::new(name);
         match record.pushed() {
             Ok(pos) => {
                 let id = if kind == Kind::Record { 0 } else { record.raw_id() };
                 Pending::new(kind, id, name, Some(pos))
             }
-            Err(e) => Pending::failed(kind, name, e),
+            Err(e) => Pending::failed(kind, ManuallyDrop::into_inner(name), e),
         }
     }
 
     #[cold]
     #[inline(never)]
     fn failed(kind: Kind, name: Str, e: Error) -> Pending {
-        let mut p = Pending::new(kind, 0, name, None);
+        let mut p = Pending::new(kind, 0, ManuallyDrop::new(name), None);
         p.set_error(e);
         p
     }
@@ -801,6 +799,7 @@ mod pool {
     /// its rings, `ring::take_spare`): several builders alive at once, or the thread's first one.
     /// One from [`FREE`], else a new one.
     #[cold]
+    #[inline(never)]
     pub(super) fn take_more() -> Box<Slot> {
         super::boxes::pop(&FREE).unwrap_or_else(fresh)
     }
@@ -939,7 +938,7 @@ impl<'a> RecordBuilder<'a> {
             sampled: false,
         };
         if inner.shared.gate.may_record(0) {
-            b.p = Pending::new(Kind::Record, 0, name.into(), None);
+            b.p = Pending::new(Kind::Record, 0, ManuallyDrop::new(name.into()), None);
             if let Some(line) = b.p.line() {
                 line.record_type = record_type.into();
             }
