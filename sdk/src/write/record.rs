@@ -200,6 +200,15 @@ impl RecordHandle {
         self.node().filter(|n| n.flags.load(Ordering::Relaxed) & LIVE != 0)
     }
 
+    /// [`RecordHandle::live_node`] and capture's bits for lines made through it, from one load
+    /// of the flags (an atomic load is made as often as it is written, even when relaxed).
+    #[inline(always)]
+    fn live_node_cap(&self) -> Option<(&Node, u8)> {
+        let n = self.node()?;
+        let flags = n.flags.load(Ordering::Relaxed);
+        (flags & LIVE != 0).then_some((n, (flags >> CAP_SHIFT) as u8))
+    }
+
     /// Starts describing a child record.
     #[inline(always)]
     pub fn child(&self, name: impl Into<Str>, record_type: impl Into<Str>) -> RecordBuilder<'_> {
@@ -261,9 +270,9 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event(&self, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: None };
-        if let Some(n) = self.live_node() {
+        if let Some((n, cap)) = self.live_node_cap() {
             let name = name.into();
-            if n.shared().gate.may_event(&name, self.cap(), self.start) {
+            if n.shared().gate.may_event(&name, cap, self.start) {
                 b.p = Pending::under(n, Kind::Event, name);
             }
         }
@@ -284,11 +293,11 @@ impl RecordHandle {
     #[inline(always)]
     pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
-        if let Some(n) = self.live_node() {
+        if let Some((n, cap)) = self.live_node_cap() {
             let name = name.into();
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
-            if clk < self.start || n.shared().gate.event(&name, clk, self.cap()) {
+            if clk < self.start || n.shared().gate.event(&name, clk, cap) {
                 b.p = Pending::under(n, Kind::Event, name);
             }
         }
@@ -299,7 +308,9 @@ impl RecordHandle {
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
         let mut b = AnnotationBuilder { record: self, p: Pending::inert() };
-        if let Some(n) = self.live_node().filter(|n| n.shared().gate.annotation(self.cap())) {
+        if let Some((n, _)) =
+            self.live_node_cap().filter(|(n, cap)| n.shared().gate.annotation(*cap))
+        {
             b.p = Pending::under(n, Kind::Annotation, name.into());
         }
         b
@@ -389,8 +400,17 @@ impl RecordHandle {
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
     fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        match (self.live_node(), pending.0.take()) {
-            (Some(n), Some(slot)) => push_line(&n.inner, self.cap(), slot, drop_kind),
+        match (self.live_node_cap(), pending.0.take()) {
+            // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+            (Some((n, cap)), Some(slot)) => match unsafe { slot.line.assume_init_ref() } {
+                // A line built without an error, whose data is an object (or has no typed
+                // fields): the usual case, whose push returns a byte, not an `Error` (which
+                // went through memory).
+                line if slot.error.is_none() && line.data.is_object() => {
+                    Ok(push_line(&n.inner, cap, slot, drop_kind)?)
+                }
+                _ => push_checked(&n.inner, cap, slot, drop_kind),
+            },
             (_, slot) => {
                 // An inert builder: the record is not written, or capture refused the line when
                 // the builder was made (a builder has a line only under a live record). The drop
@@ -520,27 +540,24 @@ impl Node {
 // while capture leaves its lines out, and a written line is made in its pooled box, not on the
 // caller's stack and copied there.
 
-/// Writes an event or annotation line, or counts it as left out by capture or dropped.
+/// Writes an event or annotation line, or counts it as left out by capture or dropped: one
+/// built without an error, whose data passes [`check_data`].
 #[inline(never)]
 fn push_line(
     inner: &Arc<Inner>,
     cap: u8,
-    mut slot: Box<Slot>,
+    slot: Box<Slot>,
     drop_kind: usize,
-) -> Result<(), Error> {
-    let error = slot.error.take();
+) -> Result<(), ring::Refused> {
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
-    let line = unsafe { slot.line.assume_init_mut() };
+    let line = unsafe { slot.line.assume_init_ref() };
+    debug_assert!(slot.error.is_none());
     let shared = &inner.shared;
     let captured = if drop_kind == DROP_EVENT {
         shared.gate.event(&line.name, line.clk, cap)
     } else {
         shared.gate.annotation(cap)
     };
-    if let Err(e) = check_data(line, error) {
-        release(slot);
-        return Err(e);
-    }
     if !captured {
         leave(shared, slot, drop_kind);
         return Ok(());
@@ -549,6 +566,25 @@ fn push_line(
         shared.count_drop(drop_kind);
     }
     Ok(())
+}
+
+/// [`push_line`] for a line with a data error, or data that is not an object: the error is
+/// returned, or the line is pushed after all (data that is no object, with no typed fields).
+#[cold]
+#[inline(never)]
+fn push_checked(
+    inner: &Arc<Inner>,
+    cap: u8,
+    mut slot: Box<Slot>,
+    drop_kind: usize,
+) -> Result<(), Error> {
+    let error = slot.error.take();
+    // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+    if let Err(e) = check_data(unsafe { slot.line.assume_init_ref() }, error) {
+        release(slot);
+        return Err(e);
+    }
+    Ok(push_line(inner, cap, slot, drop_kind)?)
 }
 
 /// A line capture leaves out when it is written (a window's start, ROI, a filter on its name):
