@@ -125,11 +125,20 @@ impl Line {
     /// parts are written first and the header last, with the flags and size found on the way,
     /// so the line is read once.
     ///
+    /// `RECORD` says whether the line is a `record` line: the parts only those have (a parent,
+    /// a record type) are not looked for in the others, which never set them.
+    ///
     /// # Safety
     /// `at` is valid for writing [`Line::words`] 8-byte-aligned words.
     #[inline(always)]
-    pub(crate) unsafe fn write_to(line: &ManuallyDrop<Line>, at: *mut u64, ring: u32) -> usize {
+    pub(crate) unsafe fn write_to<const RECORD: bool>(
+        line: &ManuallyDrop<Line>,
+        at: *mut u64,
+        ring: u32,
+    ) -> usize {
         let l: &Line = line;
+        debug_assert_eq!(RECORD, l.kind == Kind::Record);
+        debug_assert!(RECORD || l.parent.is_none() && is_static_empty(&l.record_type));
         // The header's constant parts: the kind, and the flags of the parts every line checks.
         let mut header = (l.kind as u64) << 16 | u64::from(l.hold) << (32 + HOLD_BIT);
         // SAFETY: every write below stays within the words [`Line::words`] counts, each at an
@@ -146,12 +155,12 @@ impl Line {
                 p.add(1).write(after.index);
                 p = p.add(2);
             }
-            if let Some(parent) = l.parent {
+            if let Some(parent) = l.parent.filter(|_| RECORD) {
                 header |= FLAG_PARENT;
                 p.write(parent);
                 p = p.add(1);
             }
-            if !is_static_empty(&l.record_type) {
+            if RECORD && !is_static_empty(&l.record_type) {
                 header |= FLAG_RECORD_TYPE;
                 p = put(p, &l.record_type);
             }
@@ -372,8 +381,13 @@ mod tests {
         let mut buf = vec![0u64; MAX_WORDS];
         let at = buf.as_mut_ptr();
         let line = ManuallyDrop::new(line);
-        // SAFETY: `buf` has `MAX_WORDS` words; `line` is forgotten.
-        assert_eq!(unsafe { Line::write_to(&line, at, RING) }, words, "the layout's size");
+        let written = match line.kind {
+            // SAFETY: `buf` has `MAX_WORDS` words; `line` is forgotten.
+            Kind::Record => unsafe { Line::write_to::<true>(&line, at, RING) },
+            // SAFETY: as above.
+            _ => unsafe { Line::write_to::<false>(&line, at, RING) },
+        };
+        assert_eq!(written, words, "the layout's size");
         // SAFETY: just written, dropped once below.
         let e = unsafe { Entry::read(at) };
         let mut data = Vec::new();

@@ -512,7 +512,7 @@ impl Node {
         }
         let shared = &self.inner.shared;
         let pushed = match slot {
-            Some(slot) => push_slot(shared, slot),
+            Some(slot) => push_slot::<true>(shared, slot),
             None => Err(ring::Refused::Closed),
         };
         PUSHING_DEFERRED.with(|p| p.set(false));
@@ -562,7 +562,7 @@ fn push_line(
         leave(shared, slot, drop_kind);
         return Ok(());
     }
-    if push_slot(shared, slot)?.is_none() {
+    if push_slot::<false>(shared, slot)?.is_none() {
         shared.count_drop(drop_kind);
     }
     Ok(())
@@ -611,7 +611,7 @@ fn write_end(
         line.data.push("status", status);
     }
     // `line` is consumed by the push whatever it returns.
-    if ring::push(&inner.shared, &mut line)?.is_none() {
+    if ring::push::<false>(&inner.shared, &mut line)?.is_none() {
         inner.shared.count_drop(DROP_END);
     }
     Ok(())
@@ -657,7 +657,7 @@ fn begin_line(
         let flags = flags(DEFERRED, true, cap);
         return Ok(node_word(Arc::clone(inner), 0, NOWHERE, Some(slot), flags));
     }
-    let Some((pos, id)) = push_slot(shared, slot)? else {
+    let Some((pos, id)) = push_slot::<true>(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
         // Dropped by the policy: what hangs off it is counted as dropped.
         return Ok(node_word(Arc::clone(inner), 0, NOWHERE, None, flags(PUSHED, false, 0)));
@@ -667,10 +667,10 @@ fn begin_line(
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
 #[inline(always)]
-fn push_slot(shared: &Arc<super::Shared>, slot: Box<Slot>) -> ring::Pushed {
+fn push_slot<const RECORD: bool>(shared: &Arc<super::Shared>, slot: Box<Slot>) -> ring::Pushed {
     // The box left its `Pending`, so nothing else reaches its line; the push keeps the box as
     // this thread's spare, or hands it back.
-    let (result, back) = ring::push_boxed(shared, slot);
+    let (result, back) = ring::push_boxed::<RECORD>(shared, slot);
     if let Some(slot) = back {
         pool::give(slot);
     }

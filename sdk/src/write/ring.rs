@@ -165,8 +165,14 @@ impl LocalRing {
     /// Always consumes `*line`: it is moved into the ring, or dropped. The caller must not use or
     /// drop it afterwards. Taking it by reference lets the line go from the builder's storage
     /// straight into the ring slot, one copy, instead of being passed down by value.
+    ///
+    /// `RECORD`: the line is a `record` line (see [`Line::write_to`]).
     #[inline(always)]
-    fn push(&mut self, shared: &Shared, line: &mut ManuallyDrop<Line>) -> Pushed {
+    fn push<const RECORD: bool>(
+        &mut self,
+        shared: &Shared,
+        line: &mut ManuallyDrop<Line>,
+    ) -> Pushed {
         self.slot.busy.store(true, Ordering::Relaxed);
         fence::light();
         let result = if shared.closed.load(Ordering::Relaxed) {
@@ -180,16 +186,21 @@ impl LocalRing {
             // (it was not retired before, or `closed` would be set) and stays there until busy
             // is cleared. The cursor's buffer is alive meanwhile: `push_to` may use it, without
             // looking at the producer end itself (one dependent load less on every push).
-            self.push_to(shared, line)
+            self.push_to::<RECORD>(shared, line)
         };
         self.slot.busy.store(false, Ordering::Release);
         result
     }
 
     #[inline(always)]
-    fn push_to(&mut self, shared: &Shared, line: &mut ManuallyDrop<Line>) -> Pushed {
+    fn push_to<const RECORD: bool>(
+        &mut self,
+        shared: &Shared,
+        line: &mut ManuallyDrop<Line>,
+    ) -> Pushed {
+        debug_assert_eq!(RECORD, line.kind == Kind::Record);
         // A deferred record has its id already (`record::begin_line`).
-        if line.kind == Kind::Record && line.id == 0 {
+        if RECORD && line.id == 0 {
             line.id = self.next_id(shared);
         }
         let id = line.id;
@@ -216,7 +227,7 @@ impl LocalRing {
         // size), and the line is not used again by the caller (this function's contract);
         // `commit` publishes exactly the entry just written. A dependency on this ring is left
         // out: FIFO already orders it.
-        let words = unsafe { Line::write_to(line, at, self.ring) };
+        let words = unsafe { Line::write_to::<RECORD>(line, at, self.ring) };
         // SAFETY: as for `reserve`.
         unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
@@ -443,14 +454,17 @@ fn new_local_ring<'a>(
 /// Always consumes `*line` (into the ring, or dropped), whatever it returns: the caller must
 /// neither use nor drop it afterwards.
 #[inline(always)]
-pub(crate) fn push(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushed {
-    push_local(shared, line).0
+pub(crate) fn push<const RECORD: bool>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<Line>,
+) -> Pushed {
+    push_local::<RECORD>(shared, line).0
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
 /// handed back to the caller's pool when there is one already).
 #[inline(always)]
-pub(crate) fn push_boxed(
+pub(crate) fn push_boxed<const RECORD: bool>(
     shared: &Arc<Shared>,
     slot: Box<LineBox>,
 ) -> (Pushed, Option<Box<LineBox>>) {
@@ -459,8 +473,9 @@ pub(crate) fn push_boxed(
     let raw = Box::into_raw(slot);
     // SAFETY: `raw` is a live box whose line is initialized and ours; `ManuallyDrop<Line>` has
     // the same layout as `Line`, and the push takes ownership through it exactly once.
-    let (result, local) =
-        push_local(shared, unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() });
+    let (result, local) = push_local::<RECORD>(shared, unsafe {
+        &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
+    });
     // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
     // moved-out line, which `MaybeUninit` never drops) is ours again.
     let slot = unsafe { Box::from_raw(raw) };
@@ -475,7 +490,10 @@ pub(crate) fn push_boxed(
 /// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
 /// (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
-fn push_local(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> (Pushed, bool) {
+fn push_local<const RECORD: bool>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<Line>,
+) -> (Pushed, bool) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
@@ -492,7 +510,7 @@ fn push_local(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> (Pushed, b
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
             let result = match local_ring(rings, shared) {
-                Ok(ring) => ring.push(shared, line),
+                Ok(ring) => ring.push::<RECORD>(shared, line),
                 Err(e) => {
                     // SAFETY: consumed here, per the contract.
                     unsafe { ManuallyDrop::drop(line) };
@@ -502,7 +520,7 @@ fn push_local(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> (Pushed, b
             (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
-        Err(_) => (push_fallback(shared, line), false),
+        Err(_) => (push_fallback::<RECORD>(shared, line), false),
     };
     drop(entered);
     pushed
@@ -511,7 +529,10 @@ fn push_local(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> (Pushed, b
 /// No usable thread-local ring (this thread is being torn down): use the trace's shared ring
 /// behind a mutex. Slower, same ordering.
 #[cold]
-fn push_fallback(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushed {
+fn push_fallback<const RECORD: bool>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<Line>,
+) -> Pushed {
     let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
     let ring = match fallback.take() {
         Some(ring) => ring,
@@ -524,5 +545,5 @@ fn push_fallback(shared: &Arc<Shared>, line: &mut ManuallyDrop<Line>) -> Pushed 
             }
         },
     };
-    fallback.insert(ring).push(shared, line)
+    fallback.insert(ring).push::<RECORD>(shared, line)
 }
