@@ -193,15 +193,17 @@ impl Gate {
                 && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name)))
     }
 
-    /// The verdict on a record line and the bits its handle keeps; `sampled`: the 1-of-N sample
-    /// was already taken when its builder was made ([`Gate::may_record_at`]).
+    /// The verdict on a record line and the bits its handle keeps; `parent`: the parent's bits,
+    /// asked only by a unit filter (a load through the parent's handle that a window alone does
+    /// not need); `sampled`: the 1-of-N sample was already taken when its builder was made
+    /// ([`Gate::may_record_at`]).
     #[inline(always)]
     pub(crate) fn record(
         &self,
         record_type: &Str,
         data_unit: impl FnOnce() -> Option<u64>,
         clk: u64,
-        parent: u8,
+        parent: impl FnOnce() -> u8,
         sampled: bool,
     ) -> (Verdict, u8) {
         if !self.on() {
@@ -227,7 +229,7 @@ impl Gate {
         record_type: &Str,
         unit: impl FnOnce() -> Option<u64>,
         clk: u64,
-        parent: u8,
+        parent: impl FnOnce() -> u8,
         sampled: bool,
     ) -> (Verdict, u8) {
         if clk >= self.window.end {
@@ -243,7 +245,7 @@ impl Gate {
         let unit_ok = match (&self.units, self.units.as_ref().and_then(|_| unit())) {
             (None, _) => true,
             (Some(units), Some(u)) => units.contains(&u),
-            (Some(_), None) => parent & bits::UNIT != 0,
+            (Some(_), None) => parent() & bits::UNIT != 0,
         };
         let type_ok = self.types.as_ref().is_none_or(|t| t.iter().any(|t| **t == **record_type));
         let mut b = 0;

@@ -640,14 +640,13 @@ fn begin_line(
         &line.record_type,
         || gate::unit_of(line.data.fields()),
         clk,
-        parent.map_or(0, |p| p.cap()),
+        || parent.map_or(0, |p| p.cap()),
         sampled,
     );
-    let trace_id = shared.gate.trace_id();
     if verdict == Verdict::Leave {
         release(slot);
         shared.gate.leave(gate::RECORD);
-        return Ok(left_word(trace_id));
+        return Ok(left_word(shared.gate.trace_id()));
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
