@@ -784,7 +784,14 @@ impl Drop for Pending {
 /// A builder dropped unused (or on an error path): frees its line, returns its box.
 #[cold]
 #[inline(never)]
-fn release(mut slot: Box<Slot>) {
+fn release(slot: Box<Slot>) {
+    release_inline(slot);
+}
+
+/// [`release`], inlined where lines are released in numbers: a deferred record's, when its
+/// handle goes (one per instruction before a capture window).
+#[inline(always)]
+fn release_inline(mut slot: Box<Slot>) {
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed (a push
     // takes the box out first), so the line is ours and dropped exactly once, here.
     unsafe { drop_line(slot.line.assume_init_mut()) };
@@ -1230,17 +1237,29 @@ mod nodes {
     /// `node` came from [`take`], was written, and is not used again.
     #[inline(never)]
     pub(super) unsafe fn free(node: NonNull<Node>) {
-        // SAFETY: the caller owns the node, made by `take` in a box of this layout.
-        let mut b = unsafe { Box::from_raw(node.as_ptr().cast::<MaybeUninit<Node>>()) };
-        // SAFETY: the node was written by `take` and is dropped once, here.
-        let n = unsafe { b.assume_init_mut() };
-        if let Some(slot) = n.deferred.get_mut().take() {
-            super::release(slot);
-        }
-        // SAFETY: as above.
-        unsafe { b.assume_init_drop() };
+        let p = node.as_ptr();
+        // SAFETY: the caller owns the node, written whole: the two fields that own something are
+        // moved out (the others are plain values, `PLAIN`), so its box holds nothing to drop.
+        let (inner, deferred) =
+            unsafe { (std::ptr::read(&raw const (*p).inner), std::ptr::read((*p).deferred.get())) };
+        // SAFETY: made by `take` in a box of this layout, and emptied above.
+        let b = unsafe { Box::from_raw(p.cast::<MaybeUninit<Node>>()) };
         super::boxes::keep(&FREE, b, KEEP);
+        // After the box is kept: nothing then waits in a register across a call, and the deferred
+        // line is released inline (one per instruction before a capture window).
+        drop(inner);
+        if let Some(slot) = deferred {
+            super::release_inline(slot);
+        }
     }
+
+    /// [`free`] drops only a node's `inner` and `deferred`: the other fields must need no drop.
+    const PLAIN: () = assert!(
+        !std::mem::needs_drop::<NonNull<crate::write::Shared>>()
+            && !std::mem::needs_drop::<std::sync::atomic::AtomicU64>()
+            && !std::mem::needs_drop::<std::cell::UnsafeCell<super::Pos>>()
+    );
+    const _: () = PLAIN;
 }
 
 /// Describes an event before it is emitted. Made by [`RecordHandle::event`].
