@@ -1239,24 +1239,28 @@ mod boxes {
 
     #[inline(always)]
     fn pop_from<T: Linked>(f: &Free<T>) -> Option<Box<T>> {
-        let top = f.top.get();
-        if top.is_null() || f.busy.get() {
+        if f.busy.get() {
             return None;
         }
         f.busy.set(true);
         // The flag is set before the list is read and cleared after it is written, as a signal
-        // handler on this thread sees them (no cost at run time).
+        // handler on this thread sees them (no cost at run time). The top is read only once the
+        // flag is set: a handler that ran before took its box whole, and one that runs after
+        // passes over the list.
         compiler_fence(Ordering::SeqCst);
-        // SAFETY: `top` is a kept box (from `Box::into_raw`), owned by the list, whose link
-        // `keep` wrote; taking it off the list gives its ownership back.
-        let b = unsafe {
-            f.top.set(T::link(top).read());
-            Box::from_raw(top)
-        };
-        f.len.set(f.len.get() - 1);
+        let top = f.top.get();
+        let b = (!top.is_null()).then(|| {
+            f.len.set(f.len.get() - 1);
+            // SAFETY: `top` is a kept box (from `Box::into_raw`), owned by the list, whose link
+            // `push` wrote; taking it off the list gives its ownership back.
+            unsafe {
+                f.top.set(T::link(top).read());
+                Box::from_raw(top)
+            }
+        });
         compiler_fence(Ordering::SeqCst);
         f.busy.set(false);
-        Some(b)
+        b
     }
 
     /// Keeps `b` in `list` while it holds fewer than `most`; frees it otherwise. `guard` frees
@@ -1271,6 +1275,8 @@ mod boxes {
         let Ok(f) = list.try_with(|f| f as *const Free<T>) else { return };
         // SAFETY: `Free` has no destructor, so it lives as long as this thread.
         let f = unsafe { &*f };
+        // Read before `push` sets the flag: a signal handler that keeps a box in between (a
+        // whole `keep` of its own) can take the list one box past `most`, no further.
         if f.state.get() != GUARDED || f.busy.get() || f.len.get() >= most {
             return keep_cold(f, guard, b, most);
         }
