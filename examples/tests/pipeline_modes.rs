@@ -1,0 +1,57 @@
+//! `pipeline_modes`, the one-mode-per-process runner used to compare builds: each mode runs the
+//! bench's program to its checked result and writes a valid trace of what the mode selects.
+
+use std::path::Path;
+use std::process::Command;
+
+fn run(mode: &str, out: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeline_modes"))
+        .args([mode, "12", out.to_str().expect("a UTF-8 path")])
+        .output()
+        .expect("running pipeline_modes")
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("the trace");
+    let (diags, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diags.is_empty() && report.errors == 0, "{diags:?}");
+    text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+#[test]
+fn each_mode_runs_the_program_and_writes_what_it_selects() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut records = Vec::new();
+    for mode in ["untraced", "off", "window", "full"] {
+        let out = dir.path().join(format!("{mode}.jets"));
+        let r = run(mode, &out);
+        assert!(r.status.success(), "{mode}: {}", String::from_utf8_lossy(&r.stderr));
+        let stdout = String::from_utf8_lossy(&r.stdout);
+        assert!(
+            stdout.starts_with(&format!("{mode}: ")) && stdout.contains(" cycles in "),
+            "{stdout}"
+        );
+        if mode == "untraced" {
+            assert!(!out.exists(), "an untraced run writes no trace");
+            continue;
+        }
+        let n = lines(&out).iter().filter(|l| l["type"] == "record").count();
+        records.push((mode, n));
+    }
+    let count = |m: &str| records.iter().find(|(mode, _)| *mode == m).map(|(_, n)| *n);
+    assert_eq!(count("off"), Some(0), "capture off writes no record");
+    let (window, full) = (count("window").unwrap(), count("full").unwrap());
+    assert!(window > 0 && window < full / 4, "a 1% window wrote {window} of {full} records");
+}
+
+#[test]
+fn an_unknown_mode_is_an_error_naming_the_modes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = run("everything", &dir.path().join("x.jets"));
+    assert!(!r.status.success());
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        stderr.contains("unknown mode \"everything\"") && stderr.contains("recorder"),
+        "{stderr}"
+    );
+}
