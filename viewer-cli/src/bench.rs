@@ -182,44 +182,15 @@ const MODES: [(&str, &str, Option<f64>); 5] = [
 
 fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     use jets::capture::{Capture, Recorder};
-    use jets_examples::pipeline::{programs, CacheConfig, Machine, Pipeline};
+    use jets_examples::pipeline::{programs, traced};
     let program = programs::bubble_sort(&programs::random_words(words, 7))
         .map_err(|e| anyhow!("assembling the benchmark program: {e}"))?;
     let path = dir.join("pipeline-bench.jets");
-    // One run; `capture` None is untraced. The result is checked every time, so a mode that
-    // broke the simulation could not pass as fast.
+    // One run; `capture` None is untraced.
     let once = |capture: Option<&Capture>| -> Result<(f64, u64)> {
-        let machine = Machine::load(&program)?;
-        // The previous run's file goes first, outside the timing: replacing a large file makes
-        // the kernel free its page cache in the `create` call, a cost of the last run (several
-        // tenths of a second after a full trace), not of this one.
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing {}", path.display()));
-            }
-            _ => {}
-        }
-        let start = Instant::now();
-        let mut pipe = Pipeline::new(machine, CacheConfig::default());
-        let trace = match capture {
-            Some(c) => {
-                let t = TraceBuilder::new()
-                    .capture(c.clone())
-                    .create(&path, Metadata::new())
-                    .with_context(|| format!("creating {}", path.display()))?;
-                pipe = pipe.traced(&t, "core0")?;
-                Some(t)
-            }
-            None => None,
-        };
-        pipe.run(u64::MAX)?;
-        let (machine, stats) = pipe.finish()?;
-        if let Some(t) = trace {
-            t.close_at(stats.cycles)?;
-        }
-        let took = start.elapsed().as_secs_f64();
-        program.verify(&machine).map_err(|e| anyhow!("the benchmark program went wrong: {e}"))?;
-        Ok((took, stats.cycles))
+        let (took, cycles) = traced::timed_run(&path, &program, capture)
+            .with_context(|| format!("the benchmark run into {}", path.display()))?;
+        Ok((took.as_secs_f64(), cycles))
     };
     let (_, cycles) = once(None)?; // warms up, and gives the run's length for the window
     let mid = cycles / 2;

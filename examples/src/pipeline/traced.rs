@@ -12,6 +12,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use jets::capture::Capture;
 use jets::{Metadata, SimClock, Trace, TraceBuilder};
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -94,6 +95,14 @@ pub enum RunError {
         /// The cause.
         source: jets::Error,
     },
+    /// The previous run's trace could not be removed.
+    #[error("removing {path}: {source}")]
+    Remove {
+        /// The trace file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// The `tracing` layer or `#[jets::record]` met errors it could not return.
     #[error("{count} instrumentation error(s), the first: {first}")]
     Instrumentation {
@@ -167,6 +176,50 @@ pub fn run_to_file(path: &Path, program: &Program, options: &Options) -> Result<
         });
     }
     Ok(Outcome { stats, verified, summary, sim_time, host })
+}
+
+/// One run of `program` timed as `jets bench` times it: from opening the trace at `path` under
+/// `capture` (None: untraced, no trace) to closing it; the result is checked after the timing, so
+/// a mode that broke the simulation cannot pass as fast. Returns the time and the run's length.
+///
+/// A file left at `path` by an earlier run is removed first, outside the timing: replacing a
+/// large file makes the kernel free its page cache in the `create` call, a cost of the last run
+/// (several tenths of a second after a full trace), not of this one.
+pub fn timed_run(
+    path: &Path,
+    program: &Program,
+    capture: Option<&Capture>,
+) -> Result<(Duration, u64), RunError> {
+    let display = || path.display().to_string();
+    match std::fs::remove_file(path) {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+            return Err(RunError::Remove { path: display(), source });
+        }
+        _ => {}
+    }
+    let trace_err = |source| RunError::Trace { path: display(), source };
+    let machine = Machine::load(program)?;
+    let start = Instant::now();
+    let mut pipe = Pipeline::new(machine, CacheConfig::default());
+    let trace = match capture {
+        Some(c) => {
+            let t = TraceBuilder::new()
+                .capture(c.clone())
+                .create(path, Metadata::new())
+                .map_err(trace_err)?;
+            pipe = pipe.traced(&t, "core0")?;
+            Some(t)
+        }
+        None => None,
+    };
+    pipe.run(u64::MAX)?;
+    let (machine, stats) = pipe.finish()?;
+    if let Some(t) = trace {
+        t.close_at(stats.cycles).map_err(trace_err)?;
+    }
+    let took = start.elapsed();
+    program.verify(&machine)?;
+    Ok((took, stats.cycles))
 }
 
 #[cfg(target_os = "linux")]
