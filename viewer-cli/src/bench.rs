@@ -188,8 +188,9 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let path = dir.join("pipeline-bench.jets");
     // One run; `capture` None is untraced.
     let once = |capture: Option<&Capture>| -> Result<(f64, u64)> {
-        let (took, cycles) = traced::timed_run(&path, &program, capture)
-            .with_context(|| format!("the benchmark run into {}", path.display()))?;
+        // The error names the trace file itself.
+        let (took, cycles) =
+            traced::timed_run(&path, &program, capture).context("running the benchmark")?;
         Ok((took.as_secs_f64(), cycles))
     };
     let (_, cycles) = once(None)?; // warms up, and gives the run's length for the window
