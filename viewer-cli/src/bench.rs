@@ -16,6 +16,9 @@
 //!   traced time / untraced time, medians of repeated runs in this process taken in turns (so a
 //!   change of load weighs on every mode alike), each run from opening the trace to closing it;
 //!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
+//!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
+//!   trace has, with nothing to encode (`slowdown_write_floor`), which no writer thread can beat
+//!   on this machine.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -123,8 +126,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for ((_, key, _), s) in MODES.iter().zip(sim.slowdown) {
         report[*key] = json!(round(s));
     }
+    report["full_trace_bytes"] = json!(sim.full_bytes);
+    report["slowdown_write_floor"] = json!(round(sim.write_floor));
     let mut rounds = json!({
         "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
+        "slowdown_write_floor": sim.rounds.iter().map(|r| round(r.write_floor)).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -159,6 +165,10 @@ struct Sim {
     untraced: f64,
     slowdown: [f64; MODES.len()],
     rounds: Vec<Round>,
+    /// The full trace's size, and the time to write that many bytes (no encoding) over the
+    /// untraced run's ([`write_floor`]).
+    full_bytes: u64,
+    write_floor: f64,
 }
 
 /// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
@@ -168,6 +178,7 @@ struct Sim {
 struct Round {
     untraced: f64,
     slowdown: [f64; MODES.len()],
+    write_floor: f64,
 }
 
 /// The traced modes, in report order: what they are, their JSON member, and their targets on the
@@ -206,16 +217,23 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     // machine's load during the bench weighs on every mode alike; medians per mode.
     let mut untraced = Vec::with_capacity(runs);
     let mut traced: [Vec<f64>; MODES.len()] = Default::default();
+    let mut floor = Vec::with_capacity(runs);
+    let mut full_bytes = 0;
     for _ in 0..runs.max(1) {
         untraced.push(once(None)?.0);
         for (times, c) in traced.iter_mut().zip(&settings) {
             times.push(once(Some(c))?.0);
         }
+        // The full trace, the last mode's, is at `path`.
+        let (took, bytes) = write_floor(dir, &path)?;
+        floor.push(took);
+        full_bytes = bytes;
     }
     let rounds = (0..untraced.len())
         .map(|r| Round {
             untraced: untraced[r],
             slowdown: std::array::from_fn(|m| traced[m][r] / untraced[r]),
+            write_floor: floor[r] / untraced[r],
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -223,7 +241,48 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     for (s, times) in slowdown.iter_mut().zip(traced) {
         *s = percentiles(times)?.p50 / untraced;
     }
-    Ok(Sim { cycles, untraced, slowdown, rounds })
+    let write_floor = percentiles(floor)?.p50 / untraced;
+    Ok(Sim { cycles, untraced, slowdown, rounds, full_bytes, write_floor })
+}
+
+/// Bytes per `write` call of [`write_floor`]: the writer's batch (`BATCH_BYTES` in the SDK).
+const FLOOR_WRITE: usize = 256 * 1024;
+
+/// The reference beside the full trace: the time to write as many bytes as the full trace at
+/// `full` has into a new file beside it, [`FLOOR_WRITE`] bytes per call from one buffer (the
+/// trace's first bytes, repeated), from create to close as a traced run is timed, with nothing
+/// to encode. No single writer thread can put the trace in the file faster on this machine, so
+/// this time over the untraced run's is a floor under `slowdown_full` that the SDK does not set.
+/// The trace is removed first (only its size and first bytes are needed), so that the two never
+/// fill the page cache together. Returns the seconds and the trace's size.
+fn write_floor(dir: &Path, full: &Path) -> Result<(f64, u64)> {
+    use std::io::{Read, Write};
+    let at = |path: &Path| path.display().to_string();
+    let bytes = std::fs::metadata(full).with_context(|| at(full))?.len();
+    let mut chunk = Vec::with_capacity(FLOOR_WRITE);
+    std::fs::File::open(full)
+        .and_then(|f| f.take(FLOOR_WRITE as u64).read_to_end(&mut chunk))
+        .with_context(|| at(full))?;
+    if chunk.is_empty() {
+        bail!("{}: the full trace is empty", at(full));
+    }
+    std::fs::remove_file(full).with_context(|| format!("removing {}", at(full)))?;
+    while chunk.len() < FLOOR_WRITE {
+        chunk.extend_from_within(..chunk.len().min(FLOOR_WRITE - chunk.len()));
+    }
+    let path = dir.join("write-floor.bin");
+    let start = Instant::now();
+    let mut file = std::fs::File::create(&path).with_context(|| at(&path))?;
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(FLOOR_WRITE as u64) as usize;
+        file.write_all(&chunk[..n]).with_context(|| at(&path))?;
+        left -= n as u64;
+    }
+    drop(file);
+    let took = start.elapsed().as_secs_f64();
+    std::fs::remove_file(&path).with_context(|| format!("removing {}", at(&path)))?;
+    Ok((took, bytes))
 }
 
 fn to_text(r: &Value) -> String {
@@ -276,6 +335,13 @@ fn to_text(r: &Value) -> String {
         let target = target.map_or(String::new(), |t| format!("   (target <= {t})"));
         s += &format!("  {what:<32} {:>6.2}x   rounds {lo:.2}-{hi:.2}x{target}\n", f(key));
     }
+    let (lo, hi) = range(&rounds["slowdown_write_floor"]);
+    let label = format!("only writing its {:.2} GB", f("full_trace_bytes") / 1e9);
+    s += &format!(
+        "  {label:<32} {:>6.2}x   rounds {lo:.2}-{hi:.2}x   (no encoding: a floor under \
+         \"everything\" here)\n",
+        f("slowdown_write_floor")
+    );
     let (lo, hi) = range(&rounds["untraced_sec"]);
     if hi > lo * SPELL {
         s += &format!(

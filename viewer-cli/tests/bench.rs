@@ -27,6 +27,7 @@ fn bench_json_has_every_figure() {
         "slowdown_sample_1pct",
         "slowdown_recorder",
         "slowdown_full",
+        "slowdown_write_floor",
     ] {
         let x = v[field].as_f64().unwrap_or_else(|| panic!("{field} missing in {v}"));
         assert!(x.is_finite() && x > 0.0, "{field} = {x}");
@@ -45,12 +46,15 @@ fn bench_json_has_every_figure() {
         "slowdown_sample_1pct",
         "slowdown_recorder",
         "slowdown_full",
+        "slowdown_write_floor",
     ] {
         let xs: Vec<f64> =
             rounds[field].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
         assert_eq!(xs.len(), untraced.len(), "{field} in {rounds}");
         assert!(xs.iter().all(|x| x.is_finite() && *x > 0.0), "{field} in {rounds}");
     }
+    // The floor writes the full trace's bytes: a trace holds at least its header and footer.
+    assert!(v["full_trace_bytes"].as_u64().unwrap() > 100, "{v}");
     assert!(v["cpus"].as_u64().unwrap() >= 1);
     assert_eq!(v["quick"], true);
     // The end-to-end file lives in --dir only while the bench runs.
