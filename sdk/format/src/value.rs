@@ -715,7 +715,11 @@ mod tests {
             json::Text::write_json_str(&s.clone(), &mut json);
             assert_eq!(json, serde_json::to_vec(text).expect("json"));
         }
-        assert_eq!(Str::copy_of("").as_str(), "");
+        let digits: String = ('a'..='z').collect();
+        for n in 0..=InlineStr::CAPACITY {
+            let inline = InlineStr::new(&digits[..n]).expect("short enough");
+            assert_eq!(inline.as_str(), &digits[..n], "length {n}");
+        }
         let mut d = Data::new();
         d.push("op", Value::Str(short.clone()));
         assert!(d.owns_nothing() && d.as_ref().owns_nothing(), "an inline text owns nothing");
