@@ -312,7 +312,7 @@ pub unsafe extern "C" fn jets_record_begin(
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let parts = unsafe { attrs::text(description, data_json) }?;
-        t.begin(parent, clk, Str::copy_of(name), Str::copy_of(record_type), parts)
+        t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), parts)
     })
     .unwrap_or(0)
 }
@@ -419,7 +419,7 @@ pub unsafe extern "C" fn jets_event(
         let name = unsafe { cstr::required(name, "name") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let parts = unsafe { attrs::text(description, data_json) }?;
-        let name = Str::copy_of(name);
+        let name = Str::from(name.to_owned());
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
             Ok(parts.apply(h.event_at(t.resolve(clk, h.start_clk()), name)).emit()?)
@@ -580,7 +580,7 @@ pub unsafe extern "C" fn jets_annotation(
         let name = unsafe { cstr::required(name, "name") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let parts = unsafe { attrs::text(description, data_json) }?;
-        let name = Str::copy_of(name);
+        let name = Str::from(name.to_owned());
         t.check_healthy()?;
         t.records.with(record, "record", |h| Ok(parts.apply(h.annotation(name)).emit()?))
     })

@@ -105,7 +105,7 @@ pub(crate) unsafe fn text(
         }
         None => None,
     };
-    Ok(Parts { description: description.map(Str::copy_of), data })
+    Ok(Parts { description: description.map(|d| Str::from(d.to_owned())), data })
 }
 
 /// `sizeof(jets_attrs)` of the first version (up to `data_json`): still accepted.
@@ -355,7 +355,7 @@ pub(crate) unsafe fn convert(f: &jets_field) -> Option<(&'static str, Value)> {
             JETS_FIELD_STR => Value::Str(Str::Static(intern::get(f.value.str)?)),
             JETS_FIELD_TEXT => {
                 let text = cstr::required(f.value.text, "text field value").ok()?;
-                Value::Str(Str::copy_of(text))
+                Value::Str(Str::from(text.to_owned()))
             }
             _ => return None,
         }
@@ -504,7 +504,7 @@ unsafe fn value(f: &jets_field, index: usize) -> Result<Value, Failure> {
         JETS_FIELD_TEXT => {
             // SAFETY: the caller promises a NUL-terminated string (or NULL, refused).
             let text = unsafe { cstr::required(f.value.text, "text field value") }?;
-            Value::Str(Str::copy_of(text))
+            Value::Str(Str::from(text.to_owned()))
         }
         kind => {
             return Err(Failure::invalid(format!(

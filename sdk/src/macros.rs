@@ -146,7 +146,7 @@ pub mod __private {
     );
     impl ToValue for str {
         fn to_value(&self) -> Value {
-            Value::Str(Str::copy_of(self))
+            Value::Str(self.to_owned().into())
         }
     }
     impl ToValue for String {

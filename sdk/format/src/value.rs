@@ -15,14 +15,7 @@ use serde_json::value::RawValue;
 use super::hints::Color;
 use super::json;
 
-/// A string that is static, owned, shared or short enough to be kept inline: names on the hot
-/// path are usually `&'static str`.
-///
-/// A short string made at run time (up to [`InlineStr::CAPACITY`] bytes: a `String`, a clone of
-/// a short owned one, [`Str::copy_of`]) is kept in the value itself, [`Str::Inline`]: no
-/// allocation, no reference count. The SDK's writer also moves a short shared name into its
-/// queue as an inline copy, so that the writer thread never touches a reference count the
-/// emitting thread increments.
+/// A string that is static, owned or shared: names on the hot path are usually `&'static str`.
 ///
 /// ```
 /// use jets_format::Str;
@@ -30,8 +23,8 @@ use super::json;
 /// let b: Str = format!("core{}", 3).into();
 /// assert_eq!(&*a, "Decode");
 /// assert_eq!(&*b, "core3");
-/// assert!(matches!(b, Str::Inline(_)), "short: kept inline, no allocation");
 /// ```
+#[derive(Clone)]
 pub enum Str {
     /// A string with static lifetime: no allocation, no reference count.
     Static(&'static str),
@@ -39,72 +32,16 @@ pub enum Str {
     Owned(Box<str>),
     /// A string shared with others (an interned name).
     Shared(Arc<str>),
-    /// A short string kept in the value itself: no allocation, no reference count.
-    Inline(InlineStr),
-}
-
-// A `Str` is three words, whatever its variant: the writer moves it word by word.
-const _: () = assert!(std::mem::size_of::<Str>() == 24);
-
-/// The text of an [`Str::Inline`]: at most [`InlineStr::CAPACITY`] bytes of UTF-8.
-#[derive(Clone, Copy)]
-pub struct InlineStr {
-    len: u8,
-    bytes: [u8; InlineStr::CAPACITY],
-}
-
-impl InlineStr {
-    /// The longest text kept inline, in bytes: what fits in a [`Str`]'s three words beside its
-    /// tag and this length.
-    pub const CAPACITY: usize = 22;
-
-    /// A copy of `s`, if it is short enough.
-    ///
-    /// ```
-    /// use jets_format::InlineStr;
-    /// assert_eq!(InlineStr::new("lw x5, 0(x10)").unwrap().as_str(), "lw x5, 0(x10)");
-    /// assert!(InlineStr::new("a name longer than twenty-two bytes").is_none());
-    /// ```
-    #[inline]
-    pub fn new(s: &str) -> Option<InlineStr> {
-        let mut bytes = [0; InlineStr::CAPACITY];
-        bytes.get_mut(..s.len())?.copy_from_slice(s.as_bytes());
-        Some(InlineStr { len: s.len() as u8, bytes })
-    }
-
-    /// The text.
-    #[inline]
-    pub fn as_str(&self) -> &str {
-        let bytes = &self.bytes[..usize::from(self.len)];
-        // SAFETY: `new` copied these bytes from a `str`, whole.
-        unsafe { std::str::from_utf8_unchecked(bytes) }
-    }
 }
 
 impl Str {
     /// The empty string.
     pub const EMPTY: Str = Str::Static("");
 
-    /// A copy of `s`: [`Str::Inline`] when it is short enough, else [`Str::Owned`].
-    #[inline]
-    pub fn copy_of(s: &str) -> Str {
-        match InlineStr::new(s) {
-            Some(inline) => Str::Inline(inline),
-            None => Str::Owned(s.into()),
-        }
-    }
-
-    /// True for a [`Str::Static`].
+    /// True for a [`Str::Static`], which owns nothing.
     #[inline]
     pub fn is_static(&self) -> bool {
         matches!(self, Str::Static(_))
-    }
-
-    /// True for a string that holds memory of its own ([`Str::Owned`], [`Str::Shared`]): one a
-    /// line must drop, unlike a static or inline one.
-    #[inline]
-    pub fn owns_memory(&self) -> bool {
-        matches!(self, Str::Owned(_) | Str::Shared(_))
     }
 
     /// The text.
@@ -114,21 +51,6 @@ impl Str {
             Str::Static(s) => s,
             Str::Owned(s) => s,
             Str::Shared(s) => s,
-            Str::Inline(s) => s.as_str(),
-        }
-    }
-}
-
-impl Clone for Str {
-    /// A short owned string is copied inline, with no allocation; a longer one is copied, and a
-    /// shared one shares (a reference count).
-    #[inline]
-    fn clone(&self) -> Str {
-        match self {
-            Str::Static(s) => Str::Static(s),
-            Str::Inline(s) => Str::Inline(*s),
-            Str::Owned(s) => InlineStr::new(s).map_or_else(|| Str::Owned(s.clone()), Str::Inline),
-            Str::Shared(s) => Str::Shared(Arc::clone(s)),
         }
     }
 }
@@ -169,15 +91,9 @@ impl From<&'static str> for Str {
         Str::Static(s)
     }
 }
-/// Short: copied inline (the `String`'s memory is freed here, on the thread that made it);
-/// longer: owned.
 impl From<String> for Str {
-    #[inline]
     fn from(s: String) -> Self {
-        match InlineStr::new(&s) {
-            Some(inline) => Str::Inline(inline),
-            None => Str::Owned(s.into_boxed_str()),
-        }
+        Str::Owned(s.into_boxed_str())
     }
 }
 impl From<Box<str>> for Str {
@@ -320,7 +236,7 @@ pub struct Data {
 /// both "full" and "spilled".
 struct Inline {
     len: u32,
-    /// Set once a field owns memory (an owned or shared text): [`Data::owns_nothing`] then
+    /// Set once a field owns memory (a text that is not static): [`Data::owns_nothing`] then
     /// answers from this and `extra` instead of scanning the fields. It sits in the padding
     /// after `len`, so `Data` keeps its size.
     owns: bool,
@@ -412,13 +328,13 @@ impl DataRef<'_> {
         self.json().is_none_or(|raw| raw.get().trim_start().starts_with('{'))
     }
 
-    /// True when the data owns no memory: static keys and numbers, booleans, colors, static or
-    /// inline strings only. Dropping such a `Data` frees nothing, so a caller that discards many may
+    /// True when the data owns no memory: static keys and numbers, booleans, colors or static
+    /// strings only. Dropping such a `Data` frees nothing, so a caller that discards many may
     /// skip its drop (see `jets::write::record::drop_line`).
     #[inline]
     pub fn owns_nothing(&self) -> bool {
         self.extra.is_none()
-            && self.inline.iter().all(|(_, v)| !matches!(v, Value::Str(s) if s.owns_memory()))
+            && self.inline.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
     }
 
     /// The typed fields in the order they were added.
@@ -516,7 +432,7 @@ impl Data {
                 let field = self.inline.xs[len as usize].write((k, value.into()));
                 // Known when the value is made: a number or a static text (most fields) owns
                 // nothing, and this test is compiled out.
-                if matches!(&field.1, Value::Str(s) if s.owns_memory()) {
+                if matches!(&field.1, Value::Str(s) if !s.is_static()) {
                     self.inline.owns = true;
                 }
                 self.inline.len = len + 1;
@@ -664,7 +580,7 @@ mod tests {
         d.push("color", Color::rgb(0x010203));
         assert!(owns_nothing(&d));
         let mut owned = d.clone();
-        owned.push("name", String::from("a name longer than twenty-two bytes"));
+        owned.push("name", String::from("x1"));
         assert!(!owns_nothing(&owned));
         owned.push("after", 1u64);
         assert!(!owns_nothing(&owned.clone()), "a clone owns what its original owns");
@@ -687,37 +603,6 @@ mod tests {
         let mut json = Data::new();
         json.parse_json("{}").expect("json");
         assert!(!owns_nothing(&json), "raw JSON is owned");
-    }
-
-    #[test]
-    fn short_texts_made_at_run_time_are_kept_inline() {
-        let at_most = "x".repeat(InlineStr::CAPACITY);
-        let longer = "x".repeat(InlineStr::CAPACITY + 1);
-        assert!(matches!(Str::copy_of(&at_most), Str::Inline(_)));
-        assert!(matches!(Str::copy_of(&longer), Str::Owned(_)));
-        assert!(matches!(Str::from(at_most.clone()), Str::Inline(_)));
-        assert!(matches!(Str::from(longer.clone()), Str::Owned(_)));
-        let short = Str::copy_of("addi x11, x0, 20");
-        assert!(matches!(Str::Shared("x1".into()).clone(), Str::Shared(_)), "shared stays shared");
-        assert!(matches!(Str::Owned(at_most.as_str().into()).clone(), Str::Inline(_)));
-        assert!(matches!(Str::Owned(longer.as_str().into()).clone(), Str::Owned(_)));
-        // Whole characters: 11 two-byte ones fill it exactly; the text is the same either way.
-        let accents = "é".repeat(11);
-        for (s, text) in [(&short, "addi x11, x0, 20"), (&Str::copy_of(&accents), &*accents)] {
-            assert_eq!(s.clone().as_str(), text);
-            assert_eq!(s.clone(), Str::Static(Box::leak(text.into())));
-            let mut json = Vec::new();
-            json::Text::write_json_str(&s.clone(), &mut json);
-            assert_eq!(json, serde_json::to_vec(text).expect("json"));
-        }
-        let digits: String = ('a'..='z').collect();
-        for n in 0..=InlineStr::CAPACITY {
-            let inline = InlineStr::new(&digits[..n]).expect("short enough");
-            assert_eq!(inline.as_str(), &digits[..n], "length {n}");
-        }
-        let mut d = Data::new();
-        d.push("op", Value::Str(short.clone()));
-        assert!(d.owns_nothing() && d.as_ref().owns_nothing(), "an inline text owns nothing");
     }
 
     fn enc(d: &Data) -> String {

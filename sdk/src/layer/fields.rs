@@ -176,7 +176,7 @@ impl Visit for Fields {
             DESCRIPTION => {
                 self.description = Some(callsites::text(self.meta, Slot::Description, value))
             }
-            _ => self.put(field, Value::Str(Str::copy_of(value))),
+            _ => self.put(field, Value::Str(value.to_owned().into())),
         }
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {

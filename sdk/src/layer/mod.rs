@@ -95,7 +95,7 @@ impl JetsLayer {
             return Some(Arc::clone(root));
         }
         let name: Str = match current.name() {
-            Some(n) => Str::copy_of(n),
+            Some(n) => n.to_owned().into(),
             None => format!("{:?}", current.id()).into(),
         };
         let root = self

@@ -12,7 +12,7 @@ use std::mem::{size_of, ManuallyDrop, MaybeUninit};
 use std::ptr;
 
 use super::ring::Pos;
-use crate::format::{Data, DataExtra, DataRef, Field, InlineStr, Str};
+use crate::format::{Data, DataExtra, DataRef, Field, Str};
 
 /// Which line a [`Line`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl Line {
         unsafe {
             let mut p = put(at.add(1), &l.clk);
             p = put(p, &l.id);
-            p = put_text(p, &l.name);
+            p = put(p, &l.name);
             if let Some(after) = l.after.filter(|a| a.ring != ring) {
                 header |= FLAG_AFTER;
                 p.write(after.ring as u64);
@@ -162,11 +162,11 @@ impl Line {
             }
             if RECORD && !is_static_empty(&l.record_type) {
                 header |= FLAG_RECORD_TYPE;
-                p = put_text(p, &l.record_type);
+                p = put(p, &l.record_type);
             }
             if !is_static_empty(&l.description) {
                 header |= FLAG_DESCRIPTION;
-                p = put_text(p, &l.description);
+                p = put(p, &l.description);
             }
             if let Some(extra) = l.data.read_extra() {
                 header |= FLAG_EXTRA;
@@ -306,33 +306,6 @@ impl<'a> Entry<'a> {
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(parts.fields, parts.count));
         }
     }
-}
-
-/// Moves the text `*s` into the words at `at` as [`put`] does, except that a short shared text
-/// ([`Str::Shared`], up to [`InlineStr::CAPACITY`] bytes) goes in as an inline copy, and its
-/// reference is dropped here, on the emitting thread. The writer thread, which drops the entry,
-/// then never touches the reference count that this thread increments at its next clone of the
-/// same name (a simulator names its records from a table of shared disassembly): that count's
-/// cache line moved between the two cores at every line. A record held in its handle
-/// (CAP-DEFER-1), most of them never pushed, keeps its cheap clone of the reference.
-///
-/// # Safety
-/// As for [`put`], moving `*s`.
-#[inline(always)]
-unsafe fn put_text(at: *mut u64, s: &Str) -> *mut u64 {
-    if let Str::Shared(shared) = s {
-        if let Some(copy) = InlineStr::new(shared) {
-            // SAFETY: per the contract; the copy owns nothing, and the reference, which the
-            // caller moves to us, is dropped once, here.
-            unsafe {
-                let p = put(at, &Str::Inline(copy));
-                drop(ptr::read(shared));
-                return p;
-            }
-        }
-    }
-    // SAFETY: per the contract.
-    unsafe { put(at, s) }
 }
 
 /// Copies `*value` bitwise to the words at `at` and returns the word after it.

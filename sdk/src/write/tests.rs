@@ -324,36 +324,3 @@ fn deferred_records_are_pushed_once_or_released() {
     assert!(records[1].contains(r#""name":"shared""#), "{lines:?}");
     assert_eq!(lines.iter().filter(|l| l.contains(r#""type":"event""#)).count(), 2);
 }
-
-/// A short shared name goes into the queue as an inline copy: once the emitting call returns, the
-/// writer holds no reference to it (it would touch the count this thread increments at every
-/// clone). A long one is shared with the writer as before; both are written as they are.
-#[test]
-fn short_shared_names_are_queued_as_copies() {
-    let out = Buf::default();
-    let trace = open(1 << 12, Policy::Block, &out);
-    let short: Arc<str> = "addi x11, x0, 20".into();
-    let long: Arc<str> = "a disassembly longer than twenty-two bytes".into();
-    let (short_name, long_name) = (Arc::clone(&short), Arc::clone(&long));
-    let (short_name, long_name) =
-        (crate::format::Str::Shared(short_name), crate::format::Str::Shared(long_name));
-    let root = trace.root("core", "Core").begin_at(0).expect("root");
-    let insn = root
-        .child_at(1, &short_name, "Instruction")
-        .description(&short_name)
-        .begin()
-        .expect("record");
-    insn.event_at(2, &short_name).emit().expect("event");
-    assert_eq!(Arc::strong_count(&short), 2, "only `short_name` holds it besides the test");
-    let other = root.child_at(3, &long_name, "Instruction").begin().expect("record");
-    insn.end_at(4).expect("end");
-    other.end_at(5).expect("end");
-    root.end_at(6).expect("end");
-    trace.close().expect("close");
-    let lines = out.lines();
-    let count = |text: &str| lines.iter().filter(|l| l.contains(text)).count();
-    assert_eq!(count(r#""name":"addi x11, x0, 20""#), 2, "{lines:#?}");
-    assert_eq!(count(r#""description":"addi x11, x0, 20""#), 1, "{lines:#?}");
-    assert_eq!(count(&format!(r#""name":"{long}""#)), 1, "{lines:#?}");
-    assert_eq!(Arc::strong_count(&long), 2, "the writer's copy is dropped by close");
-}
