@@ -47,7 +47,7 @@ pub use jets_format as format;
 
 pub use clock::SimClock;
 pub use error::Error;
-pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder};
+pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder, WRITE_BATCH_BYTES};
 
 #[cfg(feature = "macros")]
 pub use jets_macros::record;

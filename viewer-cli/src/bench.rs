@@ -245,8 +245,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     Ok(Sim { cycles, untraced, slowdown, rounds, full_bytes, write_floor })
 }
 
-/// Bytes per `write` call of [`write_floor`]: the writer's batch (`BATCH_BYTES` in the SDK).
-const FLOOR_WRITE: usize = 256 * 1024;
+/// Bytes per `write` call of [`write_floor`]: the writer's batch.
+const FLOOR_WRITE: usize = jets::WRITE_BATCH_BYTES;
 
 /// The reference beside the full trace: the time to write as many bytes as the full trace at
 /// `full` has into a new file beside it, [`FLOOR_WRITE`] bytes per call from one buffer (the

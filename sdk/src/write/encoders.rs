@@ -166,7 +166,7 @@ impl Pool {
             }
         }
         job.weight += words * 8;
-        job.weight >= super::writer::BATCH_BYTES
+        job.weight >= super::WRITE_BATCH_BYTES
     }
 
     /// Batches handed out and not yet taken back by [`Pool::next`].

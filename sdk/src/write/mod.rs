@@ -148,6 +148,11 @@ pub struct Dropped {
     pub record_ends: u64,
 }
 
+/// The writer hands the OS its encoded lines in batches of this many bytes (or fewer, when the
+/// rings run dry or the flush interval passes): one `write` call each. `jets bench` writes its
+/// reference for the full trace's cost in calls of this size.
+pub const WRITE_BATCH_BYTES: usize = 256 * 1024;
+
 /// State shared by producers and the writer thread.
 pub(crate) struct Shared {
     /// Unique per trace in this process: keys the thread-local rings.

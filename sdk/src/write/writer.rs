@@ -12,6 +12,7 @@ use super::line::{Entry, Kind};
 use super::ring::Pos;
 use super::sink::Sink;
 use super::spsc::Consumer;
+use super::WRITE_BATCH_BYTES as BATCH_BYTES;
 use super::{Control, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
@@ -25,8 +26,6 @@ pub(crate) struct Config {
     pub(crate) encoders: usize,
 }
 
-/// A batch is written once it reaches this size (or the rings run dry, or the interval passes).
-pub(super) const BATCH_BYTES: usize = 256 * 1024;
 /// The longest nap of an idle writer. Short enough to keep the flush interval, long enough to
 /// cost nothing measurable.
 const MAX_NAP: Duration = Duration::from_millis(5);
