@@ -1482,9 +1482,14 @@ impl EventBuilder<'_> {
     pub fn emit_at(mut self, clk: u64) -> Result<(), Error> {
         self.record.check_clk(clk)?;
         check_at(self.at, clk)?;
-        if let Some(line) = self.p.line() {
-            line.clk = clk;
-        }
+        let Some(line) = self.p.line() else {
+            // Inert (capture left the event out, or its record is not written): counted, and
+            // nothing else to look at. The general path asks again what was asked when the
+            // builder was made.
+            self.record.not_written(DROP_EVENT);
+            return Ok(());
+        };
+        line.clk = clk;
         self.record.push(&mut self.p, DROP_EVENT)
     }
 
