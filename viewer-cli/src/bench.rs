@@ -221,13 +221,15 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut full_bytes = 0;
     for _ in 0..runs.max(1) {
         untraced.push(once(None)?.0);
-        for (times, c) in traced.iter_mut().zip(&settings) {
+        for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
             times.push(once(Some(c))?.0);
+            if key == "slowdown_full" {
+                // The full trace is at `path` now.
+                let (took, bytes) = write_floor(dir, &path)?;
+                floor.push(took);
+                full_bytes = bytes;
+            }
         }
-        // The full trace, the last mode's, is at `path`.
-        let (took, bytes) = write_floor(dir, &path)?;
-        floor.push(took);
-        full_bytes = bytes;
     }
     let rounds = (0..untraced.len())
         .map(|r| Round {
