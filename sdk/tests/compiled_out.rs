@@ -48,6 +48,17 @@ fn instrumentation_compiles_to_nothing() {
     jets::event!(child, "Fetch", clk = 1, pc = 4u64).unwrap();
     child.end_at(2).unwrap();
     root.end_at(3).unwrap();
+    // The host collector too (jets-host does not turn `enabled` back on): it samples, and writes
+    // nothing.
+    #[cfg(target_os = "linux")]
+    {
+        let config = jets_host::HostConfig { perf: false, ..Default::default() }
+            .interval(std::time::Duration::from_millis(1));
+        let monitor = jets_host::HostMonitor::start(&trace, config).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let report = monitor.stop().unwrap();
+        assert!(report.samples >= 1, "the collector ran: {} samples", report.samples);
+    }
     trace.close().unwrap();
 
     let text = out.text();

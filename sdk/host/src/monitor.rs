@@ -61,9 +61,10 @@ impl HostConfig {
 /// What a monitor measured, returned by [`HostMonitor::stop`].
 #[derive(Clone, Debug)]
 pub struct HostReport {
-    /// Samples written.
+    /// Samples taken: each is a `HostSync` event in the trace, unless capture control left it
+    /// out or tracing is compiled out (jets-sdk without `enabled`).
     pub samples: u64,
-    /// The sync points written, in order.
+    /// The sync points, in order (one a sample; see `samples` for when they are written).
     pub sync_points: Vec<SyncPoint>,
     /// Which sources worked.
     pub capabilities: Capabilities,
