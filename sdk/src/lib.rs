@@ -49,6 +49,17 @@ pub use clock::SimClock;
 pub use error::Error;
 pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder, WRITE_BATCH_BYTES};
 
+/// True when this build traces: jets-sdk's `enabled` feature is on (the default). Without it
+/// every emitting call does nothing and a trace holds its header and footer only; a simulator can
+/// say so when it starts.
+///
+/// ```
+/// if !jets::COMPILED_IN {
+///     eprintln!("tracing is compiled out of this build");
+/// }
+/// ```
+pub const COMPILED_IN: bool = cfg!(feature = "enabled");
+
 #[cfg(feature = "macros")]
 pub use jets_macros::record;
 #[cfg(feature = "tracing")]
