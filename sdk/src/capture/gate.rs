@@ -94,6 +94,18 @@ impl Gate {
         }
     }
 
+    /// The first cycle a line may be captured at when capture filters at all: a line at an
+    /// earlier cycle is left out whatever its name (0: none is). Nodes keep a copy, so that an
+    /// event under a deferred record before a window is refused without a look here.
+    #[inline(always)]
+    pub(crate) fn refuse_below(&self) -> u64 {
+        if self.filtering {
+            self.window.start
+        } else {
+            0
+        }
+    }
+
     /// The trace this gate belongs to (keys the left-out counters).
     #[inline(always)]
     pub(crate) fn trace_id(&self) -> u64 {

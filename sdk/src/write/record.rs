@@ -61,9 +61,6 @@ struct Node {
     /// wait for it. Read through [`Node::pushed`]: a deferred record's is written once, by the
     /// thread that pushes its line, before [`Node::flags`] says [`PUSHED`].
     pos: UnsafeCell<Pos>,
-    /// A deferred record's line, not pushed yet: taken by the one thread that moves the state
-    /// from [`DEFERRED`] to [`PUSHING`], or by `end`/`drop`, which own the handle.
-    deferred: UnsafeCell<Option<Box<Slot>>>,
     /// In one word, of which only the state changes after the node is made:
     /// * the state ([`STATE`] bits): [`PUSHED`], or that of a deferred record's line;
     /// * capture control's bits for lines made through this handle (`capture::gate::bits`),
@@ -72,7 +69,17 @@ struct Node {
     ///   off it is dropped (and counted) too, so no line can refer to a record missing from the
     ///   file.
     flags: AtomicU64,
+    /// Lines under the record at a cycle before this one are left out whatever their name: the
+    /// capture window's start ([`crate::capture::gate::Gate::refuse_below`]). Read by `event_at`
+    /// before the gate, so that the events of a record deferred before a window, most of the
+    /// lines there, are refused from the node alone.
+    refuse_below: u64,
 }
+
+// SAFETY: `shared` points into `inner` (an `Arc`, `Send + Sync`), which the node keeps alive; the
+// rest is plain data and atomics. A node moves between threads inside a line's box (`Slot`) or a
+// handle (see `Send for RecordHandle`).
+unsafe impl Send for Node {}
 
 /// Bit 0 of [`RecordHandle::word`]: the record was left out by capture (a node's address is
 /// aligned, so its bit 0 is clear).
@@ -121,6 +128,10 @@ const CLOSED: u64 = 3;
 const CAP_SHIFT: u64 = 8;
 /// The record's lines are written ([`Node::flags`]).
 const LIVE: u64 = 1 << 16;
+/// The node is in the box of its record's line ([`Slot::node`]): a deferred record's, whose line
+/// stays beside it until pushed, taken by the one thread that moves the state from [`DEFERRED`]
+/// to [`PUSHING`], or dropped by `end`/`drop`, which own the handle ([`Node::flags`]).
+const EMBEDDED: u64 = 1 << 17;
 
 thread_local! {
     /// Set while this thread pushes a deferred line: a signal handler on it that emits under the
@@ -257,7 +268,7 @@ impl RecordHandle {
         };
         if let Some(sampled) = made {
             b.sampled = sampled;
-            b.p = Pending::under(n, Kind::Record, name.into());
+            b.p = Pending::under(n, self.word, Kind::Record, name.into());
             if let Some(line) = b.p.line() {
                 line.parent = Some(n.raw_id());
                 line.record_type = record_type;
@@ -273,7 +284,7 @@ impl RecordHandle {
         if let Some((n, cap)) = self.live_node_cap() {
             let name = name.into();
             if n.shared().gate.may_event(&name, cap, self.start) {
-                b.p = Pending::under(n, Kind::Event, name);
+                b.p = Pending::under(n, self.word, Kind::Event, name);
             }
         }
         b
@@ -294,11 +305,15 @@ impl RecordHandle {
     pub fn event_at(&self, clk: u64, name: impl Into<Str>) -> EventBuilder<'_> {
         let mut b = EventBuilder { record: self, p: Pending::inert(), at: Some(clk) };
         if let Some((n, cap)) = self.live_node_cap() {
+            // Before a window: refused by the cycle alone (CAP-AT-1).
+            if clk >= self.start && clk < n.refuse_below {
+                return b;
+            }
             let name = name.into();
             // A cycle before the record's start is an error at `emit`; the line is made so that
             // the error does not depend on capture.
             if clk < self.start || n.shared().gate.event(&name, clk, cap) {
-                b.p = Pending::under(n, Kind::Event, name);
+                b.p = Pending::under(n, self.word, Kind::Event, name);
             }
         }
         b
@@ -311,7 +326,7 @@ impl RecordHandle {
         if let Some((n, _)) =
             self.live_node_cap().filter(|(n, cap)| n.shared().gate.annotation(*cap))
         {
-            b.p = Pending::under(n, Kind::Annotation, name.into());
+            b.p = Pending::under(n, self.word, Kind::Annotation, name.into());
         }
         b
     }
@@ -468,11 +483,13 @@ impl Node {
     }
 
     /// Where the record line was queued, once it was: a deferred line is pushed now (held, for
-    /// the writer to decide), since a line is being made under it.
+    /// the writer to decide), since a line is being made under it. `word` is the handle's word
+    /// for this node: a deferred record's line is in the node's box, outside the node, which a
+    /// pointer made from `&self` may not reach.
     #[inline(always)]
-    fn pushed(&self) -> Result<&Pos, Error> {
+    fn pushed(&self, word: NonNull<Node>) -> Result<&Pos, Error> {
         if self.state() != PUSHED {
-            self.push_deferred()?;
+            self.push_deferred(word)?;
         }
         // SAFETY: PUSHED was seen (acquire), after which `pos` is never written (see `flags`).
         Ok(unsafe { &*self.pos.get() })
@@ -481,7 +498,7 @@ impl Node {
     /// Pushes a deferred record's line, or waits for the thread that is pushing it.
     #[cold]
     #[inline(never)]
-    fn push_deferred(&self) -> Result<(), Error> {
+    fn push_deferred(&self, word: NonNull<Node>) -> Result<(), Error> {
         // Inside a push on this thread (an allocator or destructor that emits): refused, as that
         // push would be, before the line is taken.
         if ring::Entered::enter().is_none() {
@@ -504,17 +521,19 @@ impl Node {
             }
         }
         PUSHING_DEFERRED.with(|p| p.set(true));
-        // SAFETY: this thread moved the state out of DEFERRED, so it alone reaches `deferred`.
-        let mut slot = unsafe { (*self.deferred.get()).take() };
-        if let Some(slot) = slot.as_mut() {
-            // SAFETY: a deferred box holds its record's initialized line.
-            unsafe { slot.line.assume_init_mut() }.id = self.id();
-        }
-        let shared = &self.inner.shared;
-        let pushed = match slot {
-            Some(slot) => push_slot::<true>(shared, slot),
-            None => Err(ring::Refused::Closed),
+        let id = self.id();
+        // SAFETY: a deferred record's node is in the box of its line (EMBEDDED), which holds the
+        // line initialized while the state is DEFERRED; this thread moved the state out of
+        // DEFERRED, so it alone reaches the line. `ManuallyDrop<Line>` has `Line`'s layout, and
+        // the push takes the line whatever it returns.
+        let line = unsafe {
+            debug_assert!(self.flags.load(Ordering::Relaxed) & EMBEDDED != 0);
+            let slot = embedding_slot(word.as_ptr());
+            &mut *(&raw mut (*slot).line).cast::<ManuallyDrop<Line>>()
         };
+        line.id = id;
+        let shared = &self.inner.shared;
+        let pushed = ring::push::<true>(shared, line);
         PUSHING_DEFERRED.with(|p| p.set(false));
         match pushed {
             Ok(Some((pos, _))) => {
@@ -653,15 +672,14 @@ fn begin_line(
         // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
         // until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
-        let flags = flags(DEFERRED, true, cap);
-        return Ok(node_word(Arc::clone(inner), 0, NOWHERE, Some(slot), flags));
+        return Ok(embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED));
     }
     let Some((pos, id)) = push_slot::<true>(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
         // Dropped by the policy: what hangs off it is counted as dropped.
-        return Ok(node_word(Arc::clone(inner), 0, NOWHERE, None, flags(PUSHED, false, 0)));
+        return Ok(node_word(Arc::clone(inner), 0, NOWHERE, flags(PUSHED, false, 0)));
     };
-    Ok(node_word(Arc::clone(inner), id, pos, None, flags(PUSHED, true, cap)))
+    Ok(node_word(Arc::clone(inner), id, pos, flags(PUSHED, true, cap)))
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -693,6 +711,9 @@ struct Pending(ManuallyDrop<Option<Box<Slot>>>);
 pub(super) struct Slot {
     pub(super) line: MaybeUninit<Line>,
     error: Option<Box<Error>>,
+    /// A deferred record's node, when the box is one's ([`embedded_node_word`]); uninitialized
+    /// otherwise.
+    node: MaybeUninit<Node>,
 }
 
 impl Pending {
@@ -736,9 +757,9 @@ impl Pending {
     /// line, taking a box from the pool): a cleanup that drops it needs it in memory, so it was
     /// kept on the stack, stored and loaded back on every builder.
     #[inline(always)]
-    fn under(record: &Node, kind: Kind, name: Str) -> Pending {
+    fn under(record: &Node, word: NonNull<Node>, kind: Kind, name: Str) -> Pending {
         let name = ManuallyDrop::new(name);
-        match record.pushed() {
+        match record.pushed(word) {
             Ok(pos) => {
                 let id = if kind == Kind::Record { 0 } else { record.raw_id() };
                 Pending::new(kind, id, name, Some(pos))
@@ -862,7 +883,7 @@ mod pool {
     #[cold]
     fn fresh() -> Box<Slot> {
         let _entered = Entered::enter();
-        Box::new(Slot { line: MaybeUninit::uninit(), error: None })
+        Box::new(Slot { line: MaybeUninit::uninit(), error: None, node: MaybeUninit::uninit() })
     }
 
     /// Gives a box back (its content, if any, is not dropped).
@@ -1122,27 +1143,55 @@ fn left_word(trace_id: u64) -> NonNull<Node> {
 
 /// The word of a record with a node, made from its parts.
 #[inline(always)]
-fn node_word(
-    inner: Arc<Inner>,
-    id: u64,
-    pos: Pos,
-    deferred: Option<Box<Slot>>,
-    flags: u64,
-) -> NonNull<Node> {
+fn node_word(inner: Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node> {
     let node = nodes::take();
-    let p = node.as_ptr();
-    // SAFETY: `take` gives a box for a node, ours and uninitialized. Written field by field: a
-    // node made whole on the stack and moved in was read back 16 bytes at a time over the
-    // 8-byte stores that had just made it, which the CPU cannot forward (a stall per record).
+    // SAFETY: `take` gives a box for a node, ours and uninitialized.
+    unsafe { write_node(node.as_ptr(), inner, id, pos, flags) };
+    node
+}
+
+/// The word of a deferred record (CAP-DEFER-1): its node is made in the box that holds its line,
+/// which the node then owns. Most deferred records end before anything is made under them: one
+/// box to take and give back, not two.
+#[inline(always)]
+fn embedded_node_word(inner: &Arc<Inner>, slot: Box<Slot>, flags: u64) -> NonNull<Node> {
+    debug_assert!(flags & EMBEDDED != 0);
+    let slot = Box::into_raw(slot);
+    // SAFETY: a live box of ours; its node is uninitialized and written whole here.
     unsafe {
+        let p = (&raw mut (*slot).node).cast::<Node>();
+        write_node(p, Arc::clone(inner), 0, NOWHERE, flags);
+        NonNull::new_unchecked(p)
+    }
+}
+
+/// Writes a node at `p`. Field by field: a node made whole on the stack and moved in was read
+/// back 16 bytes at a time over the 8-byte stores that had just made it, which the CPU cannot
+/// forward (a stall per record).
+///
+/// # Safety
+/// `p` is valid for writes of a node, and holds none to drop.
+#[inline(always)]
+unsafe fn write_node(p: *mut Node, inner: Arc<Inner>, id: u64, pos: Pos, flags: u64) {
+    // SAFETY: see the function.
+    unsafe {
+        (&raw mut (*p).refuse_below).write(inner.shared.gate.refuse_below());
         (&raw mut (*p).shared).write(NonNull::from(&*inner.shared));
         (&raw mut (*p).inner).write(inner);
         (&raw mut (*p).id).write(AtomicU64::new(id));
         (&raw mut (*p).pos).write(UnsafeCell::new(pos));
-        (&raw mut (*p).deferred).write(UnsafeCell::new(deferred));
         (&raw mut (*p).flags).write(AtomicU64::new(flags));
     }
-    node
+}
+
+/// The box a node was made in by [`embedded_node_word`].
+///
+/// # Safety
+/// `node` points at the `node` member of a live [`Slot`].
+#[inline(always)]
+unsafe fn embedding_slot(node: *mut Node) -> *mut Slot {
+    // SAFETY: see the function.
+    unsafe { node.byte_sub(std::mem::offset_of!(Slot, node)).cast::<Slot>() }
 }
 
 /// The position of a line not queued (yet).
@@ -1157,7 +1206,7 @@ fn flags(state: u64, live: bool, cap: u8) -> u64 {
 /// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
 #[cold]
 fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
-    let word = node_word(Arc::clone(inner), 0, NOWHERE, None, flags(PUSHED, false, 0));
+    let word = node_word(Arc::clone(inner), 0, NOWHERE, flags(PUSHED, false, 0));
     RecordHandle { word, start: clk }
 }
 
@@ -1417,23 +1466,33 @@ mod nodes {
     #[inline(never)]
     pub(super) unsafe fn free(node: NonNull<Node>) {
         let p = node.as_ptr();
-        // SAFETY: the caller owns the node, written whole: the two fields that own something
-        // are moved out (the others are plain values, asserted below), so its box holds nothing
-        // to drop.
-        let (inner, deferred) =
-            unsafe { (std::ptr::read(&raw const (*p).inner), std::ptr::read((*p).deferred.get())) };
+        // SAFETY: the caller owns the node, written whole: the field that owns something is
+        // moved out (the others are plain values, asserted below), so nothing in it is left to
+        // drop.
+        let (inner, flags) = unsafe {
+            (
+                std::ptr::read(&raw const (*p).inner),
+                (*p).flags.load(std::sync::atomic::Ordering::Relaxed),
+            )
+        };
+        if flags & super::EMBEDDED != 0 {
+            // SAFETY: an embedded node is in the box of its record's line, which it owns.
+            let slot = unsafe { Box::from_raw(super::embedding_slot(p)) };
+            drop(inner);
+            // The line is still there unless it was pushed (or the push found the trace closed).
+            return match flags & super::STATE == super::DEFERRED {
+                true => super::release_inline(slot),
+                false => super::pool::give(slot),
+            };
+        }
         // SAFETY: made by `take` in a box of this layout, and emptied above.
         let b = unsafe { Box::from_raw(p.cast::<MaybeUninit<Node>>()) };
         super::boxes::keep(&FREE, &GUARD, b, KEEP);
-        // After the box is kept: nothing then waits in a register across a call, and the deferred
-        // line is released inline (one per instruction before a capture window).
+        // After the box is kept: nothing then waits in a register across a call.
         drop(inner);
-        if let Some(slot) = deferred {
-            super::release_inline(slot);
-        }
     }
 
-    // [`free`] drops only a node's `inner` and `deferred`: the other fields must need no drop.
+    // [`free`] drops only a node's `inner`: the other fields must need no drop.
     const _: () = assert!(
         !std::mem::needs_drop::<NonNull<crate::write::Shared>>()
             && !std::mem::needs_drop::<std::sync::atomic::AtomicU64>()
