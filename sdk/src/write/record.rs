@@ -74,6 +74,9 @@ struct Node {
     /// before the gate, so that the events of a record deferred before a window, most of the
     /// lines there, are refused from the node alone.
     refuse_below: u64,
+    /// The trace's id, which keys the left-out counters: a copy, read on every line a capture
+    /// window leaves out under a deferred record.
+    trace_id: u64,
 }
 
 // SAFETY: `shared` points into `inner` (an `Arc`, `Send + Sync`), which the node keeps alive; the
@@ -169,7 +172,7 @@ impl RecordHandle {
     #[inline(always)]
     fn trace_id(&self) -> u64 {
         match self.node() {
-            Some(n) => n.shared().gate.trace_id(),
+            Some(n) => n.trace_id,
             None => left_trace_id(self.word),
         }
     }
@@ -205,13 +208,7 @@ impl RecordHandle {
         (self.flags() >> CAP_SHIFT) as u8
     }
 
-    /// The node of a record whose lines are written.
-    #[inline(always)]
-    fn live_node(&self) -> Option<&Node> {
-        self.node().filter(|n| n.flags.load(Ordering::Relaxed) & LIVE != 0)
-    }
-
-    /// [`RecordHandle::live_node`] and capture's bits for lines made through it, from one load
+    /// The node of a record whose lines are written, and capture's bits for lines made through it, from one load
     /// of the flags (an atomic load is made as often as it is written, even when relaxed).
     #[inline(always)]
     fn live_node_cap(&self) -> Option<(&Node, u8)> {
@@ -342,7 +339,7 @@ impl RecordHandle {
         let flags = n.flags.load(Ordering::Relaxed);
         match (flags >> CAP_SHIFT) as u8 & bits::LEFT == 0 && flags & LIVE == 0 {
             true => n.shared().count_drop(kind),
-            false => gate::left::count(n.shared().gate.trace_id(), kind),
+            false => gate::left::count(n.trace_id, kind),
         }
     }
 
@@ -357,18 +354,24 @@ impl RecordHandle {
     #[inline(always)]
     fn end_line(self, clk: u64, status: Option<Status>) -> Result<(), Error> {
         self.check_clk(clk)?;
-        let Some(n) = self.live_node() else {
-            // The end of a dropped or left-out record is too, and counted like everything on it.
+        // One load of the flags for both questions (live, and the state of a deferred line).
+        let Some((n, flags)) = self.node().map(|n| (n, n.flags.load(Ordering::Acquire))) else {
+            // The end of a left-out record is too, and counted like everything on it.
             self.not_written(DROP_END);
             return Ok(());
         };
-        match n.state() {
+        if flags & LIVE == 0 {
+            // Dropped by the policy: so is its end.
+            self.not_written(DROP_END);
+            return Ok(());
+        }
+        match flags & STATE {
             // SAFETY: PUSHED was seen (acquire): `pos` is written.
             PUSHED => write_end(&n.inner, n.raw_id(), unsafe { *n.pos.get() }, clk, status),
             DEFERRED => {
                 // Nothing under it was made: its line (released with the handle, below) and its
                 // end are left out.
-                n.shared().gate.leave(gate::END);
+                gate::left::count(n.trace_id, gate::END);
                 Ok(())
             }
             _ => Err(Error::Closed),
@@ -1176,6 +1179,7 @@ unsafe fn write_node(p: *mut Node, inner: Arc<Inner>, id: u64, pos: Pos, flags: 
     // SAFETY: see the function.
     unsafe {
         (&raw mut (*p).refuse_below).write(inner.shared.gate.refuse_below());
+        (&raw mut (*p).trace_id).write(inner.shared.gate.trace_id());
         (&raw mut (*p).shared).write(NonNull::from(&*inner.shared));
         (&raw mut (*p).inner).write(inner);
         (&raw mut (*p).id).write(AtomicU64::new(id));
