@@ -47,8 +47,9 @@ pub struct RecordHandle {
 }
 
 /// What a record written (or held, or dropped by the policy) keeps while it is open, in a box
-/// from this thread's pool ([`nodes`]): the handle itself stays two words, which a simulator
-/// moves through its own structures (pipeline latches, queues) many times per record.
+/// from this thread's pool ([`nodes`]), or, for a deferred record, in the box of its line
+/// ([`EMBEDDED`]): the handle itself stays two words, which a simulator moves through its own
+/// structures (pipeline latches, queues) many times per record.
 struct Node {
     inner: Arc<Inner>,
     /// `inner`'s shared state, which `inner` keeps alive: one load less on every line made
@@ -104,10 +105,11 @@ impl Drop for RecordHandle {
 // threads (`Arc<Inner>`, a line's box).
 unsafe impl Send for RecordHandle {}
 
-// SAFETY: `pos` and `deferred` are the only fields of a node shared without synchronization of
-// their own. `deferred` is touched only by the thread that won the state's move from DEFERRED to
-// PUSHING, or through ownership of the handle; `pos` is written by that same thread before it
-// publishes PUSHED (release) and read only after PUSHED was seen (acquire).
+// SAFETY: a node's `pos` and a deferred record's line (in the node's box, `EMBEDDED`) are the only
+// parts shared without synchronization of their own. The line is touched only by the thread that
+// won the state's move from DEFERRED to PUSHING, or through ownership of the handle; `pos` is
+// written by that same thread before it publishes PUSHED (release) and read only after PUSHED was
+// seen (acquire).
 unsafe impl Sync for RecordHandle {}
 
 const _: () = {
@@ -208,8 +210,9 @@ impl RecordHandle {
         (self.flags() >> CAP_SHIFT) as u8
     }
 
-    /// The node of a record whose lines are written, and capture's bits for lines made through it, from one load
-    /// of the flags (an atomic load is made as often as it is written, even when relaxed).
+    /// The node of a record whose lines are written, and capture's bits for lines made through
+    /// it, from one load of the flags (an atomic load is made as often as it is written, even
+    /// when relaxed).
     #[inline(always)]
     fn live_node_cap(&self) -> Option<(&Node, u8)> {
         let n = self.node()?;
@@ -672,8 +675,8 @@ fn begin_line(
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
-        // CAP-DEFER-1: kept in its handle until a line is made under it. Counted as left out
-        // until then, so that a trace closed while it is open counts it.
+        // CAP-DEFER-1: kept in its box, beside its node, until a line is made under it. Counted
+        // as left out until then, so that a trace closed while it is open counts it.
         shared.gate.leave(gate::RECORD);
         return Ok(embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED));
     }
