@@ -9,7 +9,8 @@
 //! `$(cargo metadata --format-version 1 | jq -r '.packages[] | select(.name=="mos6502") |
 //! .manifest_path' | xargs dirname)/tests/assets/6502_functional_test.bin`.
 //! The trace reads `JETS_CAPTURE`. `--bench` runs the test untraced and in each capture mode, in
-//! turns, and prints the slowdowns (medians).
+//! turns, and prints the slowdowns (medians). Built with `--no-default-features` (jets-sdk
+//! without `enabled`), the same bench measures the instrumentation compiled out.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -164,6 +165,12 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
     let _ = std::fs::remove_file(&path);
     let base = median(&mut untraced);
     println!("\nuntraced: {base:.3} s (median of {}); slowdown = traced / untraced:", a.runs);
+    if !jets::COMPILED_IN {
+        // `--no-default-features`: what the instrumentation costs when it does nothing at all.
+        println!(
+            "  (tracing compiled out: every mode below writes nothing but a header and footer)"
+        );
+    }
     for (i, (name, _)) in modes.iter().enumerate() {
         let t = median(&mut times[i]);
         println!("  {name:<32} {:>6.2}x   {:>10} bytes written", t / base, bytes[i]);
