@@ -18,7 +18,10 @@
 //!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
 //!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
 //!   trace has, with nothing to encode (`slowdown_write_floor`), which no writer thread can beat
-//!   on this machine.
+//!   on this machine. And the time a cache line takes to go from one core to another and back
+//!   (`core_round_trip_ns`), measured in each round just before the flight recorder: a traced
+//!   run hands every line it keeps from the simulator's core to the writer's, and on a shared
+//!   host that time changes by several times as the host moves the machine's cores about.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -128,9 +131,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     report["full_trace_bytes"] = json!(sim.full_bytes);
     report["slowdown_write_floor"] = json!(round(sim.write_floor));
+    report["core_round_trip_ns"] = json!(sim.core_round_trip_ns.map(round));
     let mut rounds = json!({
         "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
         "slowdown_write_floor": sim.rounds.iter().map(|r| round(r.write_floor)).collect::<Vec<_>>(),
+        "core_round_trip_ns":
+            sim.rounds.iter().map(|r| r.core_round_trip_ns.map(round)).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -169,6 +175,8 @@ struct Sim {
     /// untraced run's ([`write_floor`]).
     full_bytes: u64,
     write_floor: f64,
+    /// The median of the rounds' [`core_round_trip`] (none with one CPU).
+    core_round_trip_ns: Option<f64>,
 }
 
 /// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
@@ -179,6 +187,8 @@ struct Round {
     untraced: f64,
     slowdown: [f64; MODES.len()],
     write_floor: f64,
+    /// [`core_round_trip`] just before the round's flight recorder run.
+    core_round_trip_ns: Option<f64>,
 }
 
 /// The traced modes, in report order: what they are, their JSON member, and their targets on the
@@ -218,10 +228,14 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut untraced = Vec::with_capacity(runs);
     let mut traced: [Vec<f64>; MODES.len()] = Default::default();
     let mut floor = Vec::with_capacity(runs);
+    let mut round_trips = Vec::with_capacity(runs);
     let mut full_bytes = 0;
     for _ in 0..runs.max(1) {
         untraced.push(once(None)?.0);
         for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
+            if key == "slowdown_recorder" {
+                round_trips.push(core_round_trip());
+            }
             times.push(once(Some(c))?.0);
             if key == "slowdown_full" {
                 // The full trace is at `path` now.
@@ -236,6 +250,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             untraced: untraced[r],
             slowdown: std::array::from_fn(|m| traced[m][r] / untraced[r]),
             write_floor: floor[r] / untraced[r],
+            core_round_trip_ns: round_trips[r],
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -244,7 +259,64 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         *s = percentiles(times)?.p50 / untraced;
     }
     let write_floor = percentiles(floor)?.p50 / untraced;
-    Ok(Sim { cycles, untraced, slowdown, rounds, full_bytes, write_floor })
+    let core_round_trip_ns = percentiles(round_trips.into_iter().flatten().collect()).ok();
+    Ok(Sim {
+        cycles,
+        untraced,
+        slowdown,
+        rounds,
+        full_bytes,
+        write_floor,
+        core_round_trip_ns: core_round_trip_ns.map(|p| p.p50),
+    })
+}
+
+/// Round trips of [`core_round_trip`].
+const ROUND_TRIPS: u64 = 100_000;
+
+/// The time for a cache line to go from this thread's core to another's and back, in ns: two
+/// threads hand a counter to each other [`ROUND_TRIPS`] times (at most a few tens of
+/// milliseconds). A line kept by a traced run is written on the simulator's core and read on
+/// the writer's, so the flight recorder and the full trace slow down as this time grows; on a
+/// virtual machine it depends on where the host runs its cores, which changes while it runs.
+/// `None` with fewer than two CPUs, where the two threads would not run at once.
+fn core_round_trip() -> Option<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
+    let turn = AtomicU64::new(0);
+    // Waits until `turn` is `value`; yields now and then, so that a descheduled partner runs.
+    let wait = |value: u64| {
+        let mut spins = 0u32;
+        while turn.load(Ordering::Acquire) != value {
+            spins += 1;
+            if spins % 4096 == 0 {
+                thread::yield_now();
+            }
+            std::hint::spin_loop();
+        }
+    };
+    // The first thousand round trips wait for the other thread to start: not timed.
+    const WARM: u64 = 1000;
+    thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..WARM + ROUND_TRIPS {
+                wait(2 * i + 1);
+                turn.store(2 * i + 2, Ordering::Release);
+            }
+        });
+        let mut start = Instant::now();
+        for i in 0..WARM + ROUND_TRIPS {
+            if i == WARM {
+                start = Instant::now();
+            }
+            wait(2 * i);
+            turn.store(2 * i + 1, Ordering::Release);
+        }
+        wait(2 * (WARM + ROUND_TRIPS));
+        Some(start.elapsed().as_nanos() as f64 / ROUND_TRIPS as f64)
+    })
 }
 
 /// Bytes per `write` call of [`write_floor`]: the writer's batch.
@@ -344,6 +416,17 @@ fn to_text(r: &Value) -> String {
          \"everything\" here)\n",
         f("slowdown_write_floor")
     );
+    match r["core_round_trip_ns"].as_f64() {
+        Some(ns) => {
+            let (lo, hi) = range(&rounds["core_round_trip_ns"]);
+            s += &format!(
+                "\ncore-to-core round trip {ns:.0} ns (rounds {lo:.0}-{hi:.0} ns), taken before each \
+                 flight recorder run:\nthe recorder and the full trace hand every line from the \
+                 simulator's core to the writer's,\nso their slowdowns grow with it.\n"
+            );
+        }
+        None => s += "\ncore-to-core round trip not measured: this machine has one CPU.\n",
+    }
     let (lo, hi) = range(&rounds["untraced_sec"]);
     if hi > lo * SPELL {
         s += &format!(

@@ -53,6 +53,16 @@ fn bench_json_has_every_figure() {
         assert_eq!(xs.len(), untraced.len(), "{field} in {rounds}");
         assert!(xs.iter().all(|x| x.is_finite() && *x > 0.0), "{field} in {rounds}");
     }
+    // The core-to-core round trip: one per round, measured wherever two CPUs exist.
+    let trips = rounds["core_round_trip_ns"].as_array().unwrap();
+    assert_eq!(trips.len(), untraced.len(), "{rounds}");
+    let two_cpus = v["cpus"].as_u64().unwrap() >= 2;
+    for x in trips.iter().chain([&v["core_round_trip_ns"]]) {
+        match x.as_f64() {
+            Some(ns) => assert!(two_cpus && ns.is_finite() && ns > 0.0, "{v}"),
+            None => assert!(!two_cpus && x.is_null(), "{v}"),
+        }
+    }
     // The floor writes the full trace's bytes: a trace holds at least its header and footer.
     assert!(v["full_trace_bytes"].as_u64().unwrap() > 100, "{v}");
     assert!(v["cpus"].as_u64().unwrap() >= 1);
