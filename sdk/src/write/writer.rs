@@ -43,8 +43,8 @@ const ROUND: usize = 4096;
 /// the producer is still writing beside them: the producer then waits for them to come back
 /// (its stores leave its core in order, so one store to a line held elsewhere stalls all that
 /// follow). On a 2-core VM whose cores were far apart (a round trip of 330 ns between them,
-/// `jets bench`), a flight recorder's run took 10 s chasing and 6.6-7.7 s with the nap; with
-/// the cores close (65 ns), 3.1-3.2 s either way.
+/// `jets bench`), a flight recorder's run took mostly 9.5-11.8 s chasing and 6.6-7.7 s with the
+/// nap; with the cores close (65 ns), 3.1-3.3 s either way.
 const FEW: usize = 1024;
 
 /// See [`FEW`]. A producer that finds its ring full wakes the writer, so a nap never
