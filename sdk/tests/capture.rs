@@ -319,6 +319,29 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
         triggers: vec![Trigger::Error],
         ..Capture::default()
     };
+    let (after_dump, text) = recorded(c);
+    assert!(after_dump.contains("\"name\":\"i98\""), "dump writes the recorder now");
+    let lines = valid(&text);
+    let recs = names(&lines, "record");
+    // The trigger at cycle 402 wrote the lines of cycles 353..402: the end of i35 (355) is one, so
+    // i35 is written as its ancestor, with its real start; the dump (largest cycle 991) likewise
+    // wrote i94 (ends at 945) to i99.
+    assert_eq!(
+        recs,
+        [
+            "core", "i35", "i36", "i37", "i38", "i39", "i40", "i94", "i95", "i96", "i97", "i98",
+            "i99"
+        ]
+    );
+    assert_eq!(lines.iter().find(|l| l["name"] == "i35").unwrap()["clk"], 350);
+    let f = footer(&lines);
+    assert_eq!(f["capture"], "recorder=50;trigger=error");
+    assert_eq!(f["recorder_dumps"], 3);
+}
+
+/// The program of the recorder tests, a trigger at cycle 402 and a dump before the last end:
+/// (the text right after the dump, the whole text).
+fn recorded(c: Capture) -> (String, String) {
     let (t, buf) = open(c);
     let core = t.root("core", "Core").begin_at(0).unwrap();
     let mut last = None;
@@ -336,26 +359,41 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     }
     t.dump().unwrap();
     let after_dump = buf.text();
-    assert!(after_dump.contains("\"name\":\"i98\""), "dump writes the recorder now");
     last.unwrap().end_at(1000).unwrap();
     core.end_at(1001).unwrap();
-    t.close().unwrap();
-    let lines = valid(&buf.text());
-    let recs = names(&lines, "record");
-    // The trigger at cycle 402 wrote the lines of cycles 353..402: the end of i35 (355) is one, so
-    // i35 is written as its ancestor, with its real start; the dump (largest cycle 991) likewise
-    // wrote i94 (ends at 945) to i99.
-    assert_eq!(
-        recs,
-        [
-            "core", "i35", "i36", "i37", "i38", "i39", "i40", "i94", "i95", "i96", "i97", "i98",
-            "i99"
-        ]
-    );
-    assert_eq!(lines.iter().find(|l| l["name"] == "i35").unwrap()["clk"], 350);
-    let f = footer(&lines);
-    assert_eq!(f["capture"], "recorder=50;trigger=error");
-    assert_eq!(f["recorder_dumps"], 3);
+    let s = t.close().unwrap();
+    if t.capture().count {
+        // CAP-COUNT-1: the summary says the same as the footer.
+        assert_eq!((s.records, s.events), (0, 0));
+    } else {
+        assert_eq!(s.counted, jets::capture::LeftOut::default());
+    }
+    (after_dump, buf.text())
+}
+
+/// CAP-COUNT-1: counting with a flight recorder counts what its dumps would write, and writes
+/// only the header and the footer.
+#[test]
+fn counting_with_a_recorder_counts_what_the_dumps_would_write() {
+    let c = Capture {
+        recorder: Some(Recorder::Cycles(50)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    };
+    let written = valid(&recorded(c.clone()).1);
+    let (_, text) = recorded(Capture { count: true, ..c });
+    let lines = valid(&text);
+    assert_eq!(lines.len(), 2, "{text}");
+    let (f, cf) = (footer(&written), footer(&lines));
+    assert_eq!(cf["capture"], "recorder=50;trigger=error;count");
+    assert_eq!(cf["recorder_dumps"], 3);
+    assert_eq!(cf["counted_records"], f["total_records"]);
+    assert_eq!(cf["counted_events"], f["total_events"]);
+    assert_eq!(cf["total_records"], 0);
+    let ends = written.iter().filter(|l| l["type"] == "record_end").count();
+    assert_eq!(cf["counted_record_ends"], ends);
+    assert_eq!(cf["left_out_records"], f["left_out_records"]);
+    assert_eq!(cf["left_out_events"], f["left_out_events"]);
 }
 
 /// One record of a generated program: parent index (within the thread, or the thread root),
@@ -655,6 +693,25 @@ proptest! {
         let total = |k: &str| m.lines.iter().filter(|((kind, ..), _)| kind == k).count() as u64;
         prop_assert_eq!(f["total_records"].as_u64().unwrap() + f["left_out_records"].as_u64().unwrap_or(0), total("record"));
         prop_assert_eq!(f["total_events"].as_u64().unwrap() + f["left_out_events"].as_u64().unwrap_or(0), total("event"));
+
+        // CAP-COUNT-1: with `count`, the same setting writes no line and counts exactly what
+        // it wrote above, leaving out the same lines.
+        let counting = Capture { count: true, ..c.clone() };
+        let counted = run(&program, counting.clone());
+        let clines = valid(&counted);
+        prop_assert_eq!(clines.len(), 2, "header and footer only: {}", counted);
+        let cf = footer(&clines);
+        prop_assert_eq!(&cf["capture"], &Value::from(counting.to_string()));
+        for kind in ["records", "events", "annotations"] {
+            prop_assert_eq!(&cf[format!("total_{kind}")], &Value::from(0), "{}", kind);
+            prop_assert_eq!(&cf[format!("counted_{kind}")], &f[format!("total_{kind}")], "{}", kind);
+        }
+        let ends = lines.iter().filter(|l| l["type"] == "record_end").count() as u64;
+        prop_assert_eq!(cf["counted_record_ends"].as_u64(), Some(ends));
+        for kind in ["records", "events", "annotations", "record_ends"] {
+            let key = format!("left_out_{kind}");
+            prop_assert_eq!(cf[&key].as_u64().unwrap_or(0), f[&key].as_u64().unwrap_or(0), "{}", key);
+        }
     }
 
     /// With a recorder, everything selected in the last N cycles is in the file, nothing else

@@ -58,6 +58,13 @@ pub struct Capture {
     pub recorder: Option<Recorder>,
     /// What dumps the recorder (`trigger=`).
     pub triggers: Vec<Trigger>,
+    /// Count the lines the rest of the setting selects instead of writing them (`count`): every
+    /// line is still made and handed to the writer thread, which counts it (held ancestors it
+    /// would write included) and drops it. The file holds the header and a footer whose
+    /// `counted_*` members give the counts: how much a setting would write, and what making and
+    /// handing over the lines costs apart from keeping and writing them (CAP-COUNT-1). With a
+    /// flight recorder, what its dumps would write is counted.
+    pub count: bool,
 }
 
 /// A `JETS_CAPTURE` text that cannot be used: names the clause and what is wrong with it.
@@ -76,10 +83,21 @@ impl Capture {
         Capture::default()
     }
 
-    /// True when nothing is filtered, sampled or held back (capture may still be switched off).
+    /// True when nothing is filtered, sampled or held back (capture may still be switched off,
+    /// and [`Capture::count`] may still count lines rather than write them).
     pub fn is_full(&self) -> bool {
-        let Capture { off: _, window, roi, types, events, units, samples, recorder, triggers } =
-            self;
+        let Capture {
+            off: _,
+            window,
+            roi,
+            types,
+            events,
+            units,
+            samples,
+            recorder,
+            triggers,
+            count: _,
+        } = self;
         window.is_none()
             && !roi
             && types.is_none()
@@ -105,7 +123,7 @@ impl Capture {
 
     /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
     /// `clk=A..B`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
-    /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`.
+    /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`, `count`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
         let mut c = Capture::default();
         for raw in text.split(';') {
@@ -137,14 +155,14 @@ impl Capture {
             }
         };
         match key {
-            "off" | "roi" => {
+            "off" | "roi" | "count" => {
                 if value.is_some() {
                     return Err(format!("`{key}` takes no value"));
                 }
-                if key == "off" {
-                    self.off = true;
-                } else {
-                    self.roi = true;
+                match key {
+                    "off" => self.off = true,
+                    "roi" => self.roi = true,
+                    _ => self.count = true,
                 }
             }
             "clk" => {
@@ -202,7 +220,7 @@ impl Capture {
             _ => {
                 return Err(format!(
                     "unknown clause `{key}` (expected off, clk=A..B, roi, types=, events=, units=, \
-                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error)"
+                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error, count)"
                 ))
             }
         }
@@ -311,6 +329,9 @@ impl fmt::Display for Capture {
         for t in &self.triggers {
             parts.push(format!("trigger={t}"));
         }
+        if self.count {
+            parts.push("count".into());
+        }
         if parts.is_empty() {
             return f.write_str("full");
         }
@@ -343,6 +364,9 @@ mod tests {
             Some(Recorder::Bytes(64 << 20))
         );
         assert_eq!(Capture::parse("").unwrap().to_string(), "full");
+        let counting = Capture::parse("count; clk=5..9").unwrap();
+        assert!(counting.count && counting.window == Some(5..9));
+        assert_eq!(counting.to_string(), "clk=5..9;count");
         assert!(Capture::parse("clk=1_000..2_000").unwrap().window == Some(1000..2000));
     }
 
@@ -369,7 +393,8 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error, count)"),
+            ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
         ];
         for (text, want) in cases {
             assert_eq!(err(text), want, "for {text:?}");

@@ -131,6 +131,9 @@ pub struct Summary {
     pub bytes: u64,
     /// Lines left out by capture control (filters, window, sampling, recorder, capture off).
     pub left_out: LeftOut,
+    /// With the `count` clause ([`Capture::count`]): the lines the setting selected, counted
+    /// instead of written, per kind (the fields above then count none).
+    pub counted: LeftOut,
     /// How many times the flight recorder was written.
     pub dumps: u64,
 }

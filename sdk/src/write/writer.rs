@@ -16,6 +16,7 @@ use super::WRITE_BATCH_BYTES as BATCH_BYTES;
 use super::{Control, Policy, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
+use crate::capture::LeftOut;
 use crate::error::Error;
 use crate::format::{self, Footer};
 
@@ -102,6 +103,8 @@ struct Writer {
     released: Vec<usize>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
+    /// CAP-COUNT-1: lines are counted, not encoded (`Capture::count`).
+    counting: bool,
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -158,11 +161,14 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         released: Vec::new(),
         keeper: None,
         pool: None,
+        counting: false,
     };
     w.keeper = Keeper::new(&w.shared.capture);
+    w.counting = w.shared.capture.count;
     // Capture control decides line by line in order, in this thread: its traces are encoded
     // here too (most of their lines are never encoded at all).
-    if w.keeper.is_none() && w.config.encoders > 1 {
+    // Counting encodes nothing: there is nothing to share out.
+    if w.keeper.is_none() && !w.counting && w.config.encoders > 1 {
         let codec = w.sink.as_ref().and_then(Sink::codec);
         // Threads that cannot be started: this thread encodes, as with one encoder.
         w.pool = Pool::new(w.config.encoders, codec).ok();
@@ -311,7 +317,11 @@ impl Writer {
                     keeper.line(
                         at,
                         &line,
-                        &mut Counted { buf: &mut self.buf, summary: &mut self.summary },
+                        &mut Counted {
+                            buf: &mut self.buf,
+                            summary: &mut self.summary,
+                            counting: self.counting,
+                        },
                     )
                 },
                 None => {
@@ -393,7 +403,12 @@ impl Writer {
     }
 
     fn encode(&mut self, line: &Entry<'_>) {
-        encode_counted(&mut self.buf, &mut self.summary, line);
+        let out = &mut Counted {
+            buf: &mut self.buf,
+            summary: &mut self.summary,
+            counting: self.counting,
+        };
+        keep::Out::put(out, line);
     }
 
     fn settled(&self, ring: &Ring) -> bool {
@@ -459,7 +474,11 @@ impl Writer {
     /// Writes the flight recorder's lines.
     fn dump(&mut self) {
         if let Some(keeper) = self.keeper.as_mut() {
-            keeper.dump(&mut Counted { buf: &mut self.buf, summary: &mut self.summary });
+            keeper.dump(&mut Counted {
+                buf: &mut self.buf,
+                summary: &mut self.summary,
+                counting: self.counting,
+            });
         }
     }
 }
@@ -488,6 +507,9 @@ fn kind_index(kind: Kind) -> usize {
 struct Counted<'a> {
     buf: &'a mut Vec<u8>,
     summary: &'a mut Summary,
+    /// CAP-COUNT-1: count the line without encoding it (the totals move to
+    /// `Summary::counted` at close).
+    counting: bool,
 }
 
 impl Counted<'_> {
@@ -507,7 +529,9 @@ impl Counted<'_> {
 
 impl keep::Out for Counted<'_> {
     fn put(&mut self, line: &Entry<'_>) {
-        encode_line(self.buf, line);
+        if !self.counting {
+            encode_line(self.buf, line);
+        }
         let clk = (line.kind != Kind::Annotation).then_some(line.clk);
         self.count(kind_index(line.kind), clk);
     }
@@ -515,7 +539,7 @@ impl keep::Out for Counted<'_> {
 
 /// Encodes one line (with its newline) onto `buf`, counted in `summary`.
 pub(super) fn encode_counted(buf: &mut Vec<u8>, summary: &mut Summary, line: &Entry<'_>) {
-    keep::Out::put(&mut Counted { buf, summary }, line);
+    keep::Out::put(&mut Counted { buf, summary, counting: false }, line);
 }
 
 /// Encodes one line (with its newline) onto `out`.
@@ -634,6 +658,15 @@ impl Writer {
         // Every batch written: the totals below count what the encoder threads encoded.
         self.write_buf();
         let s = &mut self.summary;
+        if self.counting {
+            // CAP-COUNT-1: what was counted was not written.
+            s.counted = LeftOut {
+                records: std::mem::take(&mut s.records),
+                events: std::mem::take(&mut s.events),
+                annotations: std::mem::take(&mut s.annotations),
+                record_ends: std::mem::take(&mut s.record_ends),
+            };
+        }
         s.open_records = s.records.saturating_sub(s.record_ends);
         if let Some(e) = end_clk {
             s.capture_end_clk = Some(s.capture_end_clk.map_or(e, |m| m.max(e)));
@@ -675,11 +708,13 @@ impl Writer {
         let mut left = self.shared.gate.left_out();
         if let Some(k) = &self.keeper {
             // Lines the writer saw but never wrote: held records never needed, recorder lines
-            // never dumped.
-            left.records += k.seen[gate::RECORD].saturating_sub(s.records);
-            left.events += k.seen[gate::EVENT].saturating_sub(s.events);
-            left.annotations += k.seen[gate::ANNOTATION].saturating_sub(s.annotations);
-            left.record_ends += k.seen[gate::END].saturating_sub(s.record_ends);
+            // never dumped. Counted lines are not left out: the setting selected them.
+            let (c, seen) = (&s.counted, &k.seen);
+            left.records += seen[gate::RECORD].saturating_sub(s.records + c.records);
+            left.events += seen[gate::EVENT].saturating_sub(s.events + c.events);
+            left.annotations +=
+                seen[gate::ANNOTATION].saturating_sub(s.annotations + c.annotations);
+            left.record_ends += seen[gate::END].saturating_sub(s.record_ends + c.record_ends);
             s.dumps = k.dumps;
         }
         s.left_out = left;
@@ -689,7 +724,7 @@ impl Writer {
             footer.extra.insert("capture".into(), "compiled out".into());
             return;
         }
-        if capture.is_full() && !capture.off && left.total() == 0 {
+        if capture.is_full() && !capture.off && !capture.count && left.total() == 0 {
             return;
         }
         footer.extra.insert("capture".into(), capture.to_string().into());
@@ -699,6 +734,13 @@ impl Writer {
         footer.extra.insert("left_out_record_ends".into(), left.record_ends.into());
         if capture.recorder.is_some() {
             footer.extra.insert("recorder_dumps".into(), s.dumps.into());
+        }
+        if capture.count {
+            let c = s.counted;
+            footer.extra.insert("counted_records".into(), c.records.into());
+            footer.extra.insert("counted_events".into(), c.events.into());
+            footer.extra.insert("counted_annotations".into(), c.annotations.into());
+            footer.extra.insert("counted_record_ends".into(), c.record_ends.into());
         }
     }
 }
