@@ -77,10 +77,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         s.forwards
     );
     let secs = outcome.sim_time.as_secs_f64().max(1e-9);
+    // Lines made: written, or counted instead (`JETS_CAPTURE=count`).
     let lines = outcome.summary.records
         + outcome.summary.record_ends
         + outcome.summary.events
-        + outcome.summary.annotations;
+        + outcome.summary.annotations
+        + outcome.summary.counted.total();
     say!(o,
         "   simulation speed with tracing on: {:.0} cycles/s, {:.0} instructions/s, {:.0} trace lines/s",
         s.cycles as f64 / secs,
@@ -144,15 +146,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
     chrome::convert(&trace, open_output(&chrome_path)?)
         .with_context(|| format!("writing {}", chrome_path.display()))?;
     let kanata_path = args.out.join(KANATA);
-    kanata::convert(&trace, open_output(&kanata_path)?, "Instruction")
-        .with_context(|| format!("writing {}", kanata_path.display()))?;
+    // A capture setting may leave every instruction out (or count lines instead of writing
+    // them): Konata's pipeline diagram then has nothing to show.
+    let instructions = stats.records_of("Instruction") > 0;
+    if instructions {
+        kanata::convert(&trace, open_output(&kanata_path)?, "Instruction")
+            .with_context(|| format!("writing {}", kanata_path.display()))?;
+    } else {
+        say!(o, "   Kanata log: not written, the trace holds no Instruction record");
+    }
     let gantt_path = args.out.join(GANTT);
     write_gantt(&trace, &gantt_path)?;
-    for (path, what) in [
+    let exports = [
         (&chrome_path, "Chrome trace JSON"),
         (&kanata_path, "Kanata log"),
         (&gantt_path, "Gantt HTML page"),
-    ] {
+    ];
+    for (path, what) in exports.into_iter().filter(|(p, _)| instructions || *p != &kanata_path) {
         let bytes =
             std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?.len();
         say!(o, "   {:<18} {} ({:.1} MB)", what, path.display(), bytes as f64 / 1e6);
@@ -165,7 +175,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (KANATA, "in Konata (github.com/shioyadan/Konata): the pipeline diagram per instruction"),
         (TRACE, "the JETS trace itself: `jets tree`, `jets view`, `jets stats` read it"),
     ];
-    for (file, what) in rows {
+    for (file, what) in rows.into_iter().filter(|(f, _)| instructions || *f != KANATA) {
         say!(o, "   {:<40} {what}", args.out.join(file).display());
     }
     say!(o,

@@ -26,6 +26,7 @@ fn bench_json_has_every_figure() {
         "slowdown_window_1pct",
         "slowdown_sample_1pct",
         "slowdown_recorder",
+        "slowdown_count",
         "slowdown_full",
         "slowdown_write_floor",
     ] {
@@ -45,6 +46,7 @@ fn bench_json_has_every_figure() {
         "slowdown_window_1pct",
         "slowdown_sample_1pct",
         "slowdown_recorder",
+        "slowdown_count",
         "slowdown_full",
         "slowdown_write_floor",
     ] {

@@ -10,7 +10,8 @@
 //! stays in the code and writes nothing, so `off` then measures what it costs compiled out.
 //!
 //! MODE is one of `jets bench`'s: `untraced`, `off`, `window` (1% of the run in its middle),
-//! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end) or `full`.
+//! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end), `count`
+//! (everything counted, nothing written) or `full`.
 //! WORDS is the size of the array the program sorts (default 1300, as `jets bench`); OUT the
 //! trace (default `pipeline-modes.jets`, removed first). It prints the run's time, from opening
 //! the trace to closing it, as `jets bench` times each run (`traced::timed_run`); `window` first
@@ -46,8 +47,11 @@ fn main() -> anyhow::Result<()> {
         "recorder" => {
             Some(Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() })
         }
+        "count" => Some(Capture { count: true, ..Capture::default() }),
         "full" => Some(Capture::full()),
-        other => bail!("unknown mode {other:?}: untraced, off, window, sample, recorder or full"),
+        other => {
+            bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, count or full")
+        }
     };
     let (took, cycles) = traced::timed_run(&out, &program, capture.as_ref())?;
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.

@@ -209,6 +209,11 @@ impl TraceStats {
         self.lines.get(&t).copied().unwrap_or(0)
     }
 
+    /// The records of `record_type` in the trace.
+    pub fn records_of(&self, record_type: &str) -> u64 {
+        self.type_index.get(record_type).map_or(0, |&i| self.types[i].1.records)
+    }
+
     /// Footer totals against what the trace holds: (field, footer value, counted value).
     fn footer_checks(&self) -> Vec<(&'static str, u64, u64)> {
         let Some(f) = &self.footer else { return Vec::new() };
@@ -228,19 +233,18 @@ impl TraceStats {
     }
 
     /// The capture setting and left-out counts the SDK writes in the footer (CAP-FOOT-1), when the
-    /// trace is not the whole run: (setting, [(kind, count)]).
-    fn capture(&self) -> Option<(String, Vec<(&'static str, u64)>)> {
+    /// trace is not the whole run, and the counts of a `count` setting (CAP-COUNT-1): (setting,
+    /// [(kind, left out)], [(kind, counted)]).
+    fn capture(&self) -> Option<(String, Counts, Counts)> {
         let extra = &self.footer.as_ref()?.extra;
         let setting = extra.get("capture")?.as_str()?.to_owned();
-        let kinds = [
-            ("records", "left_out_records"),
-            ("events", "left_out_events"),
-            ("annotations", "left_out_annotations"),
-            ("record_ends", "left_out_record_ends"),
-        ];
-        let counts =
-            kinds.iter().filter_map(|(k, f)| Some((*k, extra.get(*f)?.as_u64()?))).collect();
-        Some((setting, counts))
+        let counts = |prefix: &str| -> Counts {
+            ["records", "events", "annotations", "record_ends"]
+                .into_iter()
+                .filter_map(|k| Some((k, extra.get(&format!("{prefix}{k}"))?.as_u64()?)))
+                .collect()
+        };
+        Some((setting, counts("left_out_"), counts("counted_")))
     }
 
     /// Whether a footer check passes. `capture_end_clk` may lie after the last line (a simulation
@@ -312,10 +316,15 @@ impl TraceStats {
                 "count": self.open.len(), "first_ids": self.unended_examples,
             },
             "footer": footer,
-            "capture": self.capture().map(|(setting, left)| {
-                let left: Map<String, Value> =
-                    left.into_iter().map(|(k, n)| (k.to_owned(), n.into())).collect();
-                json!({"setting": setting, "left_out": left})
+            "capture": self.capture().map(|(setting, left, counted)| {
+                let map = |counts: Counts| -> Map<String, Value> {
+                    counts.into_iter().map(|(k, n)| (k.to_owned(), n.into())).collect()
+                };
+                let mut c = json!({"setting": setting, "left_out": map(left)});
+                if !counted.is_empty() {
+                    c["counted"] = Value::Object(map(counted));
+                }
+                c
             }),
         })
     }
@@ -420,20 +429,39 @@ impl TraceStats {
                 } else {
                     let _ = writeln!(s, "footer: DISAGREES: {}", bad.join("; "));
                 }
-                if let Some((setting, left)) = self.capture() {
-                    let left: Vec<String> = left.iter().map(|(k, n)| format!("{n} {k}")).collect();
-                    let _ = writeln!(
-                        s,
-                        "capture: {setting}: a PART of the run (left out: {}); figures above \
-                         describe the captured lines only",
-                        left.join(", ")
-                    );
+                if let Some((setting, left, counted)) = self.capture() {
+                    let list = |counts: Counts| {
+                        counts
+                            .iter()
+                            .map(|(k, n)| format!("{n} {k}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    if counted.is_empty() {
+                        let _ = writeln!(
+                            s,
+                            "capture: {setting}: a PART of the run (left out: {}); figures above \
+                             describe the captured lines only",
+                            list(left)
+                        );
+                    } else {
+                        let _ = writeln!(
+                            s,
+                            "capture: {setting}: lines COUNTED, not written (counted: {}; left \
+                             out: {}); the file holds no lines",
+                            list(counted),
+                            list(left)
+                        );
+                    }
                 }
             }
         }
         s
     }
 }
+
+/// Line counts per kind from the footer: (`records`, `events`, `annotations`, `record_ends`).
+type Counts = Vec<(&'static str, u64)>;
 
 #[cfg(test)]
 mod tests {
