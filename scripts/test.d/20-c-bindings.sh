@@ -106,6 +106,20 @@ step "C99 capture control (JETS_CAPTURE read by jets_open, ROI, on/off, dump)"
 gcc "${cflags[@]}" "${inc[@]}" -o "$work/capture_test" "$tests/capture_test.c" "${libs[@]}" "$rpath"
 JETS_CAPTURE="roi;events=Keep" run capture "$work/capture_test" "$work/capture.jets"
 grep -q '"capture":"roi;events=Keep"' "$work/capture.jets" || { echo "FAIL: no capture setting in the footer"; exit 1; }
+# CAP-COUNT-1 through jets_open: the same setting with `count` writes no line and counts
+# exactly what the trace above holds.
+JETS_CAPTURE="roi;events=Keep;count" "$work/capture_test" "$work/capture-count.jets" >/dev/null
+python3 - "$work/capture.jets" "$work/capture-count.jets" <<'PY' || { echo "FAIL: count through the C API"; exit 1; }
+import json, sys
+written = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+lines = open(sys.argv[2]).read().splitlines()
+counted = json.loads(lines[-1])
+assert len(lines) == 2, lines
+assert counted["capture"] == "roi;events=Keep;count", counted
+for kind in ("records", "events", "annotations"):
+    assert counted["counted_" + kind] == written["total_" + kind], (kind, counted, written)
+    assert counted["total_" + kind] == 0, counted
+PY
 if JETS_CAPTURE="clk=9..3" "$work/capture_test" "$work/capture-bad.jets" 2>"$work/capture-bad.err"; then
     echo "FAIL: a bad JETS_CAPTURE clause did not fail jets_open"; exit 1
 fi
