@@ -15,13 +15,15 @@
 //! JETS_CAPTURE="clk=1000000..1100000" ./sim          # one window of 100 k cycles
 //! JETS_CAPTURE="types=Instruction;sample=Instruction:100" ./sim
 //! JETS_CAPTURE="recorder=100000;trigger=error" ./sim # last 100 k cycles before an error
+//! JETS_CAPTURE="clk=1000000..1100000;count" ./sim    # how many lines that window would write
 //! ```
 //!
 //! The trace stays valid by construction (rules CAP-* in `spec/write-decisions.md`): the emitting
 //! call decides, per line, to queue it, to queue a record only as a possible ancestor (held by the
 //! writer thread), or to leave it out with everything under it; the writer writes a held record,
 //! with its real start cycle, just before the first captured line that needs it. The footer's
-//! `capture` member names the setting and `left_out_*` count what was not written.
+//! `capture` member names the setting and `left_out_*` count what was not written; with
+//! `count`, nothing is written and `counted_*` count what would have been.
 
 mod config;
 #[cfg(unix)]
