@@ -498,6 +498,47 @@ fn prefetch(p: *const u8, bytes: usize) {
     let _ = (p, bytes);
 }
 
+/// Copies `n` (at least one) words from `src` to `dst` past the caches where the CPU can: the
+/// arena's memory was last used a whole window ago (tens of MiB) and is in no cache, so a plain
+/// copy first reads every line it writes from memory; `movnti` writes them without that read.
+/// The words are read back only by this thread (the writer's, in program order), and
+/// [`Keeper::end_pass`] fences the stores in case the keeper ever moves to another.
+///
+/// # Safety
+/// `src` holds `n` words and `dst` has room for them; they do not overlap.
+#[inline(always)]
+unsafe fn copy_streaming(src: *const u64, dst: *mut u64, n: usize) {
+    debug_assert!(n > 0);
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: the caller's contract; the loop reads n words at `src` and writes n at `dst`,
+    // as machine words (their bytes copied as they are, initialized or not).
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "mov {t}, qword ptr [{s}]",
+            "movnti qword ptr [{d}], {t}",
+            "add {s}, 8",
+            "add {d}, 8",
+            "dec {n}",
+            "jnz 2b",
+            s = inout(reg) src => _,
+            d = inout(reg) dst => _,
+            n = inout(reg) n => _,
+            t = out(reg) _,
+            options(nostack),
+        );
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            src.cast::<MaybeUninit<u64>>(),
+            dst.cast::<MaybeUninit<u64>>(),
+            n,
+        )
+    };
+}
+
 /// Whether dropping the entry `m` is a no-op: its texts are static and its data owns nothing.
 fn owns_nothing(m: &Entry<'_>) -> bool {
     m.name.is_static()
@@ -602,11 +643,7 @@ impl Arena {
         // SAFETY: `dst` has room for n words before `room` (checked above), in a chunk that
         // never moves; `at` holds `n` words (the caller's contract).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                at.cast::<MaybeUninit<u64>>(),
-                dst.cast::<MaybeUninit<u64>>(),
-                n,
-            );
+            copy_streaming(at, dst, n);
             self.tail = dst.add(n);
         }
         (dst, next)
@@ -1203,6 +1240,11 @@ impl Keeper {
     /// Called by the writer after each pass over the rings, with each ring's words consumed so
     /// far and (lazily) their words published so far.
     pub(crate) fn end_pass(&mut self, popped: &[u64], pushed: impl FnOnce() -> Vec<u64>) {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        // SAFETY: `sfence` only orders this thread's stores (`copy_streaming`'s).
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
         self.evict();
         while let Some((snapshot, _)) = self.graves.front() {
             let passed =
