@@ -216,37 +216,55 @@ impl Parts {
     /// `at` is the first word of an entry written by [`Line::write_to`].
     #[inline(always)]
     unsafe fn of(at: *mut u64) -> Parts {
-        // SAFETY: the same walk as `write_to`, from the flags it wrote; all within the entry.
+        // SAFETY: the same layout as `write_to`, from the flags it wrote; all within the entry.
         unsafe {
             let header = at.read();
             let flags = (header >> 32) as u8;
-            let mut p = at.add(FIXED);
-            let mut take = |flag: u8, words: usize| {
-                (flags & flag != 0).then(|| {
-                    let part = p;
-                    p = p.add(words);
-                    part
-                })
-            };
-            let after = take(AFTER, 2);
-            let parent = take(PARENT, 1);
-            let record_type = take(RECORD_TYPE, STR).map(|p| p.cast::<Str>());
-            let description = take(DESCRIPTION, STR).map(|p| p.cast::<Str>());
-            let extra = take(EXTRA, 1).map(|p| p.cast::<Box<DataExtra>>());
-            let count = (header >> 24) as u8 as usize;
+            let offsets = OFFSETS[(flags & PART_FLAGS) as usize];
+            // The word offset of a part, from the table.
+            let at_part = |part: u32| at.add((offsets >> (8 * part)) as u8 as usize);
+            let part = |flag: u8, part: u32| (flags & flag != 0).then(|| at_part(part));
             Parts {
                 header,
-                after,
-                parent,
-                record_type,
-                description,
-                extra,
-                fields: p.cast(),
-                count,
+                after: part(AFTER, 0),
+                parent: part(PARENT, 1),
+                record_type: part(RECORD_TYPE, 2).map(|p| p.cast::<Str>()),
+                description: part(DESCRIPTION, 3).map(|p| p.cast::<Str>()),
+                extra: part(EXTRA, 4).map(|p| p.cast::<Box<DataExtra>>()),
+                fields: at_part(5).cast(),
+                count: (header >> 24) as u8 as usize,
             }
         }
     }
 }
+
+/// The flags that say which optional parts an entry has.
+const PART_FLAGS: u8 = AFTER | PARENT | RECORD_TYPE | DESCRIPTION | EXTRA;
+
+/// For each combination of [`PART_FLAGS`], the word offsets at which [`Line::write_to`] puts
+/// the optional parts and the fields, one byte each (after, parent, record type, description,
+/// extra, fields): a lookup instead of a walk that tests each flag in turn, since the writer
+/// thread finds the parts of every line it takes.
+const OFFSETS: [u64; 32] = {
+    let mut table = [0u64; 32];
+    let mut flags = 0;
+    while flags < 32 {
+        let sizes = [(AFTER, 2), (PARENT, 1), (RECORD_TYPE, STR), (DESCRIPTION, STR), (EXTRA, 1)];
+        let mut offset = FIXED;
+        let mut packed = 0u64;
+        let mut i = 0;
+        while i < sizes.len() {
+            packed |= (offset as u64) << (8 * i);
+            if flags as u8 & sizes[i].0 != 0 {
+                offset += sizes[i].1;
+            }
+            i += 1;
+        }
+        table[flags] = packed | (offset as u64) << 40;
+        flags += 1;
+    }
+    table
+};
 
 impl<'a> Entry<'a> {
     /// Reads the entry at `at`.
