@@ -103,6 +103,13 @@ fn main_result() -> Result<()> {
             s.left_out.events,
             s.dumps
         );
+        if s.counted.total() > 0 {
+            // JETS_CAPTURE with `count`: what the setting would have written.
+            println!(
+                "counted, not written: {} records, {} events, {} record ends",
+                s.counted.records, s.counted.events, s.counted.record_ends
+            );
+        }
     }
     Ok(())
 }
