@@ -33,7 +33,9 @@ pub(crate) mod keep;
 
 pub use config::{Capture, CaptureError, Recorder, Trigger, ENV};
 
-/// Exact counts of lines that capture control left out of the file, per line kind.
+/// Exact counts of lines per kind: those capture control left out of the file
+/// ([`crate::Summary::left_out`]), or, with the `count` clause, those it counted instead of writing
+/// them ([`crate::Summary::counted`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LeftOut {
     /// `record` lines.
