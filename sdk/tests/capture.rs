@@ -314,12 +314,7 @@ fn roi_regions_nest_across_threads() {
 
 #[test]
 fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close() {
-    let c = Capture {
-        recorder: Some(Recorder::Cycles(50)),
-        triggers: vec![Trigger::Error],
-        ..Capture::default()
-    };
-    let (after_dump, text) = recorded(c);
+    let (after_dump, text) = recorded(recorder_setting());
     assert!(after_dump.contains("\"name\":\"i98\""), "dump writes the recorder now");
     let lines = valid(&text);
     let recs = names(&lines, "record");
@@ -337,6 +332,15 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     let f = footer(&lines);
     assert_eq!(f["capture"], "recorder=50;trigger=error");
     assert_eq!(f["recorder_dumps"], 3);
+}
+
+/// The recorder tests' setting: the last 50 cycles, dumped on an error event too.
+fn recorder_setting() -> Capture {
+    Capture {
+        recorder: Some(Recorder::Cycles(50)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    }
 }
 
 /// The program of the recorder tests, a trigger at cycle 402 and a dump before the last end:
@@ -375,13 +379,8 @@ fn recorded(c: Capture) -> (String, String) {
 /// only the header and the footer.
 #[test]
 fn counting_with_a_recorder_counts_what_the_dumps_would_write() {
-    let c = Capture {
-        recorder: Some(Recorder::Cycles(50)),
-        triggers: vec![Trigger::Error],
-        ..Capture::default()
-    };
-    let written = valid(&recorded(c.clone()).1);
-    let (_, text) = recorded(Capture { count: true, ..c });
+    let written = valid(&recorded(recorder_setting()).1);
+    let (_, text) = recorded(Capture { count: true, ..recorder_setting() });
     let lines = valid(&text);
     assert_eq!(lines.len(), 2, "{text}");
     let (f, cf) = (footer(&written), footer(&lines));
