@@ -432,7 +432,7 @@ fn to_text(r: &Value) -> String {
             s += &format!(
                 "\ncore-to-core round trip {ns:.0} ns (rounds {lo:.0}-{hi:.0} ns), taken before each \
                  flight recorder run:\nthe recorder and the full trace hand every line from the \
-                 simulator's core to the writer's,\nso their slowdowns grow with it.\n"
+                 simulator's core to the writer's,\nwhich costs more where that trip is long.\n"
             );
         }
         None => s += "\ncore-to-core round trip not measured: this machine has one CPU.\n",
