@@ -53,4 +53,26 @@ impl LeftOut {
     pub fn total(&self) -> u64 {
         self.records + self.events + self.annotations + self.record_ends
     }
+
+    /// The counts with the names the footer gives their kinds ([`FOOTER_KINDS`], in that order).
+    ///
+    /// ```
+    /// use jets::capture::{LeftOut, FOOTER_LEFT_OUT};
+    /// let left = LeftOut { events: 3, ..LeftOut::default() };
+    /// let members: Vec<String> =
+    ///     left.by_kind().iter().map(|(k, n)| format!("{FOOTER_LEFT_OUT}{k}={n}")).collect();
+    /// assert_eq!(members[1], "left_out_events=3");
+    /// ```
+    pub fn by_kind(&self) -> [(&'static str, u64); 4] {
+        let [r, e, a, x] = FOOTER_KINDS;
+        [(r, self.records), (e, self.events), (a, self.annotations), (x, self.record_ends)]
+    }
 }
+
+/// The line kinds as the footer's count members name them, after [`FOOTER_LEFT_OUT`] or
+/// [`FOOTER_COUNTED`] (CAP-FOOT-1, CAP-COUNT-1): written by the SDK, read by `jets stats`.
+pub const FOOTER_KINDS: [&str; 4] = ["records", "events", "annotations", "record_ends"];
+/// The prefix of the footer members that count what capture control left out (`left_out_events`).
+pub const FOOTER_LEFT_OUT: &str = "left_out_";
+/// The prefix of the footer members that count what `count` counted (`counted_events`).
+pub const FOOTER_COUNTED: &str = "counted_";

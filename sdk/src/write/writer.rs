@@ -16,7 +16,7 @@ use super::WRITE_BATCH_BYTES as BATCH_BYTES;
 use super::{Control, Policy, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
-use crate::capture::LeftOut;
+use crate::capture::{LeftOut, FOOTER_COUNTED, FOOTER_LEFT_OUT};
 use crate::error::Error;
 use crate::format::{self, Footer};
 
@@ -103,8 +103,6 @@ struct Writer {
     released: Vec<usize>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
-    /// CAP-COUNT-1: lines are counted, not encoded (`Capture::count`).
-    counting: bool,
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -161,14 +159,12 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         released: Vec::new(),
         keeper: None,
         pool: None,
-        counting: false,
     };
     w.keeper = Keeper::new(&w.shared.capture);
-    w.counting = w.shared.capture.count;
     // Capture control decides line by line in order, in this thread: its traces are encoded
     // here too (most of their lines are never encoded at all).
     // Counting encodes nothing: there is nothing to share out.
-    if w.keeper.is_none() && !w.counting && w.config.encoders > 1 {
+    if w.keeper.is_none() && !w.shared.capture.count && w.config.encoders > 1 {
         let codec = w.sink.as_ref().and_then(Sink::codec);
         // Threads that cannot be started: this thread encodes, as with one encoder.
         w.pool = Pool::new(w.config.encoders, codec).ok();
@@ -320,7 +316,7 @@ impl Writer {
                         &mut Counted {
                             buf: &mut self.buf,
                             summary: &mut self.summary,
-                            counting: self.counting,
+                            counting: self.shared.capture.count,
                         },
                     )
                 },
@@ -406,7 +402,7 @@ impl Writer {
         let out = &mut Counted {
             buf: &mut self.buf,
             summary: &mut self.summary,
-            counting: self.counting,
+            counting: self.shared.capture.count,
         };
         keep::Out::put(out, line);
     }
@@ -477,7 +473,7 @@ impl Writer {
             keeper.dump(&mut Counted {
                 buf: &mut self.buf,
                 summary: &mut self.summary,
-                counting: self.counting,
+                counting: self.shared.capture.count,
             });
         }
     }
@@ -661,7 +657,7 @@ impl Writer {
         // Every batch written: the totals below count what the encoder threads encoded.
         self.write_buf();
         let s = &mut self.summary;
-        if self.counting {
+        if self.shared.capture.count {
             // CAP-COUNT-1: what was counted was not written.
             s.counted = LeftOut {
                 records: std::mem::take(&mut s.records),
@@ -731,20 +727,20 @@ impl Writer {
             return;
         }
         footer.extra.insert("capture".into(), capture.to_string().into());
-        footer.extra.insert("left_out_records".into(), left.records.into());
-        footer.extra.insert("left_out_events".into(), left.events.into());
-        footer.extra.insert("left_out_annotations".into(), left.annotations.into());
-        footer.extra.insert("left_out_record_ends".into(), left.record_ends.into());
+        insert_counts(footer, FOOTER_LEFT_OUT, &left);
         if capture.recorder.is_some() {
             footer.extra.insert("recorder_dumps".into(), s.dumps.into());
         }
         if capture.count {
-            let c = s.counted;
-            footer.extra.insert("counted_records".into(), c.records.into());
-            footer.extra.insert("counted_events".into(), c.events.into());
-            footer.extra.insert("counted_annotations".into(), c.annotations.into());
-            footer.extra.insert("counted_record_ends".into(), c.record_ends.into());
+            insert_counts(footer, FOOTER_COUNTED, &s.counted);
         }
+    }
+}
+
+/// Adds one footer member per line kind, `{prefix}{kind}` (CAP-FOOT-1, CAP-COUNT-1).
+fn insert_counts(footer: &mut Footer, prefix: &str, counts: &LeftOut) {
+    for (kind, n) in counts.by_kind() {
+        footer.extra.insert(format!("{prefix}{kind}"), n.into());
     }
 }
 

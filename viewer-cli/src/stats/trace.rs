@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
+use jets::capture::{FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT};
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
 
@@ -239,12 +240,12 @@ impl TraceStats {
         let extra = &self.footer.as_ref()?.extra;
         let setting = extra.get("capture")?.as_str()?.to_owned();
         let counts = |prefix: &str| -> Counts {
-            ["records", "events", "annotations", "record_ends"]
+            FOOTER_KINDS
                 .into_iter()
                 .filter_map(|k| Some((k, extra.get(&format!("{prefix}{k}"))?.as_u64()?)))
                 .collect()
         };
-        Some((setting, counts("left_out_"), counts("counted_")))
+        Some((setting, counts(FOOTER_LEFT_OUT), counts(FOOTER_COUNTED)))
     }
 
     /// Whether a footer check passes. `capture_end_clk` may lie after the last line (a simulation
