@@ -200,7 +200,9 @@ fn native(
             use ::jets::__private::RecordParent as _;
             let __jets_b = #trace
                 .__jets_record(::jets::format::Str::Static(#name), #record_type)
-                .map(|__jets_b| __jets_b.description(#description) #setters);
+                // In `with`: the fields' values (a Debug text is formatted) are worked out
+                // only when the record line is made, never while capture leaves it out.
+                .map(|__jets_b| __jets_b.with(|__jets_b| __jets_b.description(#description) #setters));
             ::jets::__private::RecordGuard::begin(__jets_b, #clk)
         };
         #bind

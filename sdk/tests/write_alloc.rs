@@ -180,3 +180,56 @@ fn eight_typed_fields_with_hints_do_not_allocate() {
     let summary = trace.close().expect("close");
     assert_eq!(summary.records, 201);
 }
+
+/// A field made only for the Debug text of an argument (here a vector), recorded by
+/// `#[jets::record]`.
+#[cfg(feature = "macros")]
+#[jets::record(trace = trace, name = "step", record_type = "Step", clk = clk, end_clk = clk + 1)]
+fn recorded_step(trace: &RecordHandle, clk: u64, regs: &[u32]) -> usize {
+    regs.len()
+}
+
+/// Issue 14.1: while capture leaves lines out, emitting allocates nothing, even where the line
+/// would need memory: `#[jets::record]` formats an argument's Debug text only for a record it
+/// writes, and `with` works out its fields only for a line that is made. Written, the same calls
+/// allocate (the check can fail).
+#[test]
+fn lines_left_out_allocate_nothing_even_where_written_ones_would() {
+    use jets::capture::Capture;
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let regs = [1u32, 2, 3];
+    for off in [true, false] {
+        let capture = Capture { off, ..Capture::default() };
+        let trace = TraceBuilder::new()
+            .capacity(1 << 10)
+            .capture(capture)
+            .writer(std::io::sink(), Metadata::new())
+            .expect("open");
+        let root = trace.root("root", "Root").begin_at(0).expect("root");
+        let mut described = 0;
+        let n = allocations_by(|| {
+            for clk in 1..100u64 {
+                let rec = root
+                    .child_at(clk, "insn", "Instruction")
+                    .with(|b| {
+                        described += 1;
+                        b.field("disasm", format!("addi x1, x1, {clk}"))
+                    })
+                    .begin()
+                    .expect("record");
+                rec.end_at(clk + 1).expect("end");
+                #[cfg(feature = "macros")]
+                recorded_step(&root, clk, &regs);
+            }
+        });
+        drop(root);
+        let summary = trace.close().expect("close");
+        if off {
+            assert_eq!((n, described), (0, 0), "capture off: allocations, descriptions");
+            assert_eq!(summary.records, 0);
+        } else {
+            assert!(n >= 99, "written, each record's text is made: {n} allocations");
+            assert_eq!(described, 99);
+        }
+    }
+}

@@ -358,15 +358,18 @@ impl Pipeline {
             Some(t) => {
                 // By reference: cloned only when the record is written.
                 let name = index.and_then(|i| t.names.get(i)).unwrap_or(&OUTSIDE);
+                // The fields in `with`: worked out only when the record is made.
                 let r = t
                     .core
                     .child_at(c, name, "Instruction")
-                    .field("pc", u64::from(pc))
-                    .field("seq", seq)
-                    .display_label(insn.mnemonic())
-                    .unit_id(0)
-                    .thread_id(seq % LANES)
-                    .color(class_color(insn.class()))
+                    .with(|b| {
+                        b.field("pc", u64::from(pc))
+                            .field("seq", seq)
+                            .display_label(insn.mnemonic())
+                            .unit_id(0)
+                            .thread_id(seq % LANES)
+                            .color(class_color(insn.class()))
+                    })
                     .begin()?;
                 r.event_at(c, STAGES[IF]).emit()?;
                 Some(r)
@@ -512,10 +515,12 @@ impl Pipeline {
         if let Some(r) = s.record {
             let at = at.max(r.start_clk());
             r.event_at(at, "Squash")
-                .field("cause", cause)
-                .severity(Severity::Error)
-                .icon("flush")
-                .marker_style(MarkerStyle::Line)
+                .with(|e| {
+                    e.field("cause", cause)
+                        .severity(Severity::Error)
+                        .icon("flush")
+                        .marker_style(MarkerStyle::Line)
+                })
                 .emit()?;
             // The status on the record_end makes Konata show a flush instead of a retire.
             r.end_with_status_at(at, Status::Flushed)?;
@@ -540,8 +545,12 @@ impl Pipeline {
 /// instruction is a pipeline stage (Kanata draws each event as a stage).
 fn stage_event(s: &Slot, stage: usize, clk: u64) -> Result<(), SimError> {
     let Some(r) = &s.record else { return Ok(()) };
-    let mut e = r.event_at(clk, STAGES[stage]);
-    if stage == MEM {
+    let e = r.event_at(clk, STAGES[stage]);
+    if stage != MEM {
+        e.emit()?;
+        return Ok(());
+    }
+    e.with(|mut e| {
         if matches!(s.insn.class(), Class::Load | Class::Store) {
             e = e.field("addr", u64::from(s.addr));
         }
@@ -554,8 +563,9 @@ fn stage_event(s: &Slot, stage: usize, clk: u64) -> Result<(), SimError> {
         if let Some(target) = s.taken {
             e = e.field("taken_to", u64::from(target));
         }
-    }
-    e.emit()?;
+        e
+    })
+    .emit()?;
     Ok(())
 }
 

@@ -945,6 +945,31 @@ fn check_data(line: &Line, error: Option<Box<Error>>) -> Result<(), Error> {
 /// The chained calls every builder has: description, typed fields, JSON data.
 macro_rules! data_methods {
     () => {
+        /// Runs `describe` on the builder only when its line will be made: what it computes
+        /// (a disassembly, a name looked up, a field that needs work) and the calls it chains
+        /// cost nothing when capture leaves the line out, as arguments passed directly would.
+        /// One question for the whole group instead of one per chained call: the form for a
+        /// simulator's hot path.
+        ///
+        /// ```
+        /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+        /// # let core = trace.root("core0", "Core").begin_at(0).unwrap();
+        /// let pc = 0x40u64;
+        /// let insn = core
+        ///     .child_at(12, "addi", "Instruction")
+        ///     .with(|b| b.field("pc", pc).field("opcode", format!("{:#x}", 0x13)))
+        ///     .begin()
+        ///     .unwrap();
+        /// # insn.end_at(13).unwrap();
+        /// ```
+        #[inline(always)]
+        pub fn with(self, describe: impl FnOnce(Self) -> Self) -> Self {
+            match self.p.0.is_some() {
+                true => describe(self),
+                false => self,
+            }
+        }
+
         /// Sets the human-readable description (empty by default; the key is always written).
         #[inline(always)]
         pub fn description(mut self, text: impl Into<Str>) -> Self {
