@@ -370,8 +370,14 @@ pub(crate) mod left {
             // SAFETY: one aligned 8-byte add to memory this thread alone writes (other threads
             // only load it, atomically: an aligned store is).
             unsafe {
-                std::arch::asm!("add qword ptr [{c}], {by}", c = in(reg) c.as_ptr(), by = in(reg) by,
-                    options(nostack));
+                // A count of one (every line left out) adds an immediate: no register to load.
+                if by == 1 {
+                    std::arch::asm!("add qword ptr [{c}], 1", c = in(reg) c.as_ptr(),
+                        options(nostack));
+                } else {
+                    std::arch::asm!("add qword ptr [{c}], {by}", c = in(reg) c.as_ptr(),
+                        by = in(reg) by, options(nostack));
+                }
             }
             #[cfg(not(all(target_arch = "x86_64", not(miri))))]
             c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
