@@ -1,4 +1,6 @@
 //! Writer benchmarks: producer-side cost per call, and end-to-end lines per second to a file.
+//! `producer/reference_store_16_words` is the same-run reference for the event's figure: storing
+//! the event's 16 ring words alone.
 //!
 //! Producer-side numbers time only the emitting calls: between timed chunks the bench waits,
 //! untimed, for the writer thread to drain the queue, so the chunk never blocks on a full queue.
@@ -120,6 +122,36 @@ fn producer(c: &mut Criterion) {
             trace.close().expect("close");
         });
     }
+    // The same-run reference beside the event's figure: the 16 words that event takes in its
+    // ring (header, cycle, record id, name, two typed fields), made from the loop counter and
+    // stored in turn into a 128 KiB buffer, a ring with nobody reading it, with volatile stores
+    // so that none is left out. What storing the line alone costs on this machine now: the
+    // ratio of the two is what to compare across runs on a shared machine.
+    g.bench_function(BenchmarkId::new("reference_store_16_words", 1), |b| {
+        const WORDS: usize = 16;
+        let mut ring = vec![0u64; 1 << 14];
+        let mask = ring.len() - 1;
+        let clock = Clock::from_env();
+        b.iter_custom(|iters| {
+            let origin = Instant::now();
+            let start = clock.now(origin);
+            for i in 0..iters {
+                let at = (i as usize * WORDS) & mask;
+                let clk = black_box(i + 1);
+                let line: [u64; WORDS] = [
+                    0x0201_0010, clk, 7, 0x1000, 7, 2, 0x2000, 1, 0x10, i, 0, 0x2008, 1, 0x10,
+                    i ^ 7, 0,
+                ];
+                for (k, w) in line.into_iter().enumerate() {
+                    // SAFETY: `at + k` is within the buffer (`at` is a multiple of 16 below
+                    // its length, a power of two).
+                    unsafe { std::ptr::write_volatile(ring.as_mut_ptr().add(at + k), w) };
+                }
+            }
+            clock.now(origin) - start
+        });
+        black_box(&ring);
+    });
     g.finish();
 }
 
