@@ -129,6 +129,10 @@ fn producer(c: &mut Criterion) {
     // ratio of the two is what to compare across runs on a shared machine.
     g.bench_function(BenchmarkId::new("reference_store_16_words", 1), |b| {
         const WORDS: usize = 16;
+        // Header, cycle, record id, name (pointer, length), two fields (key, tag, value...):
+        // the cycle and the values are filled in per event.
+        const LINE: [u64; WORDS] =
+            [0x0201_0010, 0, 7, 0x1000, 7, 2, 0x2000, 1, 0x10, 0, 0, 0x2008, 1, 0x10, 0, 0];
         let mut ring = vec![0u64; 1 << 14];
         let mask = ring.len() - 1;
         let clock = Clock::from_env();
@@ -138,10 +142,8 @@ fn producer(c: &mut Criterion) {
             for i in 0..iters {
                 let at = (i as usize * WORDS) & mask;
                 let clk = black_box(i + 1);
-                let line: [u64; WORDS] = [
-                    0x0201_0010, clk, 7, 0x1000, 7, 2, 0x2000, 1, 0x10, i, 0, 0x2008, 1, 0x10,
-                    i ^ 7, 0,
-                ];
+                let mut line = LINE;
+                (line[1], line[9], line[14]) = (clk, i, i ^ 7);
                 for (k, w) in line.into_iter().enumerate() {
                     // SAFETY: `at + k` is within the buffer (`at` is a multiple of 16 below
                     // its length, a power of two).
