@@ -110,6 +110,22 @@ fn calls(cr: &mut Criterion) {
             })
         })
     });
+    // The JSON event again with capture off (`jets_capture_off`, as `JETS_CAPTURE=off` or outside
+    // a window): the line is counted as left out, and its text is neither copied nor parsed
+    // (CA-JSON-2).
+    // SAFETY: `t` is open.
+    assert_eq!(unsafe { jets_capture_off(t) }, JETS_OK);
+    g.bench_function("jets_event strings + data_json (2 fields), capture off", |b| {
+        b.iter_custom(|n| {
+            timed(t, &mut clk, n, |clk| {
+                let json = c(c"{\"pc\":4096,\"latency\":3}");
+                // SAFETY: `t` is open; the name and the JSON text are static C strings.
+                black_box(unsafe { jets_event(t, root, clk, c(c"Retire"), null(), json) });
+            })
+        })
+    });
+    // SAFETY: `t` is open.
+    assert_eq!(unsafe { jets_capture_on(t) }, JETS_OK);
     g.finish();
 
     // The same event through the Rust API, side by side with the C call: the cost of the C layer

@@ -357,7 +357,8 @@ int jets_open_ex(const char *path,
  * Begins a record at `clk` (or `JETS_CLK_NOW`) under `parent` (0: a root record) and returns its
  * id, or 0 on failure (see `jets_last_error()`, `jets_last_error_code()`). `description` and
  * `data_json` may be NULL; `data_json` must be a JSON object. A child may not begin before its
- * parent.
+ * parent. A record that capture leaves out has its description and JSON neither copied nor
+ * parsed (CA-JSON-2): bad JSON there is no error.
  *
  * # Safety
  * `t` is NULL or an open trace; the strings are NULL or NUL-terminated.
@@ -409,7 +410,8 @@ int jets_record_end_status(struct jets_trace *t,
 
 /**
  * Emits an event on `record` at `clk` (or `JETS_CLK_NOW`), not before the record's start.
- * `description` and `data_json` (any JSON value) may be NULL.
+ * `description` and `data_json` (any JSON value) may be NULL; they are copied and parsed only
+ * for an event that capture does not leave out (CA-JSON-2).
  *
  * # Safety
  * `t` is NULL or an open trace; the strings are NULL or NUL-terminated.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, chain, filled, Attrs, Checked, Describe as _, Parts, Typed};
+use crate::attrs::{self, chain, filled, Attrs, Checked, Describe as _, Text, Typed};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{fail, guarded, last_code, last_message, run, status, Failure, Msg};
@@ -98,15 +98,15 @@ impl Open {
         clk: u64,
         name: Str,
         record_type: Str,
-        parts: Parts,
+        text: Text<'_>,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
         let handle = if parent == 0 {
-            parts.apply(self.trace.root(name, record_type)).begin_at(self.resolve(clk, 0))?
+            text.apply(self.trace.root(name, record_type))?.begin_at(self.resolve(clk, 0))?
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
                 let at = self.resolve(clk, p.start_clk());
-                Ok(parts.apply(p.child_at(at, name, record_type)).begin()?)
+                Ok(text.apply(p.child_at(at, name, record_type))?.begin()?)
             })?
         };
         self.records.insert(handle)
@@ -285,7 +285,8 @@ unsafe fn builder(options: *const jets_options) -> Result<TraceBuilder, Failure>
 /// Begins a record at `clk` (or `JETS_CLK_NOW`) under `parent` (0: a root record) and returns its
 /// id, or 0 on failure (see `jets_last_error()`, `jets_last_error_code()`). `description` and
 /// `data_json` may be NULL; `data_json` must be a JSON object. A child may not begin before its
-/// parent.
+/// parent. A record that capture leaves out has its description and JSON neither copied nor
+/// parsed (CA-JSON-2): bad JSON there is no error.
 ///
 /// # Safety
 /// `t` is NULL or an open trace; the strings are NULL or NUL-terminated.
@@ -311,8 +312,8 @@ pub unsafe extern "C" fn jets_record_begin(
         // SAFETY: the caller's contract: `record_type` is NULL or NUL-terminated.
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
-        let parts = unsafe { attrs::text(description, data_json) }?;
-        t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), parts)
+        let text = unsafe { attrs::text(description, data_json) }?;
+        t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), text)
     })
     .unwrap_or(0)
 }
@@ -395,7 +396,8 @@ pub unsafe extern "C" fn jets_record_end_status(
 }
 
 /// Emits an event on `record` at `clk` (or `JETS_CLK_NOW`), not before the record's start.
-/// `description` and `data_json` (any JSON value) may be NULL.
+/// `description` and `data_json` (any JSON value) may be NULL; they are copied and parsed only
+/// for an event that capture does not leave out (CA-JSON-2).
 ///
 /// # Safety
 /// `t` is NULL or an open trace; the strings are NULL or NUL-terminated.
@@ -418,11 +420,11 @@ pub unsafe extern "C" fn jets_event(
         // SAFETY: the caller's contract: `name` is NULL or NUL-terminated, alive for the call.
         let name = unsafe { cstr::required(name, "name") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
-        let parts = unsafe { attrs::text(description, data_json) }?;
+        let text = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
         t.check_healthy()?;
         t.records.with(record, "record", |h| {
-            Ok(parts.apply(h.event_at(t.resolve(clk, h.start_clk()), name)).emit()?)
+            Ok(text.apply(h.event_at(t.resolve(clk, h.start_clk()), name))?.emit()?)
         })
     })
 }
@@ -579,10 +581,10 @@ pub unsafe extern "C" fn jets_annotation(
         // SAFETY: the caller's contract: `name` is NULL or NUL-terminated, alive for the call.
         let name = unsafe { cstr::required(name, "name") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
-        let parts = unsafe { attrs::text(description, data_json) }?;
+        let text = unsafe { attrs::text(description, data_json) }?;
         let name = Str::from(name.to_owned());
         t.check_healthy()?;
-        t.records.with(record, "record", |h| Ok(parts.apply(h.annotation(name)).emit()?))
+        t.records.with(record, "record", |h| Ok(text.apply(h.annotation(name))?.emit()?))
     })
 }
 

@@ -1,6 +1,7 @@
 //! What a line carries besides its ids and clk, from C arguments: names, description, `data` JSON
 //! text and typed fields. All of it is read and checked into [`Parts`] before the record's lock
-//! is taken and before anything is queued.
+//! is taken and before anything is queued, but for the plain-string description and `data_json`
+//! ([`Text`]), which are copied and parsed only for a line capture does not leave out.
 
 use std::ffi::c_char;
 use std::mem::MaybeUninit;
@@ -36,6 +37,8 @@ impl Parts {
 
 /// The builder methods shared by records, events and annotations.
 pub(crate) trait Describe: Sized {
+    /// The builder's `with`: `f` runs only if the builder holds a line.
+    fn when_made(self, f: impl FnOnce(Self) -> Self) -> Self;
     fn describe(self, text: Str) -> Self;
     fn with_data(self, data: Data) -> Self;
     fn typed(self, field: (&'static str, Value)) -> Self;
@@ -45,6 +48,10 @@ pub(crate) trait Describe: Sized {
 macro_rules! describe {
     ($($builder:ident),*) => {$(
         impl Describe for $builder<'_> {
+            #[inline(always)]
+            fn when_made(self, f: impl FnOnce(Self) -> Self) -> Self {
+                self.with(f)
+            }
             #[inline(always)]
             fn describe(self, text: Str) -> Self {
                 self.description(text)
@@ -85,27 +92,55 @@ pub(crate) fn strict_json(text: &str, what: &str) -> Result<(), Failure> {
     })
 }
 
-/// Reads the plain-string arguments `description` and `data_json` (both optional).
+/// The plain-string arguments `description` and `data_json` (both optional), read as text: their
+/// copy and the JSON parse wait for a builder that holds a line ([`Text::apply`]).
+pub(crate) struct Text<'a> {
+    description: Option<&'a str>,
+    json: Option<&'a str>,
+}
+
+/// Reads the plain-string arguments `description` and `data_json` (both optional): NULL and
+/// UTF-8 are checked here, at the call, whatever capture then does with the line.
 ///
 /// # Safety
-/// Both are NULL or NUL-terminated strings.
-pub(crate) unsafe fn text(
+/// Both are NULL or NUL-terminated strings, alive while the result is.
+pub(crate) unsafe fn text<'a>(
     description: *const c_char,
     data_json: *const c_char,
-) -> Result<Parts, Failure> {
+) -> Result<Text<'a>, Failure> {
     // SAFETY: forwarded from the caller.
     let description = unsafe { cstr::optional(description, "description") }?;
     // SAFETY: forwarded from the caller.
     let json = unsafe { cstr::optional(data_json, "data_json") }?;
-    let data = match json {
-        Some(json) => {
-            let mut data = Data::new();
-            parse_json(&mut data, json, "data_json")?;
-            Some(data)
-        }
-        None => None,
-    };
-    Ok(Parts { description: description.map(|d| Str::from(d.to_owned())), data })
+    Ok(Text { description, json })
+}
+
+impl Text<'_> {
+    /// Sets the description and data on `b` if it holds a line: a line capture leaves out costs
+    /// no copy and no JSON parse, and its JSON is not judged (rule CA-JSON-2).
+    pub(crate) fn apply<B: Describe>(self, b: B) -> Result<B, Failure> {
+        let mut failed = None;
+        let b = b.when_made(|b| match self.parts() {
+            Ok(parts) => parts.apply(b),
+            Err(e) => {
+                failed = Some(e);
+                b
+            }
+        });
+        failed.map_or(Ok(b), Err)
+    }
+
+    fn parts(self) -> Result<Parts, Failure> {
+        let data = match self.json {
+            Some(json) => {
+                let mut data = Data::new();
+                parse_json(&mut data, json, "data_json")?;
+                Some(data)
+            }
+            None => None,
+        };
+        Ok(Parts { description: self.description.map(|d| Str::from(d.to_owned())), data })
+    }
 }
 
 /// `sizeof(jets_attrs)` of the first version (up to `data_json`): still accepted.

@@ -527,3 +527,48 @@ fn event_ex_writes_and_refuses_the_same_on_its_fast_and_general_paths() {
         assert_eq!(if data.is_null() { &empty } else { data }, &want);
     }
 }
+
+/// Rule CA-JSON-2: the plain-string `description` and `data_json` of a line that capture leaves
+/// out are neither copied nor parsed (as a Rust builder's `data_json`, and as with tracing
+/// switched off, CA-OFF-1): text that is not JSON is no error there, and is refused as soon as
+/// the line would be written.
+#[test]
+fn text_of_a_line_capture_leaves_out_is_not_parsed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path).0;
+    let bad = c(c"{\"a\":");
+    // SAFETY: `t` is open until the jets_close at the end of the block; every string is NULL or a
+    // NUL-terminated C-string literal.
+    unsafe {
+        let root = jets_record_begin(t, 0, 10, c(c"root"), c(c"Root"), null(), null());
+        assert_ne!(root, 0);
+        assert_eq!(jets_capture_off(t), JETS_OK);
+        assert_eq!(jets_event(t, root, 11, c(c"e"), null(), bad), JETS_OK);
+        assert_eq!(jets_annotation(t, root, c(c"a"), null(), bad), JETS_OK);
+        let left = jets_record_begin(t, root, 11, c(c"r"), c(c"R"), null(), bad);
+        assert_ne!(left, 0, "{}", last_error());
+        assert_eq!(jets_event(t, left, 12, c(c"e"), c(c"d"), bad), JETS_OK);
+        assert_eq!(jets_record_end(t, left, 12), JETS_OK);
+        // NULL and UTF-8 are still checked at the call, whatever capture does.
+        assert_eq!(jets_event(t, root, 11, c(c"e"), c(c"\xff"), null()), JETS_ERR_INVALID_UTF8);
+
+        assert_eq!(jets_capture_on(t), JETS_OK);
+        assert_eq!(jets_event(t, root, 13, c(c"e"), null(), bad), JETS_ERR_INVALID_JSON);
+        assert_eq!(jets_annotation(t, root, c(c"a"), null(), bad), JETS_ERR_INVALID_JSON);
+        assert_eq!(jets_record_begin(t, root, 13, c(c"r"), c(c"R"), null(), bad), 0);
+        assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_JSON);
+        assert_eq!(jets_event(t, root, 13, c(c"e"), c(c"kept"), c(c"{\"a\":1}")), JETS_OK);
+        assert_eq!(jets_record_end(t, root, 14), JETS_OK);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    let events: Vec<_> = all.iter().filter(|l| l["type"] == "event").collect();
+    assert_eq!(events.len(), 1, "{all:#?}");
+    assert_eq!((&events[0]["description"], &events[0]["data"]["a"]), (&"kept".into(), &1.into()));
+    let footer = all.last().expect("footer");
+    assert_eq!(footer["type"], "footer");
+    let left_out = ["left_out_events", "left_out_annotations", "left_out_records"]
+        .map(|k| footer[k].as_u64().unwrap_or_else(|| panic!("no {k} in {footer}")));
+    assert_eq!(left_out, [2, 1, 1], "{footer}");
+}
