@@ -391,6 +391,7 @@ impl RecordHandle {
     /// insn.end_with_status_at(12, Status::Flushed).unwrap();
     /// // writes {"clk":12,"type":"record_end","record_id":1,"status":"flushed"}
     /// ```
+    #[inline]
     pub fn end_with_status_at(self, clk: u64, status: Status) -> Result<(), Error> {
         self.end_line(clk, Some(status))
     }
