@@ -42,7 +42,6 @@ pub(crate) trait Describe: Sized {
     fn describe(self, text: Str) -> Self;
     fn with_data(self, data: Data) -> Self;
     fn typed(self, field: (&'static str, Value)) -> Self;
-    fn json(self, text: &str) -> Self;
 }
 
 macro_rules! describe {
@@ -63,10 +62,6 @@ macro_rules! describe {
             #[inline(always)]
             fn typed(self, (key, value): (&'static str, Value)) -> Self {
                 self.field(key, value)
-            }
-            #[inline(always)]
-            fn json(self, text: &str) -> Self {
-                self.data_json(text)
             }
         }
     )*};
@@ -268,11 +263,8 @@ impl Attrs {
             0 => None,
             h => Some(Str::Static(intern::lookup(h, "attrs->description")?)),
         };
-        // SAFETY: forwarded from the caller.
+        // SAFETY: forwarded from the caller. Parsed only for a line that is made (CA-JSON-2).
         let json = unsafe { cstr::optional(a.data_json, "attrs->data_json") }?;
-        if let Some(text) = json {
-            strict_json(text, "attrs->data_json")?;
-        }
         for (i, f) in fields.iter().enumerate() {
             intern::lookup(f.key, "field key")?;
             if f.kind == JETS_FIELD_TEXT {
@@ -411,11 +403,11 @@ macro_rules! filled {
         // By reference: the values move out one by one, never the whole set (a large copy).
         let c: &mut crate::attrs::Checked<'_> = &mut $c;
         match c.typed.as_mut() {
-            Some(t) => crate::attrs::chain!(t, $b, |$x| $emit),
-            None => {
-                let $x = c.fill($b);
-                $emit
-            }
+            Some(t) => crate::attrs::chain!(t, $b, |$x| $emit).map_err(crate::failure::Failure::from),
+            None => match c.fill($b) {
+                Ok($x) => $emit.map_err(crate::failure::Failure::from),
+                Err(e) => Err(e),
+            },
         }
     }};
 }
@@ -468,20 +460,25 @@ pub(crate) struct Checked<'a> {
 }
 
 impl Checked<'_> {
-    /// Sets everything on the builder, `data` assembled on its own and set once. Cannot fail (the
-    /// fields were checked by [`Attrs::check`]). JSON text the builder parses reports its error
-    /// when the line is emitted, before anything is queued.
-    pub(crate) fn fill<B: Describe>(&mut self, b: B) -> B {
-        let b = b.describe(self.description.take().unwrap_or(Str::EMPTY));
-        let mut data = Data::new();
-        if let Some(json) = self.json {
-            if data.parse_json(json).is_err() {
-                // Checked before, so this does not happen; the builder reports it if it does.
-                return b.json(json);
+    /// Sets everything on the builder if it holds a line, `data` assembled on its own and set
+    /// once: a line capture leaves out costs no text copy and no JSON parse, and its JSON is not
+    /// judged (CA-JSON-2). Fails only on JSON text that is not acceptable (CA-JSON-1); the fields
+    /// were checked by [`Attrs::check`].
+    pub(crate) fn fill<B: Describe>(&mut self, b: B) -> Result<B, Failure> {
+        let mut failed = None;
+        let b = b.when_made(|b| {
+            let b = b.describe(self.description.take().unwrap_or(Str::EMPTY));
+            let mut data = Data::new();
+            if let Some(json) = self.json {
+                if let Err(e) = parse_json(&mut data, json, "attrs->data_json") {
+                    failed = Some(e);
+                    return b;
+                }
             }
-        }
-        self.push_fields(&mut data);
-        b.with_data(data)
+            self.push_fields(&mut data);
+            b.with_data(data)
+        });
+        failed.map_or(Ok(b), Err)
     }
 
     /// Adds the typed fields, then the domain, to `data`.

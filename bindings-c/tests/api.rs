@@ -550,11 +550,27 @@ fn text_of_a_line_capture_leaves_out_is_not_parsed() {
         assert_ne!(left, 0, "{}", last_error());
         assert_eq!(jets_event(t, left, 12, c(c"e"), c(c"d"), bad), JETS_OK);
         assert_eq!(jets_record_end(t, left, 12), JETS_OK);
+        // The same through the interned API.
+        let ex = jets_attrs {
+            size: std::mem::size_of::<jets_attrs>() as u32,
+            name: jets_intern(c(c"e")),
+            record_type: 0,
+            description: 0,
+            fields: null(),
+            field_count: 0,
+            data_json: bad,
+            domain: 0,
+            clock: 0,
+        };
+        assert_eq!(jets_event_ex(t, root, 11, &ex), JETS_OK);
         // NULL and UTF-8 are still checked at the call, whatever capture does.
         assert_eq!(jets_event(t, root, 11, c(c"e"), c(c"\xff"), null()), JETS_ERR_INVALID_UTF8);
 
         assert_eq!(jets_capture_on(t), JETS_OK);
         assert_eq!(jets_event(t, root, 13, c(c"e"), null(), bad), JETS_ERR_INVALID_JSON);
+        assert_eq!(jets_event_ex(t, root, 13, &ex), JETS_ERR_INVALID_JSON);
+        let strict = jets_attrs { data_json: c(c"[1e999]"), ..ex };
+        assert_eq!(jets_event_ex(t, root, 13, &strict), JETS_ERR_INVALID_JSON, "CA-JSON-1");
         assert_eq!(jets_annotation(t, root, c(c"a"), null(), bad), JETS_ERR_INVALID_JSON);
         assert_eq!(jets_record_begin(t, root, 13, c(c"r"), c(c"R"), null(), bad), 0);
         assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_JSON);
@@ -570,5 +586,5 @@ fn text_of_a_line_capture_leaves_out_is_not_parsed() {
     assert_eq!(footer["type"], "footer");
     let left_out = ["left_out_events", "left_out_annotations", "left_out_records"]
         .map(|k| footer[k].as_u64().unwrap_or_else(|| panic!("no {k} in {footer}")));
-    assert_eq!(left_out, [2, 1, 1], "{footer}");
+    assert_eq!(left_out, [3, 1, 1], "{footer}");
 }
