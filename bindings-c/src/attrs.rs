@@ -403,7 +403,9 @@ macro_rules! filled {
         // By reference: the values move out one by one, never the whole set (a large copy).
         let c: &mut crate::attrs::Checked<'_> = &mut $c;
         match c.typed.as_mut() {
-            Some(t) => crate::attrs::chain!(t, $b, |$x| $emit).map_err(crate::failure::Failure::from),
+            Some(t) => {
+                crate::attrs::chain!(t, $b, |$x| $emit).map_err(crate::failure::Failure::from)
+            }
             None => match c.fill($b) {
                 Ok($x) => $emit.map_err(crate::failure::Failure::from),
                 Err(e) => Err(e),
