@@ -1,7 +1,8 @@
 //! What a line carries besides its ids and clk, from C arguments: names, description, `data` JSON
-//! text and typed fields. All of it is read and checked into [`Parts`] before the record's lock
-//! is taken and before anything is queued, but for the plain-string description and `data_json`
-//! ([`Text`]), which are copied and parsed only for a line capture does not leave out.
+//! text and typed fields. Pointers, NULL, UTF-8, interned handles and field kinds are checked at
+//! the call, before the record's lock is taken and before anything is queued; what only a written
+//! line needs (copies of text, the JSON parse: [`Text::apply`], [`Checked::fill`]) is done in the
+//! builder's `with`, for a line capture does not leave out (CA-JSON-2).
 
 use std::ffi::c_char;
 use std::mem::MaybeUninit;
