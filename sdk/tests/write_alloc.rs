@@ -233,3 +233,38 @@ fn lines_left_out_allocate_nothing_even_where_written_ones_would() {
         }
     }
 }
+
+/// Issue 14.1 for the `tracing` Layer: while capture is off, an event is left out whatever its
+/// fields hold, so the Layer reads only its cycle: a Debug field is not formatted and a text
+/// field is not copied (no allocation per event). With capture on the same events allocate, and
+/// they are written; turned off and on again, the Layer writes again with every field.
+#[cfg(feature = "tracing")]
+#[test]
+fn layer_events_left_out_allocate_nothing() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let trace = TraceBuilder::new()
+        .capacity(1 << 10)
+        .writer(std::io::sink(), Metadata::new())
+        .expect("open");
+    let subscriber =
+        tracing_subscriber::registry().with(jets::layer::JetsLayer::new(trace.clone()));
+    let regs = vec![1u32, 2, 3];
+    tracing::subscriber::with_default(subscriber, || {
+        let emit = |n: u64| {
+            for clk in 0..n {
+                tracing::info!(clk, regs = ?regs, op = "addi", "retire");
+            }
+        };
+        emit(10); // the thread's root record and the Layer's buffers are made here
+        trace.capture_off();
+        emit(10);
+        let off = allocations_by(|| emit(100));
+        trace.capture_on();
+        let on = allocations_by(|| emit(100));
+        assert_eq!(off, 0, "capture off: allocations for 100 events");
+        assert!(on >= 100, "captured, each event's Debug and text fields are made: {on}");
+    });
+    let summary = trace.close().expect("close");
+    assert_eq!(summary.events, 110, "the events written: before off, and after on");
+}

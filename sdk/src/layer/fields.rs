@@ -48,6 +48,9 @@ pub(super) struct Fields {
     pub has_severity: bool,
     /// The first field copied into `data`: names an annotation made of late fields.
     pub first: Option<&'static str>,
+    /// Only the cycles are read, and which fields would go to `data`: for a line that capture
+    /// leaves out whatever they hold, so that no value is formatted or copied ([`Fields::lean`]).
+    lean: bool,
 }
 
 impl Fields {
@@ -65,12 +68,36 @@ impl Fields {
             has_message: false,
             has_severity: false,
             first: None,
+            lean: false,
+        }
+    }
+
+    /// Fields for a line capture leaves out whatever they hold (capture is off): `clk`,
+    /// `end_clk` and which fields would go to `data` are read, nothing is formatted, copied or
+    /// kept.
+    pub fn lean(kind: Kind, meta: &'static Metadata<'static>) -> Self {
+        Fields { lean: true, ..Fields::new(kind, meta, String::new()) }
+    }
+
+    /// What a text or Debug field would have been filed as, in lean fields: none of it is made.
+    fn skip(&mut self, field: &Field) {
+        match field.name() {
+            MESSAGE => self.has_message = true,
+            RECORD_TYPE if self.kind == Kind::Record => {}
+            DESCRIPTION => {}
+            // Not a cycle (text), so it would go to `data`, as would every other name.
+            name => {
+                self.first.get_or_insert(name);
+            }
         }
     }
 
     /// Files one value under its field name.
     fn put(&mut self, field: &Field, value: Value) {
         let name = field.name();
+        if self.lean && (name == DESCRIPTION || name == RECORD_TYPE && self.kind == Kind::Record) {
+            return; // a text made of a number: not made
+        }
         match name {
             RECORD_TYPE if self.kind == Kind::Record => self.record_type = Some(into_str(value)),
             DESCRIPTION => self.description = Some(into_str(value)),
@@ -102,7 +129,9 @@ impl Fields {
 
     fn push(&mut self, key: &'static str, value: Value) {
         self.first.get_or_insert(key);
-        self.data.push(key, value);
+        if !self.lean {
+            self.data.push(key, value);
+        }
     }
 }
 
@@ -145,6 +174,9 @@ impl Visit for Fields {
         self.put(field, Value::I64(value));
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
+        if self.lean && u64::try_from(value).is_err() {
+            return self.skip(field);
+        }
         match u64::try_from(value) {
             Ok(v) => self.put(field, Value::U64(v)),
             // JSON readers lose precision beyond 64 bits: keep the exact digits as text.
@@ -152,6 +184,9 @@ impl Visit for Fields {
         }
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
+        if self.lean && i64::try_from(value).is_err() {
+            return self.skip(field);
+        }
         match i64::try_from(value) {
             Ok(v) => self.put(field, Value::I64(v)),
             Err(_) => self.put(field, Value::Str(value.to_string().into())),
@@ -164,6 +199,9 @@ impl Visit for Fields {
         self.put(field, Value::Bool(value));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
+        if self.lean {
+            return self.skip(field);
+        }
         match field.name() {
             MESSAGE => {
                 self.message.clear();
@@ -180,9 +218,15 @@ impl Visit for Fields {
         }
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        if self.lean {
+            return self.skip(field);
+        }
         self.put(field, Value::Str(value.to_string().into()));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if self.lean {
+            return self.skip(field);
+        }
         // Writing to a String cannot fail; a Debug impl that errors leaves what it wrote.
         if field.name() == MESSAGE {
             self.message.clear();

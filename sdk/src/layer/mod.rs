@@ -148,32 +148,9 @@ where
         if !ENABLED {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
-        let meta = span.metadata();
-        let mut fields = Fields::new(Kind::Record, meta, String::new());
-        attrs.record(&mut fields);
-        let name = Str::Static(meta.name());
-        let record_type = fields.record_type.take().unwrap_or(Str::Static(meta.target()));
-        let description = match fields.description.take() {
-            Some(d) => d,
-            None => callsites::description(meta),
-        };
-        let (clk, end_clk) = (fields.clk, fields.end_clk);
-        // Straight-line, so the line is built in place: no closure moving the data around.
-        let ancestor = Self::recorded(span.parent());
-        let ext = ancestor.as_ref().map(|a| a.extensions());
-        let builder = match ext.as_ref().and_then(|e| e.get::<SpanRecord>()) {
-            Some(parent) => parent.handle.child(name, record_type),
-            None => self.trace.root(name, record_type),
-        };
-        let builder = builder.description(description).data(fields.data);
-        let result = match clk {
-            Some(c) => builder.begin_at(c),
-            None => builder.begin(),
-        };
-        drop(ext);
-        if let Some(handle) = self.errors.check(result) {
-            span.extensions_mut().insert(SpanRecord { handle, end_clk });
+        // See `lean_first`.
+        if !(self.lean_first() && self.begin_span(attrs, id, &ctx, true)) {
+            self.begin_span(attrs, id, &ctx, false);
         }
     }
 
@@ -181,20 +158,8 @@ where
         if !ENABLED {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
-        let mut fields = Fields::new(Kind::Late, span.metadata(), String::new());
-        values.record(&mut fields);
-        let mut ext = span.extensions_mut();
-        let Some(rec) = ext.get_mut::<SpanRecord>() else { return };
-        if fields.end_clk.is_some() {
-            rec.end_clk = fields.end_clk;
-        }
-        if let Some(name) = fields.first {
-            let mut a = rec.handle.annotation(name).data(fields.data);
-            if let Some(d) = fields.description {
-                a = a.description(d);
-            }
-            self.errors.check(a.emit());
+        if !(self.lean_first() && self.record_late(id, values, &ctx, true)) {
+            self.record_late(id, values, &ctx, false);
         }
     }
 
@@ -224,47 +189,9 @@ where
         if !ENABLED {
             return;
         }
-        let meta = event.metadata();
-        let mut fields = Fields::new(Kind::Event, meta, callsites::take_buffer());
-        event.record(&mut fields);
-        let name = match fields.has_message {
-            true => callsites::text(meta, Slot::Message, &fields.message),
-            false => Str::Static(meta.name()),
-        };
-        callsites::return_buffer(std::mem::take(&mut fields.message));
-        let severity = match *meta.level() {
-            Level::ERROR => Some(Severity::Error),
-            Level::WARN => Some(Severity::Warning),
-            _ => None,
-        };
-        let ancestor = match ctx.event_span(event) {
-            Some(span) => match Self::recorded(Some(span)) {
-                Some(a) => Some(a),
-                None => return,
-            },
-            None => None,
-        };
-        let ext = ancestor.as_ref().map(|a| a.extensions());
-        let root = match ancestor {
-            Some(_) => None,
-            None => self.thread_root(fields.clk.unwrap_or_else(|| self.trace.clock().now())),
-        };
-        let record = match (ext.as_ref().and_then(|e| e.get::<SpanRecord>()), &root) {
-            (Some(rec), _) => &rec.handle,
-            (None, Some(root)) => root,
-            (None, None) => return,
-        };
-        let mut e = record.event(name).data(fields.data);
-        if let Some(d) = fields.description {
-            e = e.description(d);
+        if !(self.lean_first() && self.emit_event(event, &ctx, true)) {
+            self.emit_event(event, &ctx, false);
         }
-        if let (Some(s), false) = (severity, fields.has_severity) {
-            e = e.severity(s);
-        }
-        self.errors.check(match fields.clk {
-            Some(c) => e.emit_at(c),
-            None => e.emit(),
-        });
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
@@ -277,6 +204,157 @@ where
             Some(c) => rec.handle.end_at(c),
             None => rec.handle.end(),
         });
+    }
+}
+
+impl JetsLayer {
+    /// While capture is off, a span's record, an event and an annotation are left out whatever
+    /// their fields hold, so each callback first reads only the cycles (`Fields::lean`: no Debug
+    /// text formatted, no text copied, nothing allocated) and makes the builder with the
+    /// callsite's own name; if the builder holds a line after all (capture came back on meanwhile)
+    /// it is dropped unwritten, and the callback starts again with every field.
+    fn lean_first(&self) -> bool {
+        !self.trace.is_capturing()
+    }
+
+    /// `on_new_span`'s work; `lean`: see [`JetsLayer::lean_first`]. False when lean and the
+    /// record's builder was not inert (nothing done).
+    fn begin_span<S>(
+        &self,
+        attrs: &Attributes<'_>,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        lean: bool,
+    ) -> bool
+    where
+        S: Subscriber + for<'l> LookupSpan<'l>,
+    {
+        let Some(span) = ctx.span(id) else { return true };
+        let meta = span.metadata();
+        let mut fields = match lean {
+            true => Fields::lean(Kind::Record, meta),
+            false => Fields::new(Kind::Record, meta, String::new()),
+        };
+        attrs.record(&mut fields);
+        let name = Str::Static(meta.name());
+        let record_type = fields.record_type.take().unwrap_or(Str::Static(meta.target()));
+        let (clk, end_clk) = (fields.clk, fields.end_clk);
+        // Straight-line, so the line is built in place: no closure moving the data around.
+        let ancestor = Self::recorded(span.parent());
+        let ext = ancestor.as_ref().map(|a| a.extensions());
+        let builder = match ext.as_ref().and_then(|e| e.get::<SpanRecord>()) {
+            Some(parent) => parent.handle.child(name, record_type),
+            None => self.trace.root(name, record_type),
+        };
+        if lean && !builder.is_inert() {
+            return false;
+        }
+        let builder = match lean {
+            true => builder,
+            false => {
+                let description = match fields.description.take() {
+                    Some(d) => d,
+                    None => callsites::description(meta),
+                };
+                builder.description(description).data(fields.data)
+            }
+        };
+        let result = match clk {
+            Some(c) => builder.begin_at(c),
+            None => builder.begin(),
+        };
+        drop(ext);
+        if let Some(handle) = self.errors.check(result) {
+            span.extensions_mut().insert(SpanRecord { handle, end_clk });
+        }
+        true
+    }
+
+    /// `on_record`'s work (fields recorded after the span's record was written: an annotation);
+    /// `lean` as in [`JetsLayer::begin_span`].
+    fn record_late<S>(&self, id: &Id, values: &Record<'_>, ctx: &Context<'_, S>, lean: bool) -> bool
+    where
+        S: Subscriber + for<'l> LookupSpan<'l>,
+    {
+        let Some(span) = ctx.span(id) else { return true };
+        let mut fields = match lean {
+            true => Fields::lean(Kind::Late, span.metadata()),
+            false => Fields::new(Kind::Late, span.metadata(), String::new()),
+        };
+        values.record(&mut fields);
+        let mut ext = span.extensions_mut();
+        let Some(rec) = ext.get_mut::<SpanRecord>() else { return true };
+        if let Some(name) = fields.first {
+            let a = rec.handle.annotation(name);
+            if lean && !a.is_inert() {
+                return false;
+            }
+            let mut a = a.data(fields.data);
+            if let Some(d) = fields.description {
+                a = a.description(d);
+            }
+            self.errors.check(a.emit());
+        }
+        if fields.end_clk.is_some() {
+            rec.end_clk = fields.end_clk;
+        }
+        true
+    }
+
+    /// `on_event`'s work; `lean` as in [`JetsLayer::begin_span`].
+    fn emit_event<S>(&self, event: &Event<'_>, ctx: &Context<'_, S>, lean: bool) -> bool
+    where
+        S: Subscriber + for<'l> LookupSpan<'l>,
+    {
+        let meta = event.metadata();
+        let mut fields = match lean {
+            true => Fields::lean(Kind::Event, meta),
+            false => Fields::new(Kind::Event, meta, callsites::take_buffer()),
+        };
+        event.record(&mut fields);
+        let name = match fields.has_message && !lean {
+            true => callsites::text(meta, Slot::Message, &fields.message),
+            false => Str::Static(meta.name()),
+        };
+        callsites::return_buffer(std::mem::take(&mut fields.message));
+        let severity = match *meta.level() {
+            Level::ERROR => Some(Severity::Error),
+            Level::WARN => Some(Severity::Warning),
+            _ => None,
+        };
+        let ancestor = match ctx.event_span(event) {
+            Some(span) => match Self::recorded(Some(span)) {
+                Some(a) => Some(a),
+                None => return true,
+            },
+            None => None,
+        };
+        let ext = ancestor.as_ref().map(|a| a.extensions());
+        let root = match ancestor {
+            Some(_) => None,
+            None => self.thread_root(fields.clk.unwrap_or_else(|| self.trace.clock().now())),
+        };
+        let record = match (ext.as_ref().and_then(|e| e.get::<SpanRecord>()), &root) {
+            (Some(rec), _) => &rec.handle,
+            (None, Some(root)) => root,
+            (None, None) => return true,
+        };
+        let e = record.event(name);
+        if lean && !e.is_inert() {
+            return false;
+        }
+        let mut e = e.data(fields.data);
+        if let Some(d) = fields.description {
+            e = e.description(d);
+        }
+        if let (Some(s), false) = (severity, fields.has_severity) {
+            e = e.severity(s);
+        }
+        self.errors.check(match fields.clk {
+            Some(c) => e.emit_at(c),
+            None => e.emit(),
+        });
+        true
     }
 }
 

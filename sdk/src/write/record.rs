@@ -946,6 +946,12 @@ fn check_data(line: &Line, error: Option<Box<Error>>) -> Result<(), Error> {
 /// The chained calls every builder has: description, typed fields, JSON data.
 macro_rules! data_methods {
     () => {
+        /// True when the builder holds no line: capture leaves it out whatever is added to it.
+        #[inline(always)]
+        pub(crate) fn is_inert(&self) -> bool {
+            self.p.0.is_none()
+        }
+
         /// Runs `describe` on the builder only when its line will be made: what it computes
         /// (a disassembly, a name looked up, a field that needs work) and the calls it chains
         /// cost nothing when capture leaves the line out, as arguments passed directly would.
@@ -965,9 +971,9 @@ macro_rules! data_methods {
         /// ```
         #[inline(always)]
         pub fn with(self, describe: impl FnOnce(Self) -> Self) -> Self {
-            match self.p.0.is_some() {
-                true => describe(self),
-                false => self,
+            match self.is_inert() {
+                false => describe(self),
+                true => self,
             }
         }
 
