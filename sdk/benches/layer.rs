@@ -84,6 +84,18 @@ fn per_span(c: &mut Criterion) {
         trace.close().expect("close");
     });
 
+    // The same with capture off: what the layer adds to the registry while it writes nothing
+    // (the span's record is left out, with its event; no field is formatted).
+    g.bench_function("jets_layer_capture_off", |b| {
+        let trace = quiet_trace();
+        trace.capture_off();
+        let subscriber = tracing_subscriber::registry().with(jets::JetsLayer::new(trace.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            b.iter_custom(|iters| chunked(iters, span_workload, || {}))
+        });
+        trace.close().expect("close");
+    });
+
     g.bench_function("tracing_chrome", |b| {
         let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
             .writer(std::io::sink())
