@@ -79,10 +79,12 @@ impl Fields {
         Fields { lean: true, ..Fields::new(kind, meta, String::new()) }
     }
 
-    /// What a text or Debug field would have been filed as, in lean fields: none of it is made.
-    fn skip(&mut self, field: &Field) {
+    /// What a text, Debug or error field would have been filed as, in lean fields: none of it is
+    /// made. `message`: whether the visitor files `message` as the message (text and Debug do;
+    /// an error or a number goes to `data`).
+    fn skip(&mut self, field: &Field, message: bool) {
         match field.name() {
-            MESSAGE => self.has_message = true,
+            MESSAGE if message => self.has_message = true,
             RECORD_TYPE if self.kind == Kind::Record => {}
             DESCRIPTION => {}
             // Not a cycle (text), so it would go to `data`, as would every other name.
@@ -175,7 +177,7 @@ impl Visit for Fields {
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
         if self.lean && u64::try_from(value).is_err() {
-            return self.skip(field);
+            return self.skip(field, false);
         }
         match u64::try_from(value) {
             Ok(v) => self.put(field, Value::U64(v)),
@@ -185,7 +187,7 @@ impl Visit for Fields {
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
         if self.lean && i64::try_from(value).is_err() {
-            return self.skip(field);
+            return self.skip(field, false);
         }
         match i64::try_from(value) {
             Ok(v) => self.put(field, Value::I64(v)),
@@ -200,7 +202,7 @@ impl Visit for Fields {
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         if self.lean {
-            return self.skip(field);
+            return self.skip(field, true);
         }
         match field.name() {
             MESSAGE => {
@@ -219,13 +221,13 @@ impl Visit for Fields {
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
         if self.lean {
-            return self.skip(field);
+            return self.skip(field, false);
         }
         self.put(field, Value::Str(value.to_string().into()));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         if self.lean {
-            return self.skip(field);
+            return self.skip(field, true);
         }
         // Writing to a String cannot fail; a Debug impl that errors leaves what it wrote.
         if field.name() == MESSAGE {
