@@ -372,3 +372,49 @@ fn wide_integers_errors_and_color_spellings() {
     assert_eq!(event["color"], "#abcdef");
     assert_eq!(event["jets.unit_id"], 3, "unit_id is a record hint, not an event one");
 }
+
+/// With capture off the Layer reads fields lean (no value formatted or copied): it must still
+/// leave out exactly the lines a captured run writes, kind by kind, so that the footer says what
+/// the run would have held. The workload has what the lean reading has to tell apart: text,
+/// Debug, error and numeric fields, a message, a `clk`, nested spans, events outside any span,
+/// and late fields (an annotation each, unless only `end_clk`).
+#[test]
+fn capture_off_leaves_out_exactly_what_a_captured_run_writes() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let workload = || {
+        let err = std::io::Error::other("late");
+        for i in 0..20u64 {
+            let outer = tracing::info_span!("outer", clk = i, op = "add", regs = ?[i, i + 1], late = tracing::field::Empty, end_clk = tracing::field::Empty);
+            let _o = outer.enter();
+            tracing::info!(clk = i, pc = i * 4, text = "t", "retire");
+            tracing::warn!(dbg = ?(i, "x"), message = "stall");
+            {
+                let inner = tracing::info_span!("inner", record_type = "Stage", description = "d");
+                let _i = inner.enter();
+                tracing::info!(cycle = i);
+            }
+            outer.record("late", tracing::field::display("v"));
+            outer.record("end_clk", i + 5);
+            if i % 2 == 0 {
+                outer.record("late", &err as &(dyn std::error::Error + 'static));
+            }
+        }
+        tracing::info!(outside = true, "no span");
+    };
+    let run = |off: bool| {
+        let trace =
+            jets::TraceBuilder::new().writer(std::io::sink(), Metadata::new()).expect("open");
+        if off {
+            trace.capture_off();
+        }
+        let subscriber = tracing_subscriber::registry().with(JetsLayer::new(trace.clone()));
+        tracing::subscriber::with_default(subscriber, workload);
+        trace.close().expect("close")
+    };
+    let (on, off) = (run(false), run(true));
+    let written = [on.records, on.events, on.annotations, on.record_ends];
+    let left = off.left_out;
+    assert!(written.iter().all(|&n| n > 0), "{written:?}");
+    assert_eq!([left.records, left.events, left.annotations, left.record_ends], written);
+    assert_eq!([off.records, off.events, off.annotations, off.record_ends], [0; 4]);
+}
