@@ -316,7 +316,10 @@ impl JetsLayer {
             true => callsites::text(meta, Slot::Message, &fields.message),
             false => Str::Static(meta.name()),
         };
-        callsites::return_buffer(std::mem::take(&mut fields.message));
+        if !lean {
+            // (A lean reading did not take the thread's buffer: it has none to give back.)
+            callsites::return_buffer(std::mem::take(&mut fields.message));
+        }
         let severity = match *meta.level() {
             Level::ERROR => Some(Severity::Error),
             Level::WARN => Some(Severity::Warning),
