@@ -96,11 +96,15 @@ impl Open {
         &self,
         parent: jets_id,
         clk: u64,
-        name: Str,
-        record_type: Str,
+        name: &str,
+        record_type: &str,
         text: Text<'_>,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
+        if let Some(id) = self.begin_lean(parent, clk)? {
+            return Ok(id);
+        }
+        let (name, record_type) = (Str::from(name.to_owned()), Str::from(record_type.to_owned()));
         let handle = if parent == 0 {
             text.apply(self.trace.root(name, record_type))?.begin_at(self.resolve(clk, 0))?
         } else {
@@ -114,6 +118,43 @@ impl Open {
 }
 
 impl Open {
+    /// While capture is off a line is left out whatever its name and text: the plain-string
+    /// calls ask first with an empty name (`lean` makes the line's builder on the record's handle
+    /// and emits it only if it is inert, which counts it), so that nothing is copied or parsed
+    /// (CA-JSON-2). True when the line was left out that way; false when capture is on, or when
+    /// the builder held a line after all (capture came back on meanwhile): it was then dropped
+    /// unwritten, and the caller makes the line in full.
+    fn left_out_lean(
+        &self,
+        record: jets_id,
+        lean: impl FnOnce(&RecordHandle) -> Result<bool, jets::Error>,
+    ) -> Result<bool, Failure> {
+        if self.trace.is_capturing() {
+            return Ok(false);
+        }
+        self.records.with(record, "record", |h| Ok(lean(h)?))
+    }
+
+    /// [`Open::left_out_lean`] for a record: its id, when capture left it out that way.
+    fn begin_lean(&self, parent: jets_id, clk: u64) -> Result<Option<jets_id>, Failure> {
+        if self.trace.is_capturing() {
+            return Ok(None);
+        }
+        let lean = |b: jets::write::RecordBuilder<'_>, at| match b.is_inert() {
+            true => b.begin_at(at).map(Some),
+            false => Ok(None),
+        };
+        let handle = if parent == 0 {
+            lean(self.trace.root(Str::EMPTY, Str::EMPTY), self.resolve(clk, 0))?
+        } else {
+            self.records.with(parent, "parent", |p: &RecordHandle| {
+                let at = self.resolve(clk, p.start_clk());
+                Ok(lean(p.child_at(at, Str::EMPTY, Str::EMPTY), at)?)
+            })?
+        };
+        handle.map(|h| self.records.insert(h)).transpose()
+    }
+
     /// [`Open::begin`] for checked `jets_attrs`, filling the builder in place.
     pub(crate) fn begin_ex(
         &self,
@@ -313,7 +354,7 @@ pub unsafe extern "C" fn jets_record_begin(
         let record_type = unsafe { cstr::required(record_type, "record_type") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let text = unsafe { attrs::text(description, data_json) }?;
-        t.begin(parent, clk, name.to_owned().into(), record_type.to_owned().into(), text)
+        t.begin(parent, clk, name, record_type, text)
     })
     .unwrap_or(0)
 }
@@ -421,8 +462,15 @@ pub unsafe extern "C" fn jets_event(
         let name = unsafe { cstr::required(name, "name") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let text = unsafe { attrs::text(description, data_json) }?;
-        let name = Str::from(name.to_owned());
         t.check_healthy()?;
+        let lean = |h: &RecordHandle| {
+            let e = h.event_at(t.resolve(clk, h.start_clk()), Str::EMPTY);
+            e.is_inert().then(|| e.emit()).transpose().map(|done| done.is_some())
+        };
+        if t.left_out_lean(record, lean)? {
+            return Ok(());
+        }
+        let name = Str::from(name.to_owned());
         t.records.with(record, "record", |h| {
             Ok(text.apply(h.event_at(t.resolve(clk, h.start_clk()), name))?.emit()?)
         })
@@ -582,8 +630,15 @@ pub unsafe extern "C" fn jets_annotation(
         let name = unsafe { cstr::required(name, "name") }?;
         // SAFETY: the caller's contract: `description` and `data_json` are NULL or NUL-terminated.
         let text = unsafe { attrs::text(description, data_json) }?;
-        let name = Str::from(name.to_owned());
         t.check_healthy()?;
+        let lean = |h: &RecordHandle| {
+            let a = h.annotation(Str::EMPTY);
+            a.is_inert().then(|| a.emit()).transpose().map(|done| done.is_some())
+        };
+        if t.left_out_lean(record, lean)? {
+            return Ok(());
+        }
+        let name = Str::from(name.to_owned());
         t.records.with(record, "record", |h| Ok(text.apply(h.annotation(name))?.emit()?))
     })
 }

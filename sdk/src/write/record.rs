@@ -946,9 +946,22 @@ fn check_data(line: &Line, error: Option<Box<Error>>) -> Result<(), Error> {
 /// The chained calls every builder has: description, typed fields, JSON data.
 macro_rules! data_methods {
     () => {
-        /// True when the builder holds no line: capture leaves it out whatever is added to it.
+        /// True when the builder holds no line: capture leaves it out whatever is added to it,
+        /// and every chained call on it does nothing (the final call only counts it as left
+        /// out). [`with`](Self::with) is the simpler way to skip work for such a line; this is
+        /// for a caller that must decide before it can even name the line properly (a binding
+        /// that would have to copy the name first).
+        ///
+        /// ```
+        /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+        /// let core = trace.root("core0", "Core").begin_at(0).unwrap();
+        /// trace.capture_off();
+        /// assert!(core.event_at(5, "Retire").is_inert());
+        /// trace.capture_on();
+        /// assert!(!core.event_at(5, "Retire").is_inert());
+        /// ```
         #[inline(always)]
-        pub(crate) fn is_inert(&self) -> bool {
+        pub fn is_inert(&self) -> bool {
             self.p.0.is_none()
         }
 
