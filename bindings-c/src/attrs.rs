@@ -79,7 +79,7 @@ fn parse_json(data: &mut Data, text: &str, what: &str) -> Result<(), Failure> {
 /// CA-JSON-1 in spec/c-api-decisions.md): a number out of the range of a double (`1e999`), a lone
 /// UTF-16 surrogate escape (`"\ud800"`), and nesting deeper than 128 levels. `serde_json`'s own
 /// parser into a value is what `jets stats` and `jets convert` read with, so it is the referee.
-pub(crate) fn strict_json(text: &str, what: &str) -> Result<(), Failure> {
+fn strict_json(text: &str, what: &str) -> Result<(), Failure> {
     serde_json::from_str::<serde_json::Value>(text).map(drop).map_err(|e| {
         Failure::new(
             JETS_ERR_INVALID_JSON,
