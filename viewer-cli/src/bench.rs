@@ -19,8 +19,8 @@
 //!   change of load weighs on every mode alike), each run from opening the trace to closing it;
 //!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
 //!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
-//!   trace has, with nothing to encode (`slowdown_write_floor`), which no writer thread can beat
-//!   on this machine. And the time a cache line takes to go from one core to another and back
+//!   trace has, the way a trace file is written but with nothing to encode
+//!   (`slowdown_write_floor`), which no writer thread can beat on this machine. And the time a cache line takes to go from one core to another and back
 //!   (`core_round_trip_ns`), measured in each round just before the flight recorder: a traced
 //!   run hands every line it keeps from the simulator's core to the writer's, and on a shared
 //!   host that time changes by several times as the host moves the machine's cores about.
@@ -235,11 +235,13 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut round_trips = Vec::with_capacity(runs);
     let mut full_bytes = 0;
     for _ in 0..runs.max(1) {
+        settle_disk();
         untraced.push(once(None)?.0);
         for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
             if key == "slowdown_recorder" {
                 round_trips.push(core_round_trip());
             }
+            settle_disk();
             times.push(once(Some(c))?.0);
             if key == "slowdown_full" {
                 // The full trace is at `path` now.
@@ -323,12 +325,25 @@ fn core_round_trip() -> Option<f64> {
     })
 }
 
+/// Waits until the disk has taken what earlier runs left in the page cache, before a run is
+/// timed: the full trace (gigabytes) is still being written back after its run closed it, even
+/// once it is removed, and a run timed meanwhile would share the disk and the kernel's
+/// writeback with it. `sync` on Unix; nothing elsewhere.
+fn settle_disk() {
+    #[cfg(unix)]
+    // SAFETY: `sync` has no arguments and no failure.
+    unsafe {
+        libc::sync()
+    };
+}
+
 /// Bytes per `write` call of [`write_floor`]: the writer's batch.
 const FLOOR_WRITE: usize = jets::WRITE_BATCH_BYTES;
 
 /// The reference beside the full trace: the time to write as many bytes as the full trace at
 /// `full` has into a new file beside it, [`FLOOR_WRITE`] bytes per call from one buffer (the
-/// trace's first bytes, repeated), from create to close as a traced run is timed, with nothing
+/// trace's first bytes, repeated), through the file type a trace is written with
+/// ([`jets::write::StreamedFile`]), from create to close as a traced run is timed, with nothing
 /// to encode. No single writer thread can put the trace in the file faster on this machine, so
 /// this time over the untraced run's is a floor under `slowdown_full` that the SDK does not set.
 /// The trace is removed first (only its size and first bytes are needed), so that the two never
@@ -345,12 +360,15 @@ fn write_floor(dir: &Path, full: &Path) -> Result<(f64, u64)> {
         bail!("{}: the full trace is empty", at(full));
     }
     std::fs::remove_file(full).with_context(|| format!("removing {}", at(full)))?;
+    settle_disk();
     while chunk.len() < FLOOR_WRITE {
         chunk.extend_from_within(..chunk.len().min(FLOOR_WRITE - chunk.len()));
     }
     let path = dir.join("write-floor.bin");
     let start = Instant::now();
-    let mut file = std::fs::File::create(&path).with_context(|| at(&path))?;
+    // Through the same hints as a trace file, so that only the encoding differs.
+    let mut file =
+        jets::write::StreamedFile::new(std::fs::File::create(&path).with_context(|| at(&path))?);
     let mut left = bytes;
     while left > 0 {
         let n = left.min(FLOOR_WRITE as u64) as usize;

@@ -23,6 +23,7 @@ mod record;
 mod ring;
 mod sink;
 mod spsc;
+mod streamed;
 #[cfg(test)]
 pub(crate) mod tests;
 mod writer;
@@ -43,6 +44,7 @@ use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
 use ring::{LocalRing, Slot};
 use sink::Sink;
+pub use streamed::StreamedFile;
 
 /// What an emitting call does when its thread's ring to the writer thread is full.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

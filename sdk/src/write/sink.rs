@@ -16,6 +16,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::streamed::StreamedFile;
+
 /// The destination of a trace. Every `write_all` it receives ends at a line boundary.
 pub(crate) struct Sink {
     kind: Kind,
@@ -34,7 +36,9 @@ enum Kind {
 const FRAME_BYTES: usize = 4 << 20;
 
 struct FileSink {
-    file: File,
+    /// Written as a stream: writeback starts early, and the page cache keeps only the recent
+    /// part (`streamed.rs`).
+    file: StreamedFile,
     /// Bytes of the file known complete (whole lines, or whole compressed streams): a failed
     /// write is cut back to here.
     good_len: u64,
@@ -89,7 +93,8 @@ impl Sink {
             }
             _ => (File::create(path)?, None),
         };
-        let sink = FileSink { file, good_len: 0, codec, pending: Vec::new() };
+        let sink =
+            FileSink { file: StreamedFile::new(file), good_len: 0, codec, pending: Vec::new() };
         Ok(Sink { kind: Kind::File(sink), pending })
     }
 
@@ -228,7 +233,7 @@ impl FileSink {
             let complete = bytes[..written].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             self.good_len += complete as u64;
         }
-        let _ = self.file.set_len(self.good_len);
+        let _ = self.file.file().set_len(self.good_len);
         e
     }
 }
