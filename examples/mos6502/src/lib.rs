@@ -211,9 +211,10 @@ pub fn run(
 fn mnemonic(opcode: u8) -> Str {
     use mos6502::Variant;
     match Nmos6502::decode(opcode) {
-        // Shared: a record's name is cloned when its line is made, and cloning an `Arc` is a
-        // reference count where an owned string would be an allocation per instruction.
-        Some((instruction, _mode)) => Str::Shared(format!("{instruction:?}").into()),
+        // Interned (at most one text per opcode): a record's name is cloned when its line is
+        // made, and a static text clones for free, where a shared one is a reference count the
+        // writer thread gives back and an owned one an allocation per instruction.
+        Some((instruction, _mode)) => Str::interned(&format!("{instruction:?}")),
         None => Str::Static("???"),
     }
 }

@@ -77,6 +77,9 @@ struct Tracer {
     core: RecordHandle,
     units: Vec<RecordHandle>,
     dcache: RecordHandle,
+    /// Each program word's disassembly, the name of its instruction records: interned
+    /// (`Str::interned`), so that a record's name is a static text, with no reference count for
+    /// the simulator's and the writer's threads to share.
     names: Vec<Str>,
 }
 
@@ -168,7 +171,7 @@ impl Pipeline {
             .machine
             .program
             .iter()
-            .map(|w| Str::Shared(Insn::decode(*w).to_string().into()))
+            .map(|w| Str::interned(&Insn::decode(*w).to_string()))
             .collect();
         self.clock = Some(trace.clock().clone());
         self.tracer = Some(Tracer { core, units, dcache, names });
