@@ -15,8 +15,8 @@
 //!   (`posix_fadvise(POSIX_FADV_DONTNEED)`, which leaves pages not yet written alone), so the
 //!   file's pages are reused rather than new ones taken.
 //!
-//! Measured here (2-core VM, 2026-11-25): 6.8 GB in 256 KiB writes took 5.7–7.9 s plain and
-//! 2.0–2.3 s with both hints (`spec/write-decisions.md`, WR-STREAM-1). Neither hint changes what
+//! Measured here (2-core VM, 2026-11-25, a loop of 256 KiB writes of 6.8 GB, as large as a full
+//! trace of `jets bench`): 5.7–7.9 s plain, 2.0–2.3 s with both hints (`spec/write-decisions.md`, WR-STREAM-1). Neither hint changes what
 //! is written or when a write returns: a file smaller than [`KEEP_CACHED`] stays cached whole,
 //! and on a slow disk the writer is held back by the same dirty limit as without them. They are
 //! hints: on a pipe, a device, or a system without them, nothing happens.
@@ -28,7 +28,7 @@ use std::io::{self, Write};
 pub(crate) const STEP: u64 = 8 << 20;
 
 /// Bytes behind the end of the file kept in the page cache (a reader following the trace as it
-/// grows, such as `jets monitor`, finds the recent part there).
+/// grows, such as `jets view` or `jets validate --follow`, finds the recent part there).
 pub(crate) const KEEP_CACHED: u64 = 512 << 20;
 
 /// A file written front to back as a stream (see the module documentation): what a trace file
