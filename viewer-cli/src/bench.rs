@@ -20,10 +20,11 @@
 //!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
 //!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
 //!   trace has, the way a trace file is written but with nothing to encode
-//!   (`slowdown_write_floor`), which no writer thread can beat on this machine. And the time a cache line takes to go from one core to another and back
-//!   (`core_round_trip_ns`), measured in each round just before the flight recorder: a traced
-//!   run hands every line it keeps from the simulator's core to the writer's, and on a shared
-//!   host that time changes by several times as the host moves the machine's cores about.
+//!   (`slowdown_write_floor`), which no writer thread can beat on this machine. And the time a
+//!   cache line takes to go from one core to another and back (`core_round_trip_ns`), measured
+//!   in each round just before the flight recorder: a traced run hands every line it keeps from
+//!   the simulator's core to the writer's, and on a shared host that time changes by several
+//!   times as the host moves the machine's cores about.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

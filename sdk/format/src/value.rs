@@ -30,7 +30,8 @@ pub enum Str {
     Static(&'static str),
     /// A string owned by this value.
     Owned(Box<str>),
-    /// A string shared with others (an interned name).
+    /// A string shared with others, reference-counted. For a name used on every line,
+    /// [`Str::interned`] is cheaper.
     Shared(Arc<str>),
 }
 
@@ -49,7 +50,7 @@ impl Str {
     /// costs nothing to pass or to drop. A [`Str::Shared`] name costs a reference count that the
     /// emitting thread increments and the writer thread decrements for every line, a cache line
     /// bounced between their cores which the writer also reads the text from (measured on Tiny5:
-    /// a full trace 5–7 % slower than with interned names). Each distinct text is kept once: a
+    /// a full trace about 8 % slower than with interned names). Each distinct text is kept once: a
     /// second call with the same text returns the first copy. Never freed, so for a bounded set
     /// of names made at start-up, not for text unique to each line.
     ///
