@@ -49,7 +49,8 @@ pub(crate) const KEEP_CACHED: u64 = 512 << 20;
 /// ```
 pub struct StreamedFile {
     file: File,
-    /// Bytes written so far, and the first byte not yet handed to writeback, not yet dropped.
+    /// Bytes written so far; the first byte not yet handed to writeback (or left to the OS, up
+    /// to `keep`); the first byte not yet dropped from the page cache.
     written: u64,
     started: u64,
     dropped: u64,
