@@ -79,18 +79,14 @@ impl Fields {
         Fields { lean: true, ..Fields::new(kind, meta, String::new()) }
     }
 
-    /// What a text, Debug or error field would have been filed as, in lean fields: none of it is
-    /// made. `message`: whether the visitor files `message` as the message (text and Debug do;
-    /// an error or a number goes to `data`).
-    fn skip(&mut self, field: &Field, message: bool) {
+    /// Files a text, Debug or error value in lean fields without making it: under `message`
+    /// (when the visitor takes `message` as the message: text and Debug do, an error goes to
+    /// `data`) it only marks the message; any other name is filed by [`Fields::put`] as an empty
+    /// text, so it goes where the real text would, and nothing is formatted or copied.
+    fn put_unmade(&mut self, field: &Field, message: bool) {
         match field.name() {
             MESSAGE if message => self.has_message = true,
-            RECORD_TYPE if self.kind == Kind::Record => {}
-            DESCRIPTION => {}
-            // Not a cycle (text), so it would go to `data`, as would every other name.
-            name => {
-                self.first.get_or_insert(name);
-            }
+            _ => self.put(field, Value::Str(Str::EMPTY)),
         }
     }
 
@@ -98,7 +94,7 @@ impl Fields {
     fn put(&mut self, field: &Field, value: Value) {
         let name = field.name();
         if self.lean && (name == DESCRIPTION || name == RECORD_TYPE && self.kind == Kind::Record) {
-            return; // a text made of a number: not made
+            return; // texts only a written line uses (a number would be formatted): not made
         }
         match name {
             RECORD_TYPE if self.kind == Kind::Record => self.record_type = Some(into_str(value)),
@@ -177,7 +173,7 @@ impl Visit for Fields {
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
         if self.lean && u64::try_from(value).is_err() {
-            return self.skip(field, false);
+            return self.put_unmade(field, false);
         }
         match u64::try_from(value) {
             Ok(v) => self.put(field, Value::U64(v)),
@@ -187,7 +183,7 @@ impl Visit for Fields {
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
         if self.lean && i64::try_from(value).is_err() {
-            return self.skip(field, false);
+            return self.put_unmade(field, false);
         }
         match i64::try_from(value) {
             Ok(v) => self.put(field, Value::I64(v)),
@@ -202,7 +198,7 @@ impl Visit for Fields {
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         if self.lean {
-            return self.skip(field, true);
+            return self.put_unmade(field, true);
         }
         match field.name() {
             MESSAGE => {
@@ -221,13 +217,13 @@ impl Visit for Fields {
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
         if self.lean {
-            return self.skip(field, false);
+            return self.put_unmade(field, false);
         }
         self.put(field, Value::Str(value.to_string().into()));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         if self.lean {
-            return self.skip(field, true);
+            return self.put_unmade(field, true);
         }
         // Writing to a String cannot fail; a Debug impl that errors leaves what it wrote.
         if field.name() == MESSAGE {
