@@ -492,14 +492,17 @@ pub unsafe extern "C" fn jets_event_ex(
     attrs: *const jets_attrs,
 ) -> c_int {
     const NAME: &str = "jets_event_ex";
-    guarded(NAME, || {
-        // SAFETY: forwarded from the caller (this function's contract).
-        match unsafe { event_ex_fast(t, record, clk, attrs) } {
-            Some(Ok(())) => JETS_OK,
-            Some(Err(e)) => fail(NAME, Err(e.into())),
-            // SAFETY: as above.
-            None => fail(NAME, unsafe { event_ex(t, record, clk, attrs) }),
-        }
+    // Async-signal-safe: a wait for room in the queue only waits (see `jets_counter`).
+    jets::write::signal_safe(|| {
+        guarded(NAME, || {
+            // SAFETY: forwarded from the caller (this function's contract).
+            match unsafe { event_ex_fast(t, record, clk, attrs) } {
+                Some(Ok(())) => JETS_OK,
+                Some(Err(e)) => fail(NAME, Err(e.into())),
+                // SAFETY: as above.
+                None => fail(NAME, unsafe { event_ex(t, record, clk, attrs) }),
+            }
+        })
     })
 }
 
@@ -689,16 +692,20 @@ pub unsafe extern "C" fn jets_counter(
     name: jets_str,
     value: f64,
 ) -> c_int {
-    status("jets_counter", || {
-        // SAFETY: forwarded from the caller.
-        let t = unsafe { trace(t) }?;
-        if !t.switches.on() || record == JETS_ID_OFF {
-            return Ok(());
-        }
-        let name = crate::intern::lookup(name, "name")?;
-        t.check_healthy()?;
-        t.records.with(record, "record", |h| {
-            Ok(h.event_at(t.resolve(clk, h.start_clk()), name).field("value", value).emit()?)
+    // Async-signal-safe: a push that waits for room in the queue only waits, rather than
+    // encode a batch of the writer's meanwhile as the other calls do (that allocates).
+    jets::write::signal_safe(|| {
+        status("jets_counter", || {
+            // SAFETY: forwarded from the caller.
+            let t = unsafe { trace(t) }?;
+            if !t.switches.on() || record == JETS_ID_OFF {
+                return Ok(());
+            }
+            let name = crate::intern::lookup(name, "name")?;
+            t.check_healthy()?;
+            t.records.with(record, "record", |h| {
+                Ok(h.event_at(t.resolve(clk, h.start_clk()), name).field("value", value).emit()?)
+            })
         })
     })
 }

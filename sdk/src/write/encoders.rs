@@ -9,11 +9,12 @@
 //! number order, and only then hands the batch's ring words back to the producers, so an entry
 //! is never overwritten while an encoder reads it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 
 use super::line::Entry;
@@ -85,11 +86,143 @@ impl Job {
     }
 }
 
-/// The encoder threads and the batches between them and the writer thread.
+/// The batches waiting to be encoded, shared by whoever encodes them: the encoder threads, the
+/// writer thread when it has no encoder thread, and producers waiting for room in their ring
+/// ([`Queue::help`]).
+pub(crate) struct Queue {
+    todo: Mutex<Todo>,
+    /// Wakes an encoder thread when a batch is queued, or all of them at shutdown.
+    ready: Condvar,
+    /// Batches in `todo`: read before taking the lock, so that a producer's check costs a load.
+    waiting: AtomicUsize,
+    done: Sender<Job>,
+    codec: Option<Codec>,
+    /// Batches encoded by producers ([`Queue::help`]).
+    helped: AtomicU64,
+}
+
+#[derive(Default)]
+struct Todo {
+    jobs: VecDeque<Job>,
+    shutdown: bool,
+}
+
+impl Queue {
+    /// For a producer waiting for room in its ring: encodes the oldest waiting batch, as
+    /// [`Queue::encode_next`] does, and counts it.
+    pub(crate) fn help(&self) -> bool {
+        let helped = self.encode_next();
+        if helped {
+            self.helped.fetch_add(1, Ordering::Relaxed);
+        }
+        helped
+    }
+
+    /// Batches encoded by producers so far.
+    #[cfg(test)]
+    pub(crate) fn helped(&self) -> u64 {
+        self.helped.load(Ordering::Relaxed)
+    }
+
+    /// Encodes the oldest waiting batch on this thread and hands it back to the writer; false
+    /// when there was none (or another thread holds the queue: this call never waits for a lock,
+    /// so a thread that forked or a signal handler cannot hang here).
+    fn encode_next(&self) -> bool {
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        // Signals wait until the batch is done: a handler that ran meanwhile on this thread (a
+        // fatal-signal flush, `Trace::flush_signal_safe`) would wait for the writer, which
+        // waits for this batch.
+        signals_held(|| {
+            let Some(job) = self.todo.try_lock().ok().and_then(|mut t| self.take(&mut t)) else {
+                return false;
+            };
+            self.finish(job);
+            true
+        })
+    }
+
+    fn take(&self, todo: &mut Todo) -> Option<Job> {
+        let job = todo.jobs.pop_front()?;
+        self.waiting.store(todo.jobs.len(), Ordering::Relaxed);
+        Some(job)
+    }
+
+    /// Encodes `job` and sends it back to the writer.
+    fn finish(&self, mut job: Job) {
+        if catch_unwind(AssertUnwindSafe(|| job.run(self.codec))).is_err() {
+            // The entries left are leaked, not dropped twice.
+            job.entries.clear();
+            job.failed = Some(io::Error::other("encoding a batch of JETS lines panicked"));
+        }
+        // The writer is gone only once every batch it handed out came back.
+        let _ = self.done.send(job);
+    }
+
+    fn push(&self, job: Job) {
+        let mut todo = self.todo.lock().unwrap_or_else(|p| p.into_inner());
+        todo.jobs.push_back(job);
+        self.waiting.store(todo.jobs.len(), Ordering::Relaxed);
+        drop(todo);
+        self.ready.notify_one();
+    }
+
+    /// An encoder thread's loop: encodes batches until shutdown.
+    fn serve(&self) {
+        loop {
+            let job = {
+                let mut todo = self.todo.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if let Some(job) = self.take(&mut todo) {
+                        break job;
+                    }
+                    if todo.shutdown {
+                        return;
+                    }
+                    todo = self.ready.wait(todo).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            self.finish(job);
+        }
+    }
+}
+
+/// Runs `f` with this thread's blockable signals blocked; those that arrive meanwhile are
+/// delivered when it returns.
+#[cfg(all(unix, not(miri)))]
+fn signals_held<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: `sigfillset` initializes the set; `pthread_sigmask` reads `all` and writes `old`,
+    // both valid, and only changes this thread's mask, restored below.
+    unsafe {
+        let mut all = std::mem::zeroed::<libc::sigset_t>();
+        let mut old = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        struct Restore(libc::sigset_t);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                // SAFETY: a mask read by `pthread_sigmask` above.
+                unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+            }
+        }
+        let _restore = Restore(old);
+        f()
+    }
+}
+
+#[cfg(not(all(unix, not(miri))))]
+fn signals_held<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// The batches between the writer thread and whoever encodes them.
 pub(super) struct Pool {
-    to: Vec<Sender<Job>>,
+    queue: Arc<Queue>,
     from: Receiver<Job>,
     threads: Vec<JoinHandle<()>>,
+    /// The writer thread encodes batches too (there is no encoder thread).
+    writer_encodes: bool,
     /// The batch being filled.
     filling: Job,
     /// Number of the next batch handed out, and of the next one to write.
@@ -101,45 +234,50 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// Starts `n` encoder threads; `codec` compresses each batch (a compressed file).
+    /// Starts `n - 1` encoder threads (none for `n == 1`: the writer thread encodes); `codec`
+    /// compresses each batch (a compressed file).
     pub(super) fn new(n: usize, codec: Option<Codec>) -> io::Result<Pool> {
-        let (done_tx, from) = channel();
-        let mut to = Vec::with_capacity(n);
-        let mut threads = Vec::with_capacity(n);
-        for i in 0..n {
-            let (tx, rx) = channel::<Job>();
-            let done = done_tx.clone();
-            threads.push(thread::Builder::new().name(format!("jets-encoder-{i}")).spawn(
-                move || {
-                    while let Ok(mut job) = rx.recv() {
-                        if catch_unwind(AssertUnwindSafe(|| job.run(codec))).is_err() {
-                            // The entries left are leaked, not dropped twice.
-                            job.entries.clear();
-                            job.failed = Some(io::Error::other("a JETS encoder thread panicked"));
-                        }
-                        if done.send(job).is_err() {
-                            return;
-                        }
-                    }
-                },
-            )?);
-            to.push(tx);
-        }
-        Ok(Pool {
-            to,
+        let (done, from) = channel();
+        let queue = Arc::new(Queue {
+            todo: Mutex::new(Todo::default()),
+            ready: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            done,
+            codec,
+            helped: AtomicU64::new(0),
+        });
+        let threads = if n > 1 { n } else { 0 };
+        let mut pool = Pool {
+            queue,
             from,
-            threads,
+            threads: Vec::with_capacity(threads),
+            writer_encodes: threads == 0,
             filling: Job::new(),
             next_seq: 0,
             next_out: 0,
             done: BTreeMap::new(),
             spare: Vec::new(),
-        })
+        };
+        for i in 0..threads {
+            let queue = Arc::clone(&pool.queue);
+            // On failure the pool drops: the threads started so far stop.
+            pool.threads.push(
+                thread::Builder::new()
+                    .name(format!("jets-encoder-{i}"))
+                    .spawn(move || queue.serve())?,
+            );
+        }
+        Ok(pool)
     }
 
-    /// How many encoder threads.
-    pub(super) fn encoders(&self) -> usize {
-        self.to.len()
+    /// The queue, for producers that wait for room to encode batches meanwhile.
+    pub(super) fn queue(&self) -> &Arc<Queue> {
+        &self.queue
+    }
+
+    /// How many batches may be out at once before the writer thread waits for the oldest.
+    pub(super) fn max_in_flight(&self) -> u64 {
+        2 * self.threads.len().max(4) as u64
     }
 
     /// Adds the entry at `at`, of `words` words, just popped from ring `ring` (`from`), to the
@@ -174,7 +312,7 @@ impl Pool {
         self.next_seq - self.next_out
     }
 
-    /// Hands the batch being filled (if any) to its encoder.
+    /// Queues the batch being filled (if any) for encoding.
     pub(super) fn submit(&mut self) {
         if self.filling.entries.is_empty() {
             return;
@@ -183,19 +321,12 @@ impl Pool {
         let mut job = std::mem::replace(&mut self.filling, fresh);
         job.seq = self.next_seq;
         job.weight = 0;
-        let to = &self.to[(job.seq % self.to.len() as u64) as usize];
         self.next_seq += 1;
-        if let Err(e) = to.send(job) {
-            // Only if that encoder thread is gone, which `catch_unwind` prevents: keep the
-            // order (a failed batch in its place) rather than wait for it forever.
-            let mut job = e.0;
-            job.entries.clear();
-            job.failed = Some(io::Error::other("a JETS encoder thread is gone"));
-            self.done.insert(job.seq, job);
-        }
+        self.queue.push(job);
     }
 
     /// The next batch in number order once it is encoded; waits for it when `wait` is true.
+    /// Without encoder threads, this thread encodes the waiting batches itself meanwhile.
     pub(super) fn next(&mut self, wait: bool) -> Option<Job> {
         if self.next_out == self.next_seq {
             return None;
@@ -205,25 +336,35 @@ impl Pool {
                 self.next_out += 1;
                 return Some(job);
             }
-            let job = if wait { self.from.recv().ok() } else { self.from.try_recv().ok() };
-            let Some(job) = job else {
-                if !wait {
-                    return None;
+            if let Ok(job) = self.from.try_recv() {
+                self.done.insert(job.seq, job);
+                continue;
+            }
+            if !wait {
+                return None;
+            }
+            if self.writer_encodes && self.queue.encode_next() {
+                continue;
+            }
+            // The batch is being encoded by another thread, which sends it back when done
+            // (`Queue::finish`, even after a panic). The queue holds a sender, so `recv` fails
+            // only if that changes: then say the batches out are lost rather than wait.
+            match self.from.recv() {
+                Ok(job) => {
+                    self.done.insert(job.seq, job);
                 }
-                // Every encoder is gone (only one dying outside `catch_unwind` could do it):
-                // the batches still out are lost. Say so: the next one in order comes back
-                // failed, which fails the trace, rather than passing over them in silence.
-                let mut lost = self.spare.pop().unwrap_or_else(Job::new);
-                lost.seq = self.next_out;
-                lost.failed = Some(io::Error::other(format!(
-                    "the JETS encoder threads are gone: {} batches of lines not written",
-                    self.next_seq - self.next_out
-                )));
-                self.next_out = self.next_seq;
-                self.done.clear();
-                return Some(lost);
-            };
-            self.done.insert(job.seq, job);
+                Err(_) => {
+                    let mut lost = self.spare.pop().unwrap_or_else(Job::new);
+                    lost.seq = self.next_out;
+                    lost.failed = Some(io::Error::other(format!(
+                        "{} batches of JETS lines were not encoded",
+                        self.next_seq - self.next_out
+                    )));
+                    self.next_out = self.next_seq;
+                    self.done.clear();
+                    return Some(lost);
+                }
+            }
         }
     }
 
@@ -247,7 +388,11 @@ impl Drop for Pool {
             // SAFETY: entries never handed out: dropped here, once.
             unsafe { Entry::drop_in_place(at.0) };
         }
-        self.to.clear();
+        // Batches nobody took (the writer stopped before writing them): encoded here, so that
+        // each entry handed out is dropped once, and discarded.
+        while self.queue.encode_next() {}
+        self.queue.todo.lock().unwrap_or_else(|p| p.into_inner()).shutdown = true;
+        self.queue.ready.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

@@ -42,6 +42,8 @@ use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
+#[doc(hidden)]
+pub use ring::signal_safe;
 use ring::{LocalRing, Slot};
 use sink::Sink;
 pub use streamed::StreamedFile;
@@ -192,6 +194,9 @@ pub(crate) struct Shared {
     fatal: AtomicBool,
     /// The writer has closed the file.
     finished: AtomicBool,
+    /// Batches of lines waiting to be encoded, which a producer waiting for room encodes
+    /// meanwhile (set by the writer thread when it sequences; see `encoders`).
+    helpers: OnceLock<Arc<encoders::Queue>>,
 }
 
 /// Requests from `flush` and `close`, taken by the writer thread.
@@ -626,6 +631,7 @@ impl TraceBuilder {
             capture,
             fatal: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            helpers: OnceLock::new(),
         });
         let config = writer::Config {
             flush_interval: self.flush_interval,

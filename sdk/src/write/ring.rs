@@ -288,6 +288,12 @@ unsafe fn push_blocking(
         if producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
             return Err(Refused::Closed);
         }
+        // Rather than wait for the writer, encode a batch it has sequenced: on a machine whose
+        // cores are all busy, this thread's wait is the writer's missing core.
+        if help_allowed() && shared.helpers.get().is_some_and(|q| q.help()) {
+            shared.wake_writer();
+            continue;
+        }
         if backoff.is_completed() {
             shared.wake_writer();
             std::thread::sleep(Duration::from_micros(20));
@@ -341,6 +347,30 @@ thread_local! {
     /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
     /// usable while the thread's other thread-locals are torn down.
     static ENTERED: Cell<bool> = const { Cell::new(false) };
+
+    /// True while this thread runs [`signal_safe`]: a push that waits for room then only waits.
+    static SIGNAL_SAFE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with this thread's pushes kept async-signal-safe: a push that waits for room in its
+/// ring only waits, and does not encode a batch of the writer's meanwhile (which allocates).
+/// For the C API's async-signal-safe calls; a signal handler's call that interrupted a helping
+/// push is refused anyway (the push is not reentrant).
+#[doc(hidden)]
+pub fn signal_safe<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = SIGNAL_SAFE.try_with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SIGNAL_SAFE.try_with(|s| s.replace(true)).unwrap_or(true));
+    f()
+}
+
+/// Whether a push that waits for room may encode a batch meanwhile.
+fn help_allowed() -> bool {
+    !SIGNAL_SAFE.try_with(Cell::get).unwrap_or(true)
 }
 
 /// The spare box for a builder's line, if this thread has one.

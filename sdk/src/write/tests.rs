@@ -255,6 +255,73 @@ fn encoder_threads_encode_and_drop_entries_in_place() {
     }
 }
 
+/// A sink slower than the producer: every write waits a while, as a loaded disk does.
+#[derive(Clone, Default)]
+struct Slow(Buf);
+
+impl Write for Slow {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        thread::sleep(std::time::Duration::from_millis(2));
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One producer emitting `n` events into a trace with a slow sink, inside `signal_safe` when
+/// `safe`: the file's lines, and how many batches the producer encoded.
+fn behind_a_slow_sink(n: u64, safe: bool) -> (Vec<String>, u64) {
+    let out = Slow::default();
+    let trace = TraceBuilder::new().writer(out.clone(), Metadata::new()).expect("open");
+    let emit = || {
+        let r = trace.root("root", "Root").begin_at(0).expect("root");
+        for i in 0..n {
+            r.event("e").field("i", i).field("s", format!("s{i}")).emit_at(i).expect("event");
+        }
+        r.end_at(n).expect("end");
+    };
+    if safe {
+        signal_safe(emit);
+    } else {
+        emit();
+    }
+    let helped = trace.0.shared.helpers.get().expect("one encoder: a queue").helped();
+    trace.close().expect("close");
+    (out.0.lines(), helped)
+}
+
+/// The events' `i` values in file order.
+fn event_order(lines: &[String]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter_map(|l| l.split("\"i\":").nth(1))
+        .map(|rest| rest.split([',', '}']).next().expect("value").parse().expect("i"))
+        .collect()
+}
+
+/// A producer that finds its ring full encodes batches the writer has sequenced instead of
+/// waiting (the writer is behind: its sink is slow); the file is the same, in order.
+#[test]
+#[cfg_attr(miri, ignore = "hundreds of batches: too slow under Miri")]
+fn a_waiting_producer_encodes_the_writers_batches() {
+    let n = 200_000;
+    let (lines, helped) = behind_a_slow_sink(n, false);
+    assert_eq!(event_order(&lines), (0..n).collect::<Vec<_>>(), "every event, in order");
+    assert!(helped > 0, "the producer waited for room and encoded no batch");
+}
+
+/// Inside `signal_safe` (the C API's async-signal-safe calls), a push that waits for room only
+/// waits: encoding allocates, which a signal handler must not.
+#[test]
+#[cfg_attr(miri, ignore = "hundreds of batches: too slow under Miri")]
+fn a_signal_safe_push_only_waits() {
+    let n = 200_000;
+    let (lines, helped) = behind_a_slow_sink(n, true);
+    assert_eq!(event_order(&lines), (0..n).collect::<Vec<_>>(), "every event, in order");
+    assert_eq!(helped, 0, "a batch was encoded inside signal_safe");
+}
+
 /// The capture keeper moves the entries it keeps out of the rings: it writes the ones a window
 /// or a recorder selects (with their ancestors) and drops the others exactly once.
 #[test]

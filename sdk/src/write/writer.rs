@@ -164,10 +164,13 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
     // Capture control decides line by line in order, in this thread: its traces are encoded
     // here too (most of their lines are never encoded at all).
     // Counting encodes nothing: there is nothing to share out.
-    if w.keeper.is_none() && !w.shared.capture.count && w.config.encoders > 1 {
+    if w.keeper.is_none() && !w.shared.capture.count {
         let codec = w.sink.as_ref().and_then(Sink::codec);
         // Threads that cannot be started: this thread encodes, as with one encoder.
-        w.pool = Pool::new(w.config.encoders, codec).ok();
+        w.pool = Pool::new(w.config.encoders, codec).or_else(|_| Pool::new(1, codec)).ok();
+        if let Some(pool) = &w.pool {
+            let _ = w.shared.helpers.set(Arc::clone(pool.queue()));
+        }
     }
     let mut nap = Duration::from_micros(20);
     loop {
@@ -300,7 +303,7 @@ impl Writer {
                 if full {
                     pool.submit();
                     // At most two batches per encoder in flight: write the oldest first.
-                    if pool.in_flight() >= 2 * pool.encoders() as u64 {
+                    if pool.in_flight() >= pool.max_in_flight() {
                         self.output_one(true);
                     }
                 }
