@@ -26,6 +26,10 @@
  * exists), and with the drop policy if the handler must never wait for the writer. Any call made
  * from a handler that interrupted another libjets call on the same thread is refused with
  * JETS_ERR_REENTRANT and does nothing. Other calls allocate: do not make them from a handler.
+ * Under the block policy, a call other than these that waits for room in its queue encodes lines
+ * for the writer meanwhile (a simulator that outruns the writer lends it its core), with the
+ * thread's signals held for that while (well under a millisecond at a time); jets_event_ex and
+ * jets_counter only wait.
  * jets_install_fatal_signal_flush() saves every open trace on SIGSEGV, SIGABRT, SIGBUS, SIGTERM
  * and SIGINT, then re-raises the signal.
  *
@@ -165,7 +169,8 @@
 #define JETS_FIELD_TEXT 6
 
 /**
- * `jets_options.policy`: wait for room when the queue is full (lossless, the default).
+ * `jets_options.policy`: wait for room when the queue is full (lossless, the default); see
+ * "Signals" above for what a waiting call does meanwhile.
  */
 #define JETS_POLICY_BLOCK 0
 

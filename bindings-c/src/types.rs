@@ -38,7 +38,8 @@ pub const JETS_FIELD_STR: u32 = 5;
 /// names and keys instead).
 pub const JETS_FIELD_TEXT: u32 = 6;
 
-/// `jets_options.policy`: wait for room when the queue is full (lossless, the default).
+/// `jets_options.policy`: wait for room when the queue is full (lossless, the default); see
+/// "Signals" above for what a waiting call does meanwhile.
 pub const JETS_POLICY_BLOCK: u32 = 0;
 /// `jets_options.policy`: drop lines when the queue is full; the footer counts them exactly.
 pub const JETS_POLICY_DROP: u32 = 1;

@@ -1,13 +1,17 @@
-//! Encoder threads: the writer thread decides the order of lines, these threads format them.
+//! Encoding in batches: the writer thread decides the order of lines; whoever is free formats
+//! them.
 //!
-//! With more than one encoder ([`crate::TraceBuilder::encoders`]) the writer thread is a
-//! *sequencer*: it walks the rings in dependency order exactly as it does alone (the same rule,
-//! so the file order is valid by the same argument) but only collects entry pointers into
-//! numbered batches. Batch `k` goes to encoder `k mod E`, which encodes each entry where it lies
-//! in its ring (no copy), drops it, and, for a compressed file, compresses the batch into one
-//! complete gzip member or zstd frame. The writer thread writes the returned batches strictly in
-//! number order, and only then hands the batch's ring words back to the producers, so an entry
-//! is never overwritten while an encoder reads it.
+//! The writer thread is a *sequencer*: it walks the rings in dependency order exactly as it does
+//! alone (the same rule, so the file order is valid by the same argument) but only collects entry
+//! pointers into numbered batches, which go to one [`Queue`]. A batch is taken, oldest first, by
+//! an encoder thread ([`crate::TraceBuilder::encoders`] above 1), by the writer thread itself when
+//! there is none, or by a producer that waits for room in its ring ([`Queue::help`]): on a
+//! machine whose cores are all busy (a simulator on one, the writer on the other), the producer's
+//! wait is the writer's missing core. The taker encodes each entry where it lies in its ring (no
+//! copy), drops it, and, for a compressed file, compresses the batch into one complete gzip member
+//! or zstd frame. The writer thread writes the returned batches strictly in number order, and only
+//! then hands the batch's ring words back to the producers, so an entry is never overwritten while
+//! a batch is encoded.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;

@@ -6,7 +6,8 @@
 //! thread's own single-producer ring (module `ring`); a background thread pops the rings, formats lines
 //! with [`crate::format::json`] and writes large batches. The caller never formats, allocates (for
 //! static names and up to [`crate::format::Data::INLINE`] typed fields), locks or makes a syscall,
-//! unless its ring is full under [`Policy::Block`].
+//! unless its ring is full under [`Policy::Block`] (it then encodes the writer's batches while it
+//! waits, module `encoders`).
 //!
 //! Ordering holds by construction: a [`RecordHandle`] is handed out only after its `record` line
 //! is in a ring, and everything that refers to a record (children, events, annotations, its
@@ -51,7 +52,10 @@ pub use streamed::StreamedFile;
 /// What an emitting call does when its thread's ring to the writer thread is full.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Policy {
-    /// Wait for room: lossless (the default).
+    /// Wait for room: lossless (the default). While it waits, the call encodes batches of lines
+    /// the writer thread has put in order and not yet encoded, so a simulator that outruns the
+    /// writer lends it its core instead of idling (signals are held meanwhile, a batch at a
+    /// time); inside [`signal_safe`] it only waits.
     #[default]
     Block,
     /// Drop the line and count it. A dropped record takes its whole subtree, events, annotations
@@ -570,7 +574,8 @@ impl TraceBuilder {
 
     /// How many threads encode lines (JSON formatting and compression, the writer's main cost);
     /// the order of the file is decided by the writer thread alone either way. `1`: the writer
-    /// thread encodes. `n > 1`: `n` encoder threads besides it (module `encoders`). Default:
+    /// thread encodes. `n > 1`: `n` encoder threads besides it (module `encoders`). Either way,
+    /// emitting calls that wait for room under [`Policy::Block`] encode batches too. Default:
     /// 1 on machines with up to 2 cores, then half the cores, at
     /// most 4. A trace with capture control holding lines back is encoded by the writer thread.
     pub fn encoders(mut self, n: usize) -> Self {

@@ -352,11 +352,20 @@ thread_local! {
     static SIGNAL_SAFE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` with this thread's pushes kept async-signal-safe: a push that waits for room in its
-/// ring only waits, and does not encode a batch of the writer's meanwhile (which allocates).
-/// For the C API's async-signal-safe calls; a signal handler's call that interrupted a helping
-/// push is refused anyway (the push is not reentrant).
-#[doc(hidden)]
+/// Runs `f` with this thread's emitting calls kept async-signal-safe: a call that waits for room
+/// under [`Policy::Block`](super::Policy::Block) only waits, and does not encode a batch of the
+/// writer's meanwhile (encoding allocates). The C API's async-signal-safe calls run in it. (A
+/// handler cannot interrupt a batch being encoded: signals are held while one is.)
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let trace = jets::TraceBuilder::new().create(dir.path().join("t.jets"), Default::default())?;
+/// let root = trace.root("core", "Core").begin_at(0)?;
+/// jets::write::signal_safe(|| root.event("tick").emit_at(1))?;
+/// # root.end_at(2)?;
+/// # trace.close()?;
+/// # Ok::<(), jets::Error>(())
+/// ```
 pub fn signal_safe<R>(f: impl FnOnce() -> R) -> R {
     struct Restore(bool);
     impl Drop for Restore {
