@@ -273,7 +273,9 @@ impl Write for Slow {
 /// `safe`: the file's lines, and how many batches the producer encoded.
 fn behind_a_slow_sink(n: u64, safe: bool) -> (Vec<String>, u64) {
     let out = Slow::default();
-    let trace = TraceBuilder::new().writer(out.clone(), Metadata::new()).expect("open");
+    // The default ring (16,384 lines): several batches of 256 KiB. One encoder: with encoder
+    // threads, they could take every batch before the producer looks.
+    let trace = TraceBuilder::new().encoders(1).writer(out.clone(), Metadata::new()).expect("open");
     let emit = || {
         let r = trace.root("root", "Root").begin_at(0).expect("root");
         for i in 0..n {
@@ -303,7 +305,7 @@ fn event_order(lines: &[String]) -> Vec<u64> {
 /// A producer that finds its ring full encodes batches the writer has sequenced instead of
 /// waiting (the writer is behind: its sink is slow); the file is the same, in order.
 #[test]
-#[cfg_attr(miri, ignore = "hundreds of batches: too slow under Miri")]
+#[cfg_attr(miri, ignore = "hundreds of batches of 256 KiB: too slow under Miri")]
 fn a_waiting_producer_encodes_the_writers_batches() {
     let n = 200_000;
     let (lines, helped) = behind_a_slow_sink(n, false);
@@ -314,7 +316,7 @@ fn a_waiting_producer_encodes_the_writers_batches() {
 /// Inside `signal_safe` (the C API's async-signal-safe calls), a push that waits for room only
 /// waits: encoding allocates, which a signal handler must not.
 #[test]
-#[cfg_attr(miri, ignore = "hundreds of batches: too slow under Miri")]
+#[cfg_attr(miri, ignore = "hundreds of batches of 256 KiB: too slow under Miri")]
 fn a_signal_safe_push_only_waits() {
     let n = 200_000;
     let (lines, helped) = behind_a_slow_sink(n, true);
