@@ -160,7 +160,8 @@ impl Queue {
             job.entries.clear();
             job.failed = Some(io::Error::other("encoding a batch of JETS lines panicked"));
         }
-        // The writer is gone only once every batch it handed out came back.
+        // Fails only when the writer has stopped and dropped its pool (a fatal signal, a
+        // panic): the batch, encoded and its entries dropped, is then discarded.
         let _ = self.done.send(job);
     }
 
