@@ -43,7 +43,6 @@ use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
 pub use record::{AnnotationBuilder, EventBuilder, RecordBuilder, RecordHandle};
-#[doc(hidden)]
 pub use ring::signal_safe;
 use ring::{LocalRing, Slot};
 use sink::Sink;

@@ -302,7 +302,8 @@ impl Writer {
                 ready += 1;
                 if full {
                     pool.submit();
-                    // At most two batches per encoder in flight: write the oldest first.
+                    // A bounded number of batches out: past it, write the oldest first
+                    // (encoding it here if nobody has taken it).
                     if pool.in_flight() >= pool.max_in_flight() {
                         self.output_one(true);
                     }
