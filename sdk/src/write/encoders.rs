@@ -394,9 +394,20 @@ impl Drop for Pool {
             unsafe { Entry::drop_in_place(at.0) };
         }
         // Batches nobody took (the writer stopped before writing them): encoded here, so that
-        // each entry handed out is dropped once, and discarded.
-        while self.queue.encode_next() {}
-        self.queue.todo.lock().unwrap_or_else(|p| p.into_inner()).shutdown = true;
+        // each entry handed out is dropped once, and discarded. With the lock waited for (unlike
+        // `encode_next`), since a producer may hold it for a moment; then the encoder threads stop.
+        loop {
+            let job = {
+                let mut todo = self.queue.todo.lock().unwrap_or_else(|p| p.into_inner());
+                let job = self.queue.take(&mut todo);
+                todo.shutdown |= job.is_none();
+                job
+            };
+            match job {
+                Some(job) => self.queue.finish(job),
+                None => break,
+            }
+        }
         self.queue.ready.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
