@@ -1,6 +1,7 @@
 //! Several encoder threads (`TraceBuilder::encoders`): the file is the one a single encoder
-//! writes, flush means written, compressed files are complete streams per batch, and a failing
-//! sink or a panicking `Write` still fails the trace without hanging a producer.
+//! writes, flush means written, compressed files are complete streams per batch, a failing
+//! sink or a panicking `Write` still fails the trace without hanging a producer, and producers
+//! that wait for room encode batches beside the encoder threads without breaking any order.
 
 mod common;
 
@@ -114,5 +115,61 @@ fn a_failing_or_panicking_sink_fails_the_trace_without_hanging_producers() {
         assert!(err.to_string().contains(why), "{err}");
         let text = w.text();
         common::check(&text, true).expect("valid prefix");
+    }
+}
+
+/// A sink slower than the producers (each write waits a while, like a loaded disk), so that
+/// their rings fill and they encode batches while they wait.
+#[derive(Clone, Default)]
+struct Slow(Buf);
+
+impl std::io::Write for Slow {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Producers that wait for room encode batches beside the writer and the encoder threads, all
+/// taking from one queue: the file passes the ordering checker, and each thread's events are
+/// all there, in the order it emitted them, whoever encoded them.
+#[test]
+fn producers_that_wait_encode_beside_the_encoder_threads() {
+    const THREADS: u64 = 3;
+    const EVENTS: u64 = 60_000;
+    for encoders in [1, 2] {
+        let out = Slow::default();
+        let trace = TraceBuilder::new()
+            .encoders(encoders)
+            .writer(out.clone(), Metadata::new())
+            .expect("open");
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let trace = &trace;
+                s.spawn(move || {
+                    let r = trace.root(format!("core{t}"), "Core").begin_at(0).expect("root");
+                    for i in 0..EVENTS {
+                        r.event("e").field("t", t).field("i", i).emit_at(i).expect("event");
+                    }
+                    r.end_at(EVENTS).expect("end");
+                });
+            }
+        });
+        trace.close().expect("close");
+        let text = out.0.text();
+        let counts = common::check(&text, false).expect("valid");
+        assert_eq!(counts.events, THREADS * EVENTS, "{encoders} encoders: every event");
+        for t in 0..THREADS {
+            let mine = format!("\"t\":{t},\"i\":");
+            let order: Vec<u64> = text
+                .lines()
+                .filter_map(|l| l.split(&mine).nth(1))
+                .map(|rest| rest.split('}').next().expect("i").parse().expect("number"))
+                .collect();
+            assert_eq!(order, (0..EVENTS).collect::<Vec<_>>(), "{encoders} encoders, thread {t}");
+        }
     }
 }
