@@ -239,8 +239,8 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// Starts `n - 1` encoder threads (none for `n == 1`: the writer thread encodes); `codec`
-    /// compresses each batch (a compressed file).
+    /// Starts `n` encoder threads for `n > 1` (none for `n == 1`: the writer thread encodes);
+    /// `codec` compresses each batch (a compressed file).
     pub(super) fn new(n: usize, codec: Option<Codec>) -> io::Result<Pool> {
         let (done, from) = channel();
         let queue = Arc::new(Queue {
