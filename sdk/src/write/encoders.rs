@@ -1,7 +1,8 @@
 //! Encoding in batches: the writer thread decides the order of lines; whoever is free formats
 //! them.
 //!
-//! The writer thread is a *sequencer*: it walks the rings in dependency order exactly as it does
+//! The writer thread (of a trace that writes every line, under `Policy::Block` or with encoder
+//! threads) is a *sequencer*: it walks the rings in dependency order exactly as it does
 //! alone (the same rule, so the file order is valid by the same argument) but only collects entry
 //! pointers into numbered batches, which go to one [`Queue`]. A batch is taken, oldest first, by
 //! an encoder thread ([`crate::TraceBuilder::encoders`] above 1), by the writer thread itself when

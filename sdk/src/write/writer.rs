@@ -161,10 +161,14 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         pool: None,
     };
     w.keeper = Keeper::new(&w.shared.capture);
-    // Capture control decides line by line in order, in this thread: its traces are encoded
-    // here too (most of their lines are never encoded at all).
-    // Counting encodes nothing: there is nothing to share out.
-    if w.keeper.is_none() && !w.shared.capture.count {
+    // Batches (module `encoders`) when another thread can encode them: encoder threads, or
+    // producers that wait for room (`Policy::Block`). Otherwise this thread encodes line by line
+    // and hands each pass's ring words back at once: under `Policy::Drop` a batch's words would
+    // stay taken until it is written, and more lines would be dropped. Capture control decides
+    // line by line in order, in this thread: its traces are encoded here too (most of their
+    // lines are never encoded at all). Counting encodes nothing: there is nothing to share out.
+    let others_encode = w.config.encoders > 1 || w.shared.policy == Policy::Block;
+    if others_encode && w.keeper.is_none() && !w.shared.capture.count {
         let codec = w.sink.as_ref().and_then(Sink::codec);
         // Threads that cannot be started: this thread encodes, as with one encoder.
         w.pool = Pool::new(w.config.encoders, codec).or_else(|_| Pool::new(1, codec)).ok();
