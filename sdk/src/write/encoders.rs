@@ -17,7 +17,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+#[cfg(test)]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
@@ -102,7 +104,8 @@ pub(crate) struct Queue {
     waiting: AtomicUsize,
     done: Sender<Job>,
     codec: Option<Codec>,
-    /// Batches encoded by producers ([`Queue::help`]).
+    /// Batches encoded by producers ([`Queue::help`]), counted for the tests.
+    #[cfg(test)]
     helped: AtomicU64,
 }
 
@@ -114,9 +117,10 @@ struct Todo {
 
 impl Queue {
     /// For a producer waiting for room in its ring: encodes the oldest waiting batch, as
-    /// [`Queue::encode_next`] does, and counts it.
+    /// [`Queue::encode_next`] does (counted in test builds).
     pub(crate) fn help(&self) -> bool {
         let helped = self.encode_next();
+        #[cfg(test)]
         if helped {
             self.helped.fetch_add(1, Ordering::Relaxed);
         }
@@ -250,6 +254,7 @@ impl Pool {
             waiting: AtomicUsize::new(0),
             done,
             codec,
+            #[cfg(test)]
             helped: AtomicU64::new(0),
         });
         let threads = if n > 1 { n } else { 0 };
