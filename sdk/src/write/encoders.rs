@@ -286,7 +286,9 @@ impl Pool {
         &self.queue
     }
 
-    /// How many batches may be out at once before the writer thread waits for the oldest.
+    /// How many batches may be out at once before the writer thread waits for the oldest: two
+    /// per encoder thread, and at least eight, so that with none (the writer and waiting
+    /// producers encode) a producer whose ring is full still finds batches queued.
     pub(super) fn max_in_flight(&self) -> u64 {
         2 * self.threads.len().max(4) as u64
     }
