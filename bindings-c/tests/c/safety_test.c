@@ -3,8 +3,7 @@
  * runs each under valgrind, ASan/UBSan and TSan):
  *
  *   safety_test fork DIR      fork 40 times (SAFETY_FORK_CHILDREN) while four threads are busy
- *                             in jets_intern, jets_event_ex, record begin/end and open/close
- *                             (SAFETY_FORK_NO_OPEN=1: not the last, see mode_fork);
+ *                             in jets_intern, jets_event_ex, record begin/end and open/close;
  *                             each child's calls on the inherited trace fail with
  *                             JETS_ERR_FORKED at once, and it opens, writes and closes a trace
  *                             of its own; the parent's file is untouched
@@ -176,18 +175,12 @@ static int mode_fork(const char *dir) {
     shared_root = jets_record_begin(shared_trace, 0, 0, "parent", "Process", NULL, NULL);
     CHECK(shared_root != 0);
     open_worker_dir = dir;
-    /* SAFETY_FORK_NO_OPEN=1 leaves the open/close worker out: under ASan, whose LLVM 14 and
-     * GCC 12 runtimes do not lock their allocator around fork, a child forked while that worker
-     * was allocating a queue (a large block) spins forever on the allocator's lock in its first
-     * large malloc (seen with gdb: StaticSpinMutex::LockSlow in LargeMmapAllocator::Allocate,
-     * called from jets_record_begin). glibc's malloc is fork-safe: the plain run keeps it. */
-    const char *no_open = getenv("SAFETY_FORK_NO_OPEN");
     void *(*workers[])(void *) = {intern_worker, event_worker, record_worker, open_worker};
-    int nworkers = no_open && !strcmp(no_open, "1") ? 3 : 4;
-    pthread_t th[4];
+    enum { nworkers = sizeof workers / sizeof workers[0] };
+    pthread_t th[nworkers];
     for (int w = 0; w < nworkers; w++) pthread_create(&th[w], NULL, workers[w], NULL);
-    /* Fork once the intern worker has registered its names (only new names allocate, and
-     * allocating is the sanitizer hazard above); it keeps looking them up under the lock. */
+    /* Fork once the intern worker has registered its names; it keeps looking them up under the
+     * lock. */
     while (!atomic_load(&interned_all)) {
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
@@ -217,8 +210,8 @@ static int mode_fork(const char *dir) {
     CHECK_RC(jets_record_end(shared_trace, shared_root, JETS_CLK_NOW), JETS_OK);
     CHECK_RC(jets_close(shared_trace), JETS_OK);
     printf("fork: %d of %d children, forked while %d threads were inside libjets (intern, events, "
-           "records%s), got JETS_ERR_FORKED promptly and traced on their own\n",
-           ok_children, children, nworkers, nworkers == 4 ? ", open/close" : "");
+           "records, open/close), got JETS_ERR_FORKED promptly and traced on their own\n",
+           ok_children, children, (int)nworkers);
     return failures ? 1 : 0;
 }
 
