@@ -37,6 +37,12 @@
  * JETS_ERR_FORKED at once and touches nothing (the parent's file stays the parent's). Open a new
  * trace in the child. jets_intern works in the child.
  *
+ * Thread cancellation. No libjets call is a cancellation point: a thread cancelled with
+ * pthread_cancel (deferred, the default) while it waits in a call for room in its queue, or
+ * while it opens, dumps or closes a trace, finishes the call, and the request acts at its next
+ * cancellation point after it. Records it left open stay open (counted in the footer). A thread
+ * in asynchronous cancellation mode must not call libjets.
+ *
  * Closing. jets_close frees everything a trace holds but the handle itself (24 bytes, kept for
  * the life of the process): every later call on it, a second close included, returns
  * JETS_ERR_CLOSED.

@@ -13,7 +13,9 @@ use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 use crate::attrs::{self, chain, filled, Attrs, Checked, Describe as _, Text, Typed};
 use crate::codes::*;
 use crate::cstr;
-use crate::failure::{fail, guarded, last_code, last_message, run, status, Failure, Msg};
+use crate::failure::{
+    fail, guarded, last_code, last_message, run, status, status_uncancellable, Failure, Msg,
+};
 use crate::records::Records;
 use crate::types::*;
 
@@ -233,7 +235,7 @@ pub unsafe extern "C" fn jets_open_ex(
     options: *const jets_options,
     out: *mut *mut jets_trace,
 ) -> c_int {
-    status("jets_open", || {
+    status_uncancellable("jets_open", || {
         if out.is_null() {
             return Err(Failure::invalid("out is NULL"));
         }
@@ -777,7 +779,7 @@ pub unsafe extern "C" fn jets_close_at(t: *mut jets_trace, clk: u64) -> c_int {
 /// # Safety
 /// As `jets_close`.
 unsafe fn close(t: *mut jets_trace, clk: Option<u64>, function: &str) -> c_int {
-    status(function, || {
+    status_uncancellable(function, || {
         // Refuses NULL, a closed trace (a second close) and a trace inherited across fork, whose
         // writer thread does not exist here: closing it would wait forever.
         // SAFETY: forwarded from the caller.

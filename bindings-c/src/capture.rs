@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 
 use crate::api::{jets_trace, trace};
-use crate::failure::{status, Failure};
+use crate::failure::{status, status_uncancellable, Failure};
 
 /// Turns capture on: lines emitted from now on are written (subject to `JETS_CAPTURE`).
 ///
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn jets_roi_end(t: *mut jets_trace) -> c_int {
 /// `t` is NULL or an open trace.
 #[no_mangle]
 pub unsafe extern "C" fn jets_dump(t: *mut jets_trace) -> c_int {
-    status("jets_dump", || {
+    status_uncancellable("jets_dump", || {
         // SAFETY: forwarded from the caller.
         Ok(unsafe { trace(t) }?.trace.dump()?)
     })

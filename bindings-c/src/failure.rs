@@ -241,6 +241,15 @@ pub(crate) fn status(function: &str, f: impl FnOnce() -> Result<(), Failure>) ->
     run(function, f).map_or_else(|code| code, |()| JETS_OK)
 }
 
+/// [`status`] for a call that may reach a cancellation point on the caller's thread (it opens
+/// or closes a file, joins a thread): run with cancellation disabled ([`crate::cancel`]).
+pub(crate) fn status_uncancellable(
+    function: &str,
+    f: impl FnOnce() -> Result<(), Failure>,
+) -> c_int {
+    crate::cancel::deferred(|| status(function, f))
+}
+
 /// The code of this thread's last failure (`JETS_OK` when nothing failed yet).
 pub(crate) fn last_code() -> c_int {
     state().map_or(JETS_OK, |s| s.code.get())

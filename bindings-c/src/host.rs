@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use crate::api::{jets_trace, trace, Open};
 use crate::codes::*;
-use crate::failure::{status, Failure};
+use crate::failure::{status_uncancellable, Failure};
 
 #[cfg(target_os = "linux")]
 type Monitor = jets_host::HostMonitor;
@@ -27,7 +27,7 @@ pub(crate) type Slot = Mutex<Option<Monitor>>;
 /// `t` is NULL or an open trace.
 #[no_mangle]
 pub unsafe extern "C" fn jets_host_monitor_start(t: *mut jets_trace, interval_ms: u32) -> c_int {
-    status("jets_host_monitor_start", || {
+    status_uncancellable("jets_host_monitor_start", || {
         // SAFETY: forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let mut slot = t.host.lock().unwrap_or_else(|p| p.into_inner());
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn jets_host_monitor_start(t: *mut jets_trace, interval_ms
 /// `t` is NULL or an open trace.
 #[no_mangle]
 pub unsafe extern "C" fn jets_host_monitor_stop(t: *mut jets_trace) -> c_int {
-    status("jets_host_monitor_stop", || {
+    status_uncancellable("jets_host_monitor_stop", || {
         // SAFETY: forwarded from the caller.
         let t = unsafe { trace(t) }?;
         let monitor = t.host.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -11,6 +11,8 @@
 //! * bad input (NULL, invalid UTF-8, malformed JSON, unknown or ended ids, a `clk` before the
 //!   record's start) returns a named negative code and writes nothing;
 //! * the reason of the last failure on the calling thread is in `jets_last_error()`.
+//! * it is not a POSIX thread cancellation point: a thread cancelled during it finishes it
+//!   (`cancel.rs`).
 //!
 //! `include/jets.hpp` is a hand-written C++17 RAII wrapper over the same functions.
 
@@ -18,6 +20,7 @@
 
 pub mod api;
 mod attrs;
+mod cancel;
 pub mod capture;
 pub mod clocks;
 pub mod codes;

@@ -3,7 +3,8 @@
 # and runs the C99 and C++17 test programs (warnings as errors) against it, shared and static;
 # again under valgrind (no errors, no leaks) and ASan/UBSan; the safety tests (fork, a signal
 # handler under an interval timer, the drop policy under pressure, bad JSON, calls after close,
-# a full disk under .gz/.zst/plain traces, opening over an existing file on a full disk) under
+# threads cancelled inside libjets calls, a full disk under .gz/.zst/plain traces, opening over
+# an existing file on a full disk) under
 # valgrind, ASan/UBSan and TSan (libjets itself built with -Zsanitizer=thread when a nightly
 # toolchain with rust-src is installable; JETS_TSAN=0 skips it); the JETS_DISABLE build (links without libjets); an
 # outside pkg-config project (shared and static) and the example simulators in examples/c, built
@@ -253,7 +254,7 @@ safety_checks() {
     local d="$work/safety-$tag"
     rm -rf "$d"
     mkdir -p "$d"
-    for mode in fork signal drop badjson closed parity; do
+    for mode in fork signal drop badjson closed parity cancel; do
         local runner=("$@") children=40
         if [ "$tag" = valgrind ] && [ "$mode" = fork ]; then
             # valgrind runs one thread at a time; with its default (unfair) lock, the four
@@ -296,6 +297,14 @@ PY
     check_trace "$d/badjson.jets" "$d/badjson.out"
     check_trace "$d/closed.jets" "$d/closed.out"
     check_trace "$d/parity.jets" "$d/parity.out"
+    check_trace "$d/cancel.jets" "$d/cancel.out"
+    # Each opener's last trace, closed before its thread was cancelled.
+    local own=0
+    for f in "$d"/cancel-own-*.jets; do
+        python3 "$check" "$f" --expect "records=1 record_ends=1 events=1 open=0" >/dev/null
+        own=$((own + 1))
+    done
+    echo "cancel: the last trace of each of the $own cancelled openers is complete"
     python3 "$check" "$d/parent.jets"
     python3 "$check" "$d/child.jets" --expect "records=1 record_ends=1 events=1 open=0"
     # Drop policy: every line the program made is either in the file or in the footer's counts.
@@ -311,7 +320,7 @@ print(f"drop policy: {written} lines written + {dropped} counted as dropped = {s
 PY
 }
 
-step "safety tests (fork, signals, drop policy, bad JSON, closed traces, parity)"
+step "safety tests (fork, signals, drop policy, bad JSON, closed traces, parity, cancellation)"
 safety_checks "$work/safety" plain
 step "safety tests under valgrind"
 # A forked child holds the memory of threads that did not survive the fork (the writer's buffers),
@@ -400,16 +409,16 @@ else
         export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
         # TSan does not support fork with other threads alive; the other modes run.
         d="$work/safety-tsan"; mkdir -p "$d"
-        for mode in signal drop badjson closed parity; do
+        for mode in signal drop badjson closed parity cancel; do
             timeout 300 "$work/safety_tsan" "$mode" "$d" >"$d/$mode.out" || {
                 echo "FAIL: safety_test $mode (TSan)"; cat "$d/$mode.out"; exit 1; }
         done
-        for mode in signal badjson closed parity; do check_trace "$d/$mode.jets" "$d/$mode.out"; done
+        for mode in signal badjson closed parity cancel; do check_trace "$d/$mode.jets" "$d/$mode.out"; done
         timeout 300 "$work/api_tsan" "$work/api_tsan.jets" "$work" >"$work/api_tsan.out" || {
             echo "FAIL: api_test (TSan)"; cat "$work/api_tsan.out"; exit 1; }
         check_trace "$work/api_tsan.jets" "$work/api_tsan.out"
         unset TSAN_OPTIONS
-        echo "TSan: safety modes signal, drop, badjson, closed, parity and api_test ran race-free"
+        echo "TSan: safety modes signal, drop, badjson, closed, parity, cancel and api_test ran race-free"
         tsan_ok=1
     else
         echo "FAIL: the TSan build of libjets failed or took over 20 minutes:"; tail -n5 "$work/tsan-build.log"; exit 1

@@ -15,6 +15,10 @@
  *   safety_test closed DIR    calls after close and a second close return JETS_ERR_CLOSED
  *   safety_test parity DIR    on/off, domains, clocks, counters, push/pop, end with a status,
  *                             text fields
+ *   safety_test cancel DIR    threads cancelled (pthread_cancel, deferred) while they wait in
+ *                             libjets for room in a 16-line queue, and while they open, flush
+ *                             and close traces of their own: every call finishes, the process
+ *                             lives on, and each trace is complete
  *   safety_test full PATH     writes until the disk is full (or the file size limit is hit):
  *                             the I/O error is reported, the file keeps a valid prefix
  *   safety_test open PATH     opens over an existing file on a full disk: fails, file intact
@@ -313,6 +317,110 @@ static int mode_signal(const char *dir) {
     return failures ? 1 : 0;
 }
 
+/* ---- thread cancellation ------------------------------------------------------------------ */
+
+/* No libjets call is a cancellation point: a cancel request reaches a thread only outside them
+ * (here at pthread_testcancel), never while libjets holds a lock, a queue slot or a batch, and
+ * never unwinds through its frames. Emitters wait for room in a tiny queue (the thread waits
+ * inside libjets most of the time); openers open, write, flush and close traces of their own
+ * (file creation, the writer thread's join). */
+static jets_trace *cancel_trace;
+static jets_str cancel_tick;
+static const char *cancel_dir;
+static atomic_ulong cancel_events;
+static atomic_ulong cancel_closed;
+static atomic_ulong cancel_failed; /* calls that failed, on any thread */
+
+static void *cancel_emitter(void *arg) {
+    jets_id r = (jets_id)(uintptr_t)arg;
+    jets_attrs a = JETS_ATTRS_INIT;
+    a.name = cancel_tick;
+    for (;;) {
+        /* jets_event_ex only waits for room; jets_event may encode the writer's batches. */
+        if (jets_event_ex(cancel_trace, r, JETS_CLK_NOW, &a) == JETS_OK)
+            atomic_fetch_add(&cancel_events, 1);
+        else
+            atomic_fetch_add(&cancel_failed, 1);
+        if (jets_event(cancel_trace, r, JETS_CLK_NOW, "Tock", NULL, NULL) == JETS_OK)
+            atomic_fetch_add(&cancel_events, 1);
+        else
+            atomic_fetch_add(&cancel_failed, 1);
+        pthread_testcancel();
+    }
+    return NULL;
+}
+
+static void *cancel_opener(void *arg) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cancel-own-%u.jets", cancel_dir, (unsigned)(uintptr_t)arg);
+    for (;;) {
+        jets_trace *own = NULL;
+        if (jets_open(path, NULL, &own) != JETS_OK) {
+            atomic_fetch_add(&cancel_failed, 1);
+            return NULL;
+        }
+        jets_id r = jets_record_begin(own, 0, 0, "own", "Thread", NULL, NULL);
+        if (r == 0 || jets_event(own, r, 1, "Tick", NULL, NULL) != JETS_OK ||
+            jets_flush(own) != JETS_OK || jets_record_end(own, r, 2) != JETS_OK ||
+            jets_close(own) != JETS_OK)
+            atomic_fetch_add(&cancel_failed, 1);
+        else
+            atomic_fetch_add(&cancel_closed, 1);
+        pthread_testcancel();
+    }
+    return NULL;
+}
+
+static int mode_cancel(const char *dir) {
+    jets_options o = JETS_OPTIONS_INIT;
+    o.queue_capacity = 16; /* tiny: emitters wait for room most of the time */
+    cancel_trace = open_or_die(in_dir(dir, "cancel.jets"), &o);
+    cancel_tick = jets_intern("Tick");
+    cancel_dir = dir;
+    enum { emitters = 3, rounds = 60 };
+    jets_id root = jets_record_begin(cancel_trace, 0, 0, "sim", "Simulator", NULL, NULL);
+    CHECK(root != 0);
+    jets_id lane[emitters];
+    pthread_t th[emitters + 1];
+    for (int w = 0; w < emitters; w++) {
+        lane[w] = jets_record_begin(cancel_trace, root, 0, "lane", "Thread", NULL, NULL);
+        CHECK(lane[w] != 0);
+        pthread_create(&th[w], NULL, cancel_emitter, (void *)(uintptr_t)lane[w]);
+    }
+    unsigned opened = 0;
+    pthread_create(&th[emitters], NULL, cancel_opener, (void *)(uintptr_t)opened++);
+    unsigned cancelled = 0;
+    for (int i = 0; i < rounds; i++) {
+        struct timespec pause = {0, 1000000 + (i % 7) * 300000};
+        nanosleep(&pause, NULL);
+        int w = i % (emitters + 1);
+        CHECK(pthread_cancel(th[w]) == 0);
+        void *res = NULL;
+        CHECK(pthread_join(th[w], &res) == 0);
+        CHECK(res == PTHREAD_CANCELED);
+        cancelled += res == PTHREAD_CANCELED;
+        if (w < emitters)
+            pthread_create(&th[w], NULL, cancel_emitter, (void *)(uintptr_t)lane[w]);
+        else
+            pthread_create(&th[w], NULL, cancel_opener, (void *)(uintptr_t)opened++);
+    }
+    for (int w = 0; w <= emitters; w++) {
+        pthread_cancel(th[w]);
+        pthread_join(th[w], NULL);
+    }
+    for (int w = 0; w < emitters; w++) CHECK_RC(jets_record_end(cancel_trace, lane[w], JETS_CLK_NOW), JETS_OK);
+    CHECK_RC(jets_record_end(cancel_trace, root, JETS_CLK_NOW), JETS_OK);
+    CHECK_RC(jets_close(cancel_trace), JETS_OK);
+    CHECK(atomic_load(&cancel_closed) > 0);
+    CHECK(atomic_load(&cancel_failed) == 0);
+    printf("cancel: %u threads cancelled inside or between libjets calls, %lu events written, "
+           "%lu own traces opened, written and closed\n",
+           cancelled, atomic_load(&cancel_events), atomic_load(&cancel_closed));
+    printf("expect records=%d record_ends=%d events=%lu annotations=0 open=0\n", emitters + 1,
+           emitters + 1, atomic_load(&cancel_events));
+    return failures ? 1 : 0;
+}
+
 /* ---- drop policy --------------------------------------------------------------------------- */
 
 static int mode_drop(const char *dir) {
@@ -544,7 +652,7 @@ static int mode_fatal(const char *path) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|full|open DIR|PATH\n",
+        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|cancel|full|open|fatal DIR|PATH\n",
                 argv[0]);
         return 2;
     }
@@ -555,6 +663,7 @@ int main(int argc, char **argv) {
              : !strcmp(m, "badjson") ? mode_badjson(argv[2])
              : !strcmp(m, "closed")  ? mode_closed(argv[2])
              : !strcmp(m, "parity")  ? mode_parity(argv[2])
+             : !strcmp(m, "cancel")  ? mode_cancel(argv[2])
              : !strcmp(m, "full")    ? mode_full(argv[2])
              : !strcmp(m, "open")    ? mode_open(argv[2])
              : !strcmp(m, "fatal")   ? mode_fatal(argv[2])

@@ -19,6 +19,7 @@
 mod encoders;
 mod fence;
 pub(crate) mod line;
+mod nap;
 mod panic_flush;
 mod record;
 mod ring;
@@ -731,7 +732,7 @@ impl Trace {
             if shared.failed.load(Ordering::Acquire) || std::time::Instant::now() >= deadline {
                 return false;
             }
-            thread::sleep(Duration::from_micros(50));
+            nap::nap(Duration::from_micros(50));
         }
         !shared.failed.load(Ordering::Acquire)
     }

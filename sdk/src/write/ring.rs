@@ -296,7 +296,7 @@ unsafe fn push_blocking(
         }
         if backoff.is_completed() {
             shared.wake_writer();
-            std::thread::sleep(Duration::from_micros(20));
+            super::nap::nap(Duration::from_micros(20));
         } else {
             backoff.snooze();
         }
