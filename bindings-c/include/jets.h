@@ -46,6 +46,8 @@
  * Closing. jets_close frees everything a trace holds but the handle itself (24 bytes, kept for
  * the life of the process): every later call on it, a second close included, returns
  * JETS_ERR_CLOSED.
+ * A trace still open when the process exits (exit(), a return from main) is closed by an exit
+ * handler: every line and the footer are written, the records still open counted in it.
  */
 #ifndef JETS_H
 #define JETS_H

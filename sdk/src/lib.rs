@@ -68,17 +68,20 @@ pub use layer::JetsLayer;
 pub use macros::__private;
 
 /// For a `fork` wrapper such as the C library's `pthread_atfork` handlers; not a stable API.
-/// Opening and closing a trace take one process-wide lock (the capture counters' registry):
-/// [`hold`](__fork::hold) takes it before the fork and [`release`](__fork::release) gives it
-/// back after, in the parent and in the child, so that a child never inherits it held.
+/// Opening and closing a trace take two process-wide locks (the capture counters' registry, the
+/// list of the process hooks' traces): [`hold`](__fork::hold) takes them before the fork and
+/// [`release`](__fork::release) gives them back after, in the parent and in the child, so that
+/// a child never inherits them held.
 #[doc(hidden)]
 pub mod __fork {
     /// Before `fork`, on the forking thread.
     pub fn hold() {
         crate::capture::gate::left::hold_for_fork();
+        crate::write::hooks::hold_for_fork();
     }
     /// After `fork`, in the parent and in the child, on the forking thread.
     pub fn release() {
+        crate::write::hooks::release_after_fork();
         crate::capture::gate::left::release_after_fork();
     }
 }

@@ -24,6 +24,9 @@
  *   safety_test open PATH     opens over an existing file on a full disk: fails, file intact
  *   safety_test fatal PATH    jets_install_fatal_signal_flush, 1000 events never flushed, then
  *                             abort(): the process dies of SIGABRT with the events on disk
+ *   safety_test exit PATH     1000 events and a record left open, a forked child that calls
+ *                             exit() (it leaves its parent's trace alone), then exit() without
+ *                             jets_close: the exit handler closes the trace, footer included
  *
  * Each mode that leaves a trace prints "expect ..." lines for check_trace.py.
  */
@@ -650,9 +653,30 @@ static int mode_fatal(const char *path) {
     abort(); /* the handler flushes, then SIGABRT kills the process as it would have */
 }
 
+static int mode_exit(const char *path) {
+    jets_options o = JETS_OPTIONS_INIT;
+    o.flush_interval_us = 60 * 1000 * 1000; /* the writer would not write on its own by exit */
+    jets_trace *t = open_or_die(path, &o);
+    jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
+    CHECK(r != 0);
+    for (uint64_t i = 0; i < 1000; i++) CHECK_RC(jets_event(t, r, i, "Tick", NULL, NULL), JETS_OK);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30); /* a child that waited for its parent's writer would hang: fail instead */
+        exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (failures) return 1;
+    printf("expect records=1 record_ends=0 events=1000 annotations=0 open=1\n");
+    fflush(stdout);
+    exit(0); /* no jets_close: the exit handler closes the trace */
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|cancel|full|open|fatal DIR|PATH\n",
+        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|cancel|full|open|fatal|exit DIR|PATH\n",
                 argv[0]);
         return 2;
     }
@@ -667,6 +691,7 @@ int main(int argc, char **argv) {
              : !strcmp(m, "full")    ? mode_full(argv[2])
              : !strcmp(m, "open")    ? mode_open(argv[2])
              : !strcmp(m, "fatal")   ? mode_fatal(argv[2])
+             : !strcmp(m, "exit")    ? mode_exit(argv[2])
                                      : 2;
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return rc;

@@ -18,9 +18,9 @@
 
 mod encoders;
 mod fence;
+pub(crate) mod hooks;
 pub(crate) mod line;
 mod nap;
-mod panic_flush;
 mod record;
 mod ring;
 mod sink;
@@ -378,25 +378,62 @@ impl Inner {
     fn close(&self, end_clk: Option<u64>) -> Result<Summary, Error> {
         let mut join = self.join.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(handle) = join.take() {
-            self.shared.closed.store(true, Ordering::SeqCst);
-            self.shared.request(|c| c.close = Some(end_clk));
-            let result = match handle.join() {
-                Ok(summary) => match self.shared.error() {
-                    Some(e) => Err(e),
-                    None => Ok(summary),
-                },
-                Err(_) => Err(Error::io(
-                    &self.shared.target,
-                    std::io::Error::other("the JETS writer thread panicked"),
-                )),
-            };
-            *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            #[cfg(unix)]
-            if self.shared.capture.recorder.is_some() {
-                crate::capture::fatal::unregister(&self.shared);
-            }
+            self.ask_to_close(end_clk);
+            self.collect(handle);
         }
         drop(join);
+        self.result()
+    }
+
+    /// [`Inner::close`] at process exit ([`hooks`]): `None` when another thread is closing the
+    /// trace, or it is closed; otherwise the result, or a time-out error when the writer was not
+    /// done within `timeout` (the trace is then left as it is).
+    #[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+    fn close_within(&self, timeout: Duration) -> Option<Result<Summary, Error>> {
+        let mut join = self.join.try_lock().ok()?;
+        let handle = join.take()?;
+        self.ask_to_close(None);
+        let deadline = std::time::Instant::now() + timeout;
+        while !handle.is_finished() {
+            if std::time::Instant::now() >= deadline {
+                let e = std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the writer was not done after {} s", timeout.as_secs()),
+                );
+                return Some(Err(Error::io(&self.shared.target, e)));
+            }
+            nap::nap(Duration::from_millis(1));
+        }
+        self.collect(handle);
+        Some(self.result())
+    }
+
+    /// Refuses new lines and asks the writer to drain every ring, write the footer and stop.
+    fn ask_to_close(&self, end_clk: Option<u64>) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.request(|c| c.close = Some(end_clk));
+    }
+
+    /// Waits for the writer thread to stop and keeps its result for every later close.
+    fn collect(&self, handle: JoinHandle<Summary>) {
+        let result = match handle.join() {
+            Ok(summary) => match self.shared.error() {
+                Some(e) => Err(e),
+                None => Ok(summary),
+            },
+            Err(_) => Err(Error::io(
+                &self.shared.target,
+                std::io::Error::other("the JETS writer thread panicked"),
+            )),
+        };
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        #[cfg(unix)]
+        if self.shared.capture.recorder.is_some() {
+            crate::capture::fatal::unregister(&self.shared);
+        }
+    }
+
+    fn result(&self) -> Result<Summary, Error> {
         self.result.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(Err(Error::Closed))
     }
 
@@ -507,6 +544,7 @@ pub struct TraceBuilder {
     flush_interval: Duration,
     clock: Option<SimClock>,
     flush_on_panic: bool,
+    close_at_exit: bool,
     capture: Option<Capture>,
     encoders: Option<usize>,
 }
@@ -519,6 +557,7 @@ impl Default for TraceBuilder {
             flush_interval: Duration::from_millis(100),
             clock: None,
             flush_on_panic: false,
+            close_at_exit: true,
             capture: None,
             encoders: None,
         }
@@ -561,6 +600,27 @@ impl TraceBuilder {
     /// your own panic hook before opening the first such trace: a hook set later replaces it.
     pub fn flush_on_panic(mut self, yes: bool) -> Self {
         self.flush_on_panic = yes;
+        self
+    }
+
+    /// Close this trace when the process exits (`exit()`, or a return from `main`; on Unix) if it
+    /// is still open then, as [`Trace::close`] does: the records still open are counted in the footer.
+    /// On by default. Without it, a trace nobody closed (one kept in a `static`, a C program's
+    /// error path) keeps only what the writer had written by then, and no footer. The exit
+    /// handler waits at most 30 s for each trace, and leaves alone a trace another thread is
+    /// closing and, in a forked child, the parent's traces.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("run.jets");
+    /// use jets::{Metadata, TraceBuilder};
+    /// static TRACE: std::sync::OnceLock<jets::Trace> = std::sync::OnceLock::new();
+    /// let trace = TRACE.get_or_init(|| TraceBuilder::new().create(&path, Metadata::new()).unwrap());
+    /// trace.root("sim", "Simulator").begin_at(0).unwrap();
+    /// // Never dropped: closed by the exit handler, its footer saying one record was open.
+    /// ```
+    pub fn close_at_exit(mut self, yes: bool) -> Self {
+        self.close_at_exit = yes;
         self
     }
 
@@ -655,10 +715,9 @@ impl TraceBuilder {
             result: Mutex::new(None),
         }));
         let recorder = trace.0.shared.capture.recorder.is_some();
-        if self.flush_on_panic || recorder {
-            // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed.
-            panic_flush::register(Arc::downgrade(&trace.0), recorder);
-        }
+        // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed if asked.
+        let on_panic = (self.flush_on_panic || recorder).then_some(recorder);
+        hooks::register(Arc::downgrade(&trace.0), on_panic, self.close_at_exit);
         if recorder {
             // CAP-REC-2: and on a fatal signal.
             #[cfg(unix)]
