@@ -47,7 +47,9 @@
  * the life of the process): every later call on it, a second close included, returns
  * JETS_ERR_CLOSED.
  * A trace still open when the process exits (exit(), a return from main) is closed by an exit
- * handler: every line and the footer are written, the records still open counted in it.
+ * handler: every line and the footer are written, the records still open counted in it. So is
+ * one open when SIGINT, SIGTERM, SIGHUP or SIGXCPU ends the process (where the program left the
+ * signal's default action); the process then dies of the signal as it would have.
  */
 #ifndef JETS_H
 #define JETS_H

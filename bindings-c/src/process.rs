@@ -143,6 +143,11 @@ pub extern "C" fn jets_install_fatal_signal_flush() -> c_int {
 }
 
 fn install() -> Result<(), Failure> {
+    // The SDK's handlers for SIGTERM and SIGINT (which close every open trace, footer included,
+    // WR-SIG-1) go first, whether or not a trace is open yet: ours below then flushes, restores
+    // theirs and re-raises, and theirs closes. Installed after ours, they would see a handler
+    // where they install only over the default, and traces would only be flushed.
+    jets::__signals::install_ending();
     for (i, &sig) in FATAL.iter().enumerate() {
         // SAFETY: plain libc calls on zeroed, then filled, structs; PREVIOUS[i] is written before
         // the handler that reads it can run (it is installed by this very call).

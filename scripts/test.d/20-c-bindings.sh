@@ -302,6 +302,15 @@ PY
         echo "FAIL: safety_test exit ($tag)"; cat "$d/exit.out"; exit 1; }
     check_trace "$d/exit.jets" "$d/exit.out"
     echo "exit: a trace left open at exit() was closed by the exit handler, footer included"
+    # SIGTERM without jets_close, after a forked child's own SIGTERM: the handler closes the
+    # trace, footer included, and the process still dies of the signal (128 + 15).
+    local rc=0
+    timeout 300 "${exit_runner[@]}" "$bin" sigterm "$d/sigterm.jets" >"$d/sigterm.out" || rc=$?
+    [ "$rc" -eq 143 ] || {
+        echo "FAIL: safety_test sigterm ($tag): exit status $rc, not death by SIGTERM (143)"
+        cat "$d/sigterm.out"; exit 1; }
+    check_trace "$d/sigterm.jets" "$d/sigterm.out"
+    echo "sigterm: a trace left open at SIGTERM was closed by its handler, footer included"
     check_trace "$d/signal.jets" "$d/signal.out"
     check_trace "$d/badjson.jets" "$d/badjson.out"
     check_trace "$d/closed.jets" "$d/closed.out"

@@ -67,6 +67,20 @@ pub use layer::JetsLayer;
 #[doc(hidden)]
 pub use macros::__private;
 
+/// For a library that installs signal handlers of its own that end by re-raising the signal
+/// (the C library's `jets_install_fatal_signal_flush`); not a stable API.
+#[doc(hidden)]
+#[cfg(unix)]
+pub mod __signals {
+    /// Installs the handlers that close every open trace on a signal that ends the process
+    /// (WR-SIG-1) now, where the process left the default action, rather than at the first
+    /// open: a handler installed after this one and restoring it before re-raising then runs
+    /// both.
+    pub fn install_ending() {
+        crate::write::signals::install_ending();
+    }
+}
+
 /// For a `fork` wrapper such as the C library's `pthread_atfork` handlers; not a stable API.
 /// Opening and closing a trace take two process-wide locks (the capture counters' registry, the
 /// list of the process hooks' traces): [`hold`](__fork::hold) takes them before the fork and

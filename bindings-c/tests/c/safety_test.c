@@ -27,6 +27,10 @@
  *   safety_test exit PATH     1000 events and a record left open, a forked child that calls
  *                             exit() (it leaves its parent's trace alone), then exit() without
  *                             jets_close: the exit handler closes the trace, footer included
+ *   safety_test sigterm PATH  1000 events and a record left open, a forked child that raises
+ *                             SIGTERM (it dies of it at once, leaving its parent's trace alone),
+ *                             then SIGTERM without jets_close: the handler closes the trace,
+ *                             footer included, and the process dies of the signal
  *
  * Each mode that leaves a trace prints "expect ..." lines for check_trace.py.
  */
@@ -674,9 +678,42 @@ static int mode_exit(const char *path) {
     exit(0); /* no jets_close: the exit handler closes the trace */
 }
 
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int mode_sigterm(const char *path) {
+    jets_options o = JETS_OPTIONS_INIT;
+    o.flush_interval_us = 60 * 1000 * 1000; /* the writer would not write on its own by then */
+    jets_trace *t = open_or_die(path, &o);
+    jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
+    CHECK(r != 0);
+    for (uint64_t i = 0; i < 1000; i++) CHECK_RC(jets_event(t, r, i, "Tick", NULL, NULL), JETS_OK);
+    double forked = seconds();
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30); /* a child that waited for its parent's writer would hang: fail instead */
+        raise(SIGTERM);
+        _exit(0); /* not reached: SIGTERM ends the child */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    /* It had no trace of its own to close: it did not wait for the parent's (3 s). */
+    CHECK(seconds() - forked < 2.0);
+    if (failures) return 1;
+    printf("expect records=1 record_ends=0 events=1000 annotations=0 open=1\n");
+    fflush(stdout);
+    raise(SIGTERM); /* no jets_close: the handler closes the trace, then the process dies */
+    fprintf(stderr, "survived SIGTERM\n");
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|cancel|full|open|fatal|exit DIR|PATH\n",
+        fprintf(stderr, "usage: %s fork|signal|drop|badjson|closed|parity|cancel|full|open|fatal|exit|sigterm DIR|PATH\n",
                 argv[0]);
         return 2;
     }
@@ -692,6 +729,7 @@ int main(int argc, char **argv) {
              : !strcmp(m, "open")    ? mode_open(argv[2])
              : !strcmp(m, "fatal")   ? mode_fatal(argv[2])
              : !strcmp(m, "exit")    ? mode_exit(argv[2])
+             : !strcmp(m, "sigterm") ? mode_sigterm(argv[2])
                                      : 2;
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return rc;

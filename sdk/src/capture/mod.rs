@@ -4,7 +4,7 @@
 //! regions of interest a simulator marks ([`crate::Trace::roi_begin`]), record types, event
 //! names, units, a deterministic 1-of-N sample of a record type, or a flight recorder that keeps
 //! the last cycles in memory and writes them on [`crate::Trace::dump`], a trigger event, a panic, a
-//! fatal signal or close. Capture can also be switched off and on at run time
+//! fatal signal, Ctrl-C or SIGTERM, or close. Capture can also be switched off and on at run time
 //! ([`crate::Trace::capture_off`]); while off, a builder is inert from the start (its calls do
 //! nothing) and the emitting call only counts the line left out: a few nanoseconds.
 //!
@@ -26,8 +26,6 @@
 //! `count`, nothing is written and `counted_*` count what would have been.
 
 mod config;
-#[cfg(unix)]
-pub(crate) mod fatal;
 pub(crate) mod gate;
 pub(crate) mod keep;
 

@@ -27,7 +27,7 @@ struct Open {
     /// Closed at exit, by the process that opened it (a forked child's exit leaves its parent's
     /// traces alone: their writer threads do not exist there).
     #[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
-    at_exit: Option<u32>,
+    at_exit: bool,
 }
 
 static TRACES: Mutex<Vec<Open>> = Mutex::new(Vec::new());
@@ -73,7 +73,7 @@ pub(super) fn register(trace: Weak<Inner>, on_panic: Option<bool>, close_at_exit
     }
     let mut traces = traces();
     traces.retain(|t| t.trace.strong_count() > 0);
-    traces.push(Open { trace, on_panic, at_exit: close_at_exit.then(std::process::id) });
+    traces.push(Open { trace, on_panic, at_exit: close_at_exit });
 }
 
 /// The live traces for which `pick` says what to do, taken without waiting for the list's lock:
@@ -109,8 +109,8 @@ fn flush_all() {
 #[cfg(all(unix, not(miri)))]
 extern "C" fn close_all() {
     let pid = std::process::id();
-    for (trace, ()) in live(|o| (o.at_exit == Some(pid)).then_some(())) {
-        if on_its_writer(&trace) {
+    for (trace, ()) in live(|o| o.at_exit.then_some(())) {
+        if trace.shared.pid != pid || on_its_writer(&trace) {
             continue;
         }
         if let Some(Err(e)) = trace.close_within(CLOSE_TIMEOUT) {

@@ -23,6 +23,8 @@ pub(crate) mod line;
 mod nap;
 mod record;
 mod ring;
+#[cfg(unix)]
+pub(crate) mod signals;
 mod sink;
 mod spsc;
 mod streamed;
@@ -198,6 +200,9 @@ pub(crate) struct Shared {
     fatal: AtomicBool,
     /// The writer has closed the file.
     finished: AtomicBool,
+    /// The process that opened the trace: a forked child's exit and signal handlers leave its
+    /// parent's traces alone (their writer threads do not exist there).
+    pid: u32,
     /// Batches of lines waiting to be encoded, which a producer waiting for room encodes
     /// meanwhile (set by the writer thread when it sequences; see `encoders`).
     helpers: OnceLock<Arc<encoders::Queue>>,
@@ -428,9 +433,7 @@ impl Inner {
         };
         *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
         #[cfg(unix)]
-        if self.shared.capture.recorder.is_some() {
-            crate::capture::fatal::unregister(&self.shared);
-        }
+        signals::unregister(&self.shared);
     }
 
     fn result(&self) -> Result<Summary, Error> {
@@ -603,11 +606,19 @@ impl TraceBuilder {
         self
     }
 
-    /// Close this trace when the process exits (`exit()`, or a return from `main`; on Unix) if it
-    /// is still open then, as [`Trace::close`] does: the records still open are counted in the footer.
-    /// On by default. Without it, a trace nobody closed (one kept in a `static`, a C program's
-    /// error path) keeps only what the writer had written by then, and no footer. The exit
-    /// handler waits at most 30 s for each trace, and leaves alone a trace another thread is
+    /// Close this trace when the process ends if it is still open then, as [`Trace::close`]
+    /// does: every line, a flight recorder's window, and the footer, which counts the records
+    /// still open. On Unix, and on by default. It covers:
+    /// * an exit: `exit()` or a return from `main` (WR-EXIT-1; the handler waits at most 30 s
+    ///   for each trace);
+    /// * a signal that ends the process: SIGINT (Ctrl-C), SIGTERM (`kill`, `timeout`, a batch
+    ///   system's time limit), SIGHUP, SIGXCPU, where the process left its default action. The
+    ///   trace is closed (at most 3 s), then the process dies of the signal as it would have
+    ///   (WR-SIG-1). A process that handles such a signal itself keeps its handler.
+    ///
+    /// Without it, a trace nobody closed (one kept in a `static`, a C program's error path, a
+    /// run stopped with Ctrl-C) keeps only what the writer had written by then, and no footer; a
+    /// flight recorder's window is lost. The handlers leave alone a trace another thread is
     /// closing and, in a forked child, the parent's traces.
     ///
     /// ```
@@ -696,6 +707,7 @@ impl TraceBuilder {
             capture,
             fatal: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            pid: std::process::id(),
             helpers: OnceLock::new(),
         });
         let config = writer::Config {
@@ -704,10 +716,15 @@ impl TraceBuilder {
             encoders: self.encoders.unwrap_or_else(writer::default_encoders),
         };
         let for_thread = Arc::clone(&shared);
-        let handle = thread::Builder::new()
-            .name("jets-writer".into())
-            .spawn(move || writer::run(for_thread, sink, config))
-            .map_err(|e| Error::io(&target, e))?;
+        let spawn = move || {
+            thread::Builder::new()
+                .name("jets-writer".into())
+                .spawn(move || writer::run(for_thread, sink, config))
+        };
+        // WR-SIG-1: the writer (and its encoder threads) never take a signal sent to the process.
+        #[cfg(unix)]
+        let spawn = || signals::shielded(spawn);
+        let handle = spawn().map_err(|e| Error::io(&target, e))?;
         let _ = shared.writer.set(handle.thread().clone());
         let trace = Trace(Arc::new(Inner {
             shared,
@@ -718,11 +735,10 @@ impl TraceBuilder {
         // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed if asked.
         let on_panic = (self.flush_on_panic || recorder).then_some(recorder);
         hooks::register(Arc::downgrade(&trace.0), on_panic, self.close_at_exit);
-        if recorder {
-            // CAP-REC-2: and on a fatal signal.
-            #[cfg(unix)]
-            crate::capture::fatal::register(&trace.0.shared);
-        }
+        // CAP-REC-2: a recorder is written on a fatal signal; WR-SIG-1: a trace that closes at
+        // exit is closed on a signal that ends the process.
+        #[cfg(unix)]
+        signals::register(&trace.0.shared, recorder, self.close_at_exit);
         Ok(trace)
     }
 }

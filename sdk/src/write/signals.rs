@@ -1,0 +1,189 @@
+//! The process-wide signal handlers of open traces: a signal that ends the process closes the
+//! traces it would otherwise cut short, then ends the process as it would have.
+//!
+//! * A **fatal** signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) closes every trace with a
+//!   flight recorder, its window written first (CAP-REC-2): the recorder is the account of what
+//!   led to the crash. Other traces are left as the crash leaves them (a valid prefix; the C
+//!   API's `jets_install_fatal_signal_flush` flushes them).
+//! * An **ending** signal (SIGINT, SIGTERM, SIGHUP, SIGXCPU: Ctrl-C, `kill`, `timeout`, a batch
+//!   system's time limit, a closed terminal) closes every trace that closes at exit
+//!   ([`crate::TraceBuilder::close_at_exit`], WR-SIG-1): every line, the recorder's window and
+//!   the footer, as `Trace::close` writes them. Its handler is installed only where the process
+//!   left the signal's default action, which ends the process anyway: a simulator that handles
+//!   its own Ctrl-C keeps doing so (and when it then exits, the exit handler closes the traces).
+//!
+//! The handler does only async-signal-safe work: it sets a flag on each registered trace of this
+//! process and wakes its writer thread, which writes what it holds, the footer, and closes the
+//! file; the handler waits for that (at most [`WAIT`]), then restores the default action and
+//! re-raises the signal, so the process still dies of it (a shell, a core dump or a parent's
+//! `wait` sees the real cause). The writer threads block the ending signals, so a signal sent to
+//! the process is taken by a thread of the simulator's, never by the thread it waits for.
+
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Shared;
+
+const FATAL: [libc::c_int; 5] =
+    [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
+const ENDING: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGXCPU];
+
+/// A registered trace's tag bits (in its slot's pointer, whose low bits an `Arc<Shared>`'s
+/// alignment leaves clear): which kinds of signal close it.
+const ON_FATAL: usize = 1;
+const ON_ENDING: usize = 2;
+const TAGS: usize = ON_FATAL | ON_ENDING;
+
+const SLOTS: usize = 64;
+/// The longest a dying process waits for its traces to be written.
+const WAIT: Duration = Duration::from_secs(3);
+
+static TRACES: [AtomicPtr<Shared>; SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
+/// Whether each kind's handlers are installed. Not `Once`s: a `Once` is a lock, which a child
+/// forked while another thread installs would inherit held, and hang on when it opens a trace.
+static FATAL_INSTALLED: AtomicBool = AtomicBool::new(false);
+static ENDING_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
+/// and installs those handlers if they are not yet. Returns false when there is nothing to do or
+/// when all slots are taken (beyond 64 traces open at once, later ones are closed on panic, at
+/// exit and by `close` only).
+pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool {
+    // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
+    // trace is closed by `close`, at exit, and dumped on panic only.
+    if cfg!(miri) || !(fatal || ending) {
+        return false;
+    }
+    if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
+        FATAL.into_iter().for_each(|sig| install(sig, false));
+    }
+    if ending {
+        install_ending();
+    }
+    let tags = if fatal { ON_FATAL } else { 0 } | if ending { ON_ENDING } else { 0 };
+    let raw = Arc::into_raw(Arc::clone(shared)).cast_mut();
+    debug_assert_eq!(raw.addr() & TAGS, 0, "an Arc<Shared> is aligned past its tags");
+    let tagged = raw.map_addr(|a| a | tags);
+    for slot in &TRACES {
+        if slot
+            .compare_exchange(ptr::null_mut(), tagged, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return true;
+        }
+    }
+    // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
+    drop(unsafe { Arc::from_raw(raw) });
+    false
+}
+
+/// Installs the ending signals' handlers, once per process, where the action is the default.
+pub(crate) fn install_ending() {
+    if !cfg!(miri) && !ENDING_INSTALLED.swap(true, Ordering::AcqRel) {
+        ENDING.into_iter().for_each(|sig| install(sig, true));
+    }
+}
+
+/// Forgets a trace (at close).
+pub(crate) fn unregister(shared: &Arc<Shared>) {
+    let me = Arc::as_ptr(shared).cast_mut();
+    for slot in &TRACES {
+        let p = slot.load(Ordering::Acquire);
+        if p.is_null() || p.map_addr(|a| a & !TAGS) != me {
+            continue;
+        }
+        if slot.compare_exchange(p, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            // SAFETY: the slot held the pointer from `register`'s Arc::into_raw (tagged); it is
+            // taken out of the slot exactly once, here.
+            drop(unsafe { Arc::from_raw(me) });
+        }
+    }
+}
+
+/// Installs the handler for `sig`; an ending signal only where its action is the default.
+fn install(sig: libc::c_int, only_over_default: bool) {
+    // SAFETY: plain sigaction calls with zeroed, then filled, structs.
+    unsafe {
+        if only_over_default {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, ptr::null(), &mut current) != 0
+                || current.sa_sigaction != libc::SIG_DFL
+            {
+                return;
+            }
+        }
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_flags = libc::SA_ONSTACK;
+        libc::sigaction(sig, &action, ptr::null_mut());
+    }
+}
+
+extern "C" fn handler(sig: libc::c_int) {
+    let kind = if FATAL.contains(&sig) { ON_FATAL } else { ON_ENDING };
+    // SAFETY: getpid is async-signal-safe.
+    let pid = unsafe { libc::getpid() } as u32;
+    let mut waiting = [ptr::null::<Shared>(); SLOTS];
+    for (i, slot) in TRACES.iter().enumerate() {
+        let p = slot.load(Ordering::Acquire);
+        if p.addr() & kind == 0 {
+            continue;
+        }
+        let p = p.map_addr(|a| a & !TAGS).cast_const();
+        // SAFETY: a registered pointer stays valid until `unregister`, which a trace calls only
+        // after its writer has finished.
+        let shared = unsafe { &*p };
+        // In a forked child, the parent's traces have no writer thread: leave them.
+        if shared.pid == pid {
+            shared.request_fatal_close();
+            waiting[i] = p;
+        }
+    }
+    let step = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+    let mut waited = Duration::ZERO;
+    while waited < WAIT {
+        // SAFETY: as above.
+        if waiting.iter().all(|p| p.is_null() || unsafe { (**p).finished() }) {
+            break;
+        }
+        // SAFETY: nanosleep is async-signal-safe; a null remainder is allowed.
+        unsafe { libc::nanosleep(&step, ptr::null_mut()) };
+        waited += Duration::from_millis(1);
+    }
+    // SAFETY: back to the default action, then re-raise: the signal is blocked while this
+    // handler runs, so it is delivered, and ends the process, when the handler returns (a real
+    // fault would also recur on return). The default, not a previous handler: a handler that
+    // returns (Rust's own stack-overflow one does) would let a raised signal be survived; an
+    // ending signal's handler is only installed over the default.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+/// Runs `spawn` (which starts the writer thread) with the ending signals blocked, so that the
+/// thread it starts, and the encoder threads that one starts, inherit the mask: a signal sent to
+/// the process is then taken by another thread, and the writer is free to close the trace that
+/// the handler waits for. The caller's mask is restored.
+pub(crate) fn shielded<T>(spawn: impl FnOnce() -> T) -> T {
+    if cfg!(miri) {
+        return spawn();
+    }
+    // SAFETY: `sigemptyset`/`sigaddset` initialize and fill the set; `pthread_sigmask` reads
+    // `ending` and writes `old`, both valid, and only changes this thread's mask, restored below.
+    unsafe {
+        let mut ending: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut ending);
+        for sig in ENDING {
+            libc::sigaddset(&mut ending, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &ending, &mut old);
+        let result = spawn();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut());
+        result
+    }
+}
