@@ -15,14 +15,26 @@ pub enum Recorder {
     Bytes(u64),
 }
 
-/// What makes a flight recorder write what it holds, besides `dump`, panics, fatal signals and
-/// close.
+/// What makes a flight recorder write what it holds, besides `dump`, panics, the signals that
+/// end the process, and close.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trigger {
     /// An event with this name.
     Event(String),
     /// An event whose `severity` hint is `error`.
     Error,
+    /// The process receives this signal (`trigger=SIGUSR1`, `trigger=SIGUSR2`; Unix): `kill
+    /// -USR1 PID` writes what the recorder holds, and the run goes on (CAP-REC-4).
+    Signal(DumpSignal),
+}
+
+/// A signal that dumps a flight recorder without ending the process ([`Trigger::Signal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DumpSignal {
+    /// `SIGUSR1`.
+    Usr1,
+    /// `SIGUSR2`.
+    Usr2,
 }
 
 /// A capture setting: which lines of a run reach the file.
@@ -123,7 +135,8 @@ impl Capture {
 
     /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
     /// `clk=A..B`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
-    /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`, `count`.
+    /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`,
+    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `count`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
         let mut c = Capture::default();
         for raw in text.split(';') {
@@ -210,17 +223,21 @@ impl Capture {
                 self.recorder = Some(recorder(need(value)?)?);
             }
             "trigger" => {
-                let v = need(value)?;
-                self.triggers.push(if v == "error" {
-                    Trigger::Error
-                } else {
-                    Trigger::Event(v.into())
-                });
+                let trigger = match need(value)? {
+                    "error" => Trigger::Error,
+                    "SIGUSR1" => Trigger::Signal(DumpSignal::Usr1),
+                    "SIGUSR2" => Trigger::Signal(DumpSignal::Usr2),
+                    v => Trigger::Event(v.into()),
+                };
+                if matches!(trigger, Trigger::Signal(_)) && !cfg!(unix) {
+                    return Err("signals exist on Unix only".into());
+                }
+                self.triggers.push(trigger);
             }
             _ => {
                 return Err(format!(
                     "unknown clause `{key}` (expected off, clk=A..B, roi, types=, events=, units=, \
-                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error, count)"
+                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, count)"
                 ))
             }
         }
@@ -290,6 +307,8 @@ impl fmt::Display for Trigger {
         match self {
             Trigger::Event(e) => f.write_str(e),
             Trigger::Error => f.write_str("error"),
+            Trigger::Signal(DumpSignal::Usr1) => f.write_str("SIGUSR1"),
+            Trigger::Signal(DumpSignal::Usr2) => f.write_str("SIGUSR2"),
         }
     }
 }
@@ -368,6 +387,12 @@ mod tests {
         assert!(counting.count && counting.window == Some(5..9));
         assert_eq!(counting.to_string(), "clk=5..9;count");
         assert!(Capture::parse("clk=1_000..2_000").unwrap().window == Some(1000..2000));
+        let signals = Capture::parse("recorder=10;trigger=SIGUSR1;trigger=SIGUSR2").unwrap();
+        assert_eq!(
+            signals.triggers,
+            vec![Trigger::Signal(DumpSignal::Usr1), Trigger::Signal(DumpSignal::Usr2)]
+        );
+        assert_eq!(signals.to_string(), "recorder=10;trigger=SIGUSR1;trigger=SIGUSR2");
     }
 
     /// Each bad clause has its own message, naming the clause.
@@ -393,7 +418,7 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error, count)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, count)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
         ];
         for (text, want) in cases {

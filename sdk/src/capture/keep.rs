@@ -878,7 +878,13 @@ impl Keeper {
             lines: Lines::default(),
             table: Table::default(),
             ring: c.recorder.map(Ring::new),
-            triggers: c.triggers.clone(),
+            // The lines that dump the recorder (a signal's handler asks the writer itself).
+            triggers: c
+                .triggers
+                .iter()
+                .filter(|t| !matches!(t, Trigger::Signal(_)))
+                .cloned()
+                .collect(),
             ended: Vec::new(),
             graves: VecDeque::new(),
             seen: [0; 4],
@@ -1019,6 +1025,8 @@ impl Keeper {
                 .data
                 .fields()
                 .any(|(k, v)| k == "severity" && matches!(v, Value::Str(s) if &**s == "error")),
+            // Not kept (see `Keeper::new`).
+            Trigger::Signal(_) => false,
         })
     }
 

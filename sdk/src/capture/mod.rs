@@ -29,7 +29,7 @@ mod config;
 pub(crate) mod gate;
 pub(crate) mod keep;
 
-pub use config::{Capture, CaptureError, Recorder, Trigger, ENV};
+pub use config::{Capture, CaptureError, DumpSignal, Recorder, Trigger, ENV};
 
 /// Exact counts of lines per kind: those capture control left out of the file
 /// ([`crate::Summary::left_out`]), or, with the `count` clause, those it counted instead of writing

@@ -193,6 +193,9 @@ pub(crate) struct Shared {
     /// Flushes asked by [`Trace::flush_signal_safe`] and served by the writer: counters rather
     /// than an `Ack`, so that asking allocates nothing and takes no lock.
     signal_flushes: [AtomicU64; 2],
+    /// Flight-recorder dumps asked by a signal (`trigger=SIGUSR1`, CAP-REC-4) and served by the
+    /// writer: a counter, for the same reason.
+    signal_dumps: AtomicU64,
     /// Capture control: what the emitting calls let through.
     pub(crate) gate: Gate,
     pub(crate) capture: Capture,
@@ -334,6 +337,15 @@ impl Shared {
     }
 
     /// From a signal handler: only atomics and an unpark (a futex wake).
+    /// Asks the writer to dump the flight recorder (from a signal handler: touches atomics
+    /// and wakes the writer, nothing else; does not wait).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) fn request_signal_dump(&self) {
+        self.signal_dumps.fetch_add(1, Ordering::AcqRel);
+        self.control_pending.store(true, Ordering::Release);
+        self.wake_writer();
+    }
+
     pub(crate) fn request_fatal_close(&self) {
         self.fatal.store(true, Ordering::SeqCst);
         self.wake_writer();
@@ -679,6 +691,9 @@ impl TraceBuilder {
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?
                 .unwrap_or_default(),
         };
+        // CAP-REC-4: a signal that dumps the recorder is claimed before anything is written.
+        #[cfg(unix)]
+        signals::claim_dump_signals(&capture).map_err(Error::InvalidArgument)?;
         let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
         Header::new(metadata.0).write_json(&mut header);
@@ -703,6 +718,7 @@ impl TraceBuilder {
             control_pending: AtomicBool::new(false),
             fallback: Mutex::new(None),
             signal_flushes: Default::default(),
+            signal_dumps: AtomicU64::new(0),
             gate: Gate::new(&capture, id),
             capture,
             fatal: AtomicBool::new(false),

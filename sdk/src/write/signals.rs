@@ -12,7 +12,12 @@
 //!   left the signal's default action, which ends the process anyway: a simulator that handles
 //!   its own Ctrl-C keeps doing so (and when it then exits, the exit handler closes the traces).
 //!
-//! The handler does only async-signal-safe work: it sets a flag on each registered trace of this
+//! * A **dump** signal (SIGUSR1 or SIGUSR2, chosen with `trigger=SIGUSR1` in the capture
+//!   setting, CAP-REC-4) asks the writer of each flight recorder that names it to write what the
+//!   recorder holds, and returns: the run goes on. Opening such a trace fails when the process
+//!   handles that signal itself.
+//!
+//! The handler of a signal that ends the process does only async-signal-safe work: it sets a flag on each registered trace of this
 //! process and wakes its writer thread, which writes what it holds, the footer, and closes the
 //! file; the handler waits for that (at most [`WAIT`]), then restores the default action and
 //! re-raises the signal, so the process still dies of it (a shell, a core dump or a parent's
@@ -25,16 +30,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Shared;
+use crate::capture::{Capture, DumpSignal, Trigger};
 
 const FATAL: [libc::c_int; 5] =
     [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
 const ENDING: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGXCPU];
 
 /// A registered trace's tag bits (in its slot's pointer, whose low bits an `Arc<Shared>`'s
-/// alignment leaves clear): which kinds of signal close it.
+/// alignment leaves clear): which kinds of signal close it, and whether a signal dumps it.
 const ON_FATAL: usize = 1;
 const ON_ENDING: usize = 2;
-const TAGS: usize = ON_FATAL | ON_ENDING;
+const ON_DUMP: usize = 4;
+const TAGS: usize = ON_FATAL | ON_ENDING | ON_DUMP;
 
 const SLOTS: usize = 64;
 /// The longest a dying process waits for its traces to be written.
@@ -46,6 +53,62 @@ static TRACES: [AtomicPtr<Shared>; SLOTS] = [const { AtomicPtr::new(ptr::null_mu
 static FATAL_INSTALLED: AtomicBool = AtomicBool::new(false);
 static ENDING_INSTALLED: AtomicBool = AtomicBool::new(false);
 
+fn dump_signal(which: DumpSignal) -> libc::c_int {
+    match which {
+        DumpSignal::Usr1 => libc::SIGUSR1,
+        DumpSignal::Usr2 => libc::SIGUSR2,
+    }
+}
+
+/// The dump signals `capture` names.
+fn dump_signals(capture: &Capture) -> impl Iterator<Item = DumpSignal> + '_ {
+    capture.triggers.iter().filter_map(|t| match t {
+        Trigger::Signal(which) => Some(*which),
+        _ => None,
+    })
+}
+
+/// Installs the handler of each dump signal `capture` names (CAP-REC-4), before the trace is
+/// opened; refuses a signal the process handles itself (its handler would be replaced, or the
+/// dump never asked), naming the clause.
+pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
+    for which in dump_signals(capture) {
+        let sig = dump_signal(which);
+        if cfg!(miri) {
+            return Err(format!(
+                "JETS_CAPTURE clause `trigger={}`: not under Miri",
+                Trigger::Signal(which)
+            ));
+        }
+        // SAFETY: reads the signal's action into a zeroed struct.
+        let current = unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, ptr::null(), &mut current);
+            current.sa_sigaction
+        };
+        if current == handler as extern "C" fn(libc::c_int) as usize {
+            continue;
+        }
+        if current != libc::SIG_DFL {
+            return Err(format!(
+                "JETS_CAPTURE clause `trigger={}`: the process handles this signal itself (call \
+                 `Trace::dump` from its handler's thread instead, or choose the other signal)",
+                Trigger::Signal(which)
+            ));
+        }
+        // SAFETY: a plain sigaction call with a zeroed, then filled, struct. SA_RESTART: the
+        // run goes on after a dump, and a system call the signal interrupted is restarted.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            action.sa_flags = libc::SA_ONSTACK | libc::SA_RESTART;
+            libc::sigaction(sig, &action, ptr::null_mut());
+        }
+    }
+    Ok(())
+}
+
 /// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
 /// and installs those handlers if they are not yet. Returns false when there is nothing to do or
 /// when all slots are taken (beyond 64 traces open at once, later ones are closed on panic, at
@@ -53,7 +116,8 @@ static ENDING_INSTALLED: AtomicBool = AtomicBool::new(false);
 pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool {
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
-    if cfg!(miri) || !(fatal || ending) {
+    let dump = dump_signals(&shared.capture).next().is_some();
+    if cfg!(miri) || !(fatal || ending || dump) {
         return false;
     }
     if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
@@ -62,7 +126,9 @@ pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool 
     if ending {
         install_ending();
     }
-    let tags = if fatal { ON_FATAL } else { 0 } | if ending { ON_ENDING } else { 0 };
+    let tags = if fatal { ON_FATAL } else { 0 }
+        | if ending { ON_ENDING } else { 0 }
+        | if dump { ON_DUMP } else { 0 };
     let raw = Arc::into_raw(Arc::clone(shared)).cast_mut();
     debug_assert_eq!(raw.addr() & TAGS, 0, "an Arc<Shared> is aligned past its tags");
     let tagged = raw.map_addr(|a| a | tags);
@@ -123,9 +189,12 @@ fn install(sig: libc::c_int, only_over_default: bool) {
 }
 
 extern "C" fn handler(sig: libc::c_int) {
-    let kind = if FATAL.contains(&sig) { ON_FATAL } else { ON_ENDING };
     // SAFETY: getpid is async-signal-safe.
     let pid = unsafe { libc::getpid() } as u32;
+    if sig == libc::SIGUSR1 || sig == libc::SIGUSR2 {
+        return ask_dumps(sig, pid);
+    }
+    let kind = if FATAL.contains(&sig) { ON_FATAL } else { ON_ENDING };
     let mut waiting = [ptr::null::<Shared>(); SLOTS];
     for (i, slot) in TRACES.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
@@ -164,7 +233,23 @@ extern "C" fn handler(sig: libc::c_int) {
     }
 }
 
-/// Runs `spawn` (which starts the writer thread) with the ending signals blocked, so that the
+/// A dump signal: asks each flight recorder of this process that names `sig` to be written, and
+/// returns at once (CAP-REC-4).
+fn ask_dumps(sig: libc::c_int, pid: u32) {
+    for slot in &TRACES {
+        let p = slot.load(Ordering::Acquire);
+        if p.addr() & ON_DUMP == 0 {
+            continue;
+        }
+        // SAFETY: as in `handler`.
+        let shared = unsafe { &*p.map_addr(|a| a & !TAGS) };
+        if shared.pid == pid && dump_signals(&shared.capture).any(|w| dump_signal(w) == sig) {
+            shared.request_signal_dump();
+        }
+    }
+}
+
+/// Runs `spawn` (which starts the writer thread) with the ending and dump signals blocked, so that the
 /// thread it starts, and the encoder threads that one starts, inherit the mask: a signal sent to
 /// the process is then taken by another thread, and the writer is free to close the trace that
 /// the handler waits for. The caller's mask is restored.
@@ -178,7 +263,7 @@ pub(crate) fn shielded<T>(spawn: impl FnOnce() -> T) -> T {
         let mut ending: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut ending);
-        for sig in ENDING {
+        for sig in ENDING.into_iter().chain([libc::SIGUSR1, libc::SIGUSR2]) {
             libc::sigaddset(&mut ending, sig);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &ending, &mut old);

@@ -103,6 +103,8 @@ struct Writer {
     released: Vec<usize>,
     /// Capture control's writer side, when the setting holds anything back.
     keeper: Option<Keeper>,
+    /// The signal dumps served (`Shared::signal_dumps` asks for more).
+    signal_dumps: u64,
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -159,6 +161,7 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         released: Vec::new(),
         keeper: None,
         pool: None,
+        signal_dumps: 0,
     };
     w.keeper = Keeper::new(&w.shared.capture);
     // Batches (module `encoders`) when another thread can encode them: encoder threads, or
@@ -388,13 +391,17 @@ impl Writer {
     fn serve(&mut self, control: Control) -> Option<Option<u64>> {
         let signal_flushes = self.shared.signal_flushes[0].load(Ordering::Acquire);
         let signal_flush = signal_flushes > self.shared.signal_flushes[1].load(Ordering::Relaxed);
-        if !control.flushes.is_empty() || !control.dumps.is_empty() || signal_flush {
+        let signal_dumps = self.shared.signal_dumps.load(Ordering::Acquire);
+        let signal_dump = signal_dumps != self.signal_dumps;
+        let dump = !control.dumps.is_empty() || signal_dump;
+        if !control.flushes.is_empty() || dump || signal_flush {
             self.adopt_new_rings();
             let targets: Vec<(u32, usize)> =
                 self.rings.iter().map(|r| (r.id, r.consumer.published())).collect();
             self.drain_to(&targets);
-            if !control.dumps.is_empty() {
+            if dump {
                 self.dump();
+                self.signal_dumps = signal_dumps;
             }
             self.write_buf();
             self.flush_sink();

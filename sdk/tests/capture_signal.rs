@@ -1,0 +1,117 @@
+//! A flight recorder written on demand from outside the process, the run going on (CAP-REC-4):
+//! with `JETS_CAPTURE="recorder=N;trigger=SIGUSR1"`, `kill -USR1 PID` writes what the recorder
+//! holds. A child process (this test binary, re-run with `JETS_SIGNAL_CHILD`) emits one event a
+//! cycle; the parent sends SIGUSR1 while it runs; the trace then holds the recorder's window at
+//! the signal and, written at close, the window at the end. A process that handles SIGUSR1
+//! itself cannot open such a trace: the open names the clause.
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use jets::{Metadata, TraceBuilder};
+
+const CHILD: &str = "JETS_SIGNAL_CHILD";
+const WINDOW: u64 = 1000;
+const CYCLES: u64 = 20_000;
+
+/// The child's run: a root record and one event a cycle (about 20 a millisecond), "ready" on
+/// stdout at cycle 1000, closed normally at the end.
+fn run(path: &std::path::Path) {
+    let trace = TraceBuilder::new().create(path, Metadata::new()).unwrap();
+    let root = trace.root("sim", "Simulator").begin_at(0).unwrap();
+    for clk in 0..CYCLES {
+        root.event_at(clk, "Tick").emit().unwrap();
+        if clk == WINDOW {
+            println!("ready");
+        }
+        if clk % 20 == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    root.end_at(CYCLES).unwrap();
+    trace.close().unwrap();
+}
+
+/// The child's run with a SIGUSR1 handler of its own: opening the trace fails; prints the error.
+fn run_with_own_handler(path: &std::path::Path) {
+    extern "C" fn ignore(_: libc::c_int) {}
+    // SAFETY: installs a handler that does nothing.
+    unsafe { libc::signal(libc::SIGUSR1, ignore as extern "C" fn(libc::c_int) as usize) };
+    let e = TraceBuilder::new().create(path, Metadata::new()).unwrap_err();
+    println!("error: {e}");
+}
+
+/// The entry the parent runs in a child; does nothing in a normal test run.
+#[test]
+fn child_entry() {
+    let Ok(mode) = std::env::var(CHILD) else { return };
+    let path = std::env::var("JETS_SIGNAL_PATH").unwrap();
+    match mode.as_str() {
+        "run" => run(std::path::Path::new(&path)),
+        _ => run_with_own_handler(std::path::Path::new(&path)),
+    }
+}
+
+fn child(mode: &str, path: &std::path::Path) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+        .env(CHILD, mode)
+        .env("JETS_SIGNAL_PATH", path)
+        .env("JETS_CAPTURE", format!("recorder={WINDOW};trigger=SIGUSR1"));
+    c
+}
+
+#[test]
+fn sigusr1_from_outside_writes_the_recorder_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("usr1.jets");
+    let mut run =
+        child("run", &path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(run.stdout.take().unwrap()).lines().map_while(Result::ok);
+    // The test harness writes the test's name on the same line.
+    let ready = lines.by_ref().any(|l| l.ends_with("ready"));
+    assert!(ready, "the child never said it was ready");
+    // SAFETY: sends a signal to the child we started (running: we have not waited on it).
+    assert_eq!(unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGUSR1) }, 0);
+    // The rest of its output, to the end (a closed pipe would fail its last words).
+    lines.for_each(drop);
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let counts = common::check(&text, false).unwrap_or_else(|e| panic!("{e}"));
+    let (diags, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(report.errors == 0 && diags.is_empty(), "{diags:?}");
+    let footer = counts.footer.expect("a footer");
+    assert_eq!(footer["recorder_dumps"], 2, "one dump by the signal, one at close: {footer}");
+    let clks: Vec<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "event")
+        .filter_map(|v| v["clk"].as_u64())
+        .collect();
+    // The signal's dump: the window up to where the child was then, long before the end.
+    assert!(clks.iter().any(|&c| c < CYCLES / 2), "no line from the signal's dump");
+    // Close's dump: the last WINDOW cycles (up to the root's end at CYCLES).
+    assert_eq!(clks.iter().max(), Some(&(CYCLES - 1)));
+    let last = clks.iter().filter(|&&c| c > CYCLES - WINDOW).count() as u64;
+    assert_eq!(last, WINDOW - 1, "events in the last window");
+}
+
+#[test]
+fn a_process_that_handles_sigusr1_itself_cannot_have_it_dump_the_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = child("own-handler", &dir.path().join("own.jets")).output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "error: invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: the process handles \
+             this signal itself"
+        ),
+        "{stdout}"
+    );
+}
