@@ -694,7 +694,9 @@ int jets_pop(struct jets_trace *t, uint64_t clk);
  * trace (waiting at most 2 s per trace), restores the action that was in place before, and
  * re-raises the signal: a crashing or interrupted simulator leaves everything it emitted on disk
  * (a valid prefix: `jets repair` adds the footer) and then dies, or runs its own handler, as it
- * would have without libjets. Install your own handlers first if you have any. Idempotent.
+ * would have without libjets. On SIGTERM and SIGINT, where the program had left the default
+ * action, the action restored is libjets' own closing one, so those traces also get their
+ * footer (as without this call). Install your own handlers first if you have any. Idempotent.
  */
 int jets_install_fatal_signal_flush(void);
 

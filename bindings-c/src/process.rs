@@ -127,7 +127,9 @@ static INSTALLED: AtomicU8 = AtomicU8::new(0);
 /// trace (waiting at most 2 s per trace), restores the action that was in place before, and
 /// re-raises the signal: a crashing or interrupted simulator leaves everything it emitted on disk
 /// (a valid prefix: `jets repair` adds the footer) and then dies, or runs its own handler, as it
-/// would have without libjets. Install your own handlers first if you have any. Idempotent.
+/// would have without libjets. On SIGTERM and SIGINT, where the program had left the default
+/// action, the action restored is libjets' own closing one, so those traces also get their
+/// footer (as without this call). Install your own handlers first if you have any. Idempotent.
 #[no_mangle]
 pub extern "C" fn jets_install_fatal_signal_flush() -> c_int {
     status("jets_install_fatal_signal_flush", || {

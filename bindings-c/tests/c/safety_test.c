@@ -27,10 +27,11 @@
  *   safety_test exit PATH     1000 events and a record left open, a forked child that calls
  *                             exit() (it leaves its parent's trace alone), then exit() without
  *                             jets_close: the exit handler closes the trace, footer included
- *   safety_test sigterm PATH  1000 events and a record left open, a forked child that raises
- *                             SIGTERM (it dies of it at once, leaving its parent's trace alone),
- *                             then SIGTERM without jets_close: the handler closes the trace,
- *                             footer included, and the process dies of the signal
+ *   safety_test sigterm PATH  jets_install_fatal_signal_flush before the trace is opened, 1000
+ *                             events and a record left open, a forked child that raises SIGTERM
+ *                             (it dies of it at once, leaving its parent's trace alone), then
+ *                             SIGTERM without jets_close: the handlers flush and close the
+ *                             trace, footer included, and the process dies of the signal
  *
  * Each mode that leaves a trace prints "expect ..." lines for check_trace.py.
  */
@@ -685,6 +686,8 @@ static double seconds(void) {
 }
 
 static int mode_sigterm(const char *path) {
+    /* Installed first: libjets' own SIGTERM handler, which closes the trace, still runs after it. */
+    CHECK_RC(jets_install_fatal_signal_flush(), JETS_OK);
     jets_options o = JETS_OPTIONS_INIT;
     o.flush_interval_us = 60 * 1000 * 1000; /* the writer would not write on its own by then */
     jets_trace *t = open_or_die(path, &o);
