@@ -649,7 +649,8 @@ impl TraceBuilder {
 
     /// What to capture (see [`crate::capture`]). Without this call the `JETS_CAPTURE`
     /// environment variable is read at open (a bad value fails the open with
-    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it.
+    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it. So
+    /// does a `trigger=SIGUSR1` (or `SIGUSR2`) when the process handles that signal itself.
     pub fn capture(mut self, capture: Capture) -> Self {
         self.capture = Some(capture);
         self

@@ -11,18 +11,18 @@
 //!   the footer, as `Trace::close` writes them. Its handler is installed only where the process
 //!   left the signal's default action, which ends the process anyway: a simulator that handles
 //!   its own Ctrl-C keeps doing so (and when it then exits, the exit handler closes the traces).
-//!
 //! * A **dump** signal (SIGUSR1 or SIGUSR2, chosen with `trigger=SIGUSR1` in the capture
 //!   setting, CAP-REC-4) asks the writer of each flight recorder that names it to write what the
 //!   recorder holds, and returns: the run goes on. Opening such a trace fails when the process
 //!   handles that signal itself.
 //!
-//! The handler of a signal that ends the process does only async-signal-safe work: it sets a flag on each registered trace of this
-//! process and wakes its writer thread, which writes what it holds, the footer, and closes the
-//! file; the handler waits for that (at most [`WAIT`]), then restores the default action and
-//! re-raises the signal, so the process still dies of it (a shell, a core dump or a parent's
-//! `wait` sees the real cause). The writer threads block the ending signals, so a signal sent to
-//! the process is taken by a thread of the simulator's, never by the thread it waits for.
+//! The handler does only async-signal-safe work: it sets a flag (or bumps a counter) on each
+//! registered trace of this process and wakes its writer thread, which writes what the trace
+//! holds, the footer, and closes the file. For a signal that ends the process, the handler waits
+//! for that (at most [`WAIT`]), then restores the default action and re-raises the signal, so
+//! the process still dies of it (a shell, a core dump or a parent's `wait` sees the real cause).
+//! The writer threads block the ending and dump signals, so a signal sent to the process is
+//! taken by a thread of the simulator's, never by the thread the handler waits for.
 
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -110,9 +110,10 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
 }
 
 /// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
-/// and installs those handlers if they are not yet. Returns false when there is nothing to do or
-/// when all slots are taken (beyond 64 traces open at once, later ones are closed on panic, at
-/// exit and by `close` only).
+/// or dump it (its capture setting's `trigger=SIGUSR1`, claimed by [`claim_dump_signals`]), and
+/// installs the closing handlers if they are not yet. Returns false when there is nothing to do
+/// or when all slots are taken (beyond 64 traces open at once, later ones are closed on panic,
+/// at exit and by `close` only, and dumped by `dump` and their triggers' lines only).
 pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool {
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
@@ -249,24 +250,24 @@ fn ask_dumps(sig: libc::c_int, pid: u32) {
     }
 }
 
-/// Runs `spawn` (which starts the writer thread) with the ending and dump signals blocked, so that the
-/// thread it starts, and the encoder threads that one starts, inherit the mask: a signal sent to
-/// the process is then taken by another thread, and the writer is free to close the trace that
-/// the handler waits for. The caller's mask is restored.
+/// Runs `spawn` (which starts the writer thread) with the ending and dump signals blocked, so
+/// that the thread it starts, and the encoder threads that one starts, inherit the mask: a signal
+/// sent to the process is then taken by another thread, and the writer is free to close the
+/// trace that the handler waits for. The caller's mask is restored.
 pub(crate) fn shielded<T>(spawn: impl FnOnce() -> T) -> T {
     if cfg!(miri) {
         return spawn();
     }
     // SAFETY: `sigemptyset`/`sigaddset` initialize and fill the set; `pthread_sigmask` reads
-    // `ending` and writes `old`, both valid, and only changes this thread's mask, restored below.
+    // `blocked` and writes `old`, both valid, and only changes this thread's mask, restored below.
     unsafe {
-        let mut ending: libc::sigset_t = std::mem::zeroed();
+        let mut blocked: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut ending);
+        libc::sigemptyset(&mut blocked);
         for sig in ENDING.into_iter().chain([libc::SIGUSR1, libc::SIGUSR2]) {
-            libc::sigaddset(&mut ending, sig);
+            libc::sigaddset(&mut blocked, sig);
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &ending, &mut old);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut old);
         let result = spawn();
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut());
         result
