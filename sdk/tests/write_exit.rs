@@ -5,7 +5,8 @@
 //! SIGTERM, by Ctrl-C's SIGINT with a flight recorder, or by a SIGTERM sent from outside while it
 //! runs. The file it leaves holds every line and a footer that counts the open record. With
 //! `close_at_exit(false)` the same exit leaves no footer (what every such run did before the
-//! handlers): the check can fail. A process that handles SIGTERM itself keeps its handler.
+//! handlers): the check can fail. A process that handles SIGTERM itself keeps its handler, also
+//! when it sets it up after the trace is opened, as tokio does, whose handler chains to ours.
 #![cfg(unix)]
 
 mod common;
@@ -38,6 +39,9 @@ enum End {
     RecorderInterrupted,
     /// Its own SIGTERM handler, installed before the trace is opened: it keeps it.
     OwnHandler,
+    /// Tokio's SIGTERM stream, set up after the trace is opened (its handler chains to the one it
+    /// finds, ours): the program still handles SIGTERM itself.
+    Tokio,
 }
 
 /// The trace every run opens: a long flush interval keeps the writer from writing on its own
@@ -103,6 +107,20 @@ fn simulate(path: &std::path::Path, end: End) {
             root.end_at(EVENTS * 2).unwrap();
             trace.close().unwrap();
         }
+        End::Tokio => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            runtime.unwrap().block_on(async {
+                use tokio::signal::unix::{signal, SignalKind};
+                let mut terminate = signal(SignalKind::terminate()).unwrap();
+                // SAFETY: raises a signal on this thread.
+                unsafe { libc::raise(libc::SIGTERM) };
+                let got = tokio::time::timeout(Duration::from_secs(30), terminate.recv()).await;
+                assert!(got.is_ok(), "tokio saw the SIGTERM");
+            });
+            root.event("Stopping").emit_at(EVENTS * 2).unwrap();
+            root.end_at(EVENTS * 2).unwrap();
+            trace.close().unwrap();
+        }
         End::RecorderInterrupted => unreachable!(),
     }
 }
@@ -156,6 +174,7 @@ fn child_entry() {
         "sigterm" => simulate(path, End::RaiseTerm),
         "sigint-recorder" => simulate(path, End::RecorderInterrupted),
         "own-handler" => simulate(path, End::OwnHandler),
+        "tokio" => simulate(path, End::Tokio),
         "killed" => run_until_killed(path),
         other => panic!("unknown mode {other}"),
     }
@@ -217,6 +236,14 @@ fn a_process_that_handles_sigterm_itself_keeps_its_handler() {
     assert_eq!(status.code(), Some(0), "{status:?}");
     let counts = closed(&text, 0);
     assert_eq!(counts.events, EVENTS + 1, "the event emitted after the handler ran is there");
+}
+
+#[test]
+fn a_tokio_program_that_awaits_sigterm_keeps_handling_it() {
+    let (status, text) = child("tokio");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let counts = closed(&text, 0);
+    assert_eq!(counts.events, EVENTS + 1, "the event emitted after tokio saw SIGTERM is there");
 }
 
 #[test]

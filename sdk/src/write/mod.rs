@@ -626,7 +626,8 @@ impl TraceBuilder {
     /// * a signal that ends the process: SIGINT (Ctrl-C), SIGTERM (`kill`, `timeout`, a batch
     ///   system's time limit), SIGHUP, SIGXCPU, where the process left its default action. The
     ///   trace is closed (at most 3 s), then the process dies of the signal as it would have
-    ///   (WR-SIG-1). A process that handles such a signal itself keeps its handler.
+    ///   (WR-SIG-1). A process that handles such a signal itself keeps its handler, also one
+    ///   it sets up after the trace is opened (tokio's `ctrl_c`, signal-hook).
     ///
     /// Without it, a trace nobody closed (one kept in a `static`, a C program's error path, a
     /// run stopped with Ctrl-C) keeps only what the writer had written by then, and no footer; a

@@ -80,31 +80,19 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
                 Trigger::Signal(which)
             ));
         }
-        // SAFETY: reads the signal's action into a zeroed struct.
-        let current = unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(sig, ptr::null(), &mut current);
-            current.sa_sigaction
-        };
-        if current == handler as extern "C" fn(libc::c_int) as usize {
+        if installed(sig) {
             continue;
         }
-        if current != libc::SIG_DFL {
+        if !at_default(sig) {
             return Err(format!(
                 "JETS_CAPTURE clause `trigger={}`: the process handles this signal itself (call \
                  `Trace::dump` from its handler's thread instead, or choose the other signal)",
                 Trigger::Signal(which)
             ));
         }
-        // SAFETY: a plain sigaction call with a zeroed, then filled, struct. SA_RESTART: the
-        // run goes on after a dump, and a system call the signal interrupted is restarted.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            action.sa_flags = libc::SA_ONSTACK | libc::SA_RESTART;
-            libc::sigaction(sig, &action, ptr::null_mut());
-        }
+        // SA_RESTART: the run goes on after a dump, and a system call the signal interrupted
+        // is restarted.
+        set_handler(sig, libc::SA_RESTART);
     }
     Ok(())
 }
@@ -171,20 +159,21 @@ pub(crate) fn unregister(shared: &Arc<Shared>) {
 
 /// Installs the handler for `sig`; an ending signal only where its action is the default.
 fn install(sig: libc::c_int, only_over_default: bool) {
-    // SAFETY: plain sigaction calls with zeroed, then filled, structs.
+    if only_over_default && !at_default(sig) {
+        return;
+    }
+    set_handler(sig, 0);
+}
+
+/// Makes [`handler`] `sig`'s action, on the alternate signal stack where there is one (a stack
+/// overflow's SIGSEGV), with `flags` besides.
+fn set_handler(sig: libc::c_int, flags: libc::c_int) {
+    // SAFETY: a plain sigaction call with a zeroed, then filled, struct.
     unsafe {
-        if only_over_default {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, ptr::null(), &mut current) != 0
-                || current.sa_sigaction != libc::SIG_DFL
-            {
-                return;
-            }
-        }
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
         libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = libc::SA_ONSTACK;
+        action.sa_flags = libc::SA_ONSTACK | flags;
         libc::sigaction(sig, &action, ptr::null_mut());
     }
 }
@@ -196,6 +185,12 @@ extern "C" fn handler(sig: libc::c_int) {
         return ask_dumps(sig, pid);
     }
     let kind = if FATAL.contains(&sig) { ON_FATAL } else { ON_ENDING };
+    if kind == ON_ENDING && !installed(sig) {
+        // A handler installed over ours calls it (signal-hook, under tokio's `ctrl_c`, chains
+        // to the handler it found): the program handles this signal now, and the default action
+        // ours stands for would not have ended the process from there. Do nothing.
+        return;
+    }
     let mut waiting = [ptr::null::<Shared>(); SLOTS];
     for (i, slot) in TRACES.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
@@ -231,6 +226,26 @@ extern "C" fn handler(sig: libc::c_int) {
     unsafe {
         libc::signal(sig, libc::SIG_DFL);
         libc::raise(sig);
+    }
+}
+
+/// Whether `sig`'s action is the default one.
+fn at_default(sig: libc::c_int) -> bool {
+    // SAFETY: reads the signal's action into a zeroed struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+    }
+}
+
+/// Whether `sig`'s action is this module's handler. Async-signal-safe (`sigaction` is).
+fn installed(sig: libc::c_int) -> bool {
+    // SAFETY: reads the signal's action into a zeroed struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, ptr::null(), &mut current) == 0
+            && current.sa_sigaction == handler as extern "C" fn(libc::c_int) as usize
     }
 }
 
