@@ -10,7 +10,9 @@
 //!   ([`crate::TraceBuilder::close_at_exit`], WR-SIG-1): every line, the recorder's window and
 //!   the footer, as `Trace::close` writes them. Its handler is installed only where the process
 //!   left the signal's default action, which ends the process anyway: a simulator that handles
-//!   its own Ctrl-C keeps doing so (and when it then exits, the exit handler closes the traces).
+//!   its own Ctrl-C keeps doing so (and when it then exits, the exit handler closes the traces),
+//!   also when it sets its handler up after the trace is opened (one that calls the handler it
+//!   found, as signal-hook does under tokio, finds ours doing nothing).
 //! * A **dump** signal (SIGUSR1 or SIGUSR2, chosen with `trigger=SIGUSR1` in the capture
 //!   setting, CAP-REC-4) asks the writer of each flight recorder that names it to write what the
 //!   recorder holds, and returns: the run goes on. Opening such a trace fails when the process
