@@ -658,13 +658,19 @@ static int mode_fatal(const char *path) {
     abort(); /* the handler flushes, then SIGABRT kills the process as it would have */
 }
 
-static int mode_exit(const char *path) {
+/* The exit and sigterm modes' trace: a record left open with 1000 events on it, none written
+ * yet (the writer would not write on its own before the process ends). */
+static void open_and_leave_open(const char *path) {
     jets_options o = JETS_OPTIONS_INIT;
-    o.flush_interval_us = 60 * 1000 * 1000; /* the writer would not write on its own by exit */
+    o.flush_interval_us = 60 * 1000 * 1000;
     jets_trace *t = open_or_die(path, &o);
     jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
     CHECK(r != 0);
     for (uint64_t i = 0; i < 1000; i++) CHECK_RC(jets_event(t, r, i, "Tick", NULL, NULL), JETS_OK);
+}
+
+static int mode_exit(const char *path) {
+    open_and_leave_open(path);
     pid_t pid = fork();
     if (pid == 0) {
         alarm(30); /* a child that waited for its parent's writer would hang: fail instead */
@@ -688,12 +694,7 @@ static double seconds(void) {
 static int mode_sigterm(const char *path) {
     /* Installed first: libjets' own SIGTERM handler, which closes the trace, still runs after it. */
     CHECK_RC(jets_install_fatal_signal_flush(), JETS_OK);
-    jets_options o = JETS_OPTIONS_INIT;
-    o.flush_interval_us = 60 * 1000 * 1000; /* the writer would not write on its own by then */
-    jets_trace *t = open_or_die(path, &o);
-    jets_id r = jets_record_begin(t, 0, 0, "sim", "Simulator", NULL, NULL);
-    CHECK(r != 0);
-    for (uint64_t i = 0; i < 1000; i++) CHECK_RC(jets_event(t, r, i, "Tick", NULL, NULL), JETS_OK);
+    open_and_leave_open(path);
     double forked = seconds();
     pid_t pid = fork();
     if (pid == 0) {
