@@ -336,9 +336,8 @@ impl Shared {
         }
     }
 
-    /// From a signal handler: only atomics and an unpark (a futex wake).
-    /// Asks the writer to dump the flight recorder (from a signal handler: touches atomics
-    /// and wakes the writer, nothing else; does not wait).
+    /// Asks the writer to dump the flight recorder. From a signal handler: only atomics and an
+    /// unpark (a futex wake); does not wait.
     #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) fn request_signal_dump(&self) {
         self.signal_dumps.fetch_add(1, Ordering::AcqRel);
@@ -346,6 +345,8 @@ impl Shared {
         self.wake_writer();
     }
 
+    /// Asks the writer to write what it holds, the footer, and stop. From a signal handler:
+    /// only atomics and an unpark (a futex wake).
     pub(crate) fn request_fatal_close(&self) {
         self.fatal.store(true, Ordering::SeqCst);
         self.wake_writer();
