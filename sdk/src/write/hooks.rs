@@ -11,7 +11,8 @@
 //! line still in the writer, up to `flush_interval` of them, and its footer: the file held the
 //! header alone when that was all written by then. The exit handler (`atexit`, which both
 //! `exit()` and a return from `main` run) closes such traces as `Trace::close` does, the records
-//! still open counted in the footer.
+//! still open counted in the footer. A signal that ends the process is served elsewhere
+//! (`signals.rs`): a handler can take no lock, as this list's.
 
 use std::cell::UnsafeCell;
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
@@ -32,8 +33,10 @@ struct Open {
 
 static TRACES: Mutex<Vec<Open>> = Mutex::new(Vec::new());
 static PANIC_HOOK: Once = Once::new();
+/// Whether the exit handler is registered. Not a `Once`, a lock, which a child forked while
+/// another thread registers would inherit held, and hang on when it opens a trace.
 #[cfg(all(unix, not(miri)))]
-static EXIT_HOOK: Once = Once::new();
+static EXIT_HOOK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// How long the panic hook waits for each trace: a panic must not hang on a stuck disk.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -64,12 +67,10 @@ pub(super) fn register(trace: Weak<Inner>, on_panic: Option<bool>, close_at_exit
     // Unix only (and not under Miri, which cannot call `atexit`): elsewhere a trace nobody
     // closed keeps what was written.
     #[cfg(all(unix, not(miri)))]
-    if close_at_exit {
-        EXIT_HOOK.call_once(|| {
-            // SAFETY: registers a function of the right type; fails only when the handler
-            // table is full, and then traces are not closed at exit (as before this hook).
-            unsafe { libc::atexit(close_all) };
-        });
+    if close_at_exit && !EXIT_HOOK.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        // SAFETY: registers a function of the right type; fails only when the handler table is
+        // full, and then traces are not closed at exit (as before this hook).
+        unsafe { libc::atexit(close_all) };
     }
     let mut traces = traces();
     traces.retain(|t| t.trace.strong_count() > 0);
