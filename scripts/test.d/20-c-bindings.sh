@@ -4,7 +4,7 @@
 # again under valgrind (no errors, no leaks) and ASan/UBSan; the safety tests (fork, a signal
 # handler under an interval timer, the drop policy under pressure, bad JSON, calls after close,
 # threads cancelled inside libjets calls, a full disk under .gz/.zst/plain traces, opening over
-# an existing file on a full disk) under
+# an existing file on a full disk, exit() and SIGTERM without jets_close) under
 # valgrind, ASan/UBSan and TSan (libjets itself built with -Zsanitizer=thread when a nightly
 # toolchain with rust-src is installable; JETS_TSAN=0 skips it); the JETS_DISABLE build (links without libjets); an
 # outside pkg-config project (shared and static) and the example simulators in examples/c, built
