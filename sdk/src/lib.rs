@@ -38,6 +38,7 @@
 pub mod capture;
 pub mod clock;
 mod error;
+mod fork;
 #[cfg(feature = "tracing")]
 pub mod layer;
 mod macros;

@@ -341,7 +341,7 @@ pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>
 /// demand. Keyed by trace id rather than by the gate, so that a handle left out by capture can
 /// count what is made through it without holding the trace (no reference count to touch).
 pub(crate) mod left {
-    use std::cell::{Cell, RefCell, UnsafeCell};
+    use std::cell::{Cell, RefCell};
     use std::mem::ManuallyDrop;
     use std::ops::{Deref, DerefMut};
     use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
@@ -349,6 +349,7 @@ pub(crate) mod left {
 
     use super::super::LeftOut;
     use super::{ANNOTATION, END, EVENT, RECORD};
+    use crate::fork::HeldAcrossFork;
 
     /// One thread's counts for one trace, per line kind. Written only by that thread (an
     /// unlocked increment, [`Counts::bump`]), except `shared` ones, which use `fetch_add`; read
@@ -479,25 +480,17 @@ pub(crate) mod left {
         registry.iter_mut().find(|(t, _, _)| *t == trace)
     }
 
-    /// The guard of [`REGISTRY`] held across a `fork` (see [`hold_for_fork`]).
-    struct Held(UnsafeCell<Option<Locked>>);
-    // SAFETY: touched only by `hold_for_fork` and `release_after_fork`, which a `fork` wrapper
-    // (the C library's `pthread_atfork` handlers) calls one after the other on the forking thread.
-    unsafe impl Sync for Held {}
-    static HELD: Held = Held(UnsafeCell::new(None));
+    /// The guard of [`REGISTRY`] held across a `fork`.
+    static HELD: HeldAcrossFork<Locked> = HeldAcrossFork::new();
 
-    /// Before a `fork`: takes the registry's lock, so that no other thread holds it when the
-    /// child is made (the child would inherit it held forever, and hang opening a trace).
+    /// Before a `fork`: takes the registry's lock (see [`crate::fork`]).
     pub(crate) fn hold_for_fork() {
-        let guard = registry();
-        // SAFETY: see `Held`.
-        unsafe { *HELD.0.get() = Some(guard) };
+        HELD.hold(registry());
     }
 
     /// After a `fork`, in the parent and in the child: releases what [`hold_for_fork`] took.
     pub(crate) fn release_after_fork() {
-        // SAFETY: see `Held`.
-        drop(unsafe { (*HELD.0.get()).take() });
+        HELD.release();
     }
 
     /// A trace opens: its counts start at zero.

@@ -14,11 +14,11 @@
 //! still open counted in the footer. A signal that ends the process is served elsewhere
 //! (`signals.rs`): a handler can take no lock, as this list's.
 
-use std::cell::UnsafeCell;
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::Duration;
 
 use super::Inner;
+use crate::fork::HeldAcrossFork;
 
 /// A registered trace.
 struct Open {
@@ -121,23 +121,15 @@ extern "C" fn close_all() {
     }
 }
 
-/// The list's guard held across a `fork` (see [`hold_for_fork`]).
-struct Held(UnsafeCell<Option<MutexGuard<'static, Vec<Open>>>>);
-// SAFETY: touched only by `hold_for_fork` and `release_after_fork`, which a `fork` wrapper (the C
-// library's `pthread_atfork` handlers) calls one after the other on the forking thread.
-unsafe impl Sync for Held {}
-static HELD: Held = Held(UnsafeCell::new(None));
+/// The list's guard held across a `fork`.
+static HELD: HeldAcrossFork<MutexGuard<'static, Vec<Open>>> = HeldAcrossFork::new();
 
-/// Before a `fork`: takes the list's lock, so that no other thread holds it when the child is
-/// made (the child would inherit it held, and hang opening a trace).
+/// Before a `fork`: takes the list's lock (see [`crate::fork`]).
 pub(crate) fn hold_for_fork() {
-    let guard = traces();
-    // SAFETY: see `Held`.
-    unsafe { *HELD.0.get() = Some(guard) };
+    HELD.hold(traces());
 }
 
 /// After a `fork`, in the parent and in the child: releases what [`hold_for_fork`] took.
 pub(crate) fn release_after_fork() {
-    // SAFETY: see `Held`.
-    drop(unsafe { (*HELD.0.get()).take() });
+    HELD.release();
 }

@@ -101,15 +101,15 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
 
 /// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
 /// or dump it (its capture setting's `trigger=SIGUSR1`, claimed by [`claim_dump_signals`]), and
-/// installs the closing handlers if they are not yet. Returns false when there is nothing to do
-/// or when all slots are taken (beyond 64 traces open at once, later ones are closed on panic,
-/// at exit and by `close` only, and dumped by `dump` and their triggers' lines only).
-pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool {
+/// installs the closing handlers if they are not yet. Beyond 64 traces open at once, later ones
+/// are closed on panic, at exit and by `close` only, and dumped by `dump` and their triggers'
+/// lines only.
+pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) {
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
     let dump = dump_signals(&shared.capture).next().is_some();
     if cfg!(miri) || !(fatal || ending || dump) {
-        return false;
+        return;
     }
     if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
         FATAL.into_iter().for_each(|sig| install(sig, false));
@@ -128,12 +128,11 @@ pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool 
             .compare_exchange(ptr::null_mut(), tagged, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            return true;
+            return;
         }
     }
     // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
     drop(unsafe { Arc::from_raw(raw) });
-    false
 }
 
 /// Installs the ending signals' handlers, once per process, where the action is the default.
