@@ -7,7 +7,6 @@
 mod common;
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jets::capture::{Capture, Recorder};
@@ -44,8 +43,7 @@ fn child(fail: &str) -> (std::process::ExitStatus, String, Duration) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("crash.jets");
     let start = Instant::now();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+    let out = common::this_binary_running("child_entry")
         .env(CHILD, fail)
         .env("JETS_CRASH_PATH", &path)
         .output()

@@ -58,9 +58,8 @@ fn child_entry() {
 }
 
 fn child(mode: &str, path: &std::path::Path) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env(CHILD, mode)
+    let mut c = common::this_binary_running("child_entry");
+    c.env(CHILD, mode)
         .env("JETS_SIGNAL_PATH", path)
         .env("JETS_CAPTURE", format!("recorder={WINDOW};trigger=SIGUSR1"));
     c

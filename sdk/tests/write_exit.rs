@@ -13,7 +13,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -152,8 +152,7 @@ fn run_until_killed(path: &std::path::Path) {
 fn child(mode: &str) -> (ExitStatus, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("exit.jets");
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+    let out = common::this_binary_running("child_entry")
         .env(CHILD, mode)
         .env("JETS_EXIT_PATH", &path)
         .output()
@@ -230,28 +229,30 @@ fn ctrl_c_writes_the_flight_recorder_window_and_closes_the_trace() {
     assert_eq!(footer["left_out_events"], EVENTS * 20 - counts.events, "{footer}");
 }
 
-#[test]
-fn a_process_that_handles_sigterm_itself_keeps_its_handler() {
-    let (status, text) = child("own-handler");
+/// The child in `mode` handles SIGTERM itself: it goes on after the signal, emits one more
+/// event (`after`, what that says), closes the trace and exits 0.
+fn goes_on_after_sigterm(mode: &str, after: &str) {
+    let (status, text) = child(mode);
     assert_eq!(status.code(), Some(0), "{status:?}");
     let counts = closed(&text, 0);
-    assert_eq!(counts.events, EVENTS + 1, "the event emitted after the handler ran is there");
+    assert_eq!(counts.events, EVENTS + 1, "{after}");
+}
+
+#[test]
+fn a_process_that_handles_sigterm_itself_keeps_its_handler() {
+    goes_on_after_sigterm("own-handler", "the event emitted after the handler ran is there");
 }
 
 #[test]
 fn a_tokio_program_that_awaits_sigterm_keeps_handling_it() {
-    let (status, text) = child("tokio");
-    assert_eq!(status.code(), Some(0), "{status:?}");
-    let counts = closed(&text, 0);
-    assert_eq!(counts.events, EVENTS + 1, "the event emitted after tokio saw SIGTERM is there");
+    goes_on_after_sigterm("tokio", "the event emitted after tokio saw SIGTERM is there");
 }
 
 #[test]
 fn a_sigterm_sent_from_outside_closes_the_trace_with_every_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.jets");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+    let mut child = common::this_binary_running("child_entry")
         .env(CHILD, "killed")
         .env("JETS_EXIT_PATH", &path)
         .stdout(Stdio::piped())

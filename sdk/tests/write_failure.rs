@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,9 +18,7 @@ const PATH_ENV: &str = "JETS_TEST_PATH";
 
 /// Runs the test named `test` of this binary in a child process with `mode`.
 fn spawn_child(test: &str, mode: &str, path: &Path) -> std::process::Child {
-    let exe = std::env::current_exe().expect("current exe");
-    Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+    common::this_binary_running(test)
         .env(CHILD_ENV, mode)
         .env(PATH_ENV, path)
         .stdout(Stdio::null())

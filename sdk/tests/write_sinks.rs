@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use jets::{Metadata, SimClock, Trace, TraceBuilder};
@@ -151,8 +151,7 @@ fn panic_child_entry() {
 fn panic_hook_flushes_before_the_process_dies() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("panic.jets.gz");
-    let status = Command::new(std::env::current_exe().expect("exe"))
-        .args(["panic_child_entry", "--exact", "--nocapture", "--test-threads=1"])
+    let status = common::this_binary_running("panic_child_entry")
         .env(CHILD_ENV, &path)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

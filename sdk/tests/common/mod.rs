@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -205,4 +206,13 @@ pub fn check(text: &str, allow_torn_tail: bool) -> Result<Counts, String> {
         None => {}
     }
     Ok(c)
+}
+
+/// This test binary, set to run its test `entry` alone in a child process: how the tests of what
+/// happens as a process ends (exit, signals, panics, crashes) get a process to end. `entry`
+/// does nothing unless an environment variable the caller sets tells it to.
+pub fn this_binary_running(entry: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().expect("current exe"));
+    c.args([entry, "--exact", "--nocapture", "--test-threads=1"]);
+    c
 }
