@@ -46,6 +46,17 @@ fn run_with_own_handler(path: &std::path::Path) {
     println!("error: {e}");
 }
 
+/// The child's run after its trace closed: SIGUSR1 has its default action again (it ends the
+/// process), as before the trace claimed it.
+fn run_then_signal_after_close(path: &std::path::Path) {
+    let trace = TraceBuilder::new().create(path, Metadata::new()).unwrap();
+    trace.root("sim", "Simulator").begin_at(0).unwrap().end_at(1).unwrap();
+    trace.close().unwrap();
+    // SAFETY: raises a signal in this process.
+    unsafe { libc::raise(libc::SIGUSR1) };
+    println!("survived");
+}
+
 /// The entry the parent runs in a child; does nothing in a normal test run.
 #[test]
 fn child_entry() {
@@ -53,6 +64,7 @@ fn child_entry() {
     let path = std::env::var("JETS_SIGNAL_PATH").unwrap();
     match mode.as_str() {
         "run" => run(std::path::Path::new(&path)),
+        "closed" => run_then_signal_after_close(std::path::Path::new(&path)),
         _ => run_with_own_handler(std::path::Path::new(&path)),
     }
 }
@@ -114,4 +126,18 @@ fn a_process_that_handles_sigusr1_itself_cannot_have_it_dump_the_recorder() {
         ),
         "{stdout}"
     );
+}
+
+#[test]
+fn after_the_trace_closes_sigusr1_ends_the_process_again() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("closed.jets");
+    let out = child("closed", &path).output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGUSR1), "{:?}", out.status);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("survived"));
+    // The trace itself was closed before the signal, whole.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let counts = common::check(&text, false).unwrap_or_else(|e| panic!("{e}"));
+    assert!(counts.footer.is_some());
 }

@@ -16,7 +16,8 @@
 //! * A **dump** signal (SIGUSR1 or SIGUSR2, chosen with `trigger=SIGUSR1` in the capture
 //!   setting, CAP-REC-4) asks the writer of each flight recorder that names it to write what the
 //!   recorder holds, and returns: the run goes on. Opening such a trace fails when the process
-//!   handles that signal itself.
+//!   handles that signal itself. Once no open trace names the signal, it has its default action
+//!   again (it ends the process), as before any trace claimed it.
 //!
 //! The handler does only async-signal-safe work: it sets a flag (or bumps a counter) on each
 //! registered trace of this process and wakes its writer thread, which writes what the trace
@@ -251,8 +252,11 @@ fn installed(sig: libc::c_int) -> bool {
 }
 
 /// A dump signal: asks each flight recorder of this process that names `sig` to be written, and
-/// returns at once (CAP-REC-4).
+/// returns at once (CAP-REC-4). With none left (each trace that named it has closed, or this is
+/// a forked child of the process that opened them), the signal does what it did before any trace
+/// claimed it: its default action, which ends the process.
 fn ask_dumps(sig: libc::c_int, pid: u32) {
+    let mut asked = false;
     for slot in &TRACES {
         let p = slot.load(Ordering::Acquire);
         if p.addr() & ON_DUMP == 0 {
@@ -262,6 +266,15 @@ fn ask_dumps(sig: libc::c_int, pid: u32) {
         let shared = unsafe { &*p.map_addr(|a| a & !TAGS) };
         if shared.pid == pid && dump_signals(&shared.capture).any(|w| dump_signal(w) == sig) {
             shared.request_signal_dump();
+            asked = true;
+        }
+    }
+    if !asked {
+        // SAFETY: as at the end of `handler`: the signal is blocked while this runs, so the
+        // raised one is delivered, with the default action, when the handler returns.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
         }
     }
 }
