@@ -361,6 +361,9 @@ struct Node {
     end: u32,
     /// Its own line is in the recorder's window.
     buffered: bool,
+    /// Its line, in the recorder's arena, owns nothing (static texts, plain values): forgetting
+    /// it drops nothing, and need not read an entry written a whole window ago.
+    plain: bool,
     /// Selected (not only held): its end is a recorded line of its own.
     selected: bool,
     open: bool,
@@ -999,6 +1002,7 @@ impl Keeper {
             notes: Vec::new(),
             end: NONE,
             buffered,
+            plain: buffered && owns_nothing(m),
             selected: !m.hold,
             open: true,
             safe: false,
@@ -1009,7 +1013,10 @@ impl Keeper {
         self.table.nodes[node as usize].line = Loc::Slot(NONE);
         let line = if buffered {
             // SAFETY: the caller's contract; kept, so the caller leaves it.
-            Loc::Arena(unsafe { self.record(RECORD, m.clk, node, false, at, m.words) })
+            Loc::Arena(unsafe {
+                let plain = self.table.nodes[node as usize].plain;
+                self.record(RECORD, m.clk, node, plain, at, m.words)
+            })
         } else {
             // SAFETY: as above.
             Loc::Slot(unsafe { self.lines.take(at, m.words) })
@@ -1135,7 +1142,7 @@ impl Keeper {
             }
         }
         for (_, s, _) in due(1) {
-            if let Some(Node { line: Loc::Arena(at), .. }) = node(*s) {
+            if let Some(Node { line: Loc::Arena(at), plain: false, .. }) = node(*s) {
                 // The first 256 bytes: a record's parts that its drop reads.
                 prefetch(at.cast_const().cast(), 256);
             }
@@ -1241,8 +1248,9 @@ impl Keeper {
             match n.line {
                 Loc::Slot(line) => self.lines.release(line),
                 // SAFETY: a pinned entry (out of the window: not buffered), not dropped;
-                // dropped once, here.
-                Loc::Arena(at) => unsafe { Entry::drop_in_place(at) },
+                // dropped once, here (a plain one owns nothing to drop).
+                Loc::Arena(at) if !n.plain => unsafe { Entry::drop_in_place(at) },
+                Loc::Arena(_) => {}
                 Loc::Nowhere => {}
             }
             n.line = Loc::Nowhere;
@@ -1377,12 +1385,14 @@ mod tests {
     //! With chunks of 128 words, so that chunks are reused and records are pinned and copied out
     //! within a few hundred lines.
     use std::collections::{BTreeSet, HashMap};
+    use std::sync::Arc;
 
     use proptest::prelude::*;
     use serde_json::Value as Json;
 
     use super::{Ids, Older};
     use crate::capture::{Capture, Recorder};
+    use crate::format::Str;
     use crate::write::tests::Buf;
     use crate::{Metadata, RecordHandle, TraceBuilder};
 
@@ -1536,7 +1546,13 @@ mod tests {
     /// Runs the program under a recorder of `cycles`, and returns the file's lines, and what
     /// CAP-REC-1 selects, computed here from the lines in the order they were made (one thread:
     /// the writer's arrival order), with every ancestor of a selected line.
+    ///
+    /// A record that owns something (`owned`: its name, a text field and its record type, shared
+    /// with the test) is dropped when the keeper forgets it; one that owns nothing (interned
+    /// name, a number) is forgotten without reading its entry again. Once the trace is closed,
+    /// nothing holds the shared record type any more.
     fn run(steps: &[Step], cycles: u64) -> (Vec<Json>, BTreeSet<String>) {
+        let shared_type: Arc<str> = Arc::from("R");
         let out = Buf::default();
         let c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
         let trace = TraceBuilder::new().capture(c).writer(out.clone(), Metadata::new()).unwrap();
@@ -1559,9 +1575,14 @@ mod tests {
             match *s {
                 Step::Begin { parent, owned } => {
                     let name = format!("r{i}");
+                    let (text, record_type) = if owned {
+                        (Str::from(name.clone()), Str::Shared(Arc::clone(&shared_type)))
+                    } else {
+                        (Str::interned(&name), Str::Static("R"))
+                    };
                     let (h, p) = match open.get(parent) {
-                        Some((p, pname)) => (p.child(name.clone(), "R"), pname.clone()),
-                        None => (root.child(name.clone(), "R"), "root".to_owned()),
+                        Some((p, pname)) => (p.child(text, record_type), pname.clone()),
+                        None => (root.child(text, record_type), "root".to_owned()),
                     };
                     let h = if owned {
                         h.field("text", format!("owned {i}"))
@@ -1631,6 +1652,7 @@ mod tests {
         window.push(lines.len() - 1);
         settle(&mut window, &lines, max_clk);
         trace.close().unwrap();
+        assert_eq!(Arc::strong_count(&shared_type), 1, "a record's entry was never dropped");
         selected.extend(window);
         let mut want = BTreeSet::new();
         for &l in &selected {
