@@ -57,6 +57,63 @@ fn run_then_signal_after_close(path: &std::path::Path) {
     println!("survived");
 }
 
+/// The child's run with 64 traces open already (the signal handlers' table full): opening one
+/// more with `trigger=SIGUSR1` fails; prints the error.
+fn run_with_table_full(dir: &std::path::Path) {
+    let mut open = Vec::new();
+    for i in 0..64 {
+        // An explicit capture: these do not read JETS_CAPTURE (no trigger).
+        let t = TraceBuilder::new()
+            .capture(jets::capture::Capture::default())
+            .create(dir.join(format!("filler{i}.jets")), Metadata::new())
+            .unwrap();
+        open.push(t);
+    }
+    let e = TraceBuilder::new().create(dir.join("one-more.jets"), Metadata::new()).unwrap_err();
+    println!("error: {e}");
+    for t in open {
+        t.close().unwrap();
+    }
+}
+
+/// The child's run while the parent sends SIGUSR1 again and again: one recorder stays open
+/// (every signal finds it), while another thread opens and closes recorders that name the
+/// signal too, so that handlers run while those traces leave the handlers' table. The run must
+/// go on and its dumps be served. (A handler reading a trace already freed would seldom crash
+/// here; what rules it out is the `ACTIVE` count in `write/signals.rs`, by construction.)
+fn run_churning(dir: &std::path::Path) {
+    let path = dir.join("steady.jets");
+    let steady = TraceBuilder::new().create(&path, Metadata::new()).unwrap();
+    let root = steady.root("sim", "Simulator").begin_at(0).unwrap();
+    println!("ready");
+    let churn = std::thread::spawn({
+        let dir = dir.to_owned();
+        move || {
+            for i in 0..300u64 {
+                let t = TraceBuilder::new()
+                    .create(dir.join(format!("churn{}.jets", i % 4)), Metadata::new())
+                    .unwrap();
+                t.root("r", "R").begin_at(i).unwrap().end_at(i + 1).unwrap();
+                t.close().unwrap();
+            }
+        }
+    });
+    let mut clk = 0;
+    while !churn.is_finished() {
+        root.event_at(clk, "Tick").emit().unwrap();
+        clk += 1;
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    churn.join().unwrap();
+    // The parent sends signals until this process is gone: once the last recorder naming the
+    // signal is closed, it would end the process (its default action), so ignore it from here.
+    // SAFETY: sets the signal's action to "ignore".
+    unsafe { libc::signal(libc::SIGUSR1, libc::SIG_IGN) };
+    root.end_at(clk).unwrap();
+    steady.close().unwrap();
+    println!("done");
+}
+
 /// The entry the parent runs in a child; does nothing in a normal test run.
 #[test]
 fn child_entry() {
@@ -65,6 +122,8 @@ fn child_entry() {
     match mode.as_str() {
         "run" => run(std::path::Path::new(&path)),
         "closed" => run_then_signal_after_close(std::path::Path::new(&path)),
+        "table-full" => run_with_table_full(std::path::Path::new(&path)),
+        "churning" => run_churning(std::path::Path::new(&path)),
         _ => run_with_own_handler(std::path::Path::new(&path)),
     }
 }
@@ -140,4 +199,55 @@ fn after_the_trace_closes_sigusr1_ends_the_process_again() {
     let text = std::fs::read_to_string(&path).unwrap();
     let counts = common::check(&text, false).unwrap_or_else(|e| panic!("{e}"));
     assert!(counts.footer.is_some());
+}
+
+#[test]
+fn with_the_handlers_table_full_a_dump_signal_trace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = child("table-full", dir.path()).output().unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "error: invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: 64 traces are open \
+             already"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn dump_signals_while_traces_close_on_another_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = child("churning", dir.path()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(run.stdout.take().unwrap()).lines().map_while(Result::ok);
+    assert!(lines.by_ref().any(|l| l.ends_with("ready")), "the child never said it was ready");
+    // Signals until the child has finished (its stdout closes), at most 10 s.
+    let sender = std::thread::spawn({
+        let pid = run.id() as libc::pid_t;
+        move || {
+            let mut sent = 0u32;
+            let start = std::time::Instant::now();
+            let send = || {
+                // SAFETY: sends a signal to the child we started; once it has exited (a zombie
+                // until reaped below) the signal is ignored.
+                unsafe { libc::kill(pid, libc::SIGUSR1) == 0 }
+            };
+            while start.elapsed() < Duration::from_secs(10) && send() {
+                sent += 1;
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            sent
+        }
+    });
+    let rest: Vec<String> = lines.collect();
+    let status = run.wait().unwrap();
+    let sent = sender.join().unwrap();
+    assert!(status.success(), "{status:?} after {sent} signals");
+    assert!(rest.iter().any(|l| l.ends_with("done")), "{rest:?}");
+    assert!(sent > 10, "only {sent} signals were sent while the child ran");
+    let text = std::fs::read_to_string(dir.path().join("steady.jets")).unwrap();
+    let counts = common::check(&text, false).unwrap_or_else(|e| panic!("{e}"));
+    let dumps = counts.footer.expect("a footer")["recorder_dumps"].as_u64().unwrap();
+    assert!(dumps >= 2, "{dumps} dumps after {sent} signals");
 }

@@ -14,8 +14,9 @@
 //! still open counted in the footer. A signal that ends the process is served elsewhere
 //! (`signals.rs`): a handler can take no lock, as this list's.
 
-use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use super::Inner;
 use crate::fork::HeldAcrossFork;
@@ -32,11 +33,12 @@ struct Open {
 }
 
 static TRACES: Mutex<Vec<Open>> = Mutex::new(Vec::new());
-static PANIC_HOOK: Once = Once::new();
-/// Whether the exit handler is registered. Not a `Once`, a lock, which a child forked while
-/// another thread registers would inherit held, and hang on when it opens a trace.
+/// Whether the panic hook and the exit handler are installed. Not `Once`s: a `Once` is a lock,
+/// which a child forked while another thread installs would inherit held, and hang on when it
+/// opens a trace.
+static PANIC_HOOK: AtomicBool = AtomicBool::new(false);
 #[cfg(all(unix, not(miri)))]
-static EXIT_HOOK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static EXIT_HOOK: AtomicBool = AtomicBool::new(false);
 
 /// How long the panic hook waits for each trace: a panic must not hang on a stuck disk.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -55,19 +57,17 @@ pub(super) fn register(trace: Weak<Inner>, on_panic: Option<bool>, close_at_exit
     if on_panic.is_none() && !close_at_exit {
         return;
     }
-    if on_panic.is_some() {
-        PANIC_HOOK.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                flush_all();
-                previous(info);
-            }));
-        });
+    if on_panic.is_some() && !PANIC_HOOK.swap(true, Ordering::AcqRel) {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            flush_all();
+            previous(info);
+        }));
     }
     // Unix only (and not under Miri, which cannot call `atexit`): elsewhere a trace nobody
     // closed keeps what was written.
     #[cfg(all(unix, not(miri)))]
-    if close_at_exit && !EXIT_HOOK.swap(true, std::sync::atomic::Ordering::AcqRel) {
+    if close_at_exit && !EXIT_HOOK.swap(true, Ordering::AcqRel) {
         // SAFETY: registers a function of the right type; fails only when the handler table is
         // full, and then traces are not closed at exit (as before this hook).
         unsafe { libc::atexit(close_all) };
@@ -77,15 +77,22 @@ pub(super) fn register(trace: Weak<Inner>, on_panic: Option<bool>, close_at_exit
     traces.push(Open { trace, on_panic, at_exit: close_at_exit });
 }
 
-/// The live traces for which `pick` says what to do, taken without waiting for the list's lock:
-/// a hook must never deadlock (a panic raised while this thread holds the list).
-fn live<T>(pick: impl Fn(&Open) -> Option<T>) -> Vec<(Arc<Inner>, T)> {
+/// The live traces for which `pick` says what to do, taken without blocking on the list's lock:
+/// a hook must never deadlock (a panic raised while this thread holds the list). While another
+/// thread holds it (registering a trace, briefly), the lock is tried again for up to `patience`.
+fn live<T>(pick: impl Fn(&Open) -> Option<T>, patience: Duration) -> Vec<(Arc<Inner>, T)> {
     let collect =
         |list: &[Open]| list.iter().filter_map(|o| Some((o.trace.upgrade()?, pick(o)?))).collect();
-    match TRACES.try_lock() {
-        Ok(list) => collect(&list),
-        Err(std::sync::TryLockError::Poisoned(p)) => collect(&p.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
+    let start = Instant::now();
+    loop {
+        match TRACES.try_lock() {
+            Ok(list) => return collect(&list),
+            Err(std::sync::TryLockError::Poisoned(p)) => return collect(&p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < patience => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return Vec::new(),
+        }
     }
 }
 
@@ -97,7 +104,8 @@ fn on_its_writer(trace: &Inner) -> bool {
 }
 
 fn flush_all() {
-    for (trace, dump) in live(|o| o.on_panic) {
+    // A panic may come from this thread while it holds the list: no waiting.
+    for (trace, dump) in live(|o| o.on_panic, Duration::ZERO) {
         if on_its_writer(&trace) {
             continue;
         }
@@ -110,7 +118,8 @@ fn flush_all() {
 #[cfg(all(unix, not(miri)))]
 extern "C" fn close_all() {
     let pid = std::process::id();
-    for (trace, ()) in live(|o| o.at_exit.then_some(())) {
+    // Another thread may be registering a trace as the process exits: wait a little for it.
+    for (trace, ()) in live(|o| o.at_exit.then_some(()), Duration::from_secs(1)) {
         if trace.shared.pid != pid || on_its_writer(&trace) {
             continue;
         }

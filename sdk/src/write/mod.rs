@@ -201,7 +201,7 @@ pub(crate) struct Shared {
     pub(crate) capture: Capture,
     /// A fatal signal asked the writer to dump, write the footer and stop.
     fatal: AtomicBool,
-    /// The writer has closed the file.
+    /// The writer is done: it closed the file, or it is gone (it panicked).
     finished: AtomicBool,
     /// The process that opened the trace: a forked child's exit and signal handlers leave its
     /// parent's traces alone (their writer threads do not exist there).
@@ -632,8 +632,8 @@ impl TraceBuilder {
     ///
     /// Without it, a trace nobody closed (one kept in a `static`, a C program's error path, a
     /// run stopped with Ctrl-C) keeps only what the writer had written by then, and no footer; a
-    /// flight recorder's window is lost. The handlers leave alone a trace another thread is
-    /// closing and, in a forked child, the parent's traces.
+    /// flight recorder's window is lost. The exit handler leaves alone a trace another thread
+    /// is closing; in a forked child, the handlers leave the parent's traces alone.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -651,8 +651,9 @@ impl TraceBuilder {
 
     /// What to capture (see [`crate::capture`]). Without this call the `JETS_CAPTURE`
     /// environment variable is read at open (a bad value fails the open with
-    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it. So
-    /// does a `trigger=SIGUSR1` (or `SIGUSR2`) when the process handles that signal itself.
+    /// [`Error::InvalidArgument`] naming the clause); a setting given here wins over it. A
+    /// `trigger=SIGUSR1` (or `SIGUSR2`), from either, fails the open the same way when the
+    /// process handles that signal itself.
     pub fn capture(mut self, capture: Capture) -> Self {
         self.capture = Some(capture);
         self
@@ -757,7 +758,21 @@ impl TraceBuilder {
         // CAP-REC-2: a recorder is written on a fatal signal; WR-SIG-1: a trace that closes at
         // exit is closed on a signal that ends the process.
         #[cfg(unix)]
-        signals::register(&trace.0.shared, recorder, self.close_at_exit);
+        if !signals::register(&trace.0.shared, recorder, self.close_at_exit) {
+            let capture = &trace.0.shared.capture;
+            if let Some(t) =
+                capture.triggers.iter().find(|t| matches!(t, crate::capture::Trigger::Signal(_)))
+            {
+                // CAP-REC-4: the signal would never dump this trace (it would end the process).
+                let message = format!(
+                    "JETS_CAPTURE clause `trigger={t}`: {} traces are open already with signal \
+                     handlers; a signal could not dump this one (closed at once)",
+                    signals::SLOTS
+                );
+                let _ = trace.close();
+                return Err(Error::InvalidArgument(message));
+            }
+        }
         Ok(trace)
     }
 }

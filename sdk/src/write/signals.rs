@@ -16,8 +16,9 @@
 //! * A **dump** signal (SIGUSR1 or SIGUSR2, chosen with `trigger=SIGUSR1` in the capture
 //!   setting, CAP-REC-4) asks the writer of each flight recorder that names it to write what the
 //!   recorder holds, and returns: the run goes on. Opening such a trace fails when the process
-//!   handles that signal itself. Once no open trace names the signal, it has its default action
-//!   again (it ends the process), as before any trace claimed it.
+//!   handles that signal itself. Once no open trace names the signal, it does what its default
+//!   action does (it ends the process), as before any trace claimed it: the handler stays
+//!   installed, and finding no trace to dump, restores the default action and re-raises.
 //!
 //! The handler does only async-signal-safe work: it sets a flag (or bumps a counter) on each
 //! registered trace of this process and wakes its writer thread, which writes what the trace
@@ -28,7 +29,7 @@
 //! taken by a thread of the simulator's, never by the thread the handler waits for.
 
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,11 +47,20 @@ const ON_ENDING: usize = 2;
 const ON_DUMP: usize = 4;
 const TAGS: usize = ON_FATAL | ON_ENDING | ON_DUMP;
 
-const SLOTS: usize = 64;
+/// Traces the handlers know at once.
+pub(crate) const SLOTS: usize = 64;
 /// The longest a dying process waits for its traces to be written.
 const WAIT: Duration = Duration::from_secs(3);
 
 static TRACES: [AtomicPtr<Shared>; SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
+/// Handlers running that may read a pointer taken from `TRACES`. A handler counts itself before
+/// it reads a slot; `unregister` takes a pointer out of its slot, then waits for the count to be
+/// zero before it gives up the reference: a handler that read the pointer just before never
+/// finds the trace freed under it (a Ctrl-C while another thread closes the trace, a SIGUSR1
+/// while it is dropped). All four operations are `SeqCst`, so that of "the handler counted
+/// itself, then read the slot" and "the slot was emptied, then the count read", at least one
+/// sees the other.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Whether each kind's handlers are installed. Not `Once`s: a `Once` is a lock, which a child
 /// forked while another thread installs would inherit held, and hang on when it opens a trace.
 static FATAL_INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -102,15 +112,16 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
 
 /// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
 /// or dump it (its capture setting's `trigger=SIGUSR1`, claimed by [`claim_dump_signals`]), and
-/// installs the closing handlers if they are not yet. Beyond 64 traces open at once, later ones
-/// are closed on panic, at exit and by `close` only, and dumped by `dump` and their triggers'
-/// lines only.
-pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) {
+/// installs the closing handlers if they are not yet. False when 64 traces are registered
+/// already: the trace is then not closed by a signal (it still is at exit and by `close`, and a
+/// recorder is still dumped on panic), and a dump signal it names would not reach it, which the
+/// caller refuses.
+pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool {
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
     let dump = dump_signals(&shared.capture).next().is_some();
     if cfg!(miri) || !(fatal || ending || dump) {
-        return;
+        return true;
     }
     if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
         FATAL.into_iter().for_each(|sig| install(sig, false));
@@ -126,14 +137,15 @@ pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) {
     let tagged = raw.map_addr(|a| a | tags);
     for slot in &TRACES {
         if slot
-            .compare_exchange(ptr::null_mut(), tagged, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(ptr::null_mut(), tagged, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
-            return;
+            return true;
         }
     }
     // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
     drop(unsafe { Arc::from_raw(raw) });
+    false
 }
 
 /// Installs the ending signals' handlers, once per process, where the action is the default.
@@ -151,9 +163,16 @@ pub(crate) fn unregister(shared: &Arc<Shared>) {
         if p.is_null() || p.map_addr(|a| a & !TAGS) != me {
             continue;
         }
-        if slot.compare_exchange(p, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if slot.compare_exchange(p, ptr::null_mut(), Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            // A handler that read the pointer before it left the slot is done with it first
+            // (see `ACTIVE`). This thread is not one of them: a handler runs to its end before
+            // the thread it interrupted goes on. A dying handler waits at most `WAIT`, and this
+            // trace's writer has finished, so it does not wait for this one.
+            while ACTIVE.load(Ordering::SeqCst) != 0 {
+                std::thread::yield_now();
+            }
             // SAFETY: the slot held the pointer from `register`'s Arc::into_raw (tagged); it is
-            // taken out of the slot exactly once, here.
+            // taken out of the slot exactly once, here, and no handler holds it any more.
             drop(unsafe { Arc::from_raw(me) });
         }
     }
@@ -193,9 +212,10 @@ extern "C" fn handler(sig: libc::c_int) {
         // ours stands for would not have ended the process from there. Do nothing.
         return;
     }
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
     let mut waiting = [ptr::null::<Shared>(); SLOTS];
     for (i, slot) in TRACES.iter().enumerate() {
-        let p = slot.load(Ordering::Acquire);
+        let p = slot.load(Ordering::SeqCst);
         if p.addr() & kind == 0 {
             continue;
         }
@@ -220,6 +240,8 @@ extern "C" fn handler(sig: libc::c_int) {
         unsafe { libc::nanosleep(&step, ptr::null_mut()) };
         waited += Duration::from_millis(1);
     }
+    // Nothing below reads a trace.
+    ACTIVE.fetch_sub(1, Ordering::SeqCst);
     // SAFETY: back to the default action, then re-raise: the signal is blocked while this
     // handler runs, so it is delivered, and ends the process, when the handler returns (a real
     // fault would also recur on return). The default, not a previous handler: a handler that
@@ -256,9 +278,10 @@ fn installed(sig: libc::c_int) -> bool {
 /// a forked child of the process that opened them), the signal does what it did before any trace
 /// claimed it: its default action, which ends the process.
 fn ask_dumps(sig: libc::c_int, pid: u32) {
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
     let mut asked = false;
     for slot in &TRACES {
-        let p = slot.load(Ordering::Acquire);
+        let p = slot.load(Ordering::SeqCst);
         if p.addr() & ON_DUMP == 0 {
             continue;
         }
@@ -269,6 +292,7 @@ fn ask_dumps(sig: libc::c_int, pid: u32) {
             asked = true;
         }
     }
+    ACTIVE.fetch_sub(1, Ordering::SeqCst);
     if !asked {
         // SAFETY: as at the end of `handler`: the signal is blocked while this runs, so the
         // raised one is delivered, with the default action, when the handler returns.

@@ -129,6 +129,9 @@ impl Drop for Exit {
             }
         }
         shared.writer_gone();
+        // A signal handler waiting for this trace (WR-SIG-1) stops waiting: nothing more will
+        // be written.
+        shared.finished.store(true, Ordering::SeqCst);
     }
 }
 
