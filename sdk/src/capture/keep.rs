@@ -1547,12 +1547,12 @@ mod tests {
     /// CAP-REC-1 selects, computed here from the lines in the order they were made (one thread:
     /// the writer's arrival order), with every ancestor of a selected line.
     ///
-    /// A record that owns something (`owned`: its name, a text field and its record type, shared
-    /// with the test) is dropped when the keeper forgets it; one that owns nothing (interned
-    /// name, a number) is forgotten without reading its entry again. Once the trace is closed,
-    /// nothing holds the shared record type any more.
+    /// A record that owns something (`owned`: its name, a text field and its record type, one
+    /// shared with the test per record) is dropped when the keeper forgets it; one that owns
+    /// nothing (interned name, a number) is forgotten without reading its entry again. Once the
+    /// trace is closed, nothing but the test holds any record's type: each was dropped once.
     fn run(steps: &[Step], cycles: u64) -> (Vec<Json>, BTreeSet<String>) {
-        let shared_type: Arc<str> = Arc::from("R");
+        let mut shared_types: Vec<Arc<str>> = Vec::new();
         let out = Buf::default();
         let c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
         let trace = TraceBuilder::new().capture(c).writer(out.clone(), Metadata::new()).unwrap();
@@ -1576,7 +1576,9 @@ mod tests {
                 Step::Begin { parent, owned } => {
                     let name = format!("r{i}");
                     let (text, record_type) = if owned {
-                        (Str::from(name.clone()), Str::Shared(Arc::clone(&shared_type)))
+                        let t: Arc<str> = Arc::from("R");
+                        shared_types.push(Arc::clone(&t));
+                        (Str::from(name.clone()), Str::Shared(t))
                     } else {
                         (Str::interned(&name), Str::Static("R"))
                     };
@@ -1652,7 +1654,9 @@ mod tests {
         window.push(lines.len() - 1);
         settle(&mut window, &lines, max_clk);
         trace.close().unwrap();
-        assert_eq!(Arc::strong_count(&shared_type), 1, "a record's entry was never dropped");
+        for t in &shared_types {
+            assert_eq!(Arc::strong_count(t), 1, "a record's entry was not dropped exactly once");
+        }
         selected.extend(window);
         let mut want = BTreeSet::new();
         for &l in &selected {
