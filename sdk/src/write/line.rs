@@ -191,7 +191,6 @@ pub(crate) struct Entry<'a> {
     pub(crate) record_type: &'a Str,
     pub(crate) description: &'a Str,
     pub(crate) data: DataRef<'a>,
-    pub(crate) after: Option<Pos>,
     pub(crate) hold: bool,
     /// Its size in words.
     pub(crate) words: usize,
@@ -202,7 +201,6 @@ static EMPTY: Str = Str::EMPTY;
 /// Where the parts of an entry are, from its header.
 struct Parts {
     header: u64,
-    after: Option<*mut u64>,
     parent: Option<*mut u64>,
     record_type: Option<*mut Str>,
     description: Option<*mut Str>,
@@ -226,7 +224,6 @@ impl Parts {
             let part = |flag: u8, part: u32| (flags & flag != 0).then(|| at_part(part));
             Parts {
                 header,
-                after: part(AFTER, 0),
                 parent: part(PARENT, 1),
                 record_type: part(RECORD_TYPE, 2).map(|p| p.cast::<Str>()),
                 description: part(DESCRIPTION, 3).map(|p| p.cast::<Str>()),
@@ -295,10 +292,30 @@ impl<'a> Entry<'a> {
                     inline: std::slice::from_raw_parts(parts.fields, parts.count),
                     extra: parts.extra.map(|b| &**b),
                 },
-                after: parts.after.map(|p| Pos { ring: p.read() as u32, index: p.add(1).read() }),
                 hold: (parts.header >> 32) as u8 & HOLD != 0,
                 words: (parts.header & 0xffff) as usize,
             }
+        }
+    }
+
+    /// What the writer needs to put the entry at `at` in order, and no more: its size in words
+    /// and the line it must follow. Read from the header and that one part, so that a writer
+    /// that hands the entry on to be encoded elsewhere (the encoders' batches) does not decode
+    /// the whole entry for two words.
+    ///
+    /// # Safety
+    /// As for [`Entry::read`].
+    #[inline(always)]
+    pub(crate) unsafe fn order(at: *mut u64) -> (usize, Option<Pos>) {
+        // SAFETY: per the contract; the header says whether the part is there, and where.
+        unsafe {
+            let header = at.read();
+            let flags = (header >> 32) as u8;
+            let after = (flags & AFTER != 0).then(|| {
+                let p = at.add((OFFSETS[(flags & PART_FLAGS) as usize] & 0xff) as usize);
+                Pos { ring: p.read() as u32, index: p.add(1).read() }
+            });
+            ((header & 0xffff) as usize, after)
         }
     }
 
@@ -408,6 +425,9 @@ mod tests {
         assert_eq!(written, words, "the layout's size");
         // SAFETY: just written, dropped once below.
         let e = unsafe { Entry::read(at) };
+        // SAFETY: as above (reads only).
+        let (order_words, after) = unsafe { Entry::order(at) };
+        assert_eq!(order_words, words, "the size the writer orders by");
         let mut data = Vec::new();
         e.data.write_json(&mut data);
         let text = format!(
@@ -419,7 +439,7 @@ mod tests {
             &**e.name,
             &**e.record_type,
             &**e.description,
-            e.after,
+            after,
             String::from_utf8(data).expect("utf8"),
             e.hold
         );

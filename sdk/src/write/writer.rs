@@ -299,12 +299,11 @@ impl Writer {
         while ready < ROUND {
             let Some(at) = ring.consumer.peek() else { break };
             // SAFETY: a published entry; it stays in place until popped below.
-            let line = unsafe { Entry::read(at) };
-            if !line.after.is_none_or(|p| self.written(p)) {
+            let (words, after) = unsafe { Entry::order(at) };
+            if !after.is_none_or(|p| self.written(p)) {
                 break;
             }
             if let Some(pool) = self.pool.as_mut() {
-                let words = line.words;
                 ring.consumer.pop(words);
                 // SAFETY: a published entry, given up to the pool (its words are handed back
                 // only once its batch is written).
@@ -320,6 +319,8 @@ impl Writer {
                 }
                 continue;
             }
+            // SAFETY: as above.
+            let line = unsafe { Entry::read(at) };
             let kept = match self.keeper.as_mut() {
                 // SAFETY: `line` is the entry at `at`, not dropped; if kept, it is not dropped
                 // here (the keeper owns it now).
@@ -339,7 +340,6 @@ impl Writer {
                     false
                 }
             };
-            let words = line.words;
             if !kept && !owns_nothing(&line) {
                 // SAFETY: encoded and not used again; dropped once, then popped.
                 unsafe { Entry::drop_in_place(at) };
