@@ -564,14 +564,6 @@ unsafe fn copy_streaming(src: *const u64, dst: *mut u64, n: usize) {
     };
 }
 
-/// Whether dropping the entry `m` is a no-op: its texts are static and its data owns nothing.
-fn owns_nothing(m: &Entry<'_>) -> bool {
-    m.name.is_static()
-        && m.record_type.is_static()
-        && m.description.is_static()
-        && m.data.owns_nothing()
-}
-
 /// The recorder's lines in order, apart from their entries: what deciding that a line leaves the
 /// window reads, 16 bytes a line, sequentially (a ring of reused memory that grows by doubling).
 #[derive(Default)]
@@ -917,7 +909,7 @@ impl Keeper {
             EVENT if recording => {
                 let trigger = !self.triggers.is_empty() && self.is_trigger(m);
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
-                unsafe { self.record(EVENT, m.clk, NONE, owns_nothing(m), at, m.words) };
+                unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing(), at, m.words) };
                 if trigger {
                     // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
                     self.dump(out);
@@ -942,7 +934,9 @@ impl Keeper {
                     _ if recording => {
                         let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe { self.record(ANNOTATION, clk, NONE, owns_nothing(m), at, m.words) };
+                        unsafe {
+                            self.record(ANNOTATION, clk, NONE, m.owns_nothing(), at, m.words)
+                        };
                     }
                     _ => {
                         out.put(m);
@@ -958,14 +952,14 @@ impl Keeper {
                     self.ended.push((s as u32, m.id));
                     if recording && selected {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe { self.record(END, m.clk, NONE, owns_nothing(m), at, m.words) };
+                        unsafe { self.record(END, m.clk, NONE, m.owns_nothing(), at, m.words) };
                     } else {
                         // SAFETY: as above.
                         self.table.nodes[s].end = unsafe { self.lines.take(at, m.words) };
                     }
                 } else if recording {
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record(END, m.clk, NONE, owns_nothing(m), at, m.words) };
+                    unsafe { self.record(END, m.clk, NONE, m.owns_nothing(), at, m.words) };
                 } else {
                     out.put(m);
                     return false;
@@ -1002,7 +996,7 @@ impl Keeper {
             notes: Vec::new(),
             end: NONE,
             buffered,
-            plain: buffered && owns_nothing(m),
+            plain: buffered && m.owns_nothing(),
             selected: !m.hold,
             open: true,
             safe: false,

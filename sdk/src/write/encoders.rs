@@ -78,10 +78,14 @@ impl Job {
         self.out.clear();
         for at in self.entries.drain(..) {
             // SAFETY: a published entry the sequencer gave up (see `At`), read, then dropped
-            // once; its words stay in place until the batch is written.
+            // once (a no-op skipped when it owns nothing); its words stay in place until the
+            // batch is written.
             unsafe {
-                encode_counted(&mut self.out, &mut self.counts, &Entry::read(at.0));
-                Entry::drop_in_place(at.0);
+                let entry = Entry::read(at.0);
+                encode_counted(&mut self.out, &mut self.counts, &entry);
+                if !entry.owns_nothing() {
+                    Entry::drop_in_place(at.0);
+                }
             }
         }
         if let Some(codec) = codec {

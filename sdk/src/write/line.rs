@@ -298,6 +298,18 @@ impl<'a> Entry<'a> {
         }
     }
 
+    /// True when dropping the entry would free nothing (static texts, typed values that own
+    /// nothing: most lines a simulator writes). Its drop, which walks the entry's parts again
+    /// and matches every field, is then skipped, as `record::drop_line` does for a line left out;
+    /// the flight recorder forgets such a line without reading it again.
+    #[inline]
+    pub(crate) fn owns_nothing(&self) -> bool {
+        self.name.is_static()
+            && self.record_type.is_static()
+            && self.description.is_static()
+            && self.data.owns_nothing()
+    }
+
     /// What the writer needs to put the entry at `at` in order, and no more: its size in words
     /// and the line it must follow. Read from the header and that one part, so that a writer
     /// that hands the entry on to be encoded elsewhere (the encoders' batches) does not decode

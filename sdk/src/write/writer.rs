@@ -340,7 +340,7 @@ impl Writer {
                     false
                 }
             };
-            if !kept && !owns_nothing(&line) {
+            if !kept && !line.owns_nothing() {
                 // SAFETY: encoded and not used again; dropped once, then popped.
                 unsafe { Entry::drop_in_place(at) };
             }
@@ -495,17 +495,6 @@ impl Writer {
             });
         }
     }
-}
-
-/// True when dropping the entry would free nothing (static texts, typed values that own
-/// nothing: most events and ends). Its drop, which walks the entry's parts again and matches
-/// every field, is then skipped, as `record::drop_line` does for a line left out.
-#[inline]
-fn owns_nothing(line: &Entry<'_>) -> bool {
-    line.name.is_static()
-        && line.record_type.is_static()
-        && line.description.is_static()
-        && line.data.owns_nothing()
 }
 
 fn kind_index(kind: Kind) -> usize {
