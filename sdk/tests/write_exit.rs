@@ -33,8 +33,10 @@ static TRACE: OnceLock<Trace> = OnceLock::new();
 enum End {
     /// `exit(3)`, with or without the exit handler.
     Exit { close_at_exit: bool },
-    /// `raise(SIGTERM)`.
-    RaiseTerm,
+    /// `raise` of a signal that ends the process (SIGTERM, SIGHUP).
+    Raise(libc::c_int),
+    /// Started as `nohup` starts it (SIGHUP ignored), then `raise(SIGHUP)`: nothing happens.
+    Nohup,
     /// A flight recorder, then `raise(SIGINT)` (what Ctrl-C sends).
     RecorderInterrupted,
     /// Its own SIGTERM handler, installed before the trace is opened: it keeps it.
@@ -68,6 +70,10 @@ fn simulate(path: &std::path::Path, end: End) {
         // SAFETY: installs a handler that only stores to an atomic.
         unsafe { libc::signal(libc::SIGTERM, on_sigterm as extern "C" fn(libc::c_int) as usize) };
     }
+    if end == End::Nohup {
+        // SAFETY: sets the signal's action to "ignore", as `nohup` does before `exec`.
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    }
     let close_at_exit = end != End::Exit { close_at_exit: false };
     if end == End::RecorderInterrupted {
         let capture = Capture { recorder: Some(Recorder::Cycles(WINDOW)), ..Capture::default() };
@@ -94,10 +100,17 @@ fn simulate(path: &std::path::Path, end: End) {
     root.child("done", "Phase").begin_at(1).unwrap().end_at(2).unwrap();
     match end {
         End::Exit { .. } => std::process::exit(3),
-        End::RaiseTerm => {
+        End::Raise(sig) => {
             // SAFETY: raises a signal on this thread.
-            unsafe { libc::raise(libc::SIGTERM) };
-            unreachable!("SIGTERM ends the process");
+            unsafe { libc::raise(sig) };
+            unreachable!("the signal ends the process");
+        }
+        End::Nohup => {
+            // SAFETY: raises a signal on this thread; it is ignored.
+            unsafe { libc::raise(libc::SIGHUP) };
+            root.event("Stopping").emit_at(EVENTS * 2).unwrap();
+            root.end_at(EVENTS * 2).unwrap();
+            trace.close().unwrap();
         }
         End::OwnHandler => {
             // SAFETY: raises a signal on this thread; its handler only stores to an atomic.
@@ -170,7 +183,9 @@ fn child_entry() {
     match mode.as_str() {
         "close" => simulate(path, End::Exit { close_at_exit: true }),
         "keep" => simulate(path, End::Exit { close_at_exit: false }),
-        "sigterm" => simulate(path, End::RaiseTerm),
+        "sigterm" => simulate(path, End::Raise(libc::SIGTERM)),
+        "sighup" => simulate(path, End::Raise(libc::SIGHUP)),
+        "nohup" => simulate(path, End::Nohup),
         "sigint-recorder" => simulate(path, End::RecorderInterrupted),
         "own-handler" => simulate(path, End::OwnHandler),
         "tokio" => simulate(path, End::Tokio),
@@ -216,6 +231,19 @@ fn sigterm_closes_the_trace_and_the_process_still_dies_of_it() {
 }
 
 #[test]
+fn sighup_closes_the_trace_and_the_process_still_dies_of_it() {
+    let (status, text) = child("sighup");
+    assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}");
+    let counts = closed(&text, 1);
+    assert_eq!((counts.records, counts.ends, counts.events), (2, 1, EVENTS));
+}
+
+#[test]
+fn under_nohup_sighup_stays_ignored() {
+    goes_on_after_the_signal("nohup", "the event emitted after the ignored SIGHUP is there");
+}
+
+#[test]
 fn ctrl_c_writes_the_flight_recorder_window_and_closes_the_trace() {
     let (status, text) = child("sigint-recorder");
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
@@ -229,9 +257,9 @@ fn ctrl_c_writes_the_flight_recorder_window_and_closes_the_trace() {
     assert_eq!(footer["left_out_events"], EVENTS * 20 - counts.events, "{footer}");
 }
 
-/// The child in `mode` handles SIGTERM itself: it goes on after the signal, emits one more
-/// event (`after`, what that says), closes the trace and exits 0.
-fn goes_on_after_sigterm(mode: &str, after: &str) {
+/// The child in `mode` handles SIGTERM itself (or ignores SIGHUP): it goes on after the signal,
+/// emits one more event (`after`, what that says), closes the trace and exits 0.
+fn goes_on_after_the_signal(mode: &str, after: &str) {
     let (status, text) = child(mode);
     assert_eq!(status.code(), Some(0), "{status:?}");
     let counts = closed(&text, 0);
@@ -240,12 +268,12 @@ fn goes_on_after_sigterm(mode: &str, after: &str) {
 
 #[test]
 fn a_process_that_handles_sigterm_itself_keeps_its_handler() {
-    goes_on_after_sigterm("own-handler", "the event emitted after the handler ran is there");
+    goes_on_after_the_signal("own-handler", "the event emitted after the handler ran is there");
 }
 
 #[test]
 fn a_tokio_program_that_awaits_sigterm_keeps_handling_it() {
-    goes_on_after_sigterm("tokio", "the event emitted after tokio saw SIGTERM is there");
+    goes_on_after_the_signal("tokio", "the event emitted after tokio saw SIGTERM is there");
 }
 
 #[test]
