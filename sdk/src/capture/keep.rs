@@ -988,6 +988,7 @@ impl Keeper {
             parent_node = s as u32;
         }
         let buffered = recording && !m.hold;
+        let plain = buffered && m.owns_nothing();
         let node = self.table.insert(Node {
             id: m.id,
             parent: m.parent,
@@ -996,7 +997,7 @@ impl Keeper {
             notes: Vec::new(),
             end: NONE,
             buffered,
-            plain: buffered && m.owns_nothing(),
+            plain,
             selected: !m.hold,
             open: true,
             safe: false,
@@ -1007,10 +1008,7 @@ impl Keeper {
         self.table.nodes[node as usize].line = Loc::Slot(NONE);
         let line = if buffered {
             // SAFETY: the caller's contract; kept, so the caller leaves it.
-            Loc::Arena(unsafe {
-                let plain = self.table.nodes[node as usize].plain;
-                self.record(RECORD, m.clk, node, plain, at, m.words)
-            })
+            Loc::Arena(unsafe { self.record(RECORD, m.clk, node, plain, at, m.words) })
         } else {
             // SAFETY: as above.
             Loc::Slot(unsafe { self.lines.take(at, m.words) })
