@@ -705,8 +705,9 @@ static int mode_sigterm(const char *path) {
     int st = 0;
     waitpid(pid, &st, 0);
     CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
-    /* It had no trace of its own to close: it did not wait for the parent's (3 s). */
-    CHECK(seconds() - forked < 2.0);
+    /* It had no trace of its own to close: it did not wait for the parent's (3 s; the margin
+       is for valgrind and sanitizers on a loaded machine). */
+    CHECK(seconds() - forked < 2.8);
     if (failures) return 1;
     printf("expect records=1 record_ends=0 events=1000 annotations=0 open=1\n");
     fflush(stdout);
