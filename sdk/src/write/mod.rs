@@ -758,20 +758,11 @@ impl TraceBuilder {
         // CAP-REC-2: a recorder is written on a fatal signal; WR-SIG-1: a trace that closes at
         // exit is closed on a signal that ends the process.
         #[cfg(unix)]
-        if !signals::register(&trace.0.shared, recorder, self.close_at_exit) {
-            let capture = &trace.0.shared.capture;
-            if let Some(t) =
-                capture.triggers.iter().find(|t| matches!(t, crate::capture::Trigger::Signal(_)))
-            {
-                // CAP-REC-4: the signal would never dump this trace (it would end the process).
-                let message = format!(
-                    "JETS_CAPTURE clause `trigger={t}`: {} traces are open already with signal \
-                     handlers; a signal could not dump this one (closed at once)",
-                    signals::SLOTS
-                );
-                let _ = trace.close();
-                return Err(Error::InvalidArgument(message));
-            }
+        if let Err(message) = signals::register(&trace.0.shared, recorder, self.close_at_exit) {
+            // CAP-REC-4: refused. The file is left as an empty trace; the open's error says
+            // more than a failure to close it would.
+            let _ = trace.close();
+            return Err(Error::InvalidArgument(message));
         }
         Ok(trace)
     }

@@ -48,7 +48,7 @@ const ON_DUMP: usize = 4;
 const TAGS: usize = ON_FATAL | ON_ENDING | ON_DUMP;
 
 /// Traces the handlers know at once.
-pub(crate) const SLOTS: usize = 64;
+const SLOTS: usize = 64;
 /// The longest a dying process waits for its traces to be written.
 const WAIT: Duration = Duration::from_secs(3);
 
@@ -112,16 +112,16 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
 
 /// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
 /// or dump it (its capture setting's `trigger=SIGUSR1`, claimed by [`claim_dump_signals`]), and
-/// installs the closing handlers if they are not yet. False when 64 traces are registered
-/// already: the trace is then not closed by a signal (it still is at exit and by `close`, and a
-/// recorder is still dumped on panic), and a dump signal it names would not reach it, which the
-/// caller refuses.
-pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool {
+/// installs the closing handlers if they are not yet. With [`SLOTS`] traces registered already,
+/// the trace is not closed by a signal (it still is at exit and by `close`, and a recorder is
+/// still dumped on panic); if it names a dump signal, which would then end the process instead
+/// of dumping it, the error names the clause, for the open to fail.
+pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> Result<(), String> {
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
-    let dump = dump_signals(&shared.capture).next().is_some();
-    if cfg!(miri) || !(fatal || ending || dump) {
-        return true;
+    let dump = dump_signals(&shared.capture).next();
+    if cfg!(miri) || !(fatal || ending || dump.is_some()) {
+        return Ok(());
     }
     if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
         FATAL.into_iter().for_each(|sig| install(sig, false));
@@ -131,7 +131,7 @@ pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool 
     }
     let tags = if fatal { ON_FATAL } else { 0 }
         | if ending { ON_ENDING } else { 0 }
-        | if dump { ON_DUMP } else { 0 };
+        | if dump.is_some() { ON_DUMP } else { 0 };
     let raw = Arc::into_raw(Arc::clone(shared)).cast_mut();
     debug_assert_eq!(raw.addr() & TAGS, 0, "an Arc<Shared> is aligned past its tags");
     let tagged = raw.map_addr(|a| a | tags);
@@ -140,12 +140,19 @@ pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> bool 
             .compare_exchange(ptr::null_mut(), tagged, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
-            return true;
+            return Ok(());
         }
     }
     // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
     drop(unsafe { Arc::from_raw(raw) });
-    false
+    match dump {
+        Some(which) => Err(format!(
+            "JETS_CAPTURE clause `trigger={}`: {SLOTS} traces are open already with signal \
+             handlers; a signal could not dump this one (closed at once)",
+            Trigger::Signal(which)
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Installs the ending signals' handlers, once per process, where the action is the default.
