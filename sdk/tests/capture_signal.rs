@@ -10,6 +10,8 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jets::{Metadata, TraceBuilder};
@@ -172,18 +174,23 @@ fn sigusr1_from_outside_writes_the_recorder_and_the_run_goes_on() {
     assert_eq!(last, WINDOW - 1, "events in the last window");
 }
 
+/// The child in `mode` (given `path`) finds its open refused, prints the error and exits 0: the
+/// error begins with `want`.
+fn open_refused(mode: &str, path: &std::path::Path, want: &str) {
+    let out = child(mode, path).output().unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("error: {want}")), "{stdout}");
+}
+
 #[test]
 fn a_process_that_handles_sigusr1_itself_cannot_have_it_dump_the_recorder() {
     let dir = tempfile::tempdir().unwrap();
-    let out = child("own-handler", &dir.path().join("own.jets")).output().unwrap();
-    assert!(out.status.success(), "{:?}", out.status);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(
-            "error: invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: the process handles \
-             this signal itself"
-        ),
-        "{stdout}"
+    open_refused(
+        "own-handler",
+        &dir.path().join("own.jets"),
+        "invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: the process handles this \
+         signal itself",
     );
 }
 
@@ -204,15 +211,10 @@ fn after_the_trace_closes_sigusr1_ends_the_process_again() {
 #[test]
 fn with_the_handlers_table_full_a_dump_signal_trace_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let out = child("table-full", dir.path()).output().unwrap();
-    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(
-            "error: invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: 64 traces are open \
-             already"
-        ),
-        "{stdout}"
+    open_refused(
+        "table-full",
+        dir.path(),
+        "invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: 64 traces are open already",
     );
 }
 
@@ -222,27 +224,29 @@ fn dump_signals_while_traces_close_on_another_thread() {
     let mut run = child("churning", dir.path()).stdout(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(run.stdout.take().unwrap()).lines().map_while(Result::ok);
     assert!(lines.by_ref().any(|l| l.ends_with("ready")), "the child never said it was ready");
-    // Signals until the child has finished (its stdout closes), at most 10 s.
+    // Signals until the child's output ends (it is then exiting, or gone but not reaped, so
+    // its pid is still its own), at most 10 s.
+    let stop = Arc::new(AtomicBool::new(false));
     let sender = std::thread::spawn({
-        let pid = run.id() as libc::pid_t;
+        let (pid, stop) = (run.id() as libc::pid_t, Arc::clone(&stop));
         move || {
             let mut sent = 0u32;
             let start = std::time::Instant::now();
-            let send = || {
-                // SAFETY: sends a signal to the child we started; once it has exited (a zombie
-                // until reaped below) the signal is ignored.
-                unsafe { libc::kill(pid, libc::SIGUSR1) == 0 }
-            };
-            while start.elapsed() < Duration::from_secs(10) && send() {
-                sent += 1;
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(10) {
+                // SAFETY: sends a signal to the child we started, not reaped before this thread
+                // is joined; once it has exited, the signal is ignored.
+                if unsafe { libc::kill(pid, libc::SIGUSR1) } == 0 {
+                    sent += 1;
+                }
                 std::thread::sleep(Duration::from_micros(300));
             }
             sent
         }
     });
     let rest: Vec<String> = lines.collect();
-    let status = run.wait().unwrap();
+    stop.store(true, Ordering::Relaxed);
     let sent = sender.join().unwrap();
+    let status = run.wait().unwrap();
     assert!(status.success(), "{status:?} after {sent} signals");
     assert!(rest.iter().any(|l| l.ends_with("done")), "{rest:?}");
     assert!(sent > 10, "only {sent} signals were sent while the child ran");

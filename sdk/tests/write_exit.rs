@@ -222,20 +222,23 @@ fn without_close_at_exit_the_footer_is_missing() {
     assert!(counts.footer.is_none(), "nothing closed the trace, yet it has a footer");
 }
 
-#[test]
-fn sigterm_closes_the_trace_and_the_process_still_dies_of_it() {
-    let (status, text) = child("sigterm");
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+/// The child in `mode` raises `sig`: the trace is closed with every line, and the process still
+/// dies of the signal.
+fn closed_then_dies_of(mode: &str, sig: libc::c_int) {
+    let (status, text) = child(mode);
+    assert_eq!(status.signal(), Some(sig), "{status:?}");
     let counts = closed(&text, 1);
     assert_eq!((counts.records, counts.ends, counts.events), (2, 1, EVENTS));
 }
 
 #[test]
+fn sigterm_closes_the_trace_and_the_process_still_dies_of_it() {
+    closed_then_dies_of("sigterm", libc::SIGTERM);
+}
+
+#[test]
 fn sighup_closes_the_trace_and_the_process_still_dies_of_it() {
-    let (status, text) = child("sighup");
-    assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}");
-    let counts = closed(&text, 1);
-    assert_eq!((counts.records, counts.ends, counts.events), (2, 1, EVENTS));
+    closed_then_dies_of("sighup", libc::SIGHUP);
 }
 
 #[test]
