@@ -5,7 +5,7 @@
 //! itself, the OS keeps all of it in the page cache and starts writing it out only when a
 //! tenth of memory is dirty; past a fifth, it stops the writer until the disk catches up. And
 //! every page of a multi-gigabyte file is a fresh page of memory, which on a virtual machine
-//! whose host takes freed memory back (virtio free page reporting) is a fault on the host. Two
+//! whose host takes freed memory back (virtio free page reporting) is a fault on the host. Three
 //! hints change that, as databases do for their own large writes (PostgreSQL's
 //! `backend_flush_after`, RocksDB's `bytes_per_sync`):
 //! * every [`STEP`] bytes, `sync_file_range(SYNC_FILE_RANGE_WRITE)` starts writing the part just
@@ -13,15 +13,26 @@
 //!   dirty threshold;
 //! * what lies more than [`KEEP_CACHED`] bytes behind is dropped from the page cache
 //!   (`posix_fadvise(POSIX_FADV_DONTNEED)`, which leaves pages not yet written alone), so the
-//!   file's pages are reused rather than new ones taken.
+//!   file's pages are reused rather than new ones taken;
+//! * disk space is reserved [`RESERVE_AHEAD`] bytes ahead of the end
+//!   (`fallocate(FALLOC_FL_KEEP_SIZE)`), so that the file system finds blocks for 64 MiB at once
+//!   rather than for each page as it is written (ext4's delayed allocation looks up and reserves
+//!   per page: `perf` put a quarter of the writer thread's kernel time there). The file's length
+//!   is what was written, as without it; the space past the end is given back when the file is
+//!   dropped. A process killed before that leaves up to 64 MiB allocated past the end of its
+//!   trace (seen by `du`, not by readers), until the file is truncated or removed.
 //!
 //! Measured here (2-core VM, 2026-11-25, a loop of 256 KiB writes of 6.8 GB, as large as a full
-//! trace of `jets bench`): 5.7–7.9 s plain, 2.0–2.3 s with both hints (`spec/write-decisions.md`,
-//! WR-STREAM-1). Neither hint changes what is written or when a write returns. Nothing is asked
-//! until the file is larger than [`KEEP_CACHED`]: a trace up to that size is left to the page
-//! cache as any file is, so that on a slow disk (where early writeback paces the writer at the
-//! disk's speed) a trace that fits in memory is not held back; starting past 512 MiB changed
-//! nothing in the figure above (2.2–2.7 s). They are hints: on a pipe, a device, or a system
+//! trace of `jets bench`): 5.7–7.9 s plain, 2.0–2.3 s with the first two hints
+//! (`spec/write-decisions.md`, WR-STREAM-1). The reservation (2026-11-28, six alternated pairs of
+//! the same loop in C): 2.62–2.80 s against 2.78–2.94 s without it, and 1.39–1.45 s of busy CPU on
+//! both cores (kernel writeback included) against 1.96–2.05 s; Tiny5's full trace
+//! (`pipeline_modes full`, five alternated pairs): 3.90–4.23 s against 4.54–4.69 s. No hint
+//! changes what is written or when a write returns. Nothing is asked until the file is larger
+//! than [`KEEP_CACHED`]: a trace up to that size is left to the page cache as any file is, so
+//! that on a slow disk (where early writeback paces the writer at the disk's speed) a trace that
+//! fits in memory is not held back; starting past 512 MiB changed nothing in the figure above
+//! (2.2–2.7 s). They are hints: on a pipe, a device, or a system
 //! without them, nothing happens.
 
 use std::fs::File;
@@ -33,6 +44,9 @@ pub(crate) const STEP: u64 = 8 << 20;
 /// Bytes behind the end of the file kept in the page cache (a reader following the trace as it
 /// grows, such as `jets view` or `jets validate --follow`, finds the recent part there).
 pub(crate) const KEEP_CACHED: u64 = 512 << 20;
+
+/// Disk space reserved ahead of the end of the file, past [`KEEP_CACHED`].
+pub(crate) const RESERVE_AHEAD: u64 = 64 << 20;
 
 /// A file written front to back as a stream (see the module documentation): what a trace file
 /// is written through, and what a tool that writes a large file beside one can use to compare
@@ -54,6 +68,10 @@ pub struct StreamedFile {
     written: u64,
     started: u64,
     dropped: u64,
+    /// The end of the disk space reserved so far ([`RESERVE_AHEAD`]); 0 once the file system
+    /// refused a reservation, which is then not asked for again.
+    reserved: u64,
+    may_reserve: bool,
     /// [`STEP`] and [`KEEP_CACHED`] (smaller in unit tests).
     step: u64,
     keep: u64,
@@ -66,7 +84,16 @@ impl StreamedFile {
     }
 
     fn with_sizes(file: File, step: u64, keep: u64) -> StreamedFile {
-        StreamedFile { file, written: 0, started: 0, dropped: 0, step, keep }
+        StreamedFile {
+            file,
+            written: 0,
+            started: 0,
+            dropped: 0,
+            reserved: 0,
+            may_reserve: true,
+            step,
+            keep,
+        }
     }
 
     /// The file.
@@ -84,12 +111,30 @@ impl StreamedFile {
         // page cache is not paced by the disk.
         if self.written > self.keep {
             start_writeback(&self.file, self.started, self.written - self.started);
+            if self.may_reserve && self.reserved < self.written + self.step {
+                let from = self.reserved.max(self.written);
+                let to = self.written + RESERVE_AHEAD.max(2 * self.step);
+                self.may_reserve = reserve(&self.file, from, to - from);
+                self.reserved = if self.may_reserve { to } else { 0 };
+            }
         }
         self.started = self.written;
         let behind = self.started.saturating_sub(self.keep);
         if behind > self.dropped {
             drop_cached(&self.file, self.dropped, behind - self.dropped);
             self.dropped = behind;
+        }
+    }
+}
+
+impl Drop for StreamedFile {
+    fn drop(&mut self) {
+        // Space reserved past the end goes back: a truncation to the file's own length frees
+        // what lies beyond it (and never extends a file that a failed write cut back).
+        if self.reserved > 0 {
+            if let Ok(meta) = self.file.metadata() {
+                let _ = self.file.set_len(meta.len());
+            }
         }
     }
 }
@@ -124,6 +169,31 @@ fn start_writeback(file: &File, offset: u64, len: u64) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
+}
+
+/// Reserves disk space for `len` bytes at `offset` without changing the file's length
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`); false when the file system cannot.
+fn reserve(file: &File, offset: u64, len: u64) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain system call on a descriptor this file owns. With KEEP_SIZE the
+        // file's length and contents stay as they are: the blocks lie past its end.
+        let r = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        r == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        false
+    }
 }
 
 /// Asks the OS to drop the clean pages of `len` bytes at `offset` from its page cache.
@@ -174,5 +244,46 @@ mod tests {
         let back = std::fs::read(&path).unwrap();
         assert_eq!(back.len() as u64, total);
         assert!(back.chunks(block.len()).all(|c| c == &block[..]));
+    }
+
+    #[test]
+    fn space_is_reserved_ahead_past_keep_and_given_back_at_drop() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.bin");
+        let (step, keep) = (64 * 1024, 256 * 1024);
+        let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep);
+        let block = vec![7u8; 16 * 1024];
+        // Up to `keep`, nothing is reserved.
+        while f.written + (block.len() as u64) <= keep {
+            f.write_all(&block).unwrap();
+        }
+        assert_eq!(f.reserved, 0);
+        for _ in 0..64 {
+            f.write_all(&block).unwrap();
+        }
+        let total = f.written;
+        if !f.may_reserve {
+            eprintln!(
+                "NOT CHECKED: the file system under {} refuses fallocate(KEEP_SIZE); \
+                 traces there are written without reserved space",
+                dir.path().display()
+            );
+        } else {
+            assert!(f.reserved >= total + step, "reserved up to {} of {total}", f.reserved);
+            let meta = std::fs::metadata(&path).unwrap();
+            assert_eq!(meta.len(), total, "the reservation does not change the length");
+            assert!(meta.blocks() * 512 >= f.reserved, "{} bytes allocated", meta.blocks() * 512);
+        }
+        drop(f);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.len(), total);
+        // What lay past the end was given back: at most one file-system block of slack.
+        assert!(
+            meta.blocks() * 512 < total + 64 * 1024,
+            "{} bytes still allocated",
+            meta.blocks() * 512
+        );
+        assert!(std::fs::read(&path).unwrap().iter().all(|&b| b == 7));
     }
 }
