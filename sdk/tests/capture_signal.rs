@@ -211,11 +211,26 @@ fn after_the_trace_closes_sigusr1_ends_the_process_again() {
 #[test]
 fn with_the_handlers_table_full_a_dump_signal_trace_is_refused() {
     let dir = tempfile::tempdir().unwrap();
+    // The file the refused open would have replaced.
+    let before = "a file from an earlier run\n";
+    std::fs::write(dir.path().join("one-more.jets"), before).unwrap();
     open_refused(
         "table-full",
         dir.path(),
         "invalid argument: JETS_CAPTURE clause `trigger=SIGUSR1`: 64 traces are open already",
     );
+    // Refused before anything was written: the earlier file is whole, and no temporary file is
+    // left beside it.
+    assert_eq!(std::fs::read_to_string(dir.path().join("one-more.jets")).unwrap(), before);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (0..64).map(|i| format!("filler{i}.jets")).collect();
+    want.push("one-more.jets".into());
+    want.sort();
+    assert_eq!(names, want);
 }
 
 #[test]

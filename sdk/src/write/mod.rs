@@ -698,6 +698,13 @@ impl TraceBuilder {
         // CAP-REC-4: a signal that dumps the recorder is claimed before anything is written.
         #[cfg(unix)]
         signals::claim_dump_signals(&capture).map_err(Error::InvalidArgument)?;
+        let recorder = capture.recorder.is_some();
+        // CAP-REC-2: a recorder is written on a fatal signal; WR-SIG-1: a trace that closes at
+        // exit is closed on a signal that ends the process. The handlers' slot is taken before
+        // the header is written, so that a refusal (CAP-REC-4) leaves the file it would replace.
+        #[cfg(unix)]
+        let signal_slot = signals::reserve(&capture, recorder, self.close_at_exit)
+            .map_err(Error::InvalidArgument)?;
         let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
         Header::new(metadata.0).write_json(&mut header);
@@ -751,19 +758,11 @@ impl TraceBuilder {
             join: Mutex::new(Some(handle)),
             result: Mutex::new(None),
         }));
-        let recorder = trace.0.shared.capture.recorder.is_some();
         // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed if asked.
         let on_panic = (self.flush_on_panic || recorder).then_some(recorder);
         hooks::register(Arc::downgrade(&trace.0), on_panic, self.close_at_exit);
-        // CAP-REC-2: a recorder is written on a fatal signal; WR-SIG-1: a trace that closes at
-        // exit is closed on a signal that ends the process.
         #[cfg(unix)]
-        if let Err(message) = signals::register(&trace.0.shared, recorder, self.close_at_exit) {
-            // CAP-REC-4: refused. The file is left as an empty trace; the open's error says
-            // more than a failure to close it would.
-            let _ = trace.close();
-            return Err(Error::InvalidArgument(message));
-        }
+        signals::register(signal_slot, &trace.0.shared, recorder, self.close_at_exit);
         Ok(trace)
     }
 }

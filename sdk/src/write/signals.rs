@@ -110,18 +110,56 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
     Ok(())
 }
 
-/// Makes the trace known to the handlers of the kinds of signal that close it (`fatal`, `ending`)
-/// or dump it (its capture setting's `trigger=SIGUSR1`, claimed by [`claim_dump_signals`]), and
-/// installs the closing handlers if they are not yet. With [`SLOTS`] traces registered already,
-/// the trace is not closed by a signal (it still is at exit and by `close`, and a recorder is
-/// still dumped on panic); if it names a dump signal, which would then end the process instead
-/// of dumping it, the error names the clause, for the open to fail.
-pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> Result<(), String> {
+/// A slot of [`TRACES`] taken for a trace being opened, before its file is written: an open
+/// refused for want of a slot fails before it replaces a file. The slot holds [`RESERVED`],
+/// which carries no tag, so handlers and `unregister` pass over it. [`register`] fills it; an
+/// open that fails before then gives it back when this is dropped.
+pub(crate) struct Reserved(Option<&'static AtomicPtr<Shared>>);
+
+/// What a reserved slot holds: not null, no tag bits, and the address of no `Shared`.
+const RESERVED: *mut Shared = ptr::dangling_mut();
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            slot.store(ptr::null_mut(), Ordering::SeqCst);
+        }
+    }
+}
+
+/// Reserves a slot for a trace that the kinds of signal `fatal`, `ending` close, or that
+/// `capture`'s `trigger=SIGUSR1` dumps (claimed by [`claim_dump_signals`]). With [`SLOTS`]
+/// traces registered already, the trace is not closed by a signal (it still is at exit and by
+/// `close`, and a recorder is still dumped on panic); if it names a dump signal, which would then
+/// end the process instead of dumping it, the error names the clause, for the open to fail.
+pub(crate) fn reserve(capture: &Capture, fatal: bool, ending: bool) -> Result<Reserved, String> {
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
-    let dump = dump_signals(&shared.capture).next();
+    let dump = dump_signals(capture).next();
     if cfg!(miri) || !(fatal || ending || dump.is_some()) {
-        return Ok(());
+        return Ok(Reserved(None));
+    }
+    let free = TRACES.iter().find(|slot| {
+        slot.compare_exchange(ptr::null_mut(), RESERVED, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    });
+    match (free, dump) {
+        (Some(slot), _) => Ok(Reserved(Some(slot))),
+        (None, Some(which)) => Err(format!(
+            "JETS_CAPTURE clause `trigger={}`: {SLOTS} traces are open already with signal \
+             handlers; a signal could not dump this one",
+            Trigger::Signal(which)
+        )),
+        (None, None) => Ok(Reserved(None)),
+    }
+}
+
+/// Makes the trace known to the handlers, in the slot `reserved` holds (if any), and installs
+/// the closing handlers of the kinds of signal that close it (`fatal`, `ending`) if they are not
+/// yet.
+pub(crate) fn register(mut reserved: Reserved, shared: &Arc<Shared>, fatal: bool, ending: bool) {
+    if cfg!(miri) {
+        return;
     }
     if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
         FATAL.into_iter().for_each(|sig| install(sig, false));
@@ -129,30 +167,13 @@ pub(crate) fn register(shared: &Arc<Shared>, fatal: bool, ending: bool) -> Resul
     if ending {
         install_ending();
     }
+    let Some(slot) = reserved.0.take() else { return };
     let tags = if fatal { ON_FATAL } else { 0 }
         | if ending { ON_ENDING } else { 0 }
-        | if dump.is_some() { ON_DUMP } else { 0 };
+        | if dump_signals(&shared.capture).next().is_some() { ON_DUMP } else { 0 };
     let raw = Arc::into_raw(Arc::clone(shared)).cast_mut();
     debug_assert_eq!(raw.addr() & TAGS, 0, "an Arc<Shared> is aligned past its tags");
-    let tagged = raw.map_addr(|a| a | tags);
-    for slot in &TRACES {
-        if slot
-            .compare_exchange(ptr::null_mut(), tagged, Ordering::SeqCst, Ordering::Relaxed)
-            .is_ok()
-        {
-            return Ok(());
-        }
-    }
-    // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
-    drop(unsafe { Arc::from_raw(raw) });
-    match dump {
-        Some(which) => Err(format!(
-            "JETS_CAPTURE clause `trigger={}`: {SLOTS} traces are open already with signal \
-             handlers; a signal could not dump this one (closed at once)",
-            Trigger::Signal(which)
-        )),
-        None => Ok(()),
-    }
+    slot.store(raw.map_addr(|a| a | tags), Ordering::SeqCst);
 }
 
 /// Installs the ending signals' handlers, once per process, where the action is the default.
