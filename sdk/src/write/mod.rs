@@ -19,6 +19,7 @@
 mod encoders;
 mod fence;
 pub(crate) mod hooks;
+mod lease;
 pub(crate) mod line;
 mod nap;
 mod record;
@@ -771,9 +772,20 @@ impl TraceBuilder {
 ///
 /// `Send + Sync` and cheap to clone; every clone writes to the same file. The trace is closed
 /// (footer written, file completed) by [`Trace::close`], or when the last clone and the last
-/// record handle are dropped.
+/// record handle are dropped. A record ended on another thread than the one that began it, when
+/// it is that thread's last, counts as gone once that thread ends or drops a record, drops a
+/// clone, or exits (spec WR-LEASE-1); at the latest, the trace is closed at process exit.
 #[derive(Clone)]
 pub struct Trace(Arc<Inner>);
+
+impl Drop for Trace {
+    /// A thread's records keep the trace through one count for all of them (`lease`), which the
+    /// thread may still hold after its last record was ended on another thread: it is let go
+    /// here if so, so that the last clone dropped on that thread closes the trace.
+    fn drop(&mut self) {
+        lease::settle(&self.0);
+    }
+}
 
 impl std::fmt::Debug for Trace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -24,6 +24,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::lease::{self, Lease};
 use super::line::{Kind, Line};
 use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
@@ -51,7 +52,10 @@ pub struct RecordHandle {
 /// ([`EMBEDDED`]): the handle itself stays two words, which a simulator moves through its own
 /// structures (pipeline latches, queues) many times per record.
 struct Node {
-    inner: Arc<Inner>,
+    /// The trace, kept alive by `lease` (a count this thread holds for all the nodes it made
+    /// there), or by a count of this node's own when `lease` is `None`.
+    inner: ManuallyDrop<Arc<Inner>>,
+    lease: Option<NonNull<Lease>>,
     /// `inner`'s shared state, which `inner` keeps alive: one load less on every line made
     /// through the handle (capture's checks read the gate there).
     shared: NonNull<super::Shared>,
@@ -255,7 +259,7 @@ impl RecordHandle {
         record_type: impl Into<Str>,
     ) -> RecordBuilder<'_> {
         let node = self.node();
-        let inner = node.map(|n| &n.inner);
+        let inner = node.map(|n| &*n.inner);
         let mut b =
             RecordBuilder { inner, parent: Some(self), p: Pending::inert(), at, sampled: false };
         let Some(n) = node.filter(|n| n.flags.load(Ordering::Relaxed) & LIVE != 0) else {
@@ -684,9 +688,9 @@ fn begin_line(
     let Some((pos, id)) = push_slot::<true>(shared, slot)? else {
         shared.count_drop(DROP_RECORD);
         // Dropped by the policy: what hangs off it is counted as dropped.
-        return Ok(node_word(Arc::clone(inner), 0, NOWHERE, flags(PUSHED, false, 0)));
+        return Ok(node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0)));
     };
-    Ok(node_word(Arc::clone(inner), id, pos, flags(PUSHED, true, cap)))
+    Ok(node_word(inner, id, pos, flags(PUSHED, true, cap)))
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
@@ -1194,7 +1198,7 @@ fn left_word(trace_id: u64) -> NonNull<Node> {
 
 /// The word of a record with a node, made from its parts.
 #[inline(always)]
-fn node_word(inner: Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node> {
+fn node_word(inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node> {
     let node = nodes::take();
     // SAFETY: `take` gives a box for a node, ours and uninitialized.
     unsafe { write_node(node.as_ptr(), inner, id, pos, flags) };
@@ -1211,25 +1215,33 @@ fn embedded_node_word(inner: &Arc<Inner>, slot: Box<Slot>, flags: u64) -> NonNul
     // SAFETY: a live box of ours; its node is uninitialized and written whole here.
     unsafe {
         let p = (&raw mut (*slot).node).cast::<Node>();
-        write_node(p, Arc::clone(inner), 0, NOWHERE, flags);
+        write_node(p, inner, 0, NOWHERE, flags);
         NonNull::new_unchecked(p)
     }
 }
 
-/// Writes a node at `p`. Field by field: a node made whole on the stack and moved in was read
+/// Writes a node at `p`, leased by this thread ([`lease`]) or holding a count of its own.
+/// Field by field: a node made whole on the stack and moved in was read
 /// back 16 bytes at a time over the 8-byte stores that had just made it, which the CPU cannot
 /// forward (a stall per record).
 ///
 /// # Safety
 /// `p` is valid for writes of a node, and holds none to drop.
 #[inline(always)]
-unsafe fn write_node(p: *mut Node, inner: Arc<Inner>, id: u64, pos: Pos, flags: u64) {
-    // SAFETY: see the function.
+unsafe fn write_node(p: *mut Node, inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) {
+    let lease = lease::take(inner);
+    // SAFETY: see the function. A leased node's `Arc` is a copy the lease's count keeps valid,
+    // never dropped (`nodes::free`).
     unsafe {
+        let inner = match lease {
+            Some(_) => std::ptr::read(inner),
+            None => Arc::clone(inner),
+        };
         (&raw mut (*p).refuse_below).write(inner.shared.gate.refuse_below());
         (&raw mut (*p).trace_id).write(inner.shared.gate.trace_id());
         (&raw mut (*p).shared).write(NonNull::from(&*inner.shared));
-        (&raw mut (*p).inner).write(inner);
+        (&raw mut (*p).inner).write(ManuallyDrop::new(inner));
+        (&raw mut (*p).lease).write(lease);
         (&raw mut (*p).id).write(AtomicU64::new(id));
         (&raw mut (*p).pos).write(UnsafeCell::new(pos));
         (&raw mut (*p).flags).write(AtomicU64::new(flags));
@@ -1258,7 +1270,7 @@ fn flags(state: u64, live: bool, cap: u8) -> u64 {
 /// The handle of a record the drop policy dropped: what hangs off it is counted as dropped.
 #[cold]
 fn dropped(inner: &Arc<Inner>, clk: u64) -> RecordHandle {
-    let word = node_word(Arc::clone(inner), 0, NOWHERE, flags(PUSHED, false, 0));
+    let word = node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0));
     RecordHandle { word, start: clk }
 }
 
@@ -1521,16 +1533,23 @@ mod nodes {
         // SAFETY: the caller owns the node, written whole: the field that owns something is
         // moved out (the others are plain values, asserted below), so nothing in it is left to
         // drop.
-        let (inner, flags) = unsafe {
+        let (inner, lease, flags) = unsafe {
             (
                 std::ptr::read(&raw const (*p).inner),
+                (*p).lease,
                 (*p).flags.load(std::sync::atomic::Ordering::Relaxed),
             )
+        };
+        // The node's hold on its trace: its lease's (see `write_node`), or its own count.
+        let let_go = move || match lease {
+            // SAFETY: the lease this node was made under, given back once, here.
+            Some(lease) => unsafe { super::lease::give(lease) },
+            None => drop(std::mem::ManuallyDrop::into_inner(inner)),
         };
         if flags & super::EMBEDDED != 0 {
             // SAFETY: an embedded node is in the box of its record's line, which it owns.
             let slot = unsafe { Box::from_raw(super::embedding_slot(p)) };
-            drop(inner);
+            let_go();
             // The line is still there unless it was pushed (or the push found the trace closed).
             return match flags & super::STATE == super::DEFERRED {
                 true => super::release_inline(slot),
@@ -1541,12 +1560,13 @@ mod nodes {
         let b = unsafe { Box::from_raw(p.cast::<MaybeUninit<Node>>()) };
         super::boxes::keep(&FREE, &GUARD, b, KEEP);
         // After the box is kept: nothing then waits in a register across a call.
-        drop(inner);
+        let_go();
     }
 
     // [`free`] drops only a node's `inner`: the other fields must need no drop.
     const _: () = assert!(
         !std::mem::needs_drop::<NonNull<crate::write::Shared>>()
+            && !std::mem::needs_drop::<Option<NonNull<super::Lease>>>()
             && !std::mem::needs_drop::<std::sync::atomic::AtomicU64>()
             && !std::mem::needs_drop::<std::cell::UnsafeCell<super::Pos>>()
     );
