@@ -5,7 +5,7 @@
 //! and the last handle are gone. With a count in the `Arc` per node, every record made and ended
 //! cost two locked instructions on that count, and on several threads making records the count's
 //! cache line moved between cores for each (criterion, 2026-11-28: a record begun and ended
-//! 34.9 ns on one thread, 75.5 ns per thread on two; 25.5 and 25.0 ns without the count).
+//! 34.9 ns on one thread, 75.5 ns per thread on two; with leases, 25.5 ns on one thread).
 //!
 //! Instead, a thread holds one counted `Arc` per trace it makes records in, its lease, on behalf
 //! of every node it made there, and counts those nodes in plain loads and stores (atomics with
