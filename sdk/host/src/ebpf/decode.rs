@@ -296,6 +296,20 @@ impl Decoder {
         Decoder::default()
     }
 
+    /// Learns the fds `pid` has now, before it runs: the traced command, stopped before its
+    /// `exec` (`jets run`), or the process tracing itself as it starts. Without this, an fd
+    /// the tree inherited (its stdin, stdout, stderr) is looked up in `/proc` when a record
+    /// first uses it, which is later than the record was made: by then the process may have
+    /// put another file on that number (a shell saving its stdout before `> file`), and the
+    /// record would be given that file's name.
+    pub fn adopt(&mut self, pid: u32) {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return };
+        for fd in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i64>().ok()) {
+            let f = from_proc(pid, fd);
+            self.fds.insert((pid, fd), f);
+        }
+    }
+
     /// Decodes one record; appends the rows it completes to `out` (zero, one or two).
     pub fn push(&mut self, raw: Raw, out: &mut Vec<Row>) {
         let tid = raw.header().tid;
@@ -498,16 +512,10 @@ impl Decoder {
         if let Some(f) = self.fds.get(&(pid, fd)) {
             return f.clone();
         }
-        // Opened before tracing began (or inherited): ask /proc while the fd is still open.
-        let path = std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| format!("[fd {fd}]"));
-        let flags =
-            std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok().and_then(|t| {
-                let v = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
-                u64::from_str_radix(v.trim(), 8).ok()
-            });
-        let f = Fd { path, flags, pos: None };
+        // Opened before tracing began and not adopted (`Decoder::adopt`), or made by a call
+        // this decoder does not follow (a pipe, a socket): ask /proc, hoping the fd is still
+        // the same one.
+        let f = from_proc(pid, fd);
         self.fds.insert((pid, fd), f.clone());
         f
     }
@@ -755,6 +763,18 @@ impl Decoder {
     }
 }
 
+/// What `/proc` says fd `fd` of `pid` is now: its path (`[fd N]` once closed) and flags.
+fn from_proc(pid: u32, fd: i64) -> Fd {
+    let path = std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("[fd {fd}]"));
+    let flags = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok().and_then(|t| {
+        let v = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
+        u64::from_str_radix(v.trim(), 8).ok()
+    });
+    Fd { path, flags, pos: None }
+}
+
 /// `NO_FLAGS`, io-tracer's spelling of an empty flag set.
 pub const NO_FLAGS: &str = "NO_FLAGS";
 
@@ -986,6 +1006,51 @@ mod tests {
 
     fn sys(nr: i64, ret: i64, args: [u64; 6], paths: Vec<PathArg>) -> Raw {
         Raw::Syscall { h: h(7, 1), nr, ret, args, latency_ns: 5, paths }
+    }
+
+    /// A write through fd `fd` of this process, as the collector would decode it.
+    #[cfg(target_arch = "x86_64")]
+    fn own_write(d: &mut Decoder, fd: i32) -> String {
+        let pid = std::process::id();
+        let h = Header { pid, tid: pid, cpu: 0, ts: 1, comm: "t".into(), clk: None };
+        let raw = Raw::Syscall {
+            h,
+            nr: 1,
+            ret: 3,
+            args: [fd as u64, 0, 3, 0, 0, 0],
+            latency_ns: 5,
+            paths: vec![],
+        };
+        let mut out = Vec::new();
+        d.push(raw, &mut out);
+        match &out[..] {
+            [Row::Fs(f)] => f.path.clone(),
+            _ => panic!("{out:?}"),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn fds_adopted_before_the_process_runs_keep_their_file() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let (fa, fb) = (std::fs::File::create(&a).unwrap(), std::fs::File::create(&b).unwrap());
+        let spare = std::fs::File::create(dir.path().join("c")).unwrap();
+        // The number the process will reuse, and the file it first held.
+        let fd = spare.as_raw_fd();
+        // SAFETY: dup2 onto a descriptor this test owns (`spare`).
+        let put = |from: &std::fs::File| unsafe { libc::dup2(from.as_raw_fd(), fd) };
+        assert_eq!(put(&fa), fd);
+        let mut adopted = Decoder::new();
+        adopted.adopt(std::process::id());
+        let mut lazy = Decoder::new();
+        // The process puts another file on that number before the collector reads its write
+        // (a shell saving its stdout, then `> file`).
+        assert_eq!(put(&fb), fd);
+        assert_eq!(own_write(&mut adopted, fd), a.to_str().unwrap());
+        // Without adopting, the number is looked up when the record is read: the other file.
+        assert_eq!(own_write(&mut lazy, fd), b.to_str().unwrap());
     }
 
     #[cfg(target_arch = "x86_64")]

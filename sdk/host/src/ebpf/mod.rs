@@ -370,6 +370,8 @@ impl Collector {
             j.map.sample(); // before the first traced operation
         }
         self.loaded.trace_pid(pid)?;
+        // Its fds as they are before it runs (or goes on): see `Decoder::adopt`.
+        self.decoder.adopt(pid);
         if let Some(c) = &mut self.csv {
             c.snapshot(pid, crate::procfs::clock_ns(libc::CLOCK_MONOTONIC))?;
         }
