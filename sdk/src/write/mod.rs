@@ -763,7 +763,7 @@ impl TraceBuilder {
         let on_panic = (self.flush_on_panic || recorder).then_some(recorder);
         hooks::register(Arc::downgrade(&trace.0), on_panic, self.close_at_exit);
         #[cfg(unix)]
-        signals::register(signal_slot, &trace.0.shared, recorder, self.close_at_exit);
+        signals::register(signal_slot, &trace.0.shared);
         Ok(trace)
     }
 }

@@ -113,15 +113,19 @@ pub(crate) fn claim_dump_signals(capture: &Capture) -> Result<(), String> {
 /// A slot of [`TRACES`] taken for a trace being opened, before its file is written: an open
 /// refused for want of a slot fails before it replaces a file. The slot holds [`RESERVED`],
 /// which carries no tag, so handlers and `unregister` pass over it. [`register`] fills it; an
-/// open that fails before then gives it back when this is dropped.
-pub(crate) struct Reserved(Option<&'static AtomicPtr<Shared>>);
+/// open that fails before then gives it back when this is dropped. `tags` are the kinds of
+/// signal the trace answers ([`ON_FATAL`], [`ON_ENDING`], [`ON_DUMP`]), slot or not.
+pub(crate) struct Reserved {
+    slot: Option<&'static AtomicPtr<Shared>>,
+    tags: usize,
+}
 
 /// What a reserved slot holds: not null, no tag bits, and the address of no `Shared`.
 const RESERVED: *mut Shared = ptr::dangling_mut();
 
 impl Drop for Reserved {
     fn drop(&mut self) {
-        if let Some(slot) = self.0.take() {
+        if let Some(slot) = self.slot.take() {
             slot.store(ptr::null_mut(), Ordering::SeqCst);
         }
     }
@@ -136,41 +140,37 @@ pub(crate) fn reserve(capture: &Capture, fatal: bool, ending: bool) -> Result<Re
     // Miri cannot install signal handlers; under it (unit tests of the writer and keeper) a
     // trace is closed by `close`, at exit, and dumped on panic only.
     let dump = dump_signals(capture).next();
-    if cfg!(miri) || !(fatal || ending || dump.is_some()) {
-        return Ok(Reserved(None));
+    let tags = if fatal { ON_FATAL } else { 0 }
+        | if ending { ON_ENDING } else { 0 }
+        | if dump.is_some() { ON_DUMP } else { 0 };
+    if cfg!(miri) || tags == 0 {
+        return Ok(Reserved { slot: None, tags: 0 });
     }
     let free = TRACES.iter().find(|slot| {
         slot.compare_exchange(ptr::null_mut(), RESERVED, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
     });
     match (free, dump) {
-        (Some(slot), _) => Ok(Reserved(Some(slot))),
         (None, Some(which)) => Err(format!(
             "JETS_CAPTURE clause `trigger={}`: {SLOTS} traces are open already with signal \
              handlers; a signal could not dump this one",
             Trigger::Signal(which)
         )),
-        (None, None) => Ok(Reserved(None)),
+        (slot, _) => Ok(Reserved { slot, tags }),
     }
 }
 
 /// Makes the trace known to the handlers, in the slot `reserved` holds (if any), and installs
-/// the closing handlers of the kinds of signal that close it (`fatal`, `ending`) if they are not
-/// yet.
-pub(crate) fn register(mut reserved: Reserved, shared: &Arc<Shared>, fatal: bool, ending: bool) {
-    if cfg!(miri) {
-        return;
-    }
-    if fatal && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
+/// the closing handlers of the kinds of signal that close it if they are not yet.
+pub(crate) fn register(mut reserved: Reserved, shared: &Arc<Shared>) {
+    let tags = reserved.tags;
+    if tags & ON_FATAL != 0 && !FATAL_INSTALLED.swap(true, Ordering::AcqRel) {
         FATAL.into_iter().for_each(|sig| install(sig, false));
     }
-    if ending {
+    if tags & ON_ENDING != 0 {
         install_ending();
     }
-    let Some(slot) = reserved.0.take() else { return };
-    let tags = if fatal { ON_FATAL } else { 0 }
-        | if ending { ON_ENDING } else { 0 }
-        | if dump_signals(&shared.capture).next().is_some() { ON_DUMP } else { 0 };
+    let Some(slot) = reserved.slot.take() else { return };
     let raw = Arc::into_raw(Arc::clone(shared)).cast_mut();
     debug_assert_eq!(raw.addr() & TAGS, 0, "an Arc<Shared> is aligned past its tags");
     slot.store(raw.map_addr(|a| a | tags), Ordering::SeqCst);
