@@ -141,6 +141,20 @@ unsafe fn leave(lease: *mut Lease) {
     }
 }
 
+/// Runs `f`, the thread's bookkeeping on its leases, as [`BUSY`] (the caller found it
+/// [`READY`]). The mode is set before `f` reads a lease and restored after it wrote, as a signal
+/// handler on this thread sees them (compiler fences: no cost at run time); a handler that finds
+/// it busy uses the other paths.
+#[inline(always)]
+fn busy<R>(l: &Leases, f: impl FnOnce() -> R) -> R {
+    l.mode.set(BUSY);
+    compiler_fence(Ordering::SeqCst);
+    let r = f();
+    compiler_fence(Ordering::SeqCst);
+    l.mode.set(READY);
+    r
+}
+
 /// A lease on `inner` for a node this thread is making, or `None`: the node then holds a count
 /// of its own.
 #[inline(always)]
@@ -154,25 +168,21 @@ fn take_in(l: &Leases, inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
     if l.mode.get() != READY {
         return take_cold(l, inner);
     }
-    l.mode.set(BUSY);
-    // The flag is set before the lease is read and cleared after it is written, as a signal
-    // handler on this thread sees them (no cost at run time).
-    compiler_fence(Ordering::SeqCst);
-    let mut lease = l.current.get();
-    // SAFETY: `current` is null or a live lease of this thread.
-    let current = unsafe { lease.as_ref() };
-    if current.is_none_or(|c| c.key.load(Ordering::Relaxed) != Arc::as_ptr(inner).cast_mut()) {
-        lease = find(l, inner);
-    }
-    // SAFETY: a live lease of this thread, whose fields only this thread writes (but `away`).
-    let leased = unsafe { &*lease };
-    if leased.held.load(Ordering::Relaxed).is_null() {
-        hold(leased, inner);
-    }
-    leased.live.store(leased.live.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    l.mode.set(READY);
-    NonNull::new(lease)
+    busy(l, || {
+        let mut lease = l.current.get();
+        // SAFETY: `current` is null or a live lease of this thread.
+        let current = unsafe { lease.as_ref() };
+        if current.is_none_or(|c| c.key.load(Ordering::Relaxed) != Arc::as_ptr(inner).cast_mut()) {
+            lease = find(l, inner);
+        }
+        // SAFETY: a live lease of this thread, whose fields only this thread writes (but `away`).
+        let leased = unsafe { &*lease };
+        if leased.held.load(Ordering::Relaxed).is_null() {
+            hold(leased, inner);
+        }
+        leased.live.store(leased.live.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        NonNull::new(lease)
+    })
 }
 
 /// The first lease of a thread (its guard is registered first), or none: inside a signal
@@ -202,7 +212,7 @@ fn hold(lease: &Lease, inner: &Arc<Inner>) {
 }
 
 /// This thread's lease for `inner`: the one it has, else an idle one taken over, else a new one.
-/// Inside the bookkeeping ([`BUSY`]).
+/// Inside the bookkeeping ([`busy`]).
 #[cold]
 #[inline(never)]
 fn find(l: &Leases, inner: &Arc<Inner>) -> *mut Lease {
@@ -255,17 +265,14 @@ pub(crate) unsafe fn give(lease: NonNull<Lease>) {
             if l.mode.get() != READY || l.id.get() != lease_ref.owner {
                 return Err(());
             }
-            l.mode.set(BUSY);
-            compiler_fence(Ordering::SeqCst);
-            let live = lease_ref.live.load(Ordering::Relaxed) - 1;
-            lease_ref.live.store(live, Ordering::Relaxed);
-            let released = match live == lease_ref.away.load(Ordering::Acquire) {
-                true => lease_ref.take_held(),
-                false => None,
-            };
-            compiler_fence(Ordering::SeqCst);
-            l.mode.set(READY);
-            Ok(released)
+            Ok(busy(l, || {
+                let live = lease_ref.live.load(Ordering::Relaxed) - 1;
+                lease_ref.live.store(live, Ordering::Relaxed);
+                match live == lease_ref.away.load(Ordering::Acquire) {
+                    true => lease_ref.take_held(),
+                    false => None,
+                }
+            }))
         })
         .unwrap_or(Err(()));
     match released {
@@ -301,17 +308,15 @@ pub(crate) fn settle(inner: &Arc<Inner>) {
             if l.mode.get() != READY {
                 return None;
             }
-            l.mode.set(BUSY);
-            compiler_fence(Ordering::SeqCst);
-            let key = Arc::as_ptr(inner).cast_mut();
-            let all = l.all.take();
-            let count = own(&all)
-                .find(|(_, p)| p.key.load(Ordering::Relaxed) == key)
-                .and_then(|(_, p)| if p.idle() { p.take_held() } else { None });
-            l.all.set(all);
-            compiler_fence(Ordering::SeqCst);
-            l.mode.set(READY);
-            count
+            busy(l, || {
+                let key = Arc::as_ptr(inner).cast_mut();
+                let all = l.all.take();
+                let count = own(&all)
+                    .find(|(_, p)| p.key.load(Ordering::Relaxed) == key)
+                    .and_then(|(_, p)| if p.idle() { p.take_held() } else { None });
+                l.all.set(all);
+                count
+            })
         })
         .ok()
         .flatten();
