@@ -68,8 +68,9 @@ pub struct StreamedFile {
     written: u64,
     started: u64,
     dropped: u64,
-    /// The end of the disk space reserved so far ([`RESERVE_AHEAD`]); 0 once the file system
-    /// refused a reservation, which is then not asked for again.
+    /// The end of the disk space reserved so far ([`RESERVE_AHEAD`]), and whether to go on
+    /// reserving: not once the file system refused (no support, or a full disk). What was
+    /// reserved before a refusal is still given back at the drop.
     reserved: u64,
     may_reserve: bool,
     /// [`STEP`] and [`KEEP_CACHED`] (smaller in unit tests).
@@ -115,7 +116,9 @@ impl StreamedFile {
                 let from = self.reserved.max(self.written);
                 let to = self.written + RESERVE_AHEAD.max(2 * self.step);
                 self.may_reserve = reserve(&self.file, from, to - from);
-                self.reserved = if self.may_reserve { to } else { 0 };
+                if self.may_reserve {
+                    self.reserved = to;
+                }
             }
         }
         self.started = self.written;
