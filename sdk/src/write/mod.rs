@@ -389,11 +389,13 @@ impl Shared {
 /// Ties the writer thread's lifetime to the last `Trace` clone or record handle.
 ///
 /// Aligned to two cache lines, so that the `Arc`'s counts, before it, have a pair of lines of
-/// their own: a thread that makes a record while it has no other open (a worker making children
-/// of another thread's record) takes and gives back its lease's count (`lease`), and every
-/// record made anywhere reads `shared` here; on one line, each count change took that line
-/// from the other cores (criterion, 2026-11-28: a record begun and ended, 51.6 ns per thread
-/// on two threads, 32.2 ns on one; aligned, 32.8 and 26.9 ns).
+/// their own, and nothing else of the heap shares them. A thread that makes a record while it
+/// has no other open (a worker making children of another thread's record) takes and gives back
+/// its lease's count (`lease`), and every record made anywhere reads `shared` here: on one
+/// line, each count change took that line from the other cores. Criterion, 2026-11-28, a record
+/// begun and ended (alternated builds): 51.6 → 32.8 ns per thread on two threads, and
+/// 32.2 → 26.9 ns on one, where no count changes: what shared the line there (a neighbouring
+/// allocation) was not pinned down.
 #[repr(align(128))]
 pub(crate) struct Inner {
     shared: Arc<Shared>,
