@@ -43,8 +43,17 @@ struct Producers {
 }
 
 impl Producers {
-    fn new(trace: &Trace, extra: usize, emit: Emit) -> Producers {
-        let root = Arc::new(trace.root("bench", "Bench").begin_at(0).expect("root"));
+    /// `foreign_root`: the record every thread emits under is made on a thread of its own, which
+    /// has exited, so that no emitting thread has a record of its own open between calls (the
+    /// workers of a thread pool making children of another thread's record).
+    fn new(trace: &Trace, extra: usize, emit: Emit, foreign_root: bool) -> Producers {
+        let root = if foreign_root {
+            let trace = trace.clone();
+            let made = thread::spawn(move || trace.root("bench", "Bench").begin_at(0));
+            Arc::new(made.join().expect("join").expect("root"))
+        } else {
+            Arc::new(trace.root("bench", "Bench").begin_at(0).expect("root"))
+        };
         let (done_tx, done) = mpsc::channel();
         let go = (0..extra)
             .map(|_| {
@@ -105,22 +114,26 @@ fn producer(c: &mut Criterion) {
                     .emit_at(black_box(i + 1))
                     .expect("emit")
             });
-            let producers = Producers::new(&trace, threads - 1, emit);
+            let producers = Producers::new(&trace, threads - 1, emit, false);
             b.iter_custom(|iters| producers.time(&trace, iters));
             drop(producers);
             trace.close().expect("close");
         });
-        g.bench_function(BenchmarkId::new("record_begin_end", threads), |b| {
-            let trace = quiet_trace();
-            let emit: Emit = Arc::new(|r, i| {
-                let rec = r.child("insn", "Instruction").begin_at(black_box(i)).expect("begin");
-                rec.end_at(i + 3).expect("end");
+        // Under a record of the thread's own, and under one made on another thread (a worker).
+        for (name, foreign_root) in [("record_begin_end", false), ("worker_record_begin_end", true)]
+        {
+            g.bench_function(BenchmarkId::new(name, threads), |b| {
+                let trace = quiet_trace();
+                let emit: Emit = Arc::new(|r, i| {
+                    let rec = r.child("insn", "Instruction").begin_at(black_box(i)).expect("begin");
+                    rec.end_at(i + 3).expect("end");
+                });
+                let producers = Producers::new(&trace, threads - 1, emit, foreign_root);
+                b.iter_custom(|iters| producers.time(&trace, iters));
+                drop(producers);
+                trace.close().expect("close");
             });
-            let producers = Producers::new(&trace, threads - 1, emit);
-            b.iter_custom(|iters| producers.time(&trace, iters));
-            drop(producers);
-            trace.close().expect("close");
-        });
+        }
     }
     // The same-run reference beside the event's figure: the 16 words that event takes in its
     // ring (header, cycle, record id, name, two typed fields), made from the loop counter and

@@ -83,8 +83,9 @@ pub mod __signals {
 }
 
 /// For a `fork` wrapper such as the C library's `pthread_atfork` handlers; not a stable API.
-/// Opening and closing a trace take two process-wide locks (the capture counters' registry, the
-/// list of the process hooks' traces): [`hold`](__fork::hold) takes them before the fork and
+/// Opening and closing a trace take three process-wide locks (the capture counters' registry, the
+/// list of the process hooks' traces, the threads' leases on traces): [`hold`](__fork::hold)
+/// takes them before the fork and
 /// [`release`](__fork::release) gives them back after, in the parent and in the child, so that
 /// a child never inherits them held.
 #[doc(hidden)]
@@ -93,9 +94,11 @@ pub mod __fork {
     pub fn hold() {
         crate::capture::gate::left::hold_for_fork();
         crate::write::hooks::hold_for_fork();
+        crate::write::lease::hold_for_fork();
     }
     /// After `fork`, in the parent and in the child, on the forking thread.
     pub fn release() {
+        crate::write::lease::release_after_fork();
         crate::write::hooks::release_after_fork();
         crate::capture::gate::left::release_after_fork();
     }

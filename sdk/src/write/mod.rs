@@ -19,7 +19,7 @@
 mod encoders;
 mod fence;
 pub(crate) mod hooks;
-mod lease;
+pub(crate) mod lease;
 pub(crate) mod line;
 mod nap;
 mod record;
@@ -34,7 +34,7 @@ pub(crate) mod tests;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
@@ -399,6 +399,9 @@ impl Shared {
 #[repr(align(128))]
 pub(crate) struct Inner {
     shared: Arc<Shared>,
+    /// `Trace` values alive (clones of the one [`TraceBuilder`] made): the last one dropped
+    /// takes back the counts the threads' leases keep parked ([`lease::revoke`]).
+    pub(crate) traces: AtomicUsize,
     join: Mutex<Option<JoinHandle<Summary>>>,
     result: Mutex<Option<Result<Summary, Error>>>,
 }
@@ -766,6 +769,7 @@ impl TraceBuilder {
         let _ = shared.writer.set(handle.thread().clone());
         let trace = Trace(Arc::new(Inner {
             shared,
+            traces: AtomicUsize::new(1),
             join: Mutex::new(Some(handle)),
             result: Mutex::new(None),
         }));
@@ -785,15 +789,28 @@ impl TraceBuilder {
 /// record handle are dropped. A record ended on another thread than the one that began it, when
 /// it is that thread's last, counts as gone once that thread ends or drops a record, drops a
 /// clone, or exits (spec WR-LEASE-1); at the latest, the trace is closed at process exit.
-#[derive(Clone)]
 pub struct Trace(Arc<Inner>);
+
+impl Clone for Trace {
+    fn clone(&self) -> Self {
+        // Relaxed: the count cannot reach zero meanwhile (`self` is one of them).
+        self.0.traces.fetch_add(1, Ordering::Relaxed);
+        Trace(Arc::clone(&self.0))
+    }
+}
 
 impl Drop for Trace {
     /// A thread's records keep the trace through one count for all of them (`lease`), which the
-    /// thread may still hold after its last record was ended on another thread: it is let go
-    /// here if so, so that the last clone dropped on that thread closes the trace.
+    /// thread keeps, parked, between its records, and may still hold after its last record was
+    /// ended on another thread. This thread's is parked here if so; the last clone takes back
+    /// every parked count, so that the trace closes when the last clone and the last record
+    /// handle are gone, as it would without leases.
     fn drop(&mut self) {
         lease::settle(&self.0);
+        // SeqCst: see `lease`.
+        if self.0.traces.fetch_sub(1, Ordering::SeqCst) == 1 {
+            lease::revoke(&self.0);
+        }
     }
 }
 
