@@ -389,13 +389,12 @@ impl Shared {
 /// Ties the writer thread's lifetime to the last `Trace` clone or record handle.
 ///
 /// Aligned to two cache lines, so that the `Arc`'s counts, before it, have a pair of lines of
-/// their own, and nothing else of the heap shares them. A thread that makes a record while it
-/// has no other open (a worker making children of another thread's record) takes and gives back
-/// its lease's count (`lease`), and every record made anywhere reads `shared` here: on one
-/// line, each count change took that line from the other cores. Criterion, 2026-11-28, a record
-/// begun and ended (alternated builds): 51.6 → 32.8 ns per thread on two threads, and
-/// 32.2 → 26.9 ns on one, where no count changes: what shared the line there (a neighbouring
-/// allocation) was not pinned down.
+/// their own, shared with nothing else of the heap: every record made anywhere reads `shared`
+/// here, and a count change took that line from the other cores. Criterion, 2026-11-28, a record
+/// begun and ended under the thread's own record, two threads (alternated builds): 51.6 → 32.8 ns
+/// per thread when a thread there still took its lease's count for each record; with leases
+/// parking their count (`lease`), 37.1 and 39.2 → 34.8 and 35.2 ns. On one thread no difference
+/// (26.3–28.4 ns either way).
 #[repr(align(128))]
 pub(crate) struct Inner {
     shared: Arc<Shared>,
