@@ -74,6 +74,12 @@ fn simulate(path: &std::path::Path, end: End) {
         // SAFETY: sets the signal's action to "ignore", as `nohup` does before `exec`.
         unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
     }
+    if let End::Raise(sig) = end {
+        // The signal's default action, whatever this process inherited: the tests themselves
+        // may run under `nohup` (SIGHUP ignored, which the trace leaves so: `under_nohup_...`).
+        // SAFETY: sets the signal's action to its default.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
     let close_at_exit = end != End::Exit { close_at_exit: false };
     if end == End::RecorderInterrupted {
         let capture = Capture { recorder: Some(Recorder::Cycles(WINDOW)), ..Capture::default() };
