@@ -74,9 +74,15 @@ fn simulate(path: &std::path::Path, end: End) {
         // SAFETY: sets the signal's action to "ignore", as `nohup` does before `exec`.
         unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
     }
-    if let End::Raise(sig) = end {
-        // The signal's default action, whatever this process inherited: the tests themselves
-        // may run under `nohup` (SIGHUP ignored, which the trace leaves so: `under_nohup_...`).
+    // The raised signal's default action, whatever this process inherited: the tests may run
+    // under `nohup` (SIGHUP ignored) or as a shell's background job (SIGINT ignored), and an
+    // ignored signal stays ignored with a trace open (`under_nohup_sighup_stays_ignored`).
+    let raised = match end {
+        End::Raise(sig) => Some(sig),
+        End::RecorderInterrupted => Some(libc::SIGINT),
+        _ => None,
+    };
+    if let Some(sig) = raised {
         // SAFETY: sets the signal's action to its default.
         unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
