@@ -21,13 +21,17 @@
 //!   record), takes its count back from there with one locked instruction on its own lease's
 //!   cache line, rather than two on the trace's count, which every such thread would share
 //!   (criterion `worker_record_begin_end`, 2026-11-28, two such threads: 70.5 and 93.4 ns per
-//!   record begun and ended, per thread, taking the trace's count; 40.8 and 39.5 ns parking).
+//!   record begun and ended, per thread, taking the trace's count; 40.8 and 39.5 ns parking with
+//!   sequentially consistent atomics; 35.1 and 34.1 ns with the barrier below, and 30.6 and
+//!   29.9 ns on one thread against 37.1 and 35.1).
 //! * A parked count never holds a trace open on its own: when the last `Trace` clone is dropped
 //!   ([`revoke`]), every lease on the trace is marked *orphan* and its parked count taken and
 //!   dropped; an orphan lease drops its count when its records are gone rather than park it.
 //!   Both sides write then read (the owner parks, then reads the mark; the revoker marks, then
-//!   takes what is parked), all sequentially consistent: whichever comes second sees the other's
-//!   write, so no count stays parked on a trace that has no clone left.
+//!   takes what is parked), with a store-load barrier between (the close handshake's: nothing
+//!   but the compiler's on the owner's side, `membarrier` on the revoker's; see `fence`):
+//!   whichever comes second sees the other's write, so no count stays parked on a trace that has
+//!   no clone left. Both may take the count; the swap gives it to one.
 //! * A node freed on another thread while the owner neither frees a node of its own there again
 //!   nor drops a clone leaves the count to the owner's exit (or the process's, whose exit handler
 //!   closes every trace): the only delay leases add.
@@ -107,9 +111,12 @@ impl Lease {
             return None;
         }
         self.held.store(ptr::null_mut(), Ordering::Relaxed);
-        // SeqCst, here and in `revoke`: see the module.
-        self.parked.swap(count, Ordering::SeqCst);
-        if !self.orphan.load(Ordering::SeqCst) {
+        // Release: this thread's uses of the trace happen before `revoke` drops the count.
+        self.parked.store(count, Ordering::Release);
+        // Store, then load, as `revoke` does the other way round: a store-load barrier on both
+        // sides, the heavy one in `revoke` (see `fence`), so that this side's costs nothing.
+        super::fence::light();
+        if !self.orphan.load(Ordering::Relaxed) {
             return None;
         }
         let count = self.parked.swap(ptr::null_mut(), Ordering::SeqCst);
@@ -156,14 +163,19 @@ pub(crate) fn revoke(inner: &Inner) {
     let mut counts = Vec::new();
     {
         let all = all();
-        for lease in all.iter() {
-            // SAFETY: leases are never freed.
-            let l = unsafe { &*lease.0 };
-            if l.key.load(Ordering::Relaxed) != key {
-                continue;
-            }
-            l.orphan.store(true, Ordering::SeqCst);
-            let count = l.parked.swap(ptr::null_mut(), Ordering::SeqCst);
+        let on_trace = || {
+            all.iter()
+                // SAFETY: leases are never freed.
+                .map(|p| unsafe { &*p.0 })
+                .filter(|l| l.key.load(Ordering::Relaxed) == key)
+        };
+        for l in on_trace() {
+            l.orphan.store(true, Ordering::Relaxed);
+        }
+        // Store, then load: see `Lease::park`.
+        super::fence::heavy();
+        for l in on_trace() {
+            let count = l.parked.swap(ptr::null_mut(), Ordering::Acquire);
             if !count.is_null() {
                 // SAFETY: as in `Lease::park`.
                 counts.push(unsafe { Arc::from_raw(count) });
@@ -374,7 +386,8 @@ fn find(l: &Leases, inner: &Arc<Inner>) -> *mut Lease {
         // SAFETY: a lease of this thread, with no count and no node.
         let leased = unsafe { &*lease };
         leased.key.store(key, Ordering::Relaxed);
-        // SeqCst: see `Trace`'s drop, which counts clones down before it takes this lock.
+        // Under the lock, which `Trace`'s drop takes (in `revoke`) after counting clones down:
+        // either that drop marks this lease, or this load sees its count.
         leased.orphan.store(inner.traces.load(Ordering::SeqCst) == 0, Ordering::Relaxed);
         drop(list);
         lease
