@@ -69,7 +69,8 @@ pub(crate) struct Lease {
     /// The owning thread's id ([`Leases::id`]), or 0 while the lease is free (see [`ALL`]).
     owner: AtomicU64,
     /// The trace this lease is for: compared, never followed through this field. A lease with no
-    /// live node holds no count and may be taken for another trace.
+    /// live node and no count, held or parked, may be taken for another trace (under [`ALL`]'s
+    /// lock).
     key: AtomicPtr<Inner>,
     /// The count (`Arc::into_raw`), or null while no node is alive.
     held: AtomicPtr<Inner>,
@@ -99,9 +100,7 @@ impl Lease {
         // SAFETY: a non-null `held` came from `Arc::into_raw` and is taken once (nulled above).
         Some(unsafe { Arc::from_raw(p) })
     }
-}
 
-impl Lease {
     /// Parks the count of a lease whose last node is gone (owner only); returns it when the
     /// lease is an orphan, for the caller to drop once its bookkeeping is done.
     #[inline(always)]
