@@ -83,9 +83,9 @@ pub mod __signals {
 }
 
 /// For a `fork` wrapper such as the C library's `pthread_atfork` handlers; not a stable API.
-/// Opening and closing a trace take three process-wide locks (the capture counters' registry, the
-/// list of the process hooks' traces, the threads' leases on traces): [`hold`](__fork::hold)
-/// takes them before the fork and
+/// Opening and closing a trace, and a thread's first record in one, take process-wide locks (the
+/// capture counters' registry, the list of the process hooks' traces, the list of the threads'
+/// leases on traces): [`hold`](__fork::hold) takes them before the fork and
 /// [`release`](__fork::release) gives them back after, in the parent and in the child, so that
 /// a child never inherits them held.
 #[doc(hidden)]
