@@ -100,9 +100,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     };
     step("producer, one thread");
-    let one = producer(1, sizes.events_per_thread)?;
+    let one = producer(Call::Event, 1, sizes.events_per_thread)?;
     step("producer, two threads");
-    let two = producer(2, sizes.events_per_thread)?;
+    let two = producer(Call::Event, 2, sizes.events_per_thread)?;
+    step("producer, records of two worker threads");
+    let workers = producer(Call::WorkerRecord, 2, sizes.events_per_thread / 4)?;
     let dir = TempDir::new(args.dir.as_deref())?;
     step("end to end into a file");
     let (lines_per_sec, file, bytes_per_line) = end_to_end(dir.path(), sizes.end_to_end_lines)?;
@@ -119,6 +121,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "producer_event_ns_p99_1_thread": round(one.p99),
         "producer_event_ns_p50_2_threads": round(two.p50),
         "producer_event_ns_p99_2_threads": round(two.p99),
+        "producer_worker_record_ns_p50_2_threads": round(workers.p50),
+        "producer_worker_record_ns_p99_2_threads": round(workers.p99),
         "end_to_end_lines_per_sec": lines_per_sec.round(),
         "end_to_end_bytes_per_line": round(bytes_per_line),
         "layer_span_ns": round(span_ns),
@@ -398,9 +402,14 @@ fn to_text(r: &Value) -> String {
         f("producer_event_ns_p99_1_thread")
     );
     s += &format!(
-        "producer, event with 2 fields, 2 threads {:>7.1} ns   {:>7.1} ns  (per thread)\n\n",
+        "producer, event with 2 fields, 2 threads {:>7.1} ns   {:>7.1} ns  (per thread)\n",
         f("producer_event_ns_p50_2_threads"),
         f("producer_event_ns_p99_2_threads")
+    );
+    s += &format!(
+        "producer, record of a worker, 2 threads  {:>7.1} ns   {:>7.1} ns  (begun and ended)\n\n",
+        f("producer_worker_record_ns_p50_2_threads"),
+        f("producer_worker_record_ns_p99_2_threads")
     );
     s += &format!(
         "end to end into a file    {:>10.2} M lines/s ({:.0} bytes per line)\n",
@@ -486,15 +495,39 @@ fn percentiles(mut samples: Vec<f64>) -> Result<Percentiles> {
     Ok(Percentiles { p50: at(0.5), p99: at(0.99) })
 }
 
-#[inline(always)]
-fn emit(root: &RecordHandle, i: u64) -> Result<(), jets::Error> {
-    root.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1))
+/// What a producer call of the bench does.
+#[derive(Clone, Copy)]
+enum Call {
+    /// A two-field event on a record the bench thread made.
+    Event,
+    /// A record begun and ended under a record made on a thread that has exited, so that no
+    /// producer has a record of its own open between calls: a thread pool's workers.
+    WorkerRecord,
 }
 
-/// Per-event producer cost on `threads` long-lived threads.
-fn producer(threads: usize, events_per_thread: u64) -> Result<Percentiles> {
+#[inline(always)]
+fn emit(call: Call, root: &RecordHandle, i: u64) -> Result<(), jets::Error> {
+    match call {
+        Call::Event => {
+            root.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1))
+        }
+        Call::WorkerRecord => {
+            root.child("insn", "Instruction").begin_at(black_box(i))?.end_at(i + 3)
+        }
+    }
+}
+
+/// Per-call producer cost of `call` on `threads` long-lived threads.
+fn producer(call: Call, threads: usize, events_per_thread: u64) -> Result<Percentiles> {
     let trace = TraceBuilder::new().capacity(1 << 15).writer(std::io::sink(), Metadata::new())?;
-    let root = trace.root("bench", "Bench").begin_at(0)?;
+    let root = match call {
+        Call::Event => trace.root("bench", "Bench").begin_at(0)?,
+        Call::WorkerRecord => {
+            let trace = trace.clone();
+            let made = thread::spawn(move || trace.root("bench", "Bench").begin_at(0));
+            made.join().map_err(|_| anyhow!("the root's thread panicked"))??
+        }
+    };
     let chunks = (events_per_thread / CHUNK).max(2);
     let barrier = Barrier::new(threads);
     let work = |leader: bool| -> Result<Vec<f64>> {
@@ -505,7 +538,7 @@ fn producer(threads: usize, events_per_thread: u64) -> Result<Percentiles> {
             for _ in 0..CHUNK / BATCH {
                 let start = Instant::now();
                 for _ in 0..BATCH {
-                    emit(&root, i)?;
+                    emit(call, &root, i)?;
                     i += 1;
                 }
                 // The first chunk warms the ring and the caches up.
@@ -528,7 +561,7 @@ fn producer(threads: usize, events_per_thread: u64) -> Result<Percentiles> {
         }
         Ok(all)
     })?;
-    root.end_at(chunks * CHUNK + 1)?;
+    root.end_at(chunks * CHUNK + 4)?;
     trace.close()?;
     percentiles(samples)
 }

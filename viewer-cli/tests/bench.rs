@@ -17,6 +17,8 @@ fn bench_json_has_every_figure() {
         "producer_event_ns_p99_1_thread",
         "producer_event_ns_p50_2_threads",
         "producer_event_ns_p99_2_threads",
+        "producer_worker_record_ns_p50_2_threads",
+        "producer_worker_record_ns_p99_2_threads",
         "end_to_end_lines_per_sec",
         "end_to_end_bytes_per_line",
         "layer_span_ns",
