@@ -240,8 +240,8 @@ impl Drop for Guard {
             l.mode.set(EXITED);
             l.current.set(ptr::null_mut());
             for lease in l.all.take() {
-                // SAFETY: a lease of this thread, alive until it is concluded below or by the
-                // last free elsewhere (after GONE).
+                // SAFETY: a lease of this thread (never freed; ended below or by the last free
+                // elsewhere, after GONE).
                 unsafe { leave(lease) };
             }
         });
@@ -398,8 +398,8 @@ fn find(l: &Leases, inner: &Arc<Inner>) -> *mut Lease {
 
 /// A thread's list of its leases, each as a pointer and a reference.
 fn own(all: &[*mut Lease]) -> impl Iterator<Item = (*mut Lease, &Lease)> {
-    // SAFETY: the list holds this thread's leases, which live at least until its exit (`leave`),
-    // when the list is emptied first.
+    // SAFETY: leases are never freed; the list holds this thread's own until its exit
+    // (`leave`), when it is emptied first.
     all.iter().map(|&p| (p, unsafe { &*p }))
 }
 
@@ -409,7 +409,8 @@ fn own(all: &[*mut Lease]) -> impl Iterator<Item = (*mut Lease, &Lease)> {
 /// `lease` came from [`take`] for that node, which is freed once, here.
 #[inline(always)]
 pub(crate) unsafe fn give(lease: NonNull<Lease>) {
-    // SAFETY: a node's lease lives until its last node is freed: this one is not yet.
+    // SAFETY: leases are never freed, and this one is not ended (not free for another thread)
+    // while a node made under it, this one, is alive.
     let lease_ref = unsafe { lease.as_ref() };
     let released = LEASES
         .try_with(|l| {
@@ -481,7 +482,7 @@ mod tests {
     use std::thread;
 
     use super::super::tests::Buf;
-    use super::super::{Metadata, Trace};
+    use super::super::{Metadata, RecordHandle, Trace};
 
     fn open(out: &Buf) -> Trace {
         Trace::to_writer(out.clone(), Metadata::new()).expect("open")
@@ -519,27 +520,36 @@ mod tests {
         assert!(closed(&out), "dropping the last clone closed the trace");
     }
 
+    /// A worker thread that makes `records` children of `root`, one at a time, and then lives
+    /// on, making nothing, until told to exit (a send on the returned channel). Returns once
+    /// its records are ended and its count is parked.
+    fn parked_worker(
+        root: &Arc<RecordHandle>,
+        records: u64,
+    ) -> (thread::JoinHandle<()>, mpsc::Sender<()>) {
+        let (parked_tx, parked_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let root = Arc::clone(root);
+        let worker = thread::spawn(move || {
+            for i in 0..records {
+                let kid = root.child("insn", "Insn").begin_at(i + 1).expect("kid");
+                kid.end_at(i + 2).expect("end");
+            }
+            drop(root);
+            parked_tx.send(()).expect("send");
+            done_rx.recv().expect("recv");
+        });
+        parked_rx.recv().expect("recv");
+        (worker, done_tx)
+    }
+
     #[test]
     fn a_worker_between_records_keeps_its_count_parked_until_it_exits() {
         let out = Buf::default();
         let trace = open(&out);
         let root = Arc::new(trace.root("core", "Core").begin_at(0).expect("root"));
         assert_eq!(count(&trace), 2);
-        let (parked_tx, parked_rx) = mpsc::channel();
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let worker = {
-            let root = Arc::clone(&root);
-            thread::spawn(move || {
-                for i in 0..10 {
-                    let kid = root.child("insn", "Insn").begin_at(i).expect("kid");
-                    kid.end_at(i + 1).expect("end");
-                }
-                drop(root);
-                parked_tx.send(()).expect("send");
-                done_rx.recv().expect("recv");
-            })
-        };
-        parked_rx.recv().expect("recv");
+        let (worker, done_tx) = parked_worker(&root, 10);
         assert_eq!(count(&trace), 3, "the worker's count, parked between its records");
         done_tx.send(()).expect("send");
         // `join` returns once the thread's exit handlers have run.
@@ -556,20 +566,7 @@ mod tests {
         let out = Buf::default();
         let trace = open(&out);
         let root = Arc::new(trace.root("core", "Core").begin_at(0).expect("root"));
-        let (parked_tx, parked_rx) = mpsc::channel();
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let worker = {
-            let root = Arc::clone(&root);
-            thread::spawn(move || {
-                let kid = root.child("insn", "Insn").begin_at(1).expect("kid");
-                kid.end_at(2).expect("end");
-                drop(root);
-                parked_tx.send(()).expect("send");
-                // Lives on, making nothing, with its count parked.
-                done_rx.recv().expect("recv");
-            })
-        };
-        parked_rx.recv().expect("recv");
+        let (worker, done_tx) = parked_worker(&root, 1);
         assert_eq!(count(&trace), 3, "the clone, the root's lease, the worker's parked count");
         drop(trace);
         assert!(!closed(&out), "the root is open");
