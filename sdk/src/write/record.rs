@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::lease::{self, Lease};
-use super::line::{Kind, Line};
+use super::line::{Kind, Line, Plain};
 use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
@@ -544,7 +544,7 @@ impl Node {
         };
         line.id = id;
         let shared = &self.inner.shared;
-        let pushed = ring::push::<true>(shared, line);
+        let pushed = ring::push::<true, _>(shared, line);
         PUSHING_DEFERRED.with(|p| p.set(false));
         match pushed {
             Ok(Some((pos, _))) => {
@@ -635,13 +635,20 @@ fn write_end(
     clk: u64,
     status: Option<Status>,
 ) -> Result<(), Error> {
-    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
-    line.clk = clk;
-    if let Some(status) = status {
-        line.data.push("status", status);
-    }
-    // `line` is consumed by the push whatever it returns.
-    if ring::push::<false>(&inner.shared, &mut line)?.is_none() {
+    // The line is consumed by the push whatever it returns.
+    let pushed = match status {
+        None => {
+            let end = Plain { kind: Kind::End, clk, id, name: Str::EMPTY, after: Some(pos) };
+            ring::push::<false, _>(&inner.shared, &mut ManuallyDrop::new(end))?
+        }
+        Some(status) => {
+            let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
+            line.clk = clk;
+            line.data.push("status", status);
+            ring::push::<false, _>(&inner.shared, &mut line)?
+        }
+    };
+    if pushed.is_none() {
         inner.shared.count_drop(DROP_END);
     }
     Ok(())

@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::fence;
-use super::line::{Kind, Line, MAX_WORDS};
+use super::line::{Line, Queued, MAX_WORDS};
 use super::record::Slot as LineBox;
 use super::spsc::{self, Cursor, Producer};
 use super::{Policy, Shared};
@@ -168,10 +168,10 @@ impl LocalRing {
     ///
     /// `RECORD`: the line is a `record` line (see [`Line::write_to`]).
     #[inline(always)]
-    fn push<const RECORD: bool>(
+    fn push<const RECORD: bool, L: Queued>(
         &mut self,
         shared: &Shared,
-        line: &mut ManuallyDrop<Line>,
+        line: &mut ManuallyDrop<L>,
     ) -> Pushed {
         self.slot.busy.store(true, Ordering::Relaxed);
         fence::light();
@@ -186,24 +186,24 @@ impl LocalRing {
             // (it was not retired before, or `closed` would be set) and stays there until busy
             // is cleared. The cursor's buffer is alive meanwhile: `push_to` may use it, without
             // looking at the producer end itself (one dependent load less on every push).
-            self.push_to::<RECORD>(shared, line)
+            self.push_to::<RECORD, L>(shared, line)
         };
         self.slot.busy.store(false, Ordering::Release);
         result
     }
 
     #[inline(always)]
-    fn push_to<const RECORD: bool>(
+    fn push_to<const RECORD: bool, L: Queued>(
         &mut self,
         shared: &Shared,
-        line: &mut ManuallyDrop<Line>,
+        line: &mut ManuallyDrop<L>,
     ) -> Pushed {
-        debug_assert_eq!(RECORD, line.kind == Kind::Record);
         // A deferred record has its id already (`record::begin_line`).
-        if RECORD && line.id == 0 {
-            line.id = self.next_id(shared);
+        if RECORD && line.id() == 0 {
+            let id = self.next_id(shared);
+            line.set_id(id);
         }
-        let id = line.id;
+        let id = line.id();
         // Room for the largest entry (a constant: no need to look at the line first); only when
         // the ring has less than that is the line's own size worked out, to see whether it
         // still fits.
@@ -213,7 +213,7 @@ impl LocalRing {
             None => {
                 let (cursor, slot) = (&mut self.cursor, &self.slot);
                 // SAFETY: as above, during this push (busy, not closed).
-                match unsafe { reserve_exact(cursor, slot, shared, line, self.ring) } {
+                match unsafe { reserve_exact(cursor, slot, shared, &**line, self.ring) } {
                     Ok(at) => at,
                     Err(e) => {
                         // SAFETY: consumed here, per the contract.
@@ -227,7 +227,7 @@ impl LocalRing {
         // size), and the line is not used again by the caller (this function's contract);
         // `commit` publishes exactly the entry just written. A dependency on this ring is left
         // out: FIFO already orders it.
-        let words = unsafe { Line::write_to::<RECORD>(line, at, self.ring) };
+        let words = unsafe { L::write_to::<RECORD>(line, at, self.ring) };
         // SAFETY: as for `reserve`.
         unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
@@ -247,7 +247,7 @@ unsafe fn reserve_exact(
     cursor: &mut Cursor,
     slot: &Slot,
     shared: &Shared,
-    line: &Line,
+    line: &impl Queued,
     ring: u32,
 ) -> Result<*mut u64, Pushed> {
     let words = line.words(ring);
@@ -493,11 +493,11 @@ fn new_local_ring<'a>(
 /// Always consumes `*line` (into the ring, or dropped), whatever it returns: the caller must
 /// neither use nor drop it afterwards.
 #[inline(always)]
-pub(crate) fn push<const RECORD: bool>(
+pub(crate) fn push<const RECORD: bool, L: Queued>(
     shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
+    line: &mut ManuallyDrop<L>,
 ) -> Pushed {
-    push_local::<RECORD>(shared, line).0
+    push_local::<RECORD, L>(shared, line).0
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
@@ -512,7 +512,7 @@ pub(crate) fn push_boxed<const RECORD: bool>(
     let raw = Box::into_raw(slot);
     // SAFETY: `raw` is a live box whose line is initialized and ours; `ManuallyDrop<Line>` has
     // the same layout as `Line`, and the push takes ownership through it exactly once.
-    let (result, local) = push_local::<RECORD>(shared, unsafe {
+    let (result, local) = push_local::<RECORD, Line>(shared, unsafe {
         &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
     });
     // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
@@ -529,9 +529,9 @@ pub(crate) fn push_boxed<const RECORD: bool>(
 /// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
 /// (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
-fn push_local<const RECORD: bool>(
+fn push_local<const RECORD: bool, L: Queued>(
     shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
+    line: &mut ManuallyDrop<L>,
 ) -> (Pushed, bool) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
@@ -549,7 +549,7 @@ fn push_local<const RECORD: bool>(
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
             let result = match local_ring(rings, shared) {
-                Ok(ring) => ring.push::<RECORD>(shared, line),
+                Ok(ring) => ring.push::<RECORD, L>(shared, line),
                 Err(e) => {
                     // SAFETY: consumed here, per the contract.
                     unsafe { ManuallyDrop::drop(line) };
@@ -559,7 +559,7 @@ fn push_local<const RECORD: bool>(
             (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
-        Err(_) => (push_fallback::<RECORD>(shared, line), false),
+        Err(_) => (push_fallback::<RECORD, L>(shared, line), false),
     };
     drop(entered);
     pushed
@@ -568,9 +568,9 @@ fn push_local<const RECORD: bool>(
 /// No usable thread-local ring (this thread is being torn down): use the trace's shared ring
 /// behind a mutex. Slower, same ordering.
 #[cold]
-fn push_fallback<const RECORD: bool>(
+fn push_fallback<const RECORD: bool, L: Queued>(
     shared: &Arc<Shared>,
-    line: &mut ManuallyDrop<Line>,
+    line: &mut ManuallyDrop<L>,
 ) -> Pushed {
     let mut fallback = shared.fallback.lock().unwrap_or_else(|p| p.into_inner());
     let ring = match fallback.take() {
@@ -584,5 +584,5 @@ fn push_fallback<const RECORD: bool>(
             }
         },
     };
-    fallback.insert(ring).push::<RECORD>(shared, line)
+    fallback.insert(ring).push::<RECORD, L>(shared, line)
 }
