@@ -391,16 +391,39 @@ impl Node {
 }
 
 /// The held records: nodes in a flat vector (slots reused), found by record id.
-#[derive(Default)]
 struct Table {
     nodes: Vec<Node>,
     free: Vec<u32>,
     ids: Ids,
+    /// The last parent found by [`Table::parent`]: (id, slot).
+    parent: (u64, u32),
+}
+
+impl Default for Table {
+    fn default() -> Table {
+        Table { nodes: Vec::new(), free: Vec::new(), ids: Ids::default(), parent: (0, NONE) }
+    }
 }
 
 impl Table {
     fn slot(&self, id: u64) -> Option<usize> {
         self.ids.get(id).map(|s| s as usize)
+    }
+
+    /// [`Table::slot`] for a record's parent. Records come mostly in runs with one parent (a
+    /// simulator's instructions under their core's record, which lives as long as the run and
+    /// so is found in the map of older ids), so the last one found is tried first: its slot
+    /// still holds it while a node there has its id and a line (every removal marks the node
+    /// gone, and ids are never reused).
+    #[inline]
+    fn parent(&mut self, id: u64) -> Option<usize> {
+        let (last, s) = self.parent;
+        if last == id && self.nodes.get(s as usize).is_some_and(|n| n.id == id && n.alive()) {
+            return Some(s as usize);
+        }
+        let s = self.slot(id)?;
+        self.parent = (id, s as u32);
+        Some(s)
     }
 
     /// Adds `node` (whose `notes` is empty) and returns its slot: a reused slot keeps its notes
@@ -1049,7 +1072,7 @@ impl Keeper {
             return;
         }
         let mut parent_node = NONE;
-        if let Some(s) = m.parent.and_then(|p| self.table.slot(p)) {
+        if let Some(s) = m.parent.and_then(|p| self.table.parent(p)) {
             self.table.nodes[s].children += 1;
             parent_node = s as u32;
         }
