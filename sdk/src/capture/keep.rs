@@ -532,11 +532,12 @@ fn prefetch(p: *const u8, bytes: usize) {
 /// that read. The words are read back only by this thread (the writer's, in program order), and
 /// [`Keeper::end_pass`] fences the stores in case the keeper ever moves to another.
 ///
-/// Sixteen bytes a store (`movntdq`, SSE2, which every x86-64 has), eight words a turn: half the
-/// instructions of `movnti`'s eight bytes, four words a turn (callgrind, Tiny5 recorder at 400
-/// words, writer thread: the copy 62 -> 27 instructions a line, 2026-11-28). `movntdq` needs a
-/// 16-byte-aligned destination, and entries are only 8-byte aligned: a word first moves alone
-/// when `dst` is not (`movnti`), and so does a last odd word.
+/// Sixteen bytes a store (`movntdq`, SSE2, which every x86-64 has), eight words a turn, then
+/// the last seven at most without a loop (four, two, one): `movnti`'s eight bytes, four words a
+/// turn, took 3.5 instructions a word, 62 a line of Tiny5's recorder (callgrind, writer thread,
+/// 2026-11-28: 425 -> 405 instructions a line for the sixteen-byte turns, 348 -> 343 for the
+/// loopless rest). `movntdq` needs a 16-byte-aligned destination, and entries are only 8-byte
+/// aligned: a word first moves alone when `dst` is not (`movnti`), and so does a last odd word.
 ///
 /// # Safety
 /// `src` holds `n` words and `dst` has room for them; they do not overlap.
@@ -766,7 +767,9 @@ struct Ring {
     /// Safe records waiting for the lines that may need them to leave the window, in the
     /// batches that became safe together: (the `kept` count when they did, the records), in
     /// that order. A record forgotten meanwhile stays in its batch (`try_remove` passes over
-    /// it): one entry a batch, not one a record (callgrind, 2026-11-28: 6 instructions a line).
+    /// it): one entry a batch, not one a record (with the prefetch walks going on from where
+    /// they stopped: writer 360 -> 348 instructions a line, Tiny5 recorder, callgrind,
+    /// 2026-11-28).
     expiring: VecDeque<(u64, Vec<Ended>)>,
     /// How many records, from the front of `expiring`, have had their node, and their entry,
     /// asked for (`Keeper::prefetch_expiring`).
@@ -868,7 +871,8 @@ impl Ring {
     ///
     /// Each line is asked for once: the walk starts where the last one stopped, unless the
     /// window's front has passed that point (it then starts at the front). Walking the 128
-    /// front lines again at every eviction was 16 instructions a line (callgrind, 2026-11-28).
+    /// front lines at every eviction (each line twice) cost the writer 14 instructions a line
+    /// more (Tiny5 recorder, callgrind, 2026-11-28: 405 -> 391).
     fn prefetch_leaving(&mut self, nodes: &[Node]) {
         let items = &self.index.items;
         let mask = items.len().wrapping_sub(1);
@@ -1026,8 +1030,8 @@ impl Keeper {
     /// The entry is read here, and read anew (`put_entry`, `is_trigger`, `begin`) wherever all
     /// of it is needed: an `Entry` whose address is taken anywhere is stored whole on the stack
     /// on every path, and keeping an event or an end reads only a few of its parts (callgrind,
-    /// Tiny5 recorder at 400 words, writer thread: 31 instructions a line went to storing the
-    /// `Entry` the writer read and passed by reference, 2026-11-28).
+    /// Tiny5 recorder, writer thread, 2026-11-28: 31 instructions a line went to storing the
+    /// `Entry` the writer read and passed by reference; 391 -> 364 instructions a line).
     ///
     /// # Safety
     /// `at` is a published, not yet dropped entry.
