@@ -319,15 +319,12 @@ impl Writer {
                 }
                 continue;
             }
-            // SAFETY: as above.
-            let line = unsafe { Entry::read(at) };
-            let kept = match self.keeper.as_mut() {
-                // SAFETY: `line` is the entry at `at`, not dropped; if kept, it is not dropped
-                // here (the keeper owns it now).
+            match self.keeper.as_mut() {
+                // SAFETY: a published entry, not dropped, given up to the keeper (it writes and
+                // drops it, or keeps it).
                 Some(keeper) => unsafe {
                     keeper.line(
                         at,
-                        &line,
                         &mut Counted {
                             buf: &mut self.buf,
                             summary: &mut self.summary,
@@ -336,13 +333,14 @@ impl Writer {
                     )
                 },
                 None => {
+                    // SAFETY: as above.
+                    let line = unsafe { Entry::read(at) };
                     self.encode(&line);
-                    false
+                    if !line.owns_nothing() {
+                        // SAFETY: encoded and not used again; dropped once, then popped.
+                        unsafe { Entry::drop_in_place(at) };
+                    }
                 }
-            };
-            if !kept && !line.owns_nothing() {
-                // SAFETY: encoded and not used again; dropped once, then popped.
-                unsafe { Entry::drop_in_place(at) };
             }
             ring.consumer.pop(words);
             ready += 1;
