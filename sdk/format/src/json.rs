@@ -71,12 +71,102 @@ pub fn write_static_member_key(out: &mut Vec<u8>, key: &'static str, comma: bool
 pub trait Text {
     /// Appends the text as a JSON string literal (with quotes).
     fn write_json_str(&self, out: &mut Vec<u8>);
+
+    /// The text's bytes when they need no escaping (most names), so that a line encoder can
+    /// copy them between quotes itself; `None` sends it to [`Text::write_json_str`].
+    #[inline]
+    fn clean_bytes(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl Text for str {
     #[inline]
     fn write_json_str(&self, out: &mut Vec<u8>) {
         write_str(out, self)
+    }
+
+    #[inline(always)]
+    fn clean_bytes(&self) -> Option<&[u8]> {
+        (!needs_escape(self.as_bytes())).then_some(self.as_bytes())
+    }
+}
+
+/// Whether a text that lives as long as the program needs escaping, remembered per thread
+/// ([`write_static_str`]).
+#[inline(always)]
+pub(crate) fn static_is_clean(s: &'static str) -> bool {
+    !static_needs_escape(s)
+}
+
+/// Where a line encoder writes: the end of `out`, with room for `n` more bytes, which it
+/// writes through the returned pointer, kept in a register from part to part, and then hands
+/// to [`commit`]. Appending part by part to the `Vec` itself read its length and capacity back
+/// from memory for every part (a byte stored through the `Vec`'s pointer may alias them),
+/// compared them and stored the length again (callgrind, 2026-11-28: an event line 226 → 171
+/// instructions, a `record_end` line 113 → 93, a `record` line 65 fewer).
+///
+/// Tried and not kept: a record's typed fields written the same way, with one look at the room
+/// left per field (694 → 666 instructions for six fields: the per-field work is the key's
+/// escaping check, the value's kind and its digits, not the appending).
+#[inline(always)]
+pub(crate) fn room(out: &mut Vec<u8>, n: usize) -> *mut u8 {
+    out.reserve(n);
+    // SAFETY: the length is within the allocation.
+    unsafe { out.as_mut_ptr().add(out.len()) }
+}
+
+/// Sets `out`'s length to end at `end`.
+///
+/// # Safety
+/// `end` is in `out`'s buffer, at or after its length, and every byte up to it is written:
+/// [`room`] gave a pointer with room for the bytes written through it, which end at `end`.
+#[inline(always)]
+pub(crate) unsafe fn commit(out: &mut Vec<u8>, end: *mut u8) {
+    // SAFETY: per the contract.
+    unsafe {
+        let len = end.offset_from(out.as_ptr()) as usize;
+        debug_assert!(len >= out.len() && len <= out.capacity());
+        out.set_len(len);
+    }
+}
+
+/// Copies `b` to `p` and returns the byte after it: a constant part of a line, whose length
+/// is known where this is inlined, so the copy is a few moves.
+///
+/// # Safety
+/// `p` has room for `b` (see [`room`]).
+#[inline(always)]
+pub(crate) unsafe fn put(p: *mut u8, b: &[u8]) -> *mut u8 {
+    // SAFETY: per the contract; `b` is not in the output buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), p, b.len());
+        p.add(b.len())
+    }
+}
+
+/// Writes the digits of `v` at `p` and returns the byte after them.
+///
+/// # Safety
+/// `p` has room for 20 bytes.
+#[inline(always)]
+pub(crate) unsafe fn put_digits(p: *mut u8, v: u64) -> *mut u8 {
+    // SAFETY: per the contract.
+    unsafe { p.add(put_u64(p, v)) }
+}
+
+/// Writes `bytes`, which need no escaping, between quotes at `p` and returns the byte after.
+///
+/// # Safety
+/// `p` has room for `bytes.len() + 2` bytes.
+#[inline(always)]
+pub(crate) unsafe fn put_quoted(p: *mut u8, bytes: &[u8]) -> *mut u8 {
+    // SAFETY: per the contract; `bytes` is not in the output buffer.
+    unsafe {
+        p.write(b'"');
+        copy_short(bytes, p.add(1));
+        p.add(1 + bytes.len()).write(b'"');
+        p.add(bytes.len() + 2)
     }
 }
 

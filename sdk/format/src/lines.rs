@@ -359,6 +359,58 @@ pub fn write_record(
     description: &str,
     data: Option<&dyn WriteJson>,
 ) {
+    match (name.clean_bytes(), record_type.clean_bytes(), description.is_empty()) {
+        (Some(name), Some(record_type), true) => {
+            const CLK: &[u8] = b"{\"clk\":";
+            const NAME: &[u8] = b",\"type\":\"record\",\"name\":";
+            const TYPE: &[u8] = b",\"record_type\":";
+            const ID: &[u8] = b",\"id\":";
+            const PARENT: &[u8] = b",\"parent_id\":";
+            const REST: &[u8] = b",\"description\":\"\"";
+            let n = CLK.len() + NAME.len() + TYPE.len() + ID.len() + PARENT.len() + REST.len();
+            let n = n + 3 * 20 + name.len() + record_type.len() + 4;
+            // SAFETY: `room` made room for every part written below, each at most as long as
+            // counted (a number at most 20 digits, `null` fewer), and `commit` ends the line
+            // after the last.
+            unsafe {
+                let mut p = json::room(out, n);
+                p = json::put(p, CLK);
+                p = json::put_digits(p, clk);
+                p = json::put(p, NAME);
+                p = json::put_quoted(p, name);
+                p = json::put(p, TYPE);
+                p = json::put_quoted(p, record_type);
+                p = json::put(p, ID);
+                p = json::put_digits(p, id);
+                p = json::put(p, PARENT);
+                p = match parent_id {
+                    Some(parent) => json::put_digits(p, parent),
+                    None => json::put(p, b"null"),
+                };
+                p = json::put(p, REST);
+                json::commit(out, p);
+            }
+        }
+        _ => write_record_head(out, clk, name, record_type, id, parent_id, description),
+    }
+    if let Some(d) = data {
+        out.extend_from_slice(b",\"data\":");
+        d.write_json(out);
+    }
+}
+
+/// [`write_record`]'s members up to the description, for a name or record type that needs
+/// escaping, or a description.
+#[cold]
+fn write_record_head(
+    out: &mut Vec<u8>,
+    clk: u64,
+    name: &(impl Text + ?Sized),
+    record_type: &(impl Text + ?Sized),
+    id: u64,
+    parent_id: Option<u64>,
+    description: &str,
+) {
     out.extend_from_slice(b"{\"clk\":");
     json::write_u64(out, clk);
     out.extend_from_slice(b",\"type\":\"record\",\"name\":");
@@ -373,18 +425,22 @@ pub fn write_record(
         None => out.extend_from_slice(b"null"),
     }
     write_description(out, description);
-    if let Some(d) = data {
-        out.extend_from_slice(b",\"data\":");
-        d.write_json(out);
-    }
 }
 
 /// Appends a `record_end` line without its closing brace.
 pub fn write_record_end(out: &mut Vec<u8>, clk: u64, record_id: u64) {
-    out.extend_from_slice(b"{\"clk\":");
-    json::write_u64(out, clk);
-    out.extend_from_slice(b",\"type\":\"record_end\",\"record_id\":");
-    json::write_u64(out, record_id);
+    const CLK: &[u8] = b"{\"clk\":";
+    const ID: &[u8] = b",\"type\":\"record_end\",\"record_id\":";
+    // SAFETY: room for both parts and two numbers of at most 20 digits; the line ends after
+    // the last.
+    unsafe {
+        let mut p = json::room(out, CLK.len() + ID.len() + 2 * 20);
+        p = json::put(p, CLK);
+        p = json::put_digits(p, clk);
+        p = json::put(p, ID);
+        p = json::put_digits(p, record_id);
+        json::commit(out, p);
+    }
 }
 
 /// Appends an `annotation` line without its closing brace.
@@ -413,6 +469,45 @@ pub fn write_event(
     description: &str,
     data: Option<&dyn WriteJson>,
 ) {
+    match (name.clean_bytes(), description.is_empty()) {
+        (Some(name), true) => {
+            const CLK: &[u8] = b"{\"clk\":";
+            const NAME: &[u8] = b",\"type\":\"event\",\"name\":";
+            const ID: &[u8] = b",\"record_id\":";
+            const REST: &[u8] = b",\"description\":\"\"";
+            let n = CLK.len() + NAME.len() + ID.len() + REST.len() + 2 * 20 + name.len() + 2;
+            // SAFETY: `room` made room for every part written below, each at most as long as
+            // counted, and `commit` ends the line after the last.
+            unsafe {
+                let mut p = json::room(out, n);
+                p = json::put(p, CLK);
+                p = json::put_digits(p, clk);
+                p = json::put(p, NAME);
+                p = json::put_quoted(p, name);
+                p = json::put(p, ID);
+                p = json::put_digits(p, record_id);
+                p = json::put(p, REST);
+                json::commit(out, p);
+            }
+        }
+        _ => write_event_head(out, clk, name, record_id, description),
+    }
+    if let Some(d) = data {
+        out.extend_from_slice(b",\"data\":");
+        d.write_json(out);
+    }
+}
+
+/// [`write_event`]'s members up to the description, for a name that needs escaping, or a
+/// description.
+#[cold]
+fn write_event_head(
+    out: &mut Vec<u8>,
+    clk: u64,
+    name: &(impl Text + ?Sized),
+    record_id: u64,
+    description: &str,
+) {
     out.extend_from_slice(b"{\"clk\":");
     json::write_u64(out, clk);
     out.extend_from_slice(b",\"type\":\"event\",\"name\":");
@@ -420,10 +515,6 @@ pub fn write_event(
     out.extend_from_slice(b",\"record_id\":");
     json::write_u64(out, record_id);
     write_description(out, description);
-    if let Some(d) = data {
-        out.extend_from_slice(b",\"data\":");
-        d.write_json(out);
-    }
 }
 
 /// Appends `,"description":` and the text: an empty one, as on most lines a simulator writes,
@@ -466,6 +557,65 @@ mod tests {
         r##"{"type":"footer","capture_end_clk":1500,"total_records":2,"total_annotations":1,"total_events":2,"open_records":1}"##,
         "\n",
     );
+
+    /// A text that never offers its bytes: the line writers take their general path with it.
+    struct Escaped<'a>(&'a str);
+
+    impl Text for Escaped<'_> {
+        fn write_json_str(&self, out: &mut Vec<u8>) {
+            json::write_str(out, self.0)
+        }
+    }
+
+    proptest::proptest! {
+        /// The line writers' direct path (clean names, no description) writes what their
+        /// general path writes, and it reads back as the values given.
+        #[test]
+        fn the_direct_path_writes_what_the_general_path_writes(
+            clk in proptest::num::u64::ANY,
+            id in proptest::num::u64::ANY,
+            parent in proptest::option::of(proptest::num::u64::ANY),
+            name in "[ -~]{0,20}|\\PC{0,8}",
+            record_type in "[A-Za-z]{0,12}|\\PC{0,4}",
+            description in proptest::option::of("\\PC{1,6}"),
+        ) {
+            let description = description.as_deref().unwrap_or("");
+            let (mut direct, mut general) = (Vec::new(), Vec::new());
+            write_record(&mut direct, clk, &*name, &*record_type, id, parent, description, None);
+            write_record(
+                &mut general, clk, &Escaped(&name), &Escaped(&record_type), id, parent,
+                description, None,
+            );
+            close_line(&mut direct);
+            close_line(&mut general);
+            write_event(&mut direct, clk, &*name, id, description, None);
+            write_event(&mut general, clk, &Escaped(&name), id, description, None);
+            close_line(&mut direct);
+            close_line(&mut general);
+            write_record_end(&mut direct, clk, id);
+            close_line(&mut direct);
+            general.extend_from_slice(
+                format!("{{\"clk\":{clk},\"type\":\"record_end\",\"record_id\":{id}}}\n").as_bytes(),
+            );
+            proptest::prop_assert_eq!(&direct, &general);
+            let text = String::from_utf8(direct).expect("utf-8");
+            let lines: Vec<Line<'_>> = text.lines().map(|l| Line::parse(l).expect("parses")).collect();
+            match &lines[..] {
+                [Line::Record(r), Line::Event(e), Line::RecordEnd(end)] => {
+                    proptest::prop_assert_eq!(
+                        (r.clk, &*r.name, &*r.record_type, r.id, r.parent_id, &*r.description),
+                        (clk, &*name, &*record_type, id, parent, description)
+                    );
+                    proptest::prop_assert_eq!(
+                        (e.clk, &*e.name, e.record_id, &*e.description),
+                        (clk, &*name, id, description)
+                    );
+                    proptest::prop_assert_eq!((end.clk, end.record_id), (clk, id));
+                }
+                other => proptest::prop_assert!(false, "{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn every_line_type_round_trips_byte_for_byte() {

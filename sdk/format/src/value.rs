@@ -96,6 +96,14 @@ impl json::Text for Str {
             s => json::write_str(out, s),
         }
     }
+
+    #[inline(always)]
+    fn clean_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Str::Static(s) => json::static_is_clean(s).then_some(s.as_bytes()),
+            s => json::Text::clean_bytes(&**s),
+        }
+    }
 }
 
 impl Deref for Str {
