@@ -143,15 +143,18 @@ impl Line {
         let mut header = (l.kind as u64) << 16 | u64::from(l.hold) << (32 + HOLD_BIT);
         // Whether the entry owns nothing, known here from what the builder tracked (the texts'
         // variants, the data's `owns` flag) so that the writer reads one bit rather than scan
-        // every field for it (see [`Entry::owns_nothing`]). `&`, not `&&`: no branches. About
-        // 10 instructions a line on the simulator's thread (callgrind, Tiny5, 2026-11-28: 381
-        // -> 391 a line in recorder mode); looking at the optional texts only in the branches
-        // that write them cost 1.4 more.
-        let owns_nothing = l.name.is_static()
-            & (!RECORD | l.record_type.is_static())
-            & l.description.is_static()
-            & l.data.owns_nothing();
-        header |= u64::from(owns_nothing) << (32 + NOTHING_BIT);
+        // every field for it (see [`Entry::owns_nothing`]). It costs the simulator's thread
+        // about 8 instructions a line (callgrind, Tiny5 recorder, 2026-11-28: `push_line` 88.0
+        // -> 94.0, `begin_line` 54.1 -> 55.4, `write_end` 20.2 -> 21.4 a line). Tested with
+        // `&&`, whose branches are predictable (most lines own nothing): a branchless `&` cost
+        // 2 more; looking at the optional texts only in the branches that write them, 1.4 more.
+        if l.name.is_static()
+            && (!RECORD || l.record_type.is_static())
+            && l.description.is_static()
+            && l.data.owns_nothing()
+        {
+            header |= FLAG_NOTHING;
+        }
         // SAFETY: every write below stays within the words [`Line::words`] counts, each at an
         // 8-byte-aligned offset (all parts are whole words); each owned part of the line is
         // copied bitwise into the entry, which owns it from now on (the line is forgotten,
@@ -565,6 +568,7 @@ const FLAG_PARENT: u64 = (PARENT as u64) << 32;
 const FLAG_RECORD_TYPE: u64 = (RECORD_TYPE as u64) << 32;
 const FLAG_DESCRIPTION: u64 = (DESCRIPTION as u64) << 32;
 const FLAG_EXTRA: u64 = (EXTRA as u64) << 32;
+const FLAG_NOTHING: u64 = (NOTHING as u64) << 32;
 
 // Every part is a whole number of 8-byte words with at most 8-byte alignment, so parts can sit
 // back to back in a word array; and the largest entry fits the header's 16-bit size.
