@@ -32,6 +32,21 @@ use crate::write::line::{Entry, Kind};
 pub(crate) trait Out {
     /// Appends `line` to the file.
     fn put(&mut self, line: &Entry<'_>);
+
+    /// Appends the entry at `at` to the file, read anew (see [`Keeper::line`]), and drops it.
+    /// An `Out` that only counts lines overrides it to read the entry's head alone.
+    ///
+    /// # Safety
+    /// `at` is a published, not yet dropped entry, which the caller gives up.
+    unsafe fn take(&mut self, at: *mut u64) {
+        // SAFETY: the caller's contract.
+        let entry = unsafe { Entry::read(at) };
+        self.put(&entry);
+        if !entry.owns_nothing() {
+            // SAFETY: written and not used again; dropped once, here.
+            unsafe { Entry::drop_in_place(at) };
+        }
+    }
 }
 
 /// Record ids to node slots. Ids are handed out in increasing blocks, so the records alive at
@@ -948,19 +963,14 @@ pub(crate) struct Keeper {
     evicted: Vec<Ended>,
 }
 
-/// Writes the entry at `at` to `out`, read anew (see [`Keeper::line`]), and drops it.
+/// Writes the entry at `at` to `out` and drops it ([`Out::take`]).
 ///
 /// # Safety
 /// `at` is a published, not yet dropped entry, which the caller gives up.
 #[inline(never)]
 unsafe fn put_entry(out: &mut dyn Out, at: *mut u64) {
     // SAFETY: the caller's contract.
-    let entry = unsafe { Entry::read(at) };
-    out.put(&entry);
-    if !entry.owns_nothing() {
-        // SAFETY: written and not used again; dropped once, here.
-        unsafe { Entry::drop_in_place(at) };
-    }
+    unsafe { out.take(at) };
 }
 
 /// Calls `f` with the node of each record in the batches of `expiring` due by `horizon` (their
@@ -1033,18 +1043,19 @@ impl Keeper {
     /// entry belongs to the keeper either way: the caller only pops its words. A trigger
     /// (CAP-REC-3) writes the recorder at once, with the trigger line.
     ///
-    /// The entry is read here, and read anew (`put_entry`, `is_trigger`, `begin`) wherever all
-    /// of it is needed: an `Entry` whose address is taken anywhere is stored whole on the stack
-    /// on every path, and keeping an event or an end reads only a few of its parts (callgrind,
-    /// Tiny5 recorder, writer thread, 2026-11-28: 31 instructions a line went to storing the
-    /// `Entry` the writer read and passed by reference; 391 -> 364 instructions a line).
+    /// Only the entry's head is read here (`Entry::head`), and the entry read anew
+    /// (`put_entry`, `is_trigger`, `begin`) wherever all of it is needed: an `Entry` whose
+    /// address is taken anywhere is stored whole on the stack on every path, and keeping an
+    /// event or an end reads only a few of its words (callgrind, Tiny5 recorder, writer thread,
+    /// 2026-11-28: 31 instructions a line went to storing the `Entry` the writer read and passed
+    /// by reference; 391 -> 364 instructions a line).
     ///
     /// # Safety
     /// `at` is a published, not yet dropped entry.
     #[inline]
     pub(crate) unsafe fn line(&mut self, at: *mut u64, out: &mut dyn Out) {
         // SAFETY: the caller's contract; `m` is not used once the entry is moved.
-        let m = unsafe { Entry::read(at) };
+        let m = unsafe { Entry::head(at) };
         let kind = kind_index(m.kind);
         self.seen[kind] += 1;
         let recording = self.ring.is_some();
@@ -1053,7 +1064,7 @@ impl Keeper {
                 // SAFETY: the caller's contract.
                 let trigger = !self.triggers.is_empty() && unsafe { self.is_trigger(at) };
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
-                unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing(), at, m.words) };
+                unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing, at, m.words) };
                 if trigger {
                     // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
                     self.dump(out);
@@ -1078,9 +1089,7 @@ impl Keeper {
                     _ if recording => {
                         let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe {
-                            self.record(ANNOTATION, clk, NONE, m.owns_nothing(), at, m.words)
-                        };
+                        unsafe { self.record(ANNOTATION, clk, NONE, m.owns_nothing, at, m.words) };
                     }
                     // SAFETY: the caller's contract.
                     _ => unsafe { put_entry(out, at) },
@@ -1094,14 +1103,14 @@ impl Keeper {
                     self.ended.push((s as u32, m.id));
                     if recording && selected {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe { self.record(END, m.clk, NONE, m.owns_nothing(), at, m.words) };
+                        unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
                     } else {
                         // SAFETY: as above.
                         self.table.nodes[s].end = unsafe { self.lines.take(at, m.words) };
                     }
                 } else if recording {
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record(END, m.clk, NONE, m.owns_nothing(), at, m.words) };
+                    unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
                 } else {
                     // SAFETY: the caller's contract.
                     unsafe { put_entry(out, at) };
@@ -1323,7 +1332,7 @@ impl Keeper {
                 if n.id == id && n.line == Loc::Arena(at) {
                     // SAFETY: a pinned entry, not dropped (its node still points at it); moved
                     // into the slot, and its words here are forgotten with the chunk.
-                    let line = unsafe { self.lines.take(at, Entry::read(at).words) };
+                    let line = unsafe { self.lines.take(at, Entry::head(at).words) };
                     n.line = Loc::Slot(line);
                 }
             }

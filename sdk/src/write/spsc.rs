@@ -230,15 +230,32 @@ impl Consumer {
     /// flight recorder 3.5–3.6 s rather than 7.5–8.3 s, on a par with cores close together
     /// (2.2 and 3.0–3.1 s), where the flushes cost the recorder, whose writer is the busier
     /// thread, 8 % (3.3 s). Nothing on other targets, nor under Miri.
+    ///
+    /// The lines are those of positions `from`, `from + 8`, … below `to`, each masked, walked
+    /// as at most two runs of addresses ([`flush_runs`]) rather than masking each position:
+    /// 4 instructions a line flushed instead of 8, and about 1.7 lines are flushed per line
+    /// taken (callgrind, Tiny5, writer thread, 2026-11-28: recorder 260.9 -> 253.9
+    /// instructions a line, count 81.4 -> 74.6, a full trace's sequencing 63.7 -> 56.8).
     #[inline]
     fn uncache(&self, from: usize, to: usize) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        for w in (from..to).step_by(64 / 8) {
-            // SAFETY: `clflush` only writes a cache line back and invalidates it; the address
-            // is inside the ring's buffer (masked), which is alive while `self` is.
-            unsafe {
-                std::arch::asm!("clflush [{p}]", p = in(reg) self.buf.at(w), options(nostack, preserves_flags))
-            };
+        {
+            // A pointer walk: the buffer's address is read once (the `asm!` may write memory,
+            // so an address made from `self.buf` in the loop was read again for every line).
+            let words = self.buf.words;
+            for run in flush_runs(from, to, self.buf.mask) {
+                // Only compared and flushed, never read through: `wrapping_add`.
+                let (mut p, end) = (words.wrapping_add(run.start), words.wrapping_add(run.end));
+                while p < end {
+                    // SAFETY: `clflush` only writes a cache line back and invalidates it; the
+                    // address is inside the ring's buffer (`flush_runs` stays below its
+                    // length), which is alive while `self` is.
+                    unsafe {
+                        std::arch::asm!("clflush [{p}]", p = in(reg) p, options(nostack, preserves_flags))
+                    };
+                    p = p.wrapping_add(64 / 8);
+                }
+            }
         }
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         let _ = (from, to);
@@ -271,9 +288,49 @@ impl Consumer {
     }
 }
 
+/// The positions whose cache lines [`Consumer::uncache`] flushes, those of `(from..to)
+/// .step_by(8)` masked with `mask`, as at most two runs of unmasked buffer positions to take
+/// every 8th of: up to the ring's end, then on from its start. The ring's length (`mask + 1`)
+/// is a power of two of at least 64 words ([`ring`]), so a multiple of the step: the masked
+/// positions run up from `from & mask` to the end, then on from the first step past it, less
+/// the length. `to - from` is at most the length.
+#[inline(always)]
+#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
+fn flush_runs(from: usize, to: usize, mask: usize) -> [std::ops::Range<usize>; 2] {
+    let len = mask + 1;
+    debug_assert!(len.is_power_of_two() && len >= 64 && to - from <= len);
+    let first = from & mask;
+    let end = first + (to - from).div_ceil(8) * 8;
+    if end <= len {
+        return [first..end, 0..0];
+    }
+    [first..len, first + (len - first).div_ceil(8) * 8 - len..end - len]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The runs `uncache` walks flush exactly the lines of the positions it used to mask one
+    /// by one, in the same order.
+    #[test]
+    fn flush_runs_are_the_masked_positions() {
+        // Under Miri (a thousand times slower), every 7th start and fewer sizes.
+        let (step, sizes) = if cfg!(miri) { (7, 17) } else { (1, 5) };
+        for mask in [63, 127] {
+            for from in (0..3 * (mask + 1)).step_by(step) {
+                for n in (0..=mask + 1).filter(|n| n % sizes == 0 || *n > mask - 9) {
+                    let masked: Vec<usize> =
+                        (from..from + n).step_by(8).map(|w| w & mask).collect();
+                    let runs: Vec<usize> = flush_runs(from, from + n, mask)
+                        .into_iter()
+                        .flat_map(|r| r.step_by(8))
+                        .collect();
+                    assert_eq!(runs, masked, "from {from}, {n} words, mask {mask}");
+                }
+            }
+        }
+    }
 
     /// Entries of random-ish sizes through a small ring, across two threads, in order.
     #[test]
