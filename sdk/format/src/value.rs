@@ -582,6 +582,10 @@ impl Data {
     /// As [`DataRef::owns_nothing`], without looking at the fields: a flag set when one that
     /// owns something is added says it (a builder's line is discarded this way once per record
     /// that capture deferred and never needed, CAP-DEFER-1, where the scan was most of the cost).
+    ///
+    /// The SDK's writer trusts it too (an entry's "owns nothing" header bit, from which the entry
+    /// is not dropped): any new way of filling the inline fields, or a new `Value` that owns
+    /// memory, must keep the flag right, or what it owns leaks.
     #[inline]
     pub fn owns_nothing(&self) -> bool {
         self.extra.is_none() && !self.inline.owns
