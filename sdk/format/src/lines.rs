@@ -393,10 +393,7 @@ pub fn write_record(
         }
         _ => write_record_head(out, clk, name, record_type, id, parent_id, description),
     }
-    if let Some(d) = data {
-        out.extend_from_slice(b",\"data\":");
-        d.write_json(out);
-    }
+    write_data(out, data);
 }
 
 /// [`write_record`]'s members up to the description, for a name or record type that needs
@@ -492,10 +489,7 @@ pub fn write_event(
         }
         _ => write_event_head(out, clk, name, record_id, description),
     }
-    if let Some(d) = data {
-        out.extend_from_slice(b",\"data\":");
-        d.write_json(out);
-    }
+    write_data(out, data);
 }
 
 /// [`write_event`]'s members up to the description, for a name that needs escaping, or a
@@ -515,6 +509,15 @@ fn write_event_head(
     out.extend_from_slice(b",\"record_id\":");
     json::write_u64(out, record_id);
     write_description(out, description);
+}
+
+/// Appends `,"data":` and the data, if any.
+#[inline(always)]
+fn write_data(out: &mut Vec<u8>, data: Option<&dyn WriteJson>) {
+    if let Some(d) = data {
+        out.extend_from_slice(b",\"data\":");
+        d.write_json(out);
+    }
 }
 
 /// Appends `,"description":` and the text: an empty one, as on most lines a simulator writes,
