@@ -360,7 +360,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut seen = DenetFile::default();
     let mut last_line_ms = t0_ms;
     let mut tty_line = false;
-    let mut announced = std::collections::HashSet::new();
+    // Each descendant announced: its command name then, and when it was first seen.
+    let mut announced: std::collections::HashMap<u32, (String, u64)> =
+        std::collections::HashMap::new();
     let poll = Duration::from_millis(5);
     let mut next = Instant::now();
     loop {
@@ -397,12 +399,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     seen.sim_clks.push(sim_clk);
                 }
             } else if let Some(a) = &tree.aggregated {
-                // As denet's `run`: a `child` line for each descendant the first time it is seen.
+                // As denet's `run`: a `child` line for each descendant the first time it is seen,
+                // and again (with the time it was first seen) once it has run another program
+                // (its command name changed): one seen between its fork and its exec would
+                // otherwise keep its parent's command line. Readers keep the last line of a pid,
+                // as denet's own does (`denet.report._load_records`).
                 for c in &tree.children {
-                    if announced.insert(c.pid) {
-                        if let Some(start) = ChildStart::read(c.pid, tree.ts_ms) {
-                            sinks.line(&Line::Child(&start).to_json())?;
-                        }
+                    let first_ms = match announced.get(&c.pid) {
+                        None => tree.ts_ms,
+                        Some((command, _)) if *command == c.command => continue,
+                        Some((_, first_ms)) => *first_ms,
+                    };
+                    announced.insert(c.pid, (c.command.clone(), first_ms));
+                    if let Some(start) = ChildStart::read(c.pid, first_ms) {
+                        sinks.line(&Line::Child(&start).to_json())?;
                     }
                 }
                 sinks.line(&Line::Tree(&tree).to_json())?;

@@ -303,6 +303,37 @@ fn the_first_sample_is_taken_after_exec() {
     }
 }
 
+/// A descendant first seen between its fork and its exec (here a subshell that runs `sleep 0.3`
+/// and then becomes `sleep 0.25`) is announced again once it has exec'd: the last `child` line of
+/// its pid, the one denet's reader keeps, names the program it became, with the time it was
+/// first seen.
+#[test]
+fn a_child_seen_before_its_exec_is_announced_again_after_it() {
+    let o = jets()
+        .args(["run", "--json", "--no-beacon", "-i", "40"])
+        .args(["--", "sh", "-c", "(sleep 0.3; exec sleep 0.25) & wait"])
+        .output()
+        .expect("jets run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).expect("utf8");
+    let mut lines: std::collections::HashMap<u32, Vec<ChildStart>> = Default::default();
+    for l in text.lines().map(|l| serde_json::from_str::<Value>(l).expect("json")) {
+        if l["kind"] == "child" {
+            let start: ChildStart = serde_json::from_value(l).expect("child line");
+            lines.entry(start.pid).or_default().push(start);
+        }
+    }
+    let became = lines
+        .values()
+        .find(|v| v.last().is_some_and(|c| c.cmd == ["sleep", "0.25"]))
+        .unwrap_or_else(|| panic!("no child ends as `sleep 0.25`: {lines:?}"));
+    let first = &became[0];
+    assert_eq!(first.cmd.first().map(String::as_str), Some("sh"), "{became:?}");
+    assert!(became.iter().all(|c| c.ts_ms == first.ts_ms), "{became:?}");
+    let sleeps = lines.values().filter(|v| v.last().is_some_and(|c| c.cmd[..1] == ["sleep"]));
+    assert_eq!(sleeps.count(), 2, "the inner sleep and the exec'd subshell: {lines:?}");
+}
+
 /// A `jets run` that fails (here: the command does not exist) removes its private directory.
 #[test]
 fn a_failed_run_leaves_no_temporary_directory() {

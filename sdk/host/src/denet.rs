@@ -229,7 +229,10 @@ pub struct ProcessMetadata {
 }
 
 /// A `child` line: a descendant seen for the first time, as denet's `run` reports it (written
-/// just before the sample that first includes it).
+/// just before the sample that first includes it). `jets run` writes one again, with the same
+/// `ts_ms`, when the descendant has run another program since (a process seen between its fork
+/// and its exec has its parent's command line); a reader keeps the last line of a pid, as
+/// denet's own reader does.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChildStart {
     /// When it was first seen, Unix milliseconds.
