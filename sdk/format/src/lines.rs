@@ -398,6 +398,12 @@ pub fn write_record(
 
 /// [`write_record`]'s members up to the description, for a name or record type that needs
 /// escaping, or a description.
+///
+/// The general path, apart from the direct one rather than merged into it: one layout per line
+/// kind, with a text that needs escaping written through the `Vec` mid-line and room made again
+/// after it, cost an event line 233 instructions against the direct path's 171 (218 with an empty
+/// description not scanned; callgrind, 2026-11-28). The property test in this module checks that
+/// the two write the same bytes.
 #[cold]
 fn write_record_head(
     out: &mut Vec<u8>,
@@ -493,7 +499,7 @@ pub fn write_event(
 }
 
 /// [`write_event`]'s members up to the description, for a name that needs escaping, or a
-/// description.
+/// description (apart from the direct path: see [`write_record_head`]).
 #[cold]
 fn write_event_head(
     out: &mut Vec<u8>,
