@@ -199,8 +199,7 @@ impl Line {
 pub(crate) trait Queued {
     /// A record's own id; for the other kinds, the record referred to. A record line pushed with
     /// id 0 is given its id by the push.
-    fn id(&self) -> u64;
-    fn set_id(&mut self, id: u64);
+    fn id_mut(&mut self) -> &mut u64;
     /// The entry's size in words on ring `ring` (see [`Line::words`]).
     fn words(&self, ring: u32) -> usize;
     /// Moves the line into the entry at `at` and returns its size in words (see
@@ -217,12 +216,8 @@ pub(crate) trait Queued {
 
 impl Queued for Line {
     #[inline(always)]
-    fn id(&self) -> u64 {
-        self.id
-    }
-    #[inline(always)]
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
+    fn id_mut(&mut self) -> &mut u64 {
+        &mut self.id
     }
     #[inline(always)]
     fn words(&self, ring: u32) -> usize {
@@ -259,12 +254,8 @@ pub(crate) struct Plain {
 
 impl Queued for Plain {
     #[inline(always)]
-    fn id(&self) -> u64 {
-        self.id
-    }
-    #[inline(always)]
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
+    fn id_mut(&mut self) -> &mut u64 {
+        &mut self.id
     }
     #[inline(always)]
     fn words(&self, ring: u32) -> usize {

@@ -199,11 +199,11 @@ impl LocalRing {
         line: &mut ManuallyDrop<L>,
     ) -> Pushed {
         // A deferred record has its id already (`record::begin_line`).
-        if RECORD && line.id() == 0 {
-            let id = self.next_id(shared);
-            line.set_id(id);
+        let id = line.id_mut();
+        if RECORD && *id == 0 {
+            *id = self.next_id(shared);
         }
-        let id = line.id();
+        let id = *id;
         // Room for the largest entry (a constant: no need to look at the line first); only when
         // the ring has less than that is the line's own size worked out, to see whether it
         // still fits.

@@ -317,7 +317,9 @@ impl Writer {
             if !after.is_none_or(|p| self.written(p)) {
                 break;
             }
-            let Some(pool) = self.pool.as_mut() else { unreachable!("only with a pool") };
+            // Always there (`drain_ring` batches only with a pool); taken anew each turn, since
+            // `output_one` below needs the writer.
+            let Some(pool) = self.pool.as_mut() else { break };
             ring.consumer.pop(words);
             // SAFETY: a published entry, given up to the pool (its words are handed back only
             // once its batch is written).
