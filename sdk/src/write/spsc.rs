@@ -45,7 +45,9 @@ unsafe impl Send for Buffer {}
 /// `max_entry` words (at most half the ring): its producer end, the producer's cursor, and its
 /// consumer end.
 pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Cursor, Consumer) {
-    let len = words.next_power_of_two().max(64).max(2 * max_entry);
+    // A power of two, since positions are masked (and `Consumer::uncache` walks whole
+    // 8-word cache lines): room for two entries is asked before rounding, not after.
+    let len = words.max(2 * max_entry).next_power_of_two().max(64);
     let words: Box<[MaybeUninit<u64>]> = Box::new_uninit_slice(len + max_entry);
     let buf = Arc::new(Buffer {
         words: Box::into_raw(words).cast(),
@@ -329,6 +331,17 @@ mod tests {
                     assert_eq!(runs, masked, "from {from}, {n} words, mask {mask}");
                 }
             }
+        }
+    }
+
+    /// A ring asked for less room than two entries still has a power-of-two length.
+    #[test]
+    fn a_ring_is_a_power_of_two_long() {
+        for (words, max_entry) in [(8, 40), (64, 16), (100, 70), (1000, 3)] {
+            let (_p, _cur, c) = ring(words, max_entry);
+            let len = c.buf.len;
+            assert!(len.is_power_of_two() && len >= words.max(2 * max_entry), "{len}");
+            assert_eq!(c.buf.mask, len - 1);
         }
     }
 
