@@ -242,7 +242,7 @@ impl Writer {
     }
 
     fn written(&self, pos: Pos) -> bool {
-        self.popped.get(pos.ring as usize).is_some_and(|&n| n > pos.index)
+        written(&self.popped, pos)
     }
 
     /// One pass over every ring: pops each ring's lines while their dependencies are written.
@@ -509,6 +509,12 @@ fn kind_index(kind: Kind) -> usize {
     }
 }
 
+/// Whether the line at `pos` has been taken from its ring, by the lines popped from each ring.
+#[inline(always)]
+fn written(popped: &[u64], pos: Pos) -> bool {
+    popped.get(pos.ring as usize).is_some_and(|&n| n > pos.index)
+}
+
 /// Pops the entries of `ring` whose dependencies are written and gives each to `take`, up to
 /// [`ROUND`] lines in all (`ready` counts them), until `take` says the batch is full. Returns
 /// true when it stopped for another reason than a full batch (the ring is empty, a line waits,
@@ -523,13 +529,11 @@ fn pop_ready(
     popped: &[u64],
     mut take: impl FnMut(*mut u64) -> bool,
 ) -> bool {
-    // As `Writer::written`.
-    let written = |p: Pos| popped.get(p.ring as usize).is_some_and(|&n| n > p.index);
     while *ready < ROUND {
         let Some(at) = ring.consumer.peek() else { return true };
         // SAFETY: a published entry; it stays in place until popped below.
         let (words, after) = unsafe { Entry::order(at) };
-        if !after.is_none_or(written) {
+        if !after.is_none_or(|p| written(popped, p)) {
             return true;
         }
         let full = take(at);
