@@ -33,20 +33,12 @@ pub(crate) trait Out {
     /// Appends `line` to the file.
     fn put(&mut self, line: &Entry<'_>);
 
-    /// Appends the entry at `at` to the file, read anew (see [`Keeper::line`]), and drops it.
-    /// An `Out` that only counts lines overrides it to read the entry's head alone.
+    /// Appends the entry at `at` to the file, read anew (see [`Keeper::line`]), and drops it;
+    /// a line that is only counted need be read no further than its head.
     ///
     /// # Safety
     /// `at` is a published, not yet dropped entry, which the caller gives up.
-    unsafe fn take(&mut self, at: *mut u64) {
-        // SAFETY: the caller's contract.
-        let entry = unsafe { Entry::read(at) };
-        self.put(&entry);
-        if !entry.owns_nothing() {
-            // SAFETY: written and not used again; dropped once, here.
-            unsafe { Entry::drop_in_place(at) };
-        }
-    }
+    unsafe fn take(&mut self, at: *mut u64);
 }
 
 /// Record ids to node slots. Ids are handed out in increasing blocks, so the records alive at
