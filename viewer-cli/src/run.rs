@@ -360,9 +360,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut seen = DenetFile::default();
     let mut last_line_ms = t0_ms;
     let mut tty_line = false;
-    // Each descendant announced: its command name then, and when it was first seen.
-    let mut announced: std::collections::HashMap<u32, (String, u64)> =
-        std::collections::HashMap::new();
+    // Each descendant announced: its command name when last sampled, and its last `child` line.
+    struct Announced {
+        command: String,
+        start: ChildStart,
+    }
+    let mut announced: std::collections::HashMap<u32, Announced> = std::collections::HashMap::new();
     let poll = Duration::from_millis(5);
     let mut next = Instant::now();
     loop {
@@ -400,20 +403,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 }
             } else if let Some(a) = &tree.aggregated {
                 // As denet's `run`: a `child` line for each descendant the first time it is seen,
-                // and again (with the time it was first seen) once it has run another program
-                // (its command name changed): one seen between its fork and its exec would
-                // otherwise keep its parent's command line. Readers keep the last line of a pid,
-                // as denet's own does (`denet.report._load_records`).
+                // and again (with the time it was first seen) once it has run another program:
+                // one seen between its fork and its exec would otherwise keep its parent's
+                // command line. A changed command name is the cheap sign of an exec; the line is
+                // written only if what it says (command line, executable) changed too, since a
+                // thread can rename itself without exec (libtest names the main thread after
+                // the test it runs). Readers keep the last line of a pid, as denet's own does
+                // (`denet.report._load_records`).
                 for c in &tree.children {
-                    let first_ms = match announced.get(&c.pid) {
-                        None => tree.ts_ms,
-                        Some((command, _)) if *command == c.command => continue,
-                        Some((_, first_ms)) => *first_ms,
+                    let (first_ms, last) = match announced.get_mut(&c.pid) {
+                        None => (tree.ts_ms, None),
+                        Some(a) if a.command == c.command => continue,
+                        Some(a) => {
+                            a.command.clone_from(&c.command);
+                            (a.start.ts_ms, Some(&mut a.start))
+                        }
                     };
-                    announced.insert(c.pid, (c.command.clone(), first_ms));
-                    if let Some(start) = ChildStart::read(c.pid, first_ms) {
-                        sinks.line(&Line::Child(&start).to_json())?;
+                    let Some(start) = ChildStart::read(c.pid, first_ms) else { continue };
+                    match last {
+                        Some(last) if last.cmd == start.cmd && last.exe == start.exe => continue,
+                        Some(last) => *last = start.clone(),
+                        None => {
+                            let command = c.command.clone();
+                            announced.insert(c.pid, Announced { command, start: start.clone() });
+                        }
                     }
+                    sinks.line(&Line::Child(&start).to_json())?;
                 }
                 sinks.line(&Line::Tree(&tree).to_json())?;
                 if live {

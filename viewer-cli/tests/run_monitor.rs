@@ -54,6 +54,23 @@ fn workload() {
         assert!(kid.wait().expect("wait").success());
         return;
     }
+    if role == "renamer" {
+        // Renaming the main thread changes the process's command name without an exec (this
+        // test may run on another thread: `/proc/self` is the process, so its main thread).
+        std::thread::sleep(Duration::from_millis(250));
+        std::fs::write("/proc/self/comm", "jets-renamed").expect("rename the main thread");
+        std::thread::sleep(Duration::from_millis(250));
+        return;
+    }
+    if role == "renamer-parent" {
+        let status = Command::new(std::env::current_exe().expect("exe"))
+            .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+            .env("JETS_RUN_WORKLOAD", "renamer")
+            .status()
+            .expect("spawn child");
+        assert!(status.success());
+        return;
+    }
     if role == "child" {
         // Allocate and touch every page, hold it while writing, then hold a little longer.
         let mut mem = vec![0u8; CHILD_ALLOC];
@@ -160,13 +177,16 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
         .map(|l| serde_json::from_value(l.clone()).expect("tree line"))
         .collect();
     // As denet's `run` (CV-DENET-2): one `child` line per descendant, before the first sample
-    // that has it, naming its parent (the command), its command line and executable.
+    // that has it, naming its parent (the command), its command line and executable. Another
+    // only after an exec (CV-DENET-3): never one that says the same again, as a thread renaming
+    // itself (libtest names the main thread after its test) must not cause.
     let command_pid = lines[1]["pid"].as_u64().expect("pid");
-    let mut announced = std::collections::HashSet::new();
+    let mut announced = std::collections::HashMap::new();
     for l in &lines[2..lines.len() - 1] {
         if l["kind"] == "child" {
             let start: ChildStart = serde_json::from_value(l.clone()).expect("child line");
-            assert!(announced.insert(start.pid), "{l}: announced twice");
+            let said = (start.cmd.clone(), start.exe.clone());
+            assert_ne!(announced.insert(start.pid, said.clone()), Some(said), "{l}: said twice");
             assert_eq!(u64::from(start.ppid), command_pid, "{l}");
             assert!(!start.exe.is_empty(), "{l}");
             assert!(start.cmd.iter().any(|a| a == "workload"), "{l}");
@@ -174,7 +194,7 @@ fn run_follows_the_tree_and_counts_its_memory_and_io() {
             let t: TreeSample = serde_json::from_value(l.clone()).expect("tree line");
             for c in &t.children {
                 assert!(
-                    announced.contains(&c.pid),
+                    announced.contains_key(&c.pid),
                     "child {} sampled before its child line",
                     c.pid
                 );
@@ -332,6 +352,34 @@ fn a_child_seen_before_its_exec_is_announced_again_after_it() {
     assert!(became.iter().all(|c| c.ts_ms == first.ts_ms), "{became:?}");
     let sleeps = lines.values().filter(|v| v.last().is_some_and(|c| c.cmd[..1] == ["sleep"]));
     assert_eq!(sleeps.count(), 2, "the inner sleep and the exec'd subshell: {lines:?}");
+}
+
+/// A descendant whose command name changes without an exec (a thread renaming itself) is not
+/// announced again: its command line and executable are what its first `child` line said.
+#[test]
+fn a_child_that_renames_itself_is_announced_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("run.jsonl");
+    let o = jets()
+        .args(["run", "--quiet", "--no-beacon", "-i", "40", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(std::env::current_exe().expect("exe"))
+        .args(["--exact", "workload", "--nocapture", "--test-threads=1"])
+        .env("JETS_RUN_WORKLOAD", "renamer-parent")
+        .env("JETS_RUN_DIR", dir.path())
+        .output()
+        .expect("jets run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).expect("output");
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    // The rename is seen: some sample names the child by its new name.
+    let renamed = lines.iter().filter(|l| l["kind"] == "tree").any(|l| {
+        l["children"].as_array().is_some_and(|c| c.iter().any(|c| c["command"] == "jets-renamed"))
+    });
+    assert!(renamed, "no sample shows the rename: {text}");
+    let children: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "child").collect();
+    assert_eq!(children.len(), 1, "{children:?}");
 }
 
 /// A `jets run` that fails (here: the command does not exist) removes its private directory.
