@@ -573,7 +573,11 @@ unsafe fn event_ex_fast(
     let at = open.resolve(clk, h.start_clk());
     // A C call has its cycle from the start: made with it (`event_at`, `child_at` elsewhere),
     // a line outside a capture window is left out before anything is built (CAP-AT-1).
-    let result = chain!(&mut typed, h.event_at(at, name), |b| b.emit());
+    let result = match fields {
+        // A stage change: the line made without a builder.
+        [] => h.emit_event_at(at, name),
+        _ => chain!(&mut typed, h.event_at(at, name), |b| b.emit()),
+    };
     counted.leave();
     Some(result)
 }

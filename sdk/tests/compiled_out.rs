@@ -47,6 +47,7 @@ fn instrumentation_compiles_to_nothing() {
     let root = trace.root("core", "Core").begin_at(0).unwrap();
     let child: RecordHandle = root.child("insn", "Instruction").begin_at(1).unwrap();
     jets::event!(child, "Fetch", clk = 1, pc = 4u64).unwrap();
+    child.emit_event_at(1, "Decode").unwrap();
     child.end_at(2).unwrap();
     root.end_at(3).unwrap();
     // The host collector too (jets-host does not turn `enabled` back on): it samples, and writes

@@ -133,7 +133,7 @@ fn allocations_by(f: impl FnOnce()) -> u64 {
 
 /// Issue 14.4: up to eight typed fields with static keys, hints included, never allocate: not
 /// for a record with every record hint and a field, nor an event with every event hint and four
-/// fields, nor their ends.
+/// fields, nor one without a builder, nor their ends.
 #[test]
 fn eight_typed_fields_with_hints_do_not_allocate() {
     use jets::format::{Color, MarkerStyle, Severity, Status};
@@ -172,6 +172,7 @@ fn eight_typed_fields_with_hints_do_not_allocate() {
                 .field("d", true)
                 .emit_at(clk)
                 .expect("event");
+            rec.emit_event_at(clk, "WB").expect("an event without a builder");
             rec.end_at(clk + 1).expect("end");
         });
         assert_eq!(n, 0, "allocations at clk {clk}");

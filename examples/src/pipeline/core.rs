@@ -548,27 +548,27 @@ impl Pipeline {
 /// instruction is a pipeline stage (Kanata draws each event as a stage).
 fn stage_event(s: &Slot, stage: usize, clk: u64) -> Result<(), SimError> {
     let Some(r) = &s.record else { return Ok(()) };
-    let e = r.event_at(clk, STAGES[stage]);
     if stage != MEM {
-        e.emit()?;
+        r.emit_event_at(clk, STAGES[stage])?;
         return Ok(());
     }
-    e.with(|mut e| {
-        if matches!(s.insn.class(), Class::Load | Class::Store) {
-            e = e.field("addr", u64::from(s.addr));
-        }
-        if let Some(from) = s.forwarded[0] {
-            e = e.field("rs1_from", from);
-        }
-        if let Some(from) = s.forwarded[1] {
-            e = e.field("rs2_from", from);
-        }
-        if let Some(target) = s.taken {
-            e = e.field("taken_to", u64::from(target));
-        }
-        e
-    })
-    .emit()?;
+    r.event_at(clk, STAGES[stage])
+        .with(|mut e| {
+            if matches!(s.insn.class(), Class::Load | Class::Store) {
+                e = e.field("addr", u64::from(s.addr));
+            }
+            if let Some(from) = s.forwarded[0] {
+                e = e.field("rs1_from", from);
+            }
+            if let Some(from) = s.forwarded[1] {
+                e = e.field("rs2_from", from);
+            }
+            if let Some(target) = s.taken {
+                e = e.field("taken_to", u64::from(target));
+            }
+            e
+        })
+        .emit()?;
     Ok(())
 }
 

@@ -240,10 +240,13 @@ impl Queued for Line {
 /// built on the stack and read back part by part: 127 → 108 instructions per end (callgrind,
 /// 2026-11-28; Tiny5's simulator thread 1 % fewer instructions).
 ///
-/// Events are not made this way: an event builder that kept only its name until a field was
-/// added, and pushed a `Plain` line when none was, saved 4 instructions of about 210 on an
-/// event with no fields and cost 135 more on one with two (the larger builder moved through the
-/// chained calls, and the line made out of line at the first field).
+/// An event with no data is made this way when it is asked for by name
+/// ([`crate::RecordHandle::emit_event_at`]); one through its builder is not: a builder that kept
+/// only its name until a field was added, and pushed a `Plain` line when none was, saved 4
+/// instructions of about 210 on an event with no fields and cost 135 more on one with two (the
+/// larger builder moved through the chained calls, and the line made out of line at the first
+/// field). With the call of its own, Tiny5's simulator thread does 389 → 367 instructions a line
+/// (callgrind, 2026-11-28; half its lines are such events).
 pub(crate) struct Plain {
     pub(crate) kind: Kind,
     pub(crate) clk: u64,

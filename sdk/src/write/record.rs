@@ -323,6 +323,36 @@ impl RecordHandle {
         b
     }
 
+    /// Writes an event at `clk` with no data and an empty description: the line
+    /// `event_at(clk, name).emit()` writes, made without a builder, which makes it the cheapest
+    /// line to write (a pipeline's stage changes are mostly such events). Capture control judges
+    /// it as it judges [`RecordHandle::event_at`]'s.
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let insn = trace.root("addi", "Instruction").begin_at(10).unwrap();
+    /// insn.emit_event_at(10, "IF").unwrap();
+    /// insn.emit_event_at(11, "ID").unwrap();
+    /// // writes {"clk":11,"type":"event","name":"ID","record_id":1,"description":""}
+    /// # insn.end_at(12).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn emit_event_at(&self, clk: u64, name: impl Into<Str>) -> Result<(), Error> {
+        self.check_clk(clk)?;
+        match self.live_node_cap() {
+            // Before a window: refused by the cycle alone (CAP-AT-1).
+            Some((n, cap)) if clk >= n.refuse_below => {
+                let name = name.into();
+                if n.shared().gate.event(&name, clk, cap) {
+                    return push_event(n, self.word, clk, name);
+                }
+                self.not_written(DROP_EVENT);
+            }
+            _ => self.not_written(DROP_EVENT),
+        }
+        Ok(())
+    }
+
     /// Starts describing an annotation on this record.
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
@@ -650,6 +680,20 @@ fn write_end(
     };
     if pushed.is_none() {
         inner.shared.count_drop(DROP_END);
+    }
+    Ok(())
+}
+
+/// Writes an `event` line with no data on `record` (see [`RecordHandle::emit_event_at`]), which
+/// capture has let through.
+#[inline(never)]
+fn push_event(record: &Node, word: NonNull<Node>, clk: u64, name: Str) -> Result<(), Error> {
+    let after = Some(*record.pushed(word)?);
+    let line = Plain { kind: Kind::Event, clk, id: record.raw_id(), name, after };
+    // The line is consumed by the push whatever it returns.
+    let shared = &record.inner.shared;
+    if ring::push::<false, _>(shared, &mut ManuallyDrop::new(line))?.is_none() {
+        shared.count_drop(DROP_EVENT);
     }
     Ok(())
 }
