@@ -179,13 +179,13 @@ pub fn run(
             break Err(Failure::Illegal { pc });
         };
         if let Some(insn) = &cpu.memory.insn {
-            insn.event_at(clk, "decode").emit()?;
+            insn.emit_event_at(clk, "decode")?;
         }
         cpu.execute_instruction(decoded);
         instructions += 1;
         if let Some(insn) = cpu.memory.insn.take() {
             let end = cpu.cycles.max(clk + 1);
-            insn.event_at(end - 1, "execute").emit()?;
+            insn.emit_event_at(end - 1, "execute")?;
             insn.end_at(end)?;
         }
         if let Some(e) = cpu.memory.error.take() {
