@@ -119,6 +119,24 @@ fn producer(c: &mut Criterion) {
             drop(producers);
             trace.close().expect("close");
         });
+        // An event with no data (a stage change), through its builder and without one.
+        for (name, builder) in [("event_no_data", true), ("emit_event_at", false)] {
+            g.bench_function(BenchmarkId::new(name, threads), |b| {
+                let trace = quiet_trace();
+                let emit: Emit = match builder {
+                    true => {
+                        Arc::new(|r, i| r.event_at(black_box(i + 1), "EX").emit().expect("emit"))
+                    }
+                    false => {
+                        Arc::new(|r, i| r.emit_event_at(black_box(i + 1), "EX").expect("emit"))
+                    }
+                };
+                let producers = Producers::new(&trace, threads - 1, emit, false);
+                b.iter_custom(|iters| producers.time(&trace, iters));
+                drop(producers);
+                trace.close().expect("close");
+            });
+        }
         // Under a record of the thread's own, and under one made on another thread (a worker).
         for (name, foreign_root) in [("record_begin_end", false), ("worker_record_begin_end", true)]
         {

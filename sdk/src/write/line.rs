@@ -84,19 +84,8 @@ impl Line {
             ptr::addr_of_mut!((*dst).clk).write(0);
             ptr::addr_of_mut!((*dst).id).write(id);
             ptr::addr_of_mut!((*dst).parent).write(None);
-            // Inlined where the builder is made (`record::Pending::new`). A name made from a
-            // `&'static str` is rebuilt here from its two words, which the compiler has in
-            // registers or as constants: written as a whole `Str`, it was copied through the
-            // stack with a 16-byte load over two 8-byte stores, which stalls (see `put`); read
-            // word by word with `put`, the words also went through the stack (12 more
-            // instructions).
-            let at = ptr::addr_of_mut!((*dst).name);
-            match name {
-                Str::Static(s) => at.write(Str::Static(s)),
-                name => {
-                    put(at.cast(), &ManuallyDrop::new(name));
-                }
-            }
+            // Inlined where the builder is made (`record::Pending::new`).
+            store_str(ptr::addr_of_mut!((*dst).name), name);
             ptr::addr_of_mut!((*dst).record_type).write(Str::EMPTY);
             ptr::addr_of_mut!((*dst).description).write(Str::EMPTY);
             Data::init(ptr::addr_of_mut!((*dst).data));
@@ -246,7 +235,8 @@ impl Queued for Line {
 /// instructions of about 210 on an event with no fields and cost 135 more on one with two (the
 /// larger builder moved through the chained calls, and the line made out of line at the first
 /// field). With the call of its own, Tiny5's simulator thread does 389 → 367 instructions a line
-/// (callgrind, 2026-11-28; half its lines are such events).
+/// (callgrind, 2026-11-28; half its lines are such events), and such an event takes 7.0 ns
+/// against 11.2 through a builder (criterion, `producer/emit_event_at` and `event_no_data`).
 pub(crate) struct Plain {
     pub(crate) kind: Kind,
     pub(crate) clk: u64,
@@ -278,9 +268,14 @@ impl Queued for Plain {
         // the name is moved bitwise into the entry, which owns it from now on (the caller
         // forgets the line, per the contract).
         unsafe {
-            at.add(1).write(line.clk);
-            at.add(2).write(line.id);
-            let mut p = put(at.add(3), &line.name);
+            // A word at a time, as `Line::write_to` does: the line was made on the caller's
+            // stack just before, and the cycle and id copied together (one 16-byte load over
+            // two 8-byte stores) waited for those stores to reach the cache (see `put`): 41 %
+            // of the samples in `write_end` (perf, Tiny5 `count`); a record begun and ended went
+            // 28.6 → 25.6 ns with this and `store_str` (criterion, 2026-11-28).
+            let mut p = put(at.add(1), &line.clk);
+            p = put(p, &line.id);
+            p = put(p, &line.name);
             if let Some(after) = line.after.filter(|a| a.ring != ring) {
                 header |= FLAG_AFTER;
                 p.write(after.ring as u64);
@@ -532,6 +527,27 @@ unsafe fn put<T>(at: *mut u64, value: *const T) -> *mut u64 {
             dst.add(w).write(src.add(w).read_volatile());
         }
         at.add(words)
+    }
+}
+
+/// Moves `s` into `*at` without copying it whole. A text made from a `&'static str` is rebuilt
+/// from its two words, which the compiler has in registers or as constants: moved as a whole
+/// `Str`, it was copied through the stack with a 16-byte load over two 8-byte stores, which
+/// stalls (see `put`); read word by word with `put`, the words also went through the stack (12
+/// more instructions). Inlined where the text is made.
+///
+/// # Safety
+/// `at` is valid for writing a `Str` and aligned; what it holds is overwritten, not dropped.
+#[inline(always)]
+pub(crate) unsafe fn store_str(at: *mut Str, s: Str) {
+    // SAFETY: per the contract.
+    unsafe {
+        match s {
+            Str::Static(t) => at.write(Str::Static(t)),
+            s => {
+                put(at.cast(), &ManuallyDrop::new(s));
+            }
+        }
     }
 }
 

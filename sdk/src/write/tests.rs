@@ -342,6 +342,7 @@ fn the_keeper_owns_the_entries_it_keeps() {
             let c = root.child(format!("c{i}"), "C").field("v", format!("s{i}")).begin_at(i);
             let c = c.expect("child");
             c.event(format!("e{i}")).emit_at(i).expect("event");
+            c.emit_event_at(i, format!("p{i}")).expect("event without a builder");
             c.annotation(format!("a{i}")).data_json("[1]").emit().expect("annotation");
             c.end_at(i + 1).expect("end");
         }
@@ -351,6 +352,7 @@ fn the_keeper_owns_the_entries_it_keeps() {
         for i in 0..N {
             let want = kept.contains(&i);
             assert_eq!(text.contains(&format!("\"e{i}\"")), want, "event {i}");
+            assert_eq!(text.contains(&format!("\"p{i}\"")), want, "event {i} (no builder)");
             if want {
                 assert!(text.contains(&format!("\"c{i}\"")), "its record {i}");
             }
@@ -379,7 +381,11 @@ fn deferred_records_are_pushed_once_or_released() {
     thread::scope(|s| {
         for t in 0..2 {
             let shared = &shared;
-            s.spawn(move || shared.event_at(N + t, "e").emit().expect("event"));
+            // With a builder, and without one (an owned name: dropped once, by the writer).
+            s.spawn(move || match t {
+                0 => shared.event_at(N, "e").emit().expect("event"),
+                _ => shared.emit_event_at(N + 1, String::from("e")).expect("event"),
+            });
         }
     });
     shared.end_at(N + 5).expect("end");
