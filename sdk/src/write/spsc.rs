@@ -196,8 +196,13 @@ fn flush_opt() -> bool {
             // CPUID exists on every x86-64; leaf 7 on anything with `clflushopt`, and an older
             // CPU answers a leaf above its maximum with zeros or its highest leaf, so the
             // maximum is checked first.
-            let max = std::arch::x86_64::__cpuid(0).eax;
-            max >= 7 && std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 23) != 0
+            // SAFETY: CPUID has no preconditions on x86-64 (an `unsafe fn` in older Rust, such
+            // as the MSRV, 1.85).
+            #[allow(unused_unsafe)]
+            unsafe {
+                let max = std::arch::x86_64::__cpuid(0).eax;
+                max >= 7 && std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 23) != 0
+            }
         })
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
