@@ -343,6 +343,11 @@ fn the_keeper_owns_the_entries_it_keeps() {
             let c = c.expect("child");
             c.event(format!("e{i}")).emit_at(i).expect("event");
             c.emit_event_at(i, format!("p{i}")).expect("event without a builder");
+            // Owning nothing, kept lines like this one are copied out of the ring in runs, at
+            // the end of the writer's turn (`keep::Ring::pending`), before the producer may
+            // reuse their words (a copy made after that is caught by `tests/capture.rs`, whose
+            // recorder trace then fails the checks).
+            c.emit_event_at(i, "q").expect("event without a builder");
             c.annotation(format!("a{i}")).data_json("[1]").emit().expect("annotation");
             c.end_at(i + 1).expect("end");
         }
@@ -353,6 +358,8 @@ fn the_keeper_owns_the_entries_it_keeps() {
             let want = kept.contains(&i);
             assert_eq!(text.contains(&format!("\"e{i}\"")), want, "event {i}");
             assert_eq!(text.contains(&format!("\"p{i}\"")), want, "event {i} (no builder)");
+            let q = format!("{{\"clk\":{i},\"type\":\"event\",\"name\":\"q\"");
+            assert_eq!(text.contains(&q), want, "static event {i}: {text}");
             if want {
                 assert!(text.contains(&format!("\"c{i}\"")), "its record {i}");
             }

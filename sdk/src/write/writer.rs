@@ -299,6 +299,10 @@ impl Writer {
         if self.pool.is_some() {
             ring.consumer.release_to(self.released[ring.id as usize]);
         } else {
+            // The recorder copies the lines it took before their words go back.
+            if let Some(k) = self.keeper.as_mut() {
+                k.copy_taken();
+            }
             ring.consumer.release();
             self.released[ring.id as usize] = ring.consumer.position();
         }
