@@ -379,6 +379,22 @@ mod tests {
         }
     }
 
+    /// `clflushopt` is used exactly where the CPU has it, as the kernel reads CPUID too (under
+    /// Miri and on other targets, never).
+    #[test]
+    fn clflushopt_is_used_where_the_kernel_says_the_cpu_has_it() {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+        {
+            let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+            let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("flags")).collect();
+            assert!(!flags.is_empty(), "no flags in /proc/cpuinfo");
+            let has = flags.iter().all(|l| l.split_whitespace().any(|w| w == "clflushopt"));
+            assert_eq!(flush_opt(), has);
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        assert!(!flush_opt());
+    }
+
     /// A ring asked for less room than two entries still has a power-of-two length.
     #[test]
     fn a_ring_is_a_power_of_two_long() {
