@@ -149,15 +149,8 @@ impl Line {
         // copied bitwise into the entry, which owns it from now on (the line is forgotten,
         // per the contract).
         unsafe {
-            let mut p = put(at.add(1), &l.clk);
-            p = put(p, &l.id);
-            p = put(p, &l.name);
-            if let Some(after) = l.after.filter(|a| a.ring != ring) {
-                header |= FLAG_AFTER;
-                p.write(after.ring as u64);
-                p.add(1).write(after.index);
-                p = p.add(2);
-            }
+            let (mut p, after) = put_head(at, &l.clk, &l.id, &l.name, &l.after, ring);
+            header |= after;
             if let Some(parent) = l.parent.filter(|_| RECORD) {
                 header |= FLAG_PARENT;
                 p.write(parent);
@@ -268,20 +261,8 @@ impl Queued for Plain {
         // the name is moved bitwise into the entry, which owns it from now on (the caller
         // forgets the line, per the contract).
         unsafe {
-            // A word at a time, as `Line::write_to` does: the line was made on the caller's
-            // stack just before, and the cycle and id copied together (one 16-byte load over
-            // two 8-byte stores) waited for those stores to reach the cache (see `put`): 41 %
-            // of the samples in `write_end` (perf, Tiny5 `count`); a record begun and ended went
-            // 28.6 → 25.6 ns with this and `store_str` (criterion, 2026-11-28).
-            let mut p = put(at.add(1), &line.clk);
-            p = put(p, &line.id);
-            p = put(p, &line.name);
-            if let Some(after) = line.after.filter(|a| a.ring != ring) {
-                header |= FLAG_AFTER;
-                p.write(after.ring as u64);
-                p.add(1).write(after.index);
-                p = p.add(2);
-            }
+            let (p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
+            header |= after;
             let words = p.offset_from(at) as usize;
             at.write(header | words as u64);
             words
@@ -527,6 +508,40 @@ unsafe fn put<T>(at: *mut u64, value: *const T) -> *mut u64 {
             dst.add(w).write(src.add(w).read_volatile());
         }
         at.add(words)
+    }
+}
+
+/// Writes the parts every entry has after its header (cycle, id, name) and, when it is on
+/// another ring than `ring`, the line it must follow; returns the next word, and the header
+/// flag that says whether that line was written. A word at a time (see [`put`]): a line made on the caller's stack just before (a
+/// [`Plain`] line) had its cycle and id copied together, one 16-byte load over two 8-byte
+/// stores, which waited for those stores to reach the cache: 41 % of the samples in
+/// `write_end` (perf, Tiny5 `count`); a record begun and ended went 28.6 → 25.6 ns with this
+/// and [`store_str`] (criterion, 2026-11-28).
+///
+/// # Safety
+/// `at` is the first word of an entry with room for the parts written; the name is moved
+/// bitwise into it, as for [`put`].
+#[inline(always)]
+unsafe fn put_head(
+    at: *mut u64,
+    clk: &u64,
+    id: &u64,
+    name: &Str,
+    after: &Option<Pos>,
+    ring: u32,
+) -> (*mut u64, u64) {
+    // SAFETY: per the contract.
+    unsafe {
+        let p = put(put(put(at.add(1), clk), id), name);
+        match after.filter(|a| a.ring != ring) {
+            Some(after) => {
+                p.write(after.ring as u64);
+                p.add(1).write(after.index);
+                (p.add(2), FLAG_AFTER)
+            }
+            None => (p, 0),
+        }
     }
 }
 
