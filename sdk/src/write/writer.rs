@@ -295,17 +295,20 @@ impl Writer {
     /// dependency is not written yet, drops them there and hands their words back to the
     /// producer. No line is copied.
     fn drain_ring(&mut self, ring: &mut Ring) -> usize {
-        let ready = if self.pool.is_some() { self.batch_ring(ring) } else { self.take_ring(ring) };
-        if self.pool.is_some() {
+        let ready = if self.pool.is_some() {
+            let ready = self.batch_ring(ring);
             ring.consumer.release_to(self.released[ring.id as usize]);
+            ready
         } else {
+            let ready = self.take_ring(ring);
             // The recorder copies the lines it took before their words go back.
             if let Some(k) = self.keeper.as_mut() {
                 k.copy_taken();
             }
             ring.consumer.release();
             self.released[ring.id as usize] = ring.consumer.position();
-        }
+            ready
+        };
         self.popped[ring.id as usize] += ready as u64;
         self.consumed[ring.id as usize] = ring.consumer.position() as u64;
         ready
@@ -504,15 +507,6 @@ impl Writer {
     }
 }
 
-fn kind_index(kind: Kind) -> usize {
-    match kind {
-        Kind::Record => gate::RECORD,
-        Kind::End => gate::END,
-        Kind::Event => gate::EVENT,
-        Kind::Annotation => gate::ANNOTATION,
-    }
-}
-
 /// Whether the line at `pos` has been taken from its ring, by the lines popped from each ring.
 #[inline(always)]
 fn written(popped: &[u64], pos: Pos) -> bool {
@@ -560,17 +554,19 @@ struct Counted<'a> {
 }
 
 impl Counted<'_> {
-    fn count(&mut self, kind: usize, clk: Option<u64>) {
+    /// Counts a line of `kind` at `clk` (an annotation has no cycle: its `clk` is not looked at).
+    fn count(&mut self, kind: Kind, clk: u64) {
         let s = &mut *self.summary;
         match kind {
-            gate::RECORD => s.records += 1,
-            gate::END => s.record_ends += 1,
-            gate::EVENT => s.events += 1,
-            _ => s.annotations += 1,
+            Kind::Record => s.records += 1,
+            Kind::End => s.record_ends += 1,
+            Kind::Event => s.events += 1,
+            Kind::Annotation => {
+                s.annotations += 1;
+                return;
+            }
         }
-        if let Some(clk) = clk {
-            s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
-        }
+        s.capture_end_clk = Some(s.capture_end_clk.map_or(clk, |m| m.max(clk)));
     }
 }
 
@@ -581,8 +577,7 @@ impl keep::Out for Counted<'_> {
         if !self.counting {
             encode_line(self.buf, line);
         }
-        let clk = (line.kind != Kind::Annotation).then_some(line.clk);
-        self.count(kind_index(line.kind), clk);
+        self.count(line.kind, line.clk);
     }
 
     /// A line only counted is read no further than its head (`Entry::head`): its kind, its
@@ -603,8 +598,7 @@ impl keep::Out for Counted<'_> {
         // something.
         unsafe {
             let head = Entry::head(at);
-            let clk = (head.kind != Kind::Annotation).then_some(head.clk);
-            self.count(kind_index(head.kind), clk);
+            self.count(head.kind, head.clk);
             if !head.owns_nothing {
                 drop_entry(at);
             }
@@ -623,7 +617,7 @@ impl Counted<'_> {
         // SAFETY: the caller's contract.
         let line = unsafe { Entry::read(at) };
         encode_line(self.buf, &line);
-        self.count(kind_index(line.kind), (line.kind != Kind::Annotation).then_some(line.clk));
+        self.count(line.kind, line.clk);
         if !line.owns_nothing() {
             // SAFETY: encoded and not used again; dropped once, here.
             unsafe { Entry::drop_in_place(at) };
