@@ -972,16 +972,6 @@ pub(crate) struct Keeper {
     evicted: Vec<Ended>,
 }
 
-/// Writes the entry at `at` to `out` and drops it ([`Out::take`]).
-///
-/// # Safety
-/// `at` is a published, not yet dropped entry, which the caller gives up.
-#[inline(never)]
-unsafe fn put_entry(out: &mut dyn Out, at: *mut u64) {
-    // SAFETY: the caller's contract.
-    unsafe { out.take(at) };
-}
-
 /// Calls `f` with the node of each record in the batches of `expiring` due by `horizon` (their
 /// `kept` count at most that), from the `from`-th record on, at most 256 of them; returns how
 /// many records from the front have been walked now.
@@ -1053,7 +1043,7 @@ impl Keeper {
     /// (CAP-REC-3) writes the recorder at once, with the trigger line.
     ///
     /// Only the entry's head is read here (`Entry::head`), and the entry read anew
-    /// (`put_entry`, `is_trigger`, `begin`) wherever all of it is needed: an `Entry` whose
+    /// (`Out::take`, `is_trigger`, `begin`) wherever all of it is needed: an `Entry` whose
     /// address is taken anywhere is stored whole on the stack on every path, and keeping an
     /// event or an end reads only a few of its words (callgrind, Tiny5 recorder, writer thread,
     /// 2026-11-28: 31 instructions a line went to storing the `Entry` the writer read and passed
@@ -1083,7 +1073,7 @@ impl Keeper {
             EVENT => {
                 self.materialize(Some(m.id), out);
                 // SAFETY: the caller's contract.
-                unsafe { put_entry(out, at) };
+                unsafe { out.take(at) };
             }
             // SAFETY: the caller's contract.
             RECORD => unsafe { self.begin(at, out) },
@@ -1102,7 +1092,7 @@ impl Keeper {
                         unsafe { self.record(ANNOTATION, clk, NONE, m.owns_nothing, at, m.words) };
                     }
                     // SAFETY: the caller's contract.
-                    _ => unsafe { put_entry(out, at) },
+                    _ => unsafe { out.take(at) },
                 }
             }
             _ => {
@@ -1123,7 +1113,7 @@ impl Keeper {
                     unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
                 } else {
                     // SAFETY: the caller's contract.
-                    unsafe { put_entry(out, at) };
+                    unsafe { out.take(at) };
                 }
             }
         }
@@ -1142,7 +1132,7 @@ impl Keeper {
             // Selected and written now: a held parent chain goes first.
             self.materialize(m.parent, out);
             // SAFETY: the caller's contract.
-            unsafe { put_entry(out, at) };
+            unsafe { out.take(at) };
             return;
         }
         let mut parent_node = NONE;
