@@ -1734,16 +1734,26 @@ mod tests {
     /// (or the root) with an annotation, an event on the `on`-th open record, or an end.
     #[derive(Clone, Debug)]
     enum Step {
-        Begin { parent: usize, owned: bool },
-        Event { on: usize, at: u64 },
-        End { which: usize },
+        Begin {
+            parent: usize,
+            owned: bool,
+        },
+        /// An event `at` cycles before the clock (not before its record's start): mostly up to
+        /// 2, sometimes up to 19, so that lines also come well before the one before them.
+        Event {
+            on: usize,
+            at: u64,
+        },
+        End {
+            which: usize,
+        },
         Dump,
     }
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
             3 => (0..6usize, any::<bool>()).prop_map(|(parent, owned)| Step::Begin { parent, owned }),
-            6 => (0..6usize, 0..3u64).prop_map(|(on, at)| Step::Event { on, at }),
+            6 => (0..6usize, prop_oneof![3 => 0..3u64, 1 => 0..20u64]).prop_map(|(on, at)| Step::Event { on, at }),
             3 => (0..6usize).prop_map(|which| Step::End { which }),
             1 => Just(Step::Dump),
         ]
