@@ -25,6 +25,10 @@
 //!   in each round just before the flight recorder: a traced run hands every line it keeps from
 //!   the simulator's core to the writer's, and on a shared host that time changes by several
 //!   times as the host moves the machine's cores about.
+//!   The flight recorder's time is also split at its close: the slowdown up to it
+//!   (`slowdown_recorder_running`, what a simulator pays while it runs with the recorder on) and
+//!   the close itself (`recorder_dump_sec`, `recorder_dump_bytes`: writing the window, about
+//!   half a million lines), which a run pays once per dump.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -140,11 +144,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     report["full_trace_bytes"] = json!(sim.full_bytes);
     report["slowdown_write_floor"] = json!(round(sim.write_floor));
     report["core_round_trip_ns"] = json!(sim.core_round_trip_ns.map(round));
+    report["slowdown_recorder_running"] = json!(round(sim.recorder_running));
+    report["recorder_dump_sec"] = json!(round3(sim.recorder_dump));
+    report["recorder_dump_bytes"] = json!(sim.recorder_bytes);
     let mut rounds = json!({
         "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
         "slowdown_write_floor": sim.rounds.iter().map(|r| round(r.write_floor)).collect::<Vec<_>>(),
         "core_round_trip_ns":
             sim.rounds.iter().map(|r| r.core_round_trip_ns.map(round)).collect::<Vec<_>>(),
+        "slowdown_recorder_running":
+            sim.rounds.iter().map(|r| round(r.recorder_running)).collect::<Vec<_>>(),
+        "recorder_dump_sec": sim.rounds.iter().map(|r| round3(r.recorder_dump)).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -185,6 +195,11 @@ struct Sim {
     write_floor: f64,
     /// The median of the rounds' [`core_round_trip`] (none with one CPU).
     core_round_trip_ns: Option<f64>,
+    /// The flight recorder's run: the median time its close took (the window written), the
+    /// file's size, and the median slowdown up to the close.
+    recorder_dump: f64,
+    recorder_bytes: u64,
+    recorder_running: f64,
 }
 
 /// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
@@ -197,6 +212,9 @@ struct Round {
     write_floor: f64,
     /// [`core_round_trip`] just before the round's flight recorder run.
     core_round_trip_ns: Option<f64>,
+    /// The flight recorder's close (seconds), and its slowdown up to it.
+    recorder_dump: f64,
+    recorder_running: f64,
 }
 
 /// The traced modes, in report order: what they are, their JSON member, and their targets on the
@@ -216,14 +234,11 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let program = programs::bubble_sort(&programs::random_words(words, 7))
         .map_err(|e| anyhow!("assembling the benchmark program: {e}"))?;
     let path = dir.join("pipeline-bench.jets");
-    // One run; `capture` None is untraced.
-    let once = |capture: Option<&Capture>| -> Result<(f64, u64)> {
-        // The error names the trace file itself.
-        let (took, cycles) =
-            traced::timed_run(&path, &program, capture).context("running the benchmark")?;
-        Ok((took.as_secs_f64(), cycles))
+    // One run; `capture` None is untraced. The error names the trace file itself.
+    let once = |capture: Option<&Capture>| {
+        traced::timed_run(&path, &program, capture).context("running the benchmark")
     };
-    let (_, cycles) = once(None)?; // warms up, and gives the run's length for the window
+    let cycles = once(None)?.cycles; // warms up, and gives the run's length for the window
     let mid = cycles / 2;
     let settings: [Capture; MODES.len()] = [
         Capture { off: true, ..Capture::default() },
@@ -240,15 +255,24 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut floor = Vec::with_capacity(runs);
     let mut round_trips = Vec::with_capacity(runs);
     let mut full_bytes = 0;
+    // The recorder's runs: (the time its close took, the time before it).
+    let mut recorder = Vec::with_capacity(runs);
+    let mut recorder_bytes = 0;
     for _ in 0..runs.max(1) {
         settle_disk();
-        untraced.push(once(None)?.0);
+        untraced.push(once(None)?.took.as_secs_f64());
         for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
             if key == "slowdown_recorder" {
                 round_trips.push(core_round_trip());
             }
             settle_disk();
-            times.push(once(Some(c))?.0);
+            let run = once(Some(c))?;
+            times.push(run.took.as_secs_f64());
+            if key == "slowdown_recorder" {
+                recorder.push((run.closing.as_secs_f64(), (run.took - run.closing).as_secs_f64()));
+                recorder_bytes =
+                    std::fs::metadata(&path).with_context(|| path.display().to_string())?.len();
+            }
             if key == "slowdown_full" {
                 // The full trace is at `path` now.
                 let (took, bytes) = write_floor(dir, &path)?;
@@ -263,6 +287,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             slowdown: std::array::from_fn(|m| traced[m][r] / untraced[r]),
             write_floor: floor[r] / untraced[r],
             core_round_trip_ns: round_trips[r],
+            recorder_dump: recorder[r].0,
+            recorder_running: recorder[r].1 / untraced[r],
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -272,6 +298,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     }
     let write_floor = percentiles(floor)?.p50 / untraced;
     let core_round_trip_ns = percentiles(round_trips.into_iter().flatten().collect()).ok();
+    let recorder_dump = percentiles(recorder.iter().map(|r| r.0).collect())?.p50;
+    let recorder_running = percentiles(recorder.iter().map(|r| r.1).collect())?.p50 / untraced;
     Ok(Sim {
         cycles,
         untraced,
@@ -280,6 +308,9 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         full_bytes,
         write_floor,
         core_round_trip_ns: core_round_trip_ns.map(|p| p.p50),
+        recorder_dump,
+        recorder_bytes,
+        recorder_running,
     })
 }
 
@@ -447,6 +478,22 @@ fn to_text(r: &Value) -> String {
             (None, _) => String::new(),
         };
         s += &format!("  {what:<32} {:>6.2}x   rounds {lo:.2}-{hi:.2}x{target}\n", f(key));
+        if key == "slowdown_recorder" {
+            let (lo, hi) = range(&rounds["slowdown_recorder_running"]);
+            let (dlo, dhi) = range(&rounds["recorder_dump_sec"]);
+            s += &format!(
+                "    {:<30} {:>6.2}x   rounds {lo:.2}-{hi:.2}x   (what the run pays while it \
+                 records)\n",
+                "until its close",
+                f("slowdown_recorder_running")
+            );
+            let label = format!("its close: {:.0} MB written", f("recorder_dump_bytes") / 1e6);
+            s += &format!(
+                "    {label:<30} {:>6.3} s   rounds {dlo:.3}-{dhi:.3} s   (its window, once a \
+                 dump)\n",
+                f("recorder_dump_sec")
+            );
+        }
     }
     let (lo, hi) = range(&rounds["slowdown_write_floor"]);
     let label = format!("only writing its {:.2} GB", f("full_trace_bytes") / 1e9);

@@ -31,6 +31,8 @@ fn bench_json_has_every_figure() {
         "slowdown_count",
         "slowdown_full",
         "slowdown_write_floor",
+        "slowdown_recorder_running",
+        "recorder_dump_sec",
     ] {
         let x = v[field].as_f64().unwrap_or_else(|| panic!("{field} missing in {v}"));
         assert!(x.is_finite() && x > 0.0, "{field} = {x}");
@@ -51,6 +53,8 @@ fn bench_json_has_every_figure() {
         "slowdown_count",
         "slowdown_full",
         "slowdown_write_floor",
+        "slowdown_recorder_running",
+        "recorder_dump_sec",
     ] {
         let xs: Vec<f64> =
             rounds[field].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
@@ -69,6 +73,18 @@ fn bench_json_has_every_figure() {
     }
     // The floor writes the full trace's bytes: a trace holds at least its header and footer.
     assert!(v["full_trace_bytes"].as_u64().unwrap() > 100, "{v}");
+    // The recorder's file holds its window (more than a header and footer), less than the
+    // full trace; its run up to the close is part of its whole run.
+    let recorder_bytes = v["recorder_dump_bytes"].as_u64().unwrap();
+    assert!(
+        recorder_bytes > 1000 && recorder_bytes < v["full_trace_bytes"].as_u64().unwrap(),
+        "{v}"
+    );
+    assert!(
+        v["slowdown_recorder_running"].as_f64().unwrap()
+            <= v["slowdown_recorder"].as_f64().unwrap() * 1.0001,
+        "{v}"
+    );
     assert!(v["cpus"].as_u64().unwrap() >= 1);
     assert_eq!(v["quick"], true);
     // The end-to-end file lives in --dir only while the bench runs.

@@ -10,12 +10,13 @@
 //! stays in the code and writes nothing, so `off` then measures what it costs compiled out.
 //!
 //! MODE is one of `jets bench`'s: `untraced`, `off`, `window` (1% of the run in its middle),
-//! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end), `count`
-//! (everything counted, nothing written) or `full`.
+//! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end; `recorder=N`
+//! for a window of N cycles), `count` (everything counted, nothing written) or `full`.
 //! WORDS is the size of the array the program sorts (default 1300, as `jets bench`); OUT the
 //! trace (default `pipeline-modes.jets`, removed first). It prints the run's time, from opening
-//! the trace to closing it, as `jets bench` times each run (`traced::timed_run`); `window` first
-//! runs untraced, outside the timing, to learn the run's length.
+//! the trace to closing it, as `jets bench` times each run (`traced::timed_run`), and how much
+//! of it closing took (a flight recorder writes its window then); `window` first runs untraced,
+//! outside the timing, to learn the run's length.
 
 use std::path::PathBuf;
 
@@ -37,7 +38,7 @@ fn main() -> anyhow::Result<()> {
         "untraced" => None,
         "off" => Some(Capture { off: true, ..Capture::default() }),
         "window" => {
-            let (_, cycles) = traced::timed_run(&out, &program, None)?;
+            let cycles = traced::timed_run(&out, &program, None)?.cycles;
             let mid = cycles / 2;
             Some(Capture { window: Some(mid..mid + (cycles / 100).max(1)), ..Capture::default() })
         }
@@ -47,15 +48,25 @@ fn main() -> anyhow::Result<()> {
         "recorder" => {
             Some(Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() })
         }
+        other if other.starts_with("recorder=") => {
+            let text = &other["recorder=".len()..];
+            let cycles = text.parse().with_context(|| format!("recorder window {text:?}"))?;
+            Some(Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() })
+        }
         "count" => Some(Capture { count: true, ..Capture::default() }),
         "full" => Some(Capture::full()),
         other => {
-            bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, count or full")
+            bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, recorder=N, count or full")
         }
     };
-    let (took, cycles) = traced::timed_run(&out, &program, capture.as_ref())?;
+    let run = traced::timed_run(&out, &program, capture.as_ref())?;
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.
     let built = if jets::COMPILED_IN || capture.is_none() { "" } else { " (tracing compiled out)" };
-    println!("{mode}: {cycles} cycles in {:.3} s{built}", took.as_secs_f64());
+    println!(
+        "{mode}: {} cycles in {:.3} s, closing {:.3} s{built}",
+        run.cycles,
+        run.took.as_secs_f64(),
+        run.closing.as_secs_f64()
+    );
     Ok(())
 }

@@ -178,9 +178,21 @@ pub fn run_to_file(path: &Path, program: &Program, options: &Options) -> Result<
     Ok(Outcome { stats, verified, summary, sim_time, host })
 }
 
+/// What [`timed_run`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Timed {
+    /// From opening the trace to closing it.
+    pub took: Duration,
+    /// Of which closing it: what the writer still had to write (a flight recorder's window),
+    /// the footer, and the file's close.
+    pub closing: Duration,
+    /// The run's length.
+    pub cycles: u64,
+}
+
 /// One run of `program` timed as `jets bench` times it: from opening the trace at `path` under
 /// `capture` (None: untraced, no trace) to closing it; the result is checked after the timing, so
-/// a mode that broke the simulation cannot pass as fast. Returns the time and the run's length.
+/// a mode that broke the simulation cannot pass as fast.
 ///
 /// A file left at `path` by an earlier run is removed first, outside the timing: replacing a
 /// large file makes the kernel free its page cache in the `create` call, a cost of the last run
@@ -189,7 +201,7 @@ pub fn timed_run(
     path: &Path,
     program: &Program,
     capture: Option<&Capture>,
-) -> Result<(Duration, u64), RunError> {
+) -> Result<Timed, RunError> {
     let display = || path.display().to_string();
     match std::fs::remove_file(path) {
         Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
@@ -214,12 +226,13 @@ pub fn timed_run(
     };
     pipe.run(u64::MAX)?;
     let (machine, stats) = pipe.finish()?;
+    let closing = Instant::now();
     if let Some(t) = trace {
         t.close_at(stats.cycles).map_err(trace_err)?;
     }
-    let took = start.elapsed();
+    let (took, closing) = (start.elapsed(), closing.elapsed());
     program.verify(&machine)?;
-    Ok((took, stats.cycles))
+    Ok(Timed { took, closing, cycles: stats.cycles })
 }
 
 #[cfg(target_os = "linux")]
