@@ -374,7 +374,8 @@ impl Pipeline {
                             .color(class_color(insn.class()))
                     })
                     .begin()?;
-                r.event_at(c, STAGES[IF]).emit()?;
+                // An event with no data: by name, with no builder (as `stage_event` does).
+                r.emit_event_at(c, STAGES[IF])?;
                 Some(r)
             }
             None => None,
