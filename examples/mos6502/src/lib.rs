@@ -37,6 +37,9 @@ pub struct Run {
     pub cycles: u64,
     /// Host time from the first instruction to the trace closed (or the last instruction).
     pub took: Duration,
+    /// Of which closing the trace: what the writer still had to write (a flight recorder's
+    /// window), the footer, and the file's close (zero untraced).
+    pub closing: Duration,
     /// What the writer wrote (`None` untraced).
     pub summary: Option<Summary>,
 }
@@ -199,12 +202,14 @@ pub fn run(
     if let Some(core) = core {
         core.end_at(cycles)?;
     }
+    let closing = Instant::now();
     let summary = match trace {
         Some(t) => Some(t.close_at(cycles)?),
         None => None,
     };
+    let closing = closing.elapsed();
     outcome?;
-    Ok(Run { instructions, cycles, took: start.elapsed(), summary })
+    Ok(Run { instructions, cycles, took: start.elapsed(), closing, summary })
 }
 
 /// The mnemonic of `opcode` (as the crate decodes it), or `???`.

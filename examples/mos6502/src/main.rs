@@ -160,12 +160,14 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
     ];
     let mut untraced = Vec::new();
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    let mut closing: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut bytes = vec![0u64; modes.len()];
     for _ in 0..a.runs.max(1) {
         untraced.push(once(None)?.took.as_secs_f64());
         for (i, (_, c)) in modes.iter().enumerate() {
             let r = once(Some(c))?;
             times[i].push(r.took.as_secs_f64());
+            closing[i].push(r.closing.as_secs_f64());
             bytes[i] = r.summary.map_or(0, |s| s.bytes);
         }
     }
@@ -180,7 +182,13 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
     }
     for (i, (name, _)) in modes.iter().enumerate() {
         let t = median(&mut times[i]);
-        println!("  {name:<32} {:>6.2}x   {:>10} bytes written", t / base, bytes[i]);
+        // The close writes what the writer still holds: a flight recorder's whole window.
+        let c = median(&mut closing[i]);
+        println!(
+            "  {name:<32} {:>6.2}x   {:>10} bytes written, closing {c:.3} s",
+            t / base,
+            bytes[i]
+        );
     }
     Ok(())
 }
