@@ -393,6 +393,96 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     assert_eq!(f["recorder_dumps"], 3);
 }
 
+/// A dump larger than the writer's batch (`jets::WRITE_BATCH_BYTES`) is written a batch at a
+/// time, and nothing is taken between its batches: a recorder whose window holds the whole run,
+/// dumped by a trigger in the middle of the simulator's lines, by `dump()` and at close, writes
+/// exactly the full trace's lines in the full trace's order.
+#[test]
+fn a_dump_larger_than_a_batch_is_written_in_order() {
+    let program = |c: Capture| {
+        let (t, buf) = open(c);
+        let core = t.root("core", "Core").begin_at(0).unwrap();
+        for i in 0..6000u64 {
+            let insn = core
+                .child_at(i * 10, format!("insn {i}"), "Instruction")
+                .field("pc", i * 4)
+                .field("text", format!("addi x{}, x{}, {i}", i % 32, (i + 1) % 32))
+                .begin()
+                .unwrap();
+            insn.event_at(i * 10 + 1, "EX").field("seq", i).emit().unwrap();
+            if i == 2000 {
+                insn.event_at(i * 10 + 2, "Fault").severity(Severity::Error).emit().unwrap();
+            }
+            insn.end_at(i * 10 + 5).unwrap();
+            if i == 4000 {
+                t.dump().unwrap();
+            }
+        }
+        core.end_at(60_000).unwrap();
+        t.close().unwrap();
+        buf.text()
+    };
+    let body = |text: &str| -> Vec<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        lines[1..lines.len() - 1].iter().map(|l| l.to_string()).collect()
+    };
+    let full = program(Capture::full());
+    let recorded = program(Capture {
+        recorder: Some(Recorder::Cycles(1_000_000)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    });
+    // Each of the three dumps is more than a batch.
+    assert!(full.len() > 6 * jets::WRITE_BATCH_BYTES, "{} bytes", full.len());
+    let lines = valid(&recorded);
+    assert_eq!(footer(&lines)["recorder_dumps"], 3);
+    let (want, got) = (body(&full), body(&recorded));
+    assert_eq!(got.len(), want.len());
+    if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+        panic!("line {} differs:\n{}\nagainst\n{}", i + 2, got[i], want[i]);
+    }
+}
+
+/// A trigger's dump larger than a batch is finished before the writer takes another line
+/// (CAP-REC-3): the lines after the trigger are not in it, and the ones that leave the window
+/// before the close are in no dump.
+#[test]
+fn a_trigger_dump_larger_than_a_batch_ends_at_the_trigger() {
+    let (t, buf) = open(Capture {
+        recorder: Some(Recorder::Cycles(25_000)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    });
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    for i in 0..9000u64 {
+        let insn = core
+            .child_at(i * 10, format!("insn {i}"), "Instruction")
+            .field("text", format!("addi x{}, x{}, {i}", i % 32, (i + 1) % 32))
+            .begin()
+            .unwrap();
+        insn.event_at(i * 10 + 1, "EX").field("seq", i).emit().unwrap();
+        if i == 3000 {
+            insn.event_at(i * 10 + 2, "Fault").severity(Severity::Error).emit().unwrap();
+        }
+        insn.end_at(i * 10 + 5).unwrap();
+    }
+    core.end_at(90_000).unwrap();
+    t.close().unwrap();
+    let text = buf.text();
+    let lines = valid(&text);
+    assert_eq!(footer(&lines)["recorder_dumps"], 2);
+    // The trigger's window: cycles above 30_002 - 25_000 (the end of insn 500 is the first
+    // line in it, so insn 500 comes as its ancestor); the close's: above 90_000 - 25_000 (the
+    // event of insn 6500 is the first).
+    let want: Vec<String> = std::iter::once("core".to_owned())
+        .chain((500..=3000).chain(6500..9000).map(|i| format!("insn {i}")))
+        .collect();
+    let got = names(&lines, "record");
+    assert!(text.len() > 4 * jets::WRITE_BATCH_BYTES, "{} bytes", text.len());
+    assert_eq!(got.len(), want.len(), "first records {:?}", &got[..5]);
+    assert_eq!(got, want);
+}
+
 /// The recorder tests' setting: the last 50 cycles, dumped on an error event too.
 fn recorder_setting() -> Capture {
     Capture {

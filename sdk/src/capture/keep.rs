@@ -39,6 +39,10 @@ pub(crate) trait Out {
     /// # Safety
     /// `at` is a published, not yet dropped entry, which the caller gives up.
     unsafe fn take(&mut self, at: *mut u64);
+
+    /// Whether what was put since the writer last wrote makes a batch: a dump stops there, the
+    /// writer writes it, and the dump goes on ([`Keeper::dump`]).
+    fn full(&self) -> bool;
 }
 
 /// Record ids to node slots. Ids are handed out in increasing blocks, so the records alive at
@@ -970,6 +974,8 @@ pub(crate) struct Keeper {
     spare: Vec<Vec<Ended>>,
     /// Records that left the window unneeded, forgotten at the end of an eviction.
     evicted: Vec<Ended>,
+    /// A dump is under way: [`Keeper::dump`] stopped at a full batch, and goes on from there.
+    dumping: bool,
 }
 
 /// Calls `f` with the node of each record in the batches of `expiring` due by `horizon` (their
@@ -1030,6 +1036,7 @@ impl Keeper {
             scratch: Vec::new(),
             spare: Vec::new(),
             evicted: Vec::new(),
+            dumping: false,
         })
     }
 
@@ -1066,7 +1073,9 @@ impl Keeper {
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
                 unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing, at, m.words) };
                 if trigger {
-                    // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it.
+                    // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it
+                    // (the writer finishes a dump that stopped at a full batch before it takes
+                    // another line).
                     self.dump(out);
                 }
             }
@@ -1506,14 +1515,27 @@ impl Keeper {
         }
     }
 
-    /// Writes what the flight recorder holds, with the ancestors its lines need, and empties it.
-    pub(crate) fn dump(&mut self, out: &mut dyn Out) {
+    /// Writes what the flight recorder holds, with the ancestors its lines need, and empties it;
+    /// or stops once `out` is full ([`Out::full`]) and returns false, and the next call goes on
+    /// where it stopped (the caller takes no line meanwhile, only writes the batch).
+    ///
+    /// Why in batches: written into one buffer, a dump held its whole window encoded (58 MB for
+    /// 100 k cycles of Tiny5, more than the window itself), grown by doubling in memory new to
+    /// the process, before the first byte reached the file; a dump from a fatal signal's handler
+    /// asked for that memory too.
+    pub(crate) fn dump(&mut self, out: &mut dyn Out) -> bool {
         if self.ring.is_none() {
-            return;
+            return true;
         }
-        self.dumps += 1;
-        self.evict();
+        if !self.dumping {
+            self.dumps += 1;
+            self.evict();
+            self.dumping = true;
+        }
         while let Some(ring) = self.ring.as_mut().filter(|r| r.len() > 0) {
+            if out.full() {
+                return false;
+            }
             let (at, item) = ring.front();
             ring.pop(item.words());
             if item.kind() == RECORD {
@@ -1541,6 +1563,13 @@ impl Keeper {
             ring.start_chunk = ring.arena.last();
         }
         self.settle();
+        self.dumping = false;
+        true
+    }
+
+    /// A dump stopped at a full batch and is not finished ([`Keeper::dump`]).
+    pub(crate) fn dumping(&self) -> bool {
+        self.dumping
     }
 }
 

@@ -361,9 +361,11 @@ impl Writer {
             let stopped = match keeper.as_mut() {
                 // SAFETY: a published entry, not dropped, given up to the keeper (it writes
                 // and drops it, or keeps it).
+                // A trigger's dump that stopped at a full batch ends the run too: it is finished
+                // below before another line is taken.
                 Some(k) => pop_ready(ring, &mut ready, popped, |at| unsafe {
                     k.line(at, &mut out);
-                    out.buf.len() >= BATCH_BYTES
+                    out.buf.len() >= BATCH_BYTES || k.dumping()
                 }),
                 // SAFETY: as above; encoded (or counted) and dropped.
                 None => pop_ready(ring, &mut ready, popped, |at| unsafe {
@@ -373,6 +375,9 @@ impl Writer {
             };
             if self.buf.len() >= BATCH_BYTES {
                 self.write_buf();
+            }
+            if self.keeper.as_ref().is_some_and(Keeper::dumping) {
+                self.dump();
             }
             if stopped {
                 return ready;
@@ -495,14 +500,15 @@ impl Writer {
         self.last_write = Instant::now();
     }
 
-    /// Writes the flight recorder's lines.
+    /// Writes the flight recorder's lines (or the rest of a dump under way), a batch at a time.
     fn dump(&mut self) {
-        if let Some(keeper) = self.keeper.as_mut() {
-            keeper.dump(&mut Counted {
-                buf: &mut self.buf,
-                summary: &mut self.summary,
-                counting: self.shared.capture.count,
-            });
+        loop {
+            let Writer { keeper, buf, summary, shared, .. } = self;
+            let Some(keeper) = keeper.as_mut() else { return };
+            if keeper.dump(&mut Counted { buf, summary, counting: shared.capture.count }) {
+                return;
+            }
+            self.write_buf();
         }
     }
 }
@@ -603,6 +609,12 @@ impl keep::Out for Counted<'_> {
                 drop_entry(at);
             }
         }
+    }
+
+    /// A batch's worth encoded (never while only counting: nothing is encoded).
+    #[inline]
+    fn full(&self) -> bool {
+        self.buf.len() >= BATCH_BYTES
     }
 }
 
