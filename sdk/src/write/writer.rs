@@ -359,13 +359,13 @@ impl Writer {
             let mut out = Counted { buf, summary, counting: shared.capture.count };
             let popped: &[u64] = popped;
             let stopped = match keeper.as_mut() {
-                // A trigger's dump that stopped at a full batch ends the run too: it is finished
-                // below before another line is taken.
+                // A trigger's dump stops only at a full batch (`Out::full`), which ends the run
+                // too: the dump is finished below before another line is taken.
                 // SAFETY: a published entry, not dropped, given up to the keeper (it writes
                 // and drops it, or keeps it).
                 Some(k) => pop_ready(ring, &mut ready, popped, |at| unsafe {
                     k.line(at, &mut out);
-                    out.buf.len() >= BATCH_BYTES || k.dumping()
+                    out.buf.len() >= BATCH_BYTES
                 }),
                 // SAFETY: as above; encoded (or counted) and dropped.
                 None => pop_ready(ring, &mut ready, popped, |at| unsafe {
