@@ -22,6 +22,7 @@
 
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
+use std::num::NonZeroU64;
 
 use super::config::{Capture, Recorder, Trigger};
 use super::gate::{ANNOTATION, END, EVENT, RECORD};
@@ -346,9 +347,9 @@ impl Drop for Lines {
     }
 }
 
-/// Where a node's own record line is.
+/// Where a node's own record line is ([`Loc::place`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Loc {
+enum Place {
     /// Gone (the node's slot is free).
     Nowhere,
     /// In a slot of `Lines`.
@@ -357,16 +358,49 @@ enum Loc {
     Arena(*mut u64),
 }
 
-/// A record not in the file that may still be needed.
+/// A [`Place`] in one word, so that a [`Node`] fits a cache line: null for nowhere, an arena
+/// entry's (8-byte-aligned) address, or a slot with the low bit set.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Loc(*mut u64);
+
+impl Loc {
+    const NOWHERE: Loc = Loc(std::ptr::null_mut());
+
+    fn slot(slot: u32) -> Loc {
+        Loc(std::ptr::without_provenance_mut((slot as usize) << 1 | 1))
+    }
+
+    fn arena(at: *mut u64) -> Loc {
+        debug_assert!(!at.is_null() && at.addr() & 1 == 0);
+        Loc(at)
+    }
+
+    fn place(self) -> Place {
+        match self.0.addr() {
+            0 => Place::Nowhere,
+            a if a & 1 == 1 => Place::Slot((a >> 1) as u32),
+            _ => Place::Arena(self.0),
+        }
+    }
+}
+
+/// A record not in the file that may still be needed: 64 bytes, one cache line. Eviction reads
+/// a record's node a whole window after it was made, from memory; at 96 bytes (a line and a
+/// half), and 64 bytes more, Tiny5's recorder took 10 % longer (ten alternated pairs,
+/// 2026-11-28).
+#[repr(align(64))]
 struct Node {
     id: u64,
-    parent: Option<u64>,
+    /// Its parent's id (ids are never 0).
+    parent: Option<NonZeroU64>,
     /// The parent's node when the record came (`NONE`: the parent was not in the table).
     parent_node: u32,
     /// Its record line.
     line: Loc,
-    /// Annotations queued while the record was not in the file (written after it).
-    notes: Vec<u32>,
+    /// Annotations queued while the record was not in the file (written after it); most
+    /// records have none. Boxed: 8 bytes in the node where a `Vec` takes 24.
+    #[allow(clippy::box_collection)]
+    notes: Option<Box<Vec<u32>>>,
     /// Its end, held: a line from another thread that needs the record may still arrive after
     /// its end (CAP-ANC-2).
     end: u32,
@@ -388,6 +422,8 @@ struct Node {
     children: u32,
 }
 
+const _: () = assert!(size_of::<Node>() == 64);
+
 impl Node {
     /// Still needed in the table: open, possibly referred to by a line in a ring, by a child,
     /// by a line in the recorder's window, or in that window itself. `gone` is how many lines
@@ -396,8 +432,12 @@ impl Node {
         self.open || !self.safe || self.children > 0 || self.buffered || self.safe_seq > gone
     }
 
+    fn parent(&self) -> Option<u64> {
+        self.parent.map(NonZeroU64::get)
+    }
+
     fn alive(&self) -> bool {
-        self.line != Loc::Nowhere
+        self.line != Loc::NOWHERE
     }
 }
 
@@ -445,7 +485,7 @@ impl Table {
         let s = match self.free.pop() {
             Some(s) => {
                 let slot = &mut self.nodes[s as usize];
-                node.notes = std::mem::take(&mut slot.notes);
+                node.notes = slot.notes.take();
                 *slot = node;
                 s
             }
@@ -1182,7 +1222,7 @@ impl Keeper {
                     Some(s) if !self.table.nodes[s].buffered => {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
                         let line = unsafe { self.lines.take(at, m.words) };
-                        self.table.nodes[s].notes.push(line);
+                        self.table.nodes[s].notes.get_or_insert_default().push(line);
                     }
                     _ if recording => {
                         let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
@@ -1242,10 +1282,10 @@ impl Keeper {
         let plain = buffered && m.owns_nothing();
         let node = self.table.insert(Node {
             id: m.id,
-            parent: m.parent,
+            parent: m.parent.and_then(NonZeroU64::new),
             parent_node,
-            line: Loc::Nowhere,
-            notes: Vec::new(),
+            line: Loc::NOWHERE,
+            notes: None,
             end: NONE,
             buffered,
             plain,
@@ -1256,13 +1296,13 @@ impl Keeper {
             children: 0,
         });
         // Set before the line is recorded: what leaves the window meanwhile may look at it.
-        self.table.nodes[node as usize].line = Loc::Slot(NONE);
+        self.table.nodes[node as usize].line = Loc::slot(NONE);
         let line = if buffered {
             // SAFETY: the caller's contract; kept, so the caller leaves it.
-            Loc::Arena(unsafe { self.record(RECORD, m.clk, node, plain, at, m.words) })
+            Loc::arena(unsafe { self.record(RECORD, m.clk, node, plain, at, m.words) })
         } else {
             // SAFETY: as above.
-            Loc::Slot(unsafe { self.lines.take(at, m.words) })
+            Loc::slot(unsafe { self.lines.take(at, m.words) })
         };
         self.table.nodes[node as usize].line = line;
     }
@@ -1369,7 +1409,7 @@ impl Keeper {
                 continue;
             }
             let n = &mut self.table.nodes[node as usize];
-            debug_assert!(n.line == Loc::Arena(front), "a recorded record keeps its node");
+            debug_assert!(n.line == Loc::arena(front), "a recorded record keeps its node");
             n.buffered = false;
             let id = n.id;
             if n.needed(ring.gone) {
@@ -1409,7 +1449,8 @@ impl Keeper {
             }
         });
         ring.expiring_entries = walk_due(&ring.expiring, horizon(1), ring.expiring_entries, |s| {
-            if let Some(Node { line: Loc::Arena(at), plain: false, .. }) = nodes.get(s as usize) {
+            if let Some(Node { line, plain: false, .. }) = nodes.get(s as usize) {
+                let Place::Arena(at) = line.place() else { return };
                 // The first 256 bytes: a record's parts that its drop reads.
                 prefetch(at.cast_const().cast(), 256);
             }
@@ -1446,11 +1487,11 @@ impl Keeper {
                 }
                 ring.pinned.pop_front();
                 let n = &mut self.table.nodes[node as usize];
-                if n.id == id && n.line == Loc::Arena(at) {
+                if n.id == id && n.line == Loc::arena(at) {
                     // SAFETY: a pinned entry, not dropped (its node still points at it); moved
                     // into the slot, and its words here are forgotten with the chunk.
                     let line = unsafe { self.lines.take(at, Entry::head(at).words) };
-                    n.line = Loc::Slot(line);
+                    n.line = Loc::slot(line);
                 }
             }
             ring.arena.recycle_first();
@@ -1461,22 +1502,22 @@ impl Keeper {
     /// out of the map already.
     fn write_node(&mut self, s: usize, out: &mut dyn Out) {
         let n = &mut self.table.nodes[s];
-        match n.line {
-            Loc::Slot(line) => {
+        match n.line.place() {
+            Place::Slot(line) => {
                 out.put(&self.lines.get(line));
                 self.lines.release(line);
             }
             // SAFETY: a recorded record's entry, not dropped (its node points at it); written,
             // then dropped once, here.
-            Loc::Arena(at) => unsafe {
+            Place::Arena(at) => unsafe {
                 out.put(&Entry::read(at));
                 Entry::drop_in_place(at);
             },
-            Loc::Nowhere => {}
+            Place::Nowhere => {}
         }
-        n.line = Loc::Nowhere;
+        n.line = Loc::NOWHERE;
         // Annotations carry no clk; they follow their record, then its held end.
-        for note in n.notes.drain(..) {
+        for note in n.notes.iter_mut().flat_map(|v| v.drain(..)) {
             out.put(&self.lines.get(note));
             self.lines.release(note);
         }
@@ -1493,11 +1534,11 @@ impl Keeper {
         let mut chain = std::mem::take(&mut self.scratch);
         chain.clear();
         chain.push(self.table.nodes[first].id);
-        let mut cur = self.table.nodes[first].parent;
+        let mut cur = self.table.nodes[first].parent();
         while let Some(s) = cur.and_then(|i| self.table.slot(i)) {
             let n = &self.table.nodes[s];
             chain.push(n.id);
-            cur = n.parent;
+            cur = n.parent();
         }
         for &id in chain.iter().rev() {
             // Every id of the chain was just found in the table.
@@ -1516,19 +1557,19 @@ impl Keeper {
             if n.id != id || !n.alive() || n.needed(gone) {
                 return;
             }
-            let (parent, parent_node) = (n.parent, n.parent_node);
-            match n.line {
-                Loc::Slot(line) => self.lines.release(line),
+            let (parent, parent_node) = (n.parent(), n.parent_node);
+            match n.line.place() {
+                Place::Slot(line) => self.lines.release(line),
                 // SAFETY: a pinned entry (out of the window: not buffered), not dropped;
                 // dropped once, here (a plain one owns nothing to drop).
-                Loc::Arena(at) if !n.plain => unsafe { Entry::drop_in_place(at) },
-                Loc::Arena(_) => {}
-                Loc::Nowhere => {}
+                Place::Arena(at) if !n.plain => unsafe { Entry::drop_in_place(at) },
+                Place::Arena(_) => {}
+                Place::Nowhere => {}
             }
-            n.line = Loc::Nowhere;
+            n.line = Loc::NOWHERE;
             // Most records have no annotation: no drain to set up for them.
-            if !n.notes.is_empty() {
-                for note in n.notes.drain(..) {
+            if let Some(notes) = n.notes.as_mut().filter(|v| !v.is_empty()) {
+                for note in notes.drain(..) {
                     self.lines.release(note);
                 }
             }
@@ -1628,9 +1669,9 @@ impl Keeper {
             let node = ring.pop(item.words());
             if item.kind() == RECORD {
                 let n = &mut self.table.nodes[node as usize];
-                debug_assert!(n.buffered && n.line == Loc::Arena(at), "a record in the window");
+                debug_assert!(n.buffered && n.line == Loc::arena(at), "a record in the window");
                 n.buffered = false;
-                let (id, parent) = (n.id, n.parent);
+                let (id, parent) = (n.id, n.parent());
                 self.materialize(parent, out);
                 // Written now, with what its node holds (nothing while buffered); the entry is
                 // dropped by `write_node`.
@@ -1675,12 +1716,12 @@ impl Drop for Keeper {
             }
         }
         for n in &mut self.table.nodes {
-            if let Loc::Arena(at) = n.line {
+            if let Place::Arena(at) = n.line.place() {
                 if !n.buffered {
                     // SAFETY: a pinned entry, not dropped; dropped once, here.
                     unsafe { Entry::drop_in_place(at) };
                 }
-                n.line = Loc::Nowhere;
+                n.line = Loc::NOWHERE;
             }
         }
     }
