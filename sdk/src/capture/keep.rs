@@ -385,9 +385,9 @@ impl Loc {
 }
 
 /// A record not in the file that may still be needed: 64 bytes, one cache line. Eviction reads
-/// a record's node a whole window after it was made, from memory; at 96 bytes (a line and a
-/// half), and 64 bytes more, Tiny5's recorder took 10 % longer (ten alternated pairs,
-/// 2026-11-28).
+/// a record's node a whole window after it was made, from memory: padded with 64 bytes more,
+/// the node cost Tiny5's recorder 10 % (ten alternated pairs), and brought from 96 bytes (a line
+/// and a half) to one line, it saved 6–10 % (two sets of ten pairs, 2026-11-28).
 #[repr(align(64))]
 struct Node {
     id: u64,
@@ -543,9 +543,9 @@ const EVICT_EVERY: u64 = 64;
 /// thread, which sets the recorder's pace. Items of sixteen bytes (the cycle, and a word of
 /// size, kind, flags and node) moved 2 GB a run; at 48 bytes the run took 0.45–0.7 s more. At
 /// four, the writer does 35 instructions a line more (callgrind 255 → 290) and the run is faster:
-/// Tiny5's 100 k-cycle recorder, two sets of ten alternated pairs, medians 1.50 s against 1.57 s
-/// and 1.41 s against 1.54 s (2026-11-28, with dumps written a batch at a time: before, the
-/// close's own noise hid it).
+/// Tiny5's 100 k-cycle recorder, three sets of ten alternated pairs, medians 1.50 s against
+/// 1.57 s, 1.41 s against 1.54 s and 1.32 s against 1.43 s (2026-11-28, with dumps written a
+/// batch at a time: before, the close's own noise hid it).
 #[derive(Clone, Copy, Default)]
 struct Item(u32);
 
