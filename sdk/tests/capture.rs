@@ -393,6 +393,23 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     assert_eq!(f["recorder_dumps"], 3);
 }
 
+/// Instruction `i` of the large recorder tests, under `core`: a record at cycle 10 i with a text
+/// field, an event a cycle later, an error event (a trigger) when `i` is `fault`, its end at
+/// 10 i + 5.
+fn instruction(core: &jets::RecordHandle, i: u64, fault: u64) {
+    let insn = core
+        .child_at(i * 10, format!("insn {i}"), "Instruction")
+        .field("pc", i * 4)
+        .field("text", format!("addi x{}, x{}, {i}", i % 32, (i + 1) % 32))
+        .begin()
+        .unwrap();
+    insn.event_at(i * 10 + 1, "EX").field("seq", i).emit().unwrap();
+    if i == fault {
+        insn.event_at(i * 10 + 2, "Fault").severity(Severity::Error).emit().unwrap();
+    }
+    insn.end_at(i * 10 + 5).unwrap();
+}
+
 /// A dump larger than the writer's batch (`jets::WRITE_BATCH_BYTES`) is written a batch at a
 /// time, and nothing is taken between its batches: a recorder whose window holds the whole run,
 /// dumped by a trigger in the middle of the simulator's lines, by `dump()` and at close, writes
@@ -403,17 +420,7 @@ fn a_dump_larger_than_a_batch_is_written_in_order() {
         let (t, buf) = open(c);
         let core = t.root("core", "Core").begin_at(0).unwrap();
         for i in 0..6000u64 {
-            let insn = core
-                .child_at(i * 10, format!("insn {i}"), "Instruction")
-                .field("pc", i * 4)
-                .field("text", format!("addi x{}, x{}, {i}", i % 32, (i + 1) % 32))
-                .begin()
-                .unwrap();
-            insn.event_at(i * 10 + 1, "EX").field("seq", i).emit().unwrap();
-            if i == 2000 {
-                insn.event_at(i * 10 + 2, "Fault").severity(Severity::Error).emit().unwrap();
-            }
-            insn.end_at(i * 10 + 5).unwrap();
+            instruction(&core, i, 2000);
             if i == 4000 {
                 t.dump().unwrap();
             }
@@ -455,16 +462,7 @@ fn a_trigger_dump_larger_than_a_batch_ends_at_the_trigger() {
     });
     let core = t.root("core", "Core").begin_at(0).unwrap();
     for i in 0..9000u64 {
-        let insn = core
-            .child_at(i * 10, format!("insn {i}"), "Instruction")
-            .field("text", format!("addi x{}, x{}, {i}", i % 32, (i + 1) % 32))
-            .begin()
-            .unwrap();
-        insn.event_at(i * 10 + 1, "EX").field("seq", i).emit().unwrap();
-        if i == 3000 {
-            insn.event_at(i * 10 + 2, "Fault").severity(Severity::Error).emit().unwrap();
-        }
-        insn.end_at(i * 10 + 5).unwrap();
+        instruction(&core, i, 3000);
     }
     core.end_at(90_000).unwrap();
     t.close().unwrap();
