@@ -365,12 +365,12 @@ impl Writer {
                 // and drops it, or keeps it).
                 Some(k) => pop_ready(ring, &mut ready, popped, |at| unsafe {
                     k.line(at, &mut out);
-                    out.buf.len() >= BATCH_BYTES
+                    keep::Out::full(&out)
                 }),
                 // SAFETY: as above; encoded (or counted) and dropped.
                 None => pop_ready(ring, &mut ready, popped, |at| unsafe {
                     keep::Out::take(&mut out, at);
-                    out.buf.len() >= BATCH_BYTES
+                    keep::Out::full(&out)
                 }),
             };
             if self.buf.len() >= BATCH_BYTES {
@@ -611,8 +611,9 @@ impl keep::Out for Counted<'_> {
         }
     }
 
-    /// A batch's worth encoded (never while only counting: nothing is encoded).
-    #[inline]
+    /// A batch's worth encoded (never while only counting: nothing is encoded). What ends a
+    /// run of lines the writer takes, and a part of a dump.
+    #[inline(always)]
     fn full(&self) -> bool {
         self.buf.len() >= BATCH_BYTES
     }
