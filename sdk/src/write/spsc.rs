@@ -285,22 +285,22 @@ impl Consumer {
                 // flush is coherent: the producer's later store reloads the line); the address
                 // is inside the ring's buffer (`flush_runs` stays below its length), which is
                 // alive while `self` is; `clflushopt` only when the CPU has it.
+                // One loop per instruction, the choice made once per run, not per line.
+                macro_rules! flush_each {
+                    ($insn:literal) => {
+                        while p < end {
+                            // SAFETY: see above.
+                            unsafe {
+                                std::arch::asm!(concat!($insn, " [{p}]"), p = in(reg) p, options(nostack, preserves_flags))
+                            };
+                            p = p.wrapping_add(64 / 8);
+                        }
+                    };
+                }
                 if self.flush_opt {
-                    while p < end {
-                        // SAFETY: see above.
-                        unsafe {
-                            std::arch::asm!("clflushopt [{p}]", p = in(reg) p, options(nostack, preserves_flags))
-                        };
-                        p = p.wrapping_add(64 / 8);
-                    }
+                    flush_each!("clflushopt");
                 } else {
-                    while p < end {
-                        // SAFETY: see above.
-                        unsafe {
-                            std::arch::asm!("clflush [{p}]", p = in(reg) p, options(nostack, preserves_flags))
-                        };
-                        p = p.wrapping_add(64 / 8);
-                    }
+                    flush_each!("clflush");
                 }
             }
         }
