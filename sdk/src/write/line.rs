@@ -516,9 +516,8 @@ unsafe fn put<T>(at: *mut u64, value: *const T) -> *mut u64 {
 /// flag that says whether that line was written. A word at a time (see [`put`]): a line made
 /// on the caller's stack just before (a [`Plain`] line) had its cycle and id copied together,
 /// one 16-byte load over two 8-byte stores, which waited for those stores to reach the cache:
-/// 41 % of the samples in
-/// `write_end` (perf, Tiny5 `count`); a record begun and ended went 28.6 → 25.6 ns with this
-/// and [`store_str`] (criterion, 2026-11-28).
+/// 41 % of the samples in `write_end` (perf, Tiny5 `count`); a record begun and ended went
+/// 28.6 → 25.6 ns with this and [`store_str`] (criterion, 2026-11-28).
 ///
 /// # Safety
 /// `at` is the first word of an entry with room for the parts written; the name is moved
