@@ -1665,6 +1665,12 @@ impl Keeper {
             if out.full() {
                 return false;
             }
+            // The window was written past the caches a window ago: without asking ahead, each
+            // record's node is a miss waited for (perf, Tiny5's 100 k-cycle dump: 82 % of the
+            // loop's own time on that one load).
+            if ring.gone % EVICT_EVERY == 0 {
+                ring.prefetch_leaving(&self.table.nodes);
+            }
             let (at, item) = ring.front();
             let node = ring.pop(item.words());
             if item.kind() == RECORD {
