@@ -450,6 +450,32 @@ fn a_dump_larger_than_a_batch_is_written_in_order() {
     }
 }
 
+/// A sink that fails, or panics, in the middle of a dump of several batches (whose batches are
+/// written by a thread of their own while the next is encoded): the close reports it, naming
+/// the failure, and what the sink took is a valid prefix of the trace.
+#[test]
+fn a_sink_failing_in_a_large_dump_is_reported_and_leaves_a_valid_prefix() {
+    for panic in [false, true] {
+        let sink = common::Failing::new(3 * jets::WRITE_BATCH_BYTES + 1000, panic);
+        let capture = Capture { recorder: Some(Recorder::Cycles(1_000_000)), ..Capture::default() };
+        let t = TraceBuilder::new()
+            .capture(capture)
+            .writer(sink.clone(), Metadata::new())
+            .expect("open");
+        let core = t.root("core", "Core").begin_at(0).unwrap();
+        for i in 0..6000u64 {
+            instruction(&core, i, u64::MAX);
+        }
+        core.end_at(60_000).unwrap();
+        let err = t.close().expect_err("the failure is reported");
+        let why = if panic { "sink exploded" } else { "pipe closed" };
+        assert!(err.to_string().contains(why), "{err}");
+        let text = sink.text();
+        assert!(text.len() > 2 * jets::WRITE_BATCH_BYTES, "{} bytes taken", text.len());
+        common::check(&text, true).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 /// A trigger's dump larger than a batch is finished before the writer takes another line
 /// (CAP-REC-3): the lines after the trigger are not in it, and the ones that leave the window
 /// before the close are in no dump.
