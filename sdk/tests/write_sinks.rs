@@ -162,3 +162,41 @@ fn panic_hook_flushes_before_the_process_dies() {
     assert!(text.contains("last_words"), "flushed by the hook: {text:?}");
     common::check(&text, true).expect("valid prefix");
 }
+
+/// The summary says how often, and how long, the emitting calls waited for room in their ring:
+/// not at all when the writer keeps up, and for at least one of a slow sink's writes when it
+/// does not (a ring of 16 lines, a sink that takes 2 ms a write).
+#[test]
+fn the_summary_counts_the_waits_for_a_slow_writer() {
+    let fast = Trace::to_writer(common::Buf::default(), Metadata::new()).expect("open");
+    small_trace(&fast);
+    let summary = fast.close().expect("close");
+    assert_eq!((summary.waits_for_room, summary.waited_for_room), (0, Duration::ZERO));
+
+    #[derive(Clone, Default)]
+    struct Slow(common::Buf, std::sync::Arc<std::sync::atomic::AtomicU64>);
+    impl std::io::Write for Slow {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            std::thread::sleep(Duration::from_millis(2));
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.write(b)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let sink = Slow::default();
+    let started = std::time::Instant::now();
+    let slow =
+        TraceBuilder::new().capacity(16).writer(sink.clone(), Metadata::new()).expect("open");
+    small_trace(&slow);
+    let summary = slow.close().expect("close");
+    let took = started.elapsed();
+    common::check(&sink.0.text(), false).expect("every line, valid");
+    // Thousands of lines through a ring of 16: the producer waited for many of the writes, each
+    // a sleep of 2 ms; the waits are part of the run.
+    assert!(sink.1.load(std::sync::atomic::Ordering::Relaxed) > 10, "few writes");
+    assert!(summary.waits_for_room > 0, "{summary:?}");
+    assert!(summary.waited_for_room >= Duration::from_millis(2), "{summary:?}");
+    assert!(summary.waited_for_room <= took, "{summary:?} in {took:?}");
+}

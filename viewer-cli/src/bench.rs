@@ -28,7 +28,9 @@
 //!   The flight recorder's time is also split at its close: the slowdown up to it
 //!   (`slowdown_recorder_running`, what a simulator pays while it runs with the recorder on) and
 //!   the close itself (`recorder_dump_sec`, `recorder_dump_bytes`: writing the window, about
-//!   half a million lines), which a run pays once per dump.
+//!   half a million lines), which a run pays once per dump. For the recorder and the full trace,
+//!   how long the simulator waited for room in its ring (`recorder_wait_sec`, `full_wait_sec`:
+//!   `jets::Summary::waited_for_room`), the part of the run whose pace the writer set.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -147,6 +149,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     report["slowdown_recorder_running"] = json!(round(sim.recorder_running));
     report["recorder_dump_sec"] = json!(round3(sim.recorder_dump));
     report["recorder_dump_bytes"] = json!(sim.recorder_bytes);
+    report["recorder_wait_sec"] = json!(round3(sim.recorder_wait));
+    report["full_wait_sec"] = json!(round3(sim.full_wait));
     let mut rounds = json!({
         "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
         "slowdown_write_floor": sim.rounds.iter().map(|r| round(r.write_floor)).collect::<Vec<_>>(),
@@ -155,6 +159,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "slowdown_recorder_running":
             sim.rounds.iter().map(|r| round(r.recorder_running)).collect::<Vec<_>>(),
         "recorder_dump_sec": sim.rounds.iter().map(|r| round3(r.recorder_dump)).collect::<Vec<_>>(),
+        "recorder_wait_sec": sim.rounds.iter().map(|r| round3(r.recorder_wait)).collect::<Vec<_>>(),
+        "full_wait_sec": sim.rounds.iter().map(|r| round3(r.full_wait)).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -200,6 +206,10 @@ struct Sim {
     recorder_dump: f64,
     recorder_bytes: u64,
     recorder_running: f64,
+    /// The median time the simulator waited for room in its ring: in the flight recorder's runs
+    /// and in the full trace's.
+    recorder_wait: f64,
+    full_wait: f64,
 }
 
 /// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
@@ -215,6 +225,9 @@ struct Round {
     /// The flight recorder's close (seconds), and its slowdown up to it.
     recorder_dump: f64,
     recorder_running: f64,
+    /// The simulator's waits for room (seconds), in the recorder's run and the full trace's.
+    recorder_wait: f64,
+    full_wait: f64,
 }
 
 /// The traced modes, in report order: what they are, their JSON member, and their targets on the
@@ -257,6 +270,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut full_bytes = 0;
     // The recorder's runs: (the time its close took, the time before it).
     let mut recorder = Vec::with_capacity(runs);
+    // The simulator's waits for room: (in the recorder's run, in the full trace's).
+    let mut waits = Vec::with_capacity(runs);
     let mut recorder_bytes = 0;
     for _ in 0..runs.max(1) {
         settle_disk();
@@ -270,10 +285,14 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             times.push(run.took.as_secs_f64());
             if key == "slowdown_recorder" {
                 recorder.push((run.closing.as_secs_f64(), (run.took - run.closing).as_secs_f64()));
+                waits.push((run.waited.as_secs_f64(), 0.0));
                 recorder_bytes =
                     std::fs::metadata(&path).with_context(|| path.display().to_string())?.len();
             }
             if key == "slowdown_full" {
+                if let Some(w) = waits.last_mut() {
+                    w.1 = run.waited.as_secs_f64();
+                }
                 // The full trace is at `path` now.
                 let (took, bytes) = write_floor(dir, &path)?;
                 floor.push(took);
@@ -289,6 +308,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             core_round_trip_ns: round_trips[r],
             recorder_dump: recorder[r].0,
             recorder_running: recorder[r].1 / untraced[r],
+            recorder_wait: waits[r].0,
+            full_wait: waits[r].1,
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -300,6 +321,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let core_round_trip_ns = percentiles(round_trips.into_iter().flatten().collect()).ok();
     let recorder_dump = percentiles(recorder.iter().map(|r| r.0).collect())?.p50;
     let recorder_running = percentiles(recorder.iter().map(|r| r.1).collect())?.p50 / untraced;
+    let recorder_wait = percentiles(waits.iter().map(|w| w.0).collect())?.p50;
+    let full_wait = percentiles(waits.iter().map(|w| w.1).collect())?.p50;
     Ok(Sim {
         cycles,
         untraced,
@@ -311,6 +334,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         recorder_dump,
         recorder_bytes,
         recorder_running,
+        recorder_wait,
+        full_wait,
     })
 }
 
@@ -492,6 +517,20 @@ fn to_text(r: &Value) -> String {
                 "    {label:<30} {:>6.3} s   rounds {dlo:.3}-{dhi:.3} s   (its window, once a \
                  dump)\n",
                 f("recorder_dump_sec")
+            );
+        }
+        let waited = match key {
+            "slowdown_recorder" => Some("recorder_wait_sec"),
+            "slowdown_full" => Some("full_wait_sec"),
+            _ => None,
+        };
+        if let Some(waited) = waited {
+            let (wlo, whi) = range(&rounds[waited]);
+            s += &format!(
+                "    {:<30} {:>6.3} s   rounds {wlo:.3}-{whi:.3} s   (the simulator waiting for \
+                 room in its ring: the writer's pace)\n",
+                "of which waiting",
+                f(waited)
             );
         }
     }

@@ -85,6 +85,24 @@ fn bench_json_has_every_figure() {
             <= v["slowdown_recorder"].as_f64().unwrap() * 1.0001,
         "{v}"
     );
+    // The simulator's waits for room: part of each round's run (a wait counted across runs, or
+    // in the wrong unit, would not fit in it).
+    for (waited, mode) in
+        [("recorder_wait_sec", "slowdown_recorder"), ("full_wait_sec", "slowdown_full")]
+    {
+        let x = v[waited].as_f64().unwrap_or_else(|| panic!("{waited} missing in {v}"));
+        assert!(x.is_finite() && x >= 0.0, "{waited} = {x}");
+        let xs = rounds[waited].as_array().unwrap();
+        assert_eq!(xs.len(), untraced.len(), "{waited} in {rounds}");
+        for (r, w) in xs.iter().enumerate() {
+            let run = rounds[mode][r].as_f64().unwrap() * untraced[r].as_f64().unwrap();
+            let w = w.as_f64().unwrap();
+            assert!(
+                w >= 0.0 && w <= run * 1.05 + 0.002,
+                "{waited} {w} s in a {run} s run: {rounds}"
+            );
+        }
+    }
     assert!(v["cpus"].as_u64().unwrap() >= 1);
     assert_eq!(v["quick"], true);
     // The end-to-end file lives in --dir only while the bench runs.

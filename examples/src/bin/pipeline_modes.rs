@@ -15,7 +15,8 @@
 //! WORDS is the size of the array the program sorts (default 1300, as `jets bench`); OUT the
 //! trace (default `pipeline-modes.jets`, removed first). It prints the run's time, from opening
 //! the trace to closing it, as `jets bench` times each run (`traced::timed_run`), and how much
-//! of it closing took (a flight recorder writes its window then); `window` first runs untraced,
+//! of it closing took (a flight recorder writes its window then) and how long the simulator
+//! waited for room in its ring (the writer set the pace then); `window` first runs untraced,
 //! outside the timing, to learn the run's length.
 
 use std::path::PathBuf;
@@ -63,10 +64,11 @@ fn main() -> anyhow::Result<()> {
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.
     let built = if jets::COMPILED_IN || capture.is_none() { "" } else { " (tracing compiled out)" };
     println!(
-        "{mode}: {} cycles in {:.3} s, closing {:.3} s{built}",
+        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}",
         run.cycles,
         run.took.as_secs_f64(),
-        run.closing.as_secs_f64()
+        run.closing.as_secs_f64(),
+        run.waited.as_secs_f64()
     );
     Ok(())
 }

@@ -186,6 +186,9 @@ pub struct Timed {
     /// Of which closing it: what the writer still had to write (a flight recorder's window),
     /// the footer, and the file's close.
     pub closing: Duration,
+    /// How long the simulator waited for room in its ring, in all (the writer set its pace
+    /// meanwhile: `jets::Summary::waited_for_room`).
+    pub waited: Duration,
     /// The run's length.
     pub cycles: u64,
 }
@@ -227,14 +230,15 @@ pub fn timed_run(
     pipe.run(u64::MAX)?;
     let (machine, stats) = pipe.finish()?;
     let close = Instant::now();
+    let mut waited = Duration::ZERO;
     if let Some(t) = trace {
-        t.close_at(stats.cycles).map_err(trace_err)?;
+        waited = t.close_at(stats.cycles).map_err(trace_err)?.waited_for_room;
     }
     // Both from one reading of the clock: the close is part of the run.
     let end = Instant::now();
     let (took, closing) = (end - start, end - close);
     program.verify(&machine)?;
-    Ok(Timed { took, closing, cycles: stats.cycles })
+    Ok(Timed { took, closing, waited, cycles: stats.cycles })
 }
 
 #[cfg(target_os = "linux")]

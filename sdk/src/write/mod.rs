@@ -147,6 +147,16 @@ pub struct Summary {
     pub counted: LeftOut,
     /// How many times the flight recorder was written.
     pub dumps: u64,
+    /// How many times an emitting call found its thread's ring full and waited for the writer
+    /// ([`Policy::Block`]; meanwhile it encodes lines for the writer when it can).
+    ///
+    /// With [`Summary::waited_for_room`], this says who set the simulator's pace: when the
+    /// waits are a large part of the run, it was the writer (its encoding, the disk, or the
+    /// flight recorder's window), not the emitting calls. A larger ring
+    /// ([`TraceBuilder::capacity`]) absorbs bursts, not a writer that is slower on average.
+    pub waits_for_room: u64,
+    /// How long the waits counted in [`Summary::waits_for_room`] took in all.
+    pub waited_for_room: Duration,
 }
 
 /// Exact counts of lines dropped under [`Policy::Drop`].
@@ -180,6 +190,9 @@ pub(crate) struct Shared {
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
     dropped: [AtomicU64; 4],
+    /// Emitting calls that waited for room, and the nanoseconds they waited in all
+    /// ([`Summary::waits_for_room`]).
+    waits: [AtomicU64; 2],
     writer: OnceLock<Thread>,
     target: String,
     /// Every ring of this trace (see [`Registry`]).
@@ -325,6 +338,19 @@ impl Shared {
 
     fn count_drop(&self, kind: usize) {
         self.dropped[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an emitting call's wait for room in its ring.
+    fn count_wait(&self, waited: Duration) {
+        self.waits[0].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.waits[1].fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The waits counted by [`Shared::count_wait`]: how many, and how long in all.
+    fn waits(&self) -> (u64, Duration) {
+        let nanos = self.waits[1].load(Ordering::Relaxed);
+        (self.waits[0].load(Ordering::Relaxed), Duration::from_nanos(nanos))
     }
 
     fn dropped(&self) -> Dropped {
@@ -734,6 +760,7 @@ impl TraceBuilder {
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             dropped: Default::default(),
+            waits: Default::default(),
             writer: OnceLock::new(),
             target: target.clone(),
             rings: Mutex::new(Registry::default()),

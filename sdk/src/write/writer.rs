@@ -874,6 +874,7 @@ impl Writer {
             s.capture_end_clk = Some(s.capture_end_clk.map_or(e, |m| m.max(e)));
         }
         s.dropped = self.shared.dropped();
+        (s.waits_for_room, s.waited_for_room) = self.shared.waits();
         let mut footer = Footer {
             capture_end_clk: s.capture_end_clk,
             total_records: Some(s.records),
