@@ -161,6 +161,7 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
     let mut untraced = Vec::new();
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut closing: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    let mut waited: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut bytes = vec![0u64; modes.len()];
     for _ in 0..a.runs.max(1) {
         untraced.push(once(None)?.took.as_secs_f64());
@@ -168,6 +169,7 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
             let r = once(Some(c))?;
             times[i].push(r.took.as_secs_f64());
             closing[i].push(r.closing.as_secs_f64());
+            waited[i].push(r.summary.as_ref().map_or(0.0, |s| s.waited_for_room.as_secs_f64()));
             bytes[i] = r.summary.map_or(0, |s| s.bytes);
         }
     }
@@ -184,8 +186,11 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
         let t = median(&mut times[i]);
         // The close writes what the writer still holds: a flight recorder's whole window.
         let c = median(&mut closing[i]);
+        // How long the emulator waited for room in its ring: the writer's pace.
+        let w = median(&mut waited[i]);
         println!(
-            "  {name:<32} {:>6.2}x   {:>10} bytes written, closing {c:.3} s",
+            "  {name:<32} {:>6.2}x   {:>10} bytes written, closing {c:.3} s, waiting for room \
+             {w:.3} s",
             t / base,
             bytes[i]
         );
