@@ -48,7 +48,13 @@ fn several_encoders_write_the_same_file_as_one() {
             many, one,
             "{encoders} encoders: a single producer's file is byte for byte the same"
         );
-        assert_eq!(s, s1, "{encoders} encoders: same summary");
+        // The same counts; the waits for room are the machine's timing, not the file's.
+        let counts = |s: &jets::Summary| jets::Summary {
+            waits_for_room: 0,
+            waited_for_room: std::time::Duration::ZERO,
+            ..s.clone()
+        };
+        assert_eq!(counts(&s), counts(&s1), "{encoders} encoders: same summary");
     }
 }
 
