@@ -476,6 +476,52 @@ fn a_sink_failing_in_a_large_dump_is_reported_and_leaves_a_valid_prefix() {
     }
 }
 
+/// A record ended on one thread stays available as an ancestor for a line another thread
+/// pushed on it before the end, however long after the end the writer takes that line. Here the
+/// other thread's ring comes first in the writer's walk and holds 10 000 lines before the one
+/// on the record, which waits there for the record's line: the writer takes the record and its
+/// end in one pass, and that line three passes later (4 096 lines a ring a pass). The end's own
+/// ring needs no wait before the record is forgotten (`Keeper::end_pass`), the other rings do:
+/// were the record forgotten once the lines kept before its line left the window, the close's
+/// dump would write that line without its record. The pushes follow a flush and a pause, so
+/// the writer is napping while they are made (nearly always; in any order the trace must be
+/// valid and hold the line).
+#[test]
+fn a_record_stays_for_a_line_another_thread_pushed_before_its_end() {
+    use std::sync::mpsc::channel;
+    use std::sync::OnceLock;
+    let (t, buf) = open(Capture { recorder: Some(Recorder::Cycles(100)), ..Capture::default() });
+    let record = OnceLock::new();
+    std::thread::scope(|scope| {
+        let (ready, is_ready) = channel();
+        let (go, goes) = channel();
+        let (t, record) = (&t, &record);
+        scope.spawn(move || {
+            // This thread's ring first: it comes first in the writer's walk.
+            let other = t.root("other", "Other").begin_at(0).unwrap();
+            ready.send(()).unwrap();
+            goes.recv().unwrap();
+            for clk in 0..10_000 {
+                other.emit_event_at(clk / 100, "busy").unwrap();
+            }
+            let r: &jets::RecordHandle = record.get().unwrap();
+            r.emit_event_at(1000, "late").unwrap();
+            other.end_at(1000).unwrap();
+        });
+        is_ready.recv().unwrap();
+        t.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(record.set(t.root("r", "R").begin_at(0).unwrap()).is_ok());
+        go.send(()).unwrap();
+    });
+    record.into_inner().unwrap().end_at(10).unwrap();
+    t.close().unwrap();
+    let text = buf.text();
+    let lines = valid(&text);
+    assert!(names(&lines, "record").contains(&"r".to_owned()), "{text}");
+    assert!(lines.iter().any(|l| l["type"] == "event" && l["name"] == "late"), "{text}");
+}
+
 /// A trigger's dump larger than a batch is finished before the writer takes another line
 /// (CAP-REC-3): the lines after the trigger are not in it, and the ones that leave the window
 /// before the close are in no dump.

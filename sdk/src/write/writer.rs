@@ -354,6 +354,9 @@ impl Writer {
     /// recorder 273.4 -> 260.6, count 97.3 -> 81.4).
     fn take_ring(&mut self, ring: &mut Ring) -> usize {
         let mut ready = 0;
+        if let Some(k) = self.keeper.as_mut() {
+            k.taking_from(ring.id);
+        }
         loop {
             let Writer { keeper, buf, summary, shared, popped, .. } = self;
             let mut out = Counted { buf, summary, counting: shared.capture.count };
