@@ -1085,27 +1085,19 @@ impl Ring {
 /// An ended record: its node and id.
 type Ended = (u32, u64);
 
-/// Which rings the records ended in a pass had their ends on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EndedOn {
-    None,
-    One(u32),
-    Many,
-}
-
 pub(crate) struct Keeper {
     lines: Lines,
     table: Table,
     ring: Option<Ring>,
     triggers: Vec<Trigger>,
-    /// Records ended in this pass of the writer (node, id); they become safe once every ring
-    /// has passed the point it had reached when the pass ended, except the rings their ends
-    /// came from ([`Keeper::end_pass`]).
+    /// Records ended in this pass of the writer (node, id), in runs by the ring their ends came
+    /// from; they become safe once every other ring has passed the point it had reached when
+    /// the pass ended ([`Keeper::end_pass`]).
     ended: Vec<Ended>,
-    /// The ring whose lines the writer is giving ([`Keeper::taking_from`]), and the rings the
-    /// ends in `ended` came from.
+    /// The runs of `ended`: the ring, and where its run starts.
+    ended_from: Vec<(u32, usize)>,
+    /// The ring whose lines the writer is giving ([`Keeper::taking_from`]).
     ring_now: u32,
-    ended_on: EndedOn,
     /// Ended records with the ring positions every ring must pass before they are safe.
     graves: VecDeque<(Vec<u64>, Vec<Ended>)>,
     /// Lines seen, per kind (what the writer popped).
@@ -1172,8 +1164,8 @@ impl Keeper {
                 .cloned()
                 .collect(),
             ended: Vec::new(),
+            ended_from: Vec::new(),
             ring_now: 0,
-            ended_on: EndedOn::None,
             graves: VecDeque::new(),
             seen: [0; 4],
             dumps: 0,
@@ -1253,12 +1245,10 @@ impl Keeper {
                     let n = &mut self.table.nodes[s];
                     n.open = false;
                     let selected = n.selected;
+                    if self.ended_from.last().is_none_or(|&(r, _)| r != self.ring_now) {
+                        self.ended_from.push((self.ring_now, self.ended.len()));
+                    }
                     self.ended.push((s as u32, m.id));
-                    self.ended_on = match self.ended_on {
-                        EndedOn::None => EndedOn::One(self.ring_now),
-                        EndedOn::One(r) if r == self.ring_now => EndedOn::One(r),
-                        _ => EndedOn::Many,
-                    };
                     if recording && selected {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
                         unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
@@ -1660,20 +1650,27 @@ impl Keeper {
             // Anything referring to a record was pushed before its end (the end consumes the
             // handle), so it is in a ring before this snapshot. On the ring of the end itself,
             // it is before the end, which the writer has taken, so that ring is passed already:
-            // records whose ends all came from one ring (every record of a simulator with one
-            // thread) wait for no ring at all. Waiting for that ring's snapshot too held each
-            // record for as many lines as the writer was behind, up to a whole ring, and a
-            // record held past four chunks behind the window is copied out of the arena: with
-            // rings of 4 or 8 MiB, that copying made the flight recorder's writer twice as slow.
-            let mut snapshot = pushed();
-            if let EndedOn::One(r) = self.ended_on {
-                if let Some(n) = snapshot.get_mut(r as usize) {
+            // the records ended on each ring wait for the other rings only (those of a
+            // simulator with one thread, for none). Waiting for their own ring's snapshot too
+            // held each record for as many lines as the writer was behind, up to a whole ring,
+            // and a record held past four chunks behind the window is copied out of the arena:
+            // with rings of 4 or 8 MiB, that copying made the flight recorder's writer twice as
+            // slow.
+            let snapshot = pushed();
+            let mut runs = std::mem::take(&mut self.ended_from);
+            for (i, &(ring, start)) in runs.iter().enumerate() {
+                let end = runs.get(i + 1).map_or(self.ended.len(), |&(_, next)| next);
+                let mut waits_for = snapshot.clone();
+                if let Some(n) = waits_for.get_mut(ring as usize) {
                     *n = 0;
                 }
+                let mut batch = self.spare.pop().unwrap_or_default();
+                batch.extend_from_slice(&self.ended[start..end]);
+                self.graves.push_back((waits_for, batch));
             }
-            self.ended_on = EndedOn::None;
-            let batch = self.spare.pop().unwrap_or_default();
-            self.graves.push_back((snapshot, std::mem::replace(&mut self.ended, batch)));
+            self.ended.clear();
+            runs.clear();
+            self.ended_from = runs;
         }
     }
 
