@@ -270,8 +270,9 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut full_bytes = 0;
     // The recorder's runs: (the time its close took, the time before it).
     let mut recorder = Vec::with_capacity(runs);
-    // The simulator's waits for room: (in the recorder's run, in the full trace's).
-    let mut waits = Vec::with_capacity(runs);
+    // The simulator's waits for room, in the recorder's runs and in the full trace's.
+    let mut recorder_waits = Vec::with_capacity(runs);
+    let mut full_waits = Vec::with_capacity(runs);
     let mut recorder_bytes = 0;
     for _ in 0..runs.max(1) {
         settle_disk();
@@ -285,14 +286,12 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             times.push(run.took.as_secs_f64());
             if key == "slowdown_recorder" {
                 recorder.push((run.closing.as_secs_f64(), (run.took - run.closing).as_secs_f64()));
-                waits.push((run.waited.as_secs_f64(), 0.0));
+                recorder_waits.push(run.waited.as_secs_f64());
                 recorder_bytes =
                     std::fs::metadata(&path).with_context(|| path.display().to_string())?.len();
             }
             if key == "slowdown_full" {
-                if let Some(w) = waits.last_mut() {
-                    w.1 = run.waited.as_secs_f64();
-                }
+                full_waits.push(run.waited.as_secs_f64());
                 // The full trace is at `path` now.
                 let (took, bytes) = write_floor(dir, &path)?;
                 floor.push(took);
@@ -308,8 +307,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             core_round_trip_ns: round_trips[r],
             recorder_dump: recorder[r].0,
             recorder_running: recorder[r].1 / untraced[r],
-            recorder_wait: waits[r].0,
-            full_wait: waits[r].1,
+            recorder_wait: recorder_waits[r],
+            full_wait: full_waits[r],
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -321,8 +320,8 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let core_round_trip_ns = percentiles(round_trips.into_iter().flatten().collect()).ok();
     let recorder_dump = percentiles(recorder.iter().map(|r| r.0).collect())?.p50;
     let recorder_running = percentiles(recorder.iter().map(|r| r.1).collect())?.p50 / untraced;
-    let recorder_wait = percentiles(waits.iter().map(|w| w.0).collect())?.p50;
-    let full_wait = percentiles(waits.iter().map(|w| w.1).collect())?.p50;
+    let recorder_wait = percentiles(recorder_waits)?.p50;
+    let full_wait = percentiles(full_waits)?.p50;
     Ok(Sim {
         cycles,
         untraced,

@@ -230,10 +230,10 @@ pub fn timed_run(
     pipe.run(u64::MAX)?;
     let (machine, stats) = pipe.finish()?;
     let close = Instant::now();
-    let mut waited = Duration::ZERO;
-    if let Some(t) = trace {
-        waited = t.close_at(stats.cycles).map_err(trace_err)?.waited_for_room;
-    }
+    let waited = match trace {
+        Some(t) => t.close_at(stats.cycles).map_err(trace_err)?.waited_for_room,
+        None => Duration::ZERO,
+    };
     // Both from one reading of the clock: the close is part of the run.
     let end = Instant::now();
     let (took, closing) = (end - start, end - close);

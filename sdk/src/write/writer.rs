@@ -154,7 +154,7 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         summary: Summary { bytes: config.header_bytes, ..Summary::default() },
         shared,
         sink: Some(sink),
-        buf: Vec::with_capacity(BATCH_BYTES + 64 * 1024),
+        buf: batch_buffer(),
         config,
         last_write: Instant::now(),
         dirty: false,
@@ -376,7 +376,7 @@ impl Writer {
                     keep::Out::full(&out)
                 }),
             };
-            if self.buf.len() >= BATCH_BYTES {
+            if batch_full(&self.buf) {
                 self.write_buf();
             }
             if self.keeper.as_ref().is_some_and(Keeper::dumping) {
@@ -576,9 +576,7 @@ impl Writer {
             );
             let writing = writing.ok()?;
             loop {
-                let next = spare
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + 64 * 1024));
+                let next = spare.try_recv().unwrap_or_else(|_| batch_buffer());
                 let batch = std::mem::replace(&mut self.buf, next);
                 if to_write.send(batch).is_err() || self.dump_batch() {
                     break;
@@ -708,8 +706,20 @@ impl keep::Out for Counted<'_> {
     /// run of lines the writer takes, and a part of a dump.
     #[inline(always)]
     fn full(&self) -> bool {
-        self.buf.len() >= BATCH_BYTES
+        batch_full(self.buf)
     }
+}
+
+/// Whether `buf` holds a batch's worth of encoded lines, to be written.
+#[inline(always)]
+fn batch_full(buf: &[u8]) -> bool {
+    buf.len() >= BATCH_BYTES
+}
+
+/// An empty batch, with room for the line that makes it full (a line is rarely above 64 KiB):
+/// it is written once full, so it seldom grows.
+fn batch_buffer() -> Vec<u8> {
+    Vec::with_capacity(BATCH_BYTES + 64 * 1024)
 }
 
 impl Counted<'_> {
