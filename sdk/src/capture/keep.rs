@@ -23,9 +23,11 @@
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::num::NonZeroU64;
+use std::sync::Arc;
 
 use super::config::{Capture, Recorder, Trigger};
 use super::gate::{ANNOTATION, END, EVENT, RECORD};
+use super::stock::{self, Chunk, Stock, CHUNK};
 use crate::format::Value;
 use crate::write::line::{Entry, Kind};
 
@@ -508,12 +510,6 @@ impl Table {
     }
 }
 
-/// Words per chunk of the recorder's arena: 512 KiB, far above the largest entry (unit tests
-/// use small chunks, so that chunks are reused and records outlive theirs).
-#[cfg(not(test))]
-const CHUNK: usize = 1 << 16;
-#[cfg(test)]
-const CHUNK: usize = 1 << 7;
 /// Chunks kept behind the window before their memory is reused: a record that has left the
 /// window stays where it is (pinned) while lines in the window may still need it, usually some
 /// thousands of lines; only one still needed when its chunk is reused is copied out.
@@ -803,13 +799,15 @@ impl Index {
 /// never moves), so keeping a line touches no index but the recorder's own.
 struct Arena {
     /// Each of `CHUNK` words of capacity, used through pointers (its length stays 0).
-    chunks: VecDeque<Vec<MaybeUninit<u64>>>,
+    chunks: VecDeque<Chunk>,
     /// The number of `chunks[0]`.
     first: u64,
     /// Where the next entry goes, and the end of its chunk.
     tail: *mut u64,
     room: *mut u64,
-    spare: Vec<Vec<MaybeUninit<u64>>>,
+    spare: Vec<Chunk>,
+    /// New chunks made ahead by emitting threads, until the window is full (see `stock`).
+    stock: Option<Arc<Stock>>,
 }
 
 impl Arena {
@@ -820,6 +818,7 @@ impl Arena {
             tail: std::ptr::null_mut(),
             room: std::ptr::null_mut(),
             spare: Vec::new(),
+            stock: Some(Arc::new(Stock::new())),
         }
     }
 
@@ -852,7 +851,9 @@ impl Arena {
     /// Moves `tail` to a new chunk.
     #[cold]
     fn next_chunk(&mut self) {
-        let mut chunk = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+        let mut chunk = (self.spare.pop())
+            .or_else(|| self.stock.as_ref().and_then(|s| s.take()))
+            .unwrap_or_else(stock::chunk);
         self.tail = chunk.as_mut_ptr().cast();
         // SAFETY: the end of the chunk's capacity.
         self.room = unsafe { self.tail.add(CHUNK) };
@@ -866,6 +867,11 @@ impl Arena {
                 self.spare.push(chunk);
                 self.first += 1;
             }
+        }
+        // The window is full: its chunks are reused from now on, and no more are made ahead.
+        if let Some(left) = self.stock.as_ref().and_then(|s| s.close()) {
+            self.spare.extend(left);
+            self.stock = None;
         }
     }
 }
@@ -1174,6 +1180,12 @@ impl Keeper {
             evicted: Vec::new(),
             dumping: false,
         })
+    }
+
+    /// For a flight recorder whose window is still growing: the stock its new memory is taken
+    /// from, for the emitting threads to fill while they wait for room (see `stock`).
+    pub(crate) fn stock(&self) -> Option<&Arc<Stock>> {
+        self.ring.as_ref()?.arena.stock.as_ref()
     }
 
     /// Lines that have left the recorder's window (0 without a recorder).

@@ -28,6 +28,7 @@
 mod config;
 pub(crate) mod gate;
 pub(crate) mod keep;
+pub(crate) mod stock;
 
 pub use config::{Capture, CaptureError, DumpSignal, Recorder, Trigger, ENV};
 

@@ -220,9 +220,30 @@ pub(crate) struct Shared {
     /// The process that opened the trace: a forked child's exit and signal handlers leave its
     /// parent's traces alone (their writer threads do not exist there).
     pid: u32,
-    /// Batches of lines waiting to be encoded, which a producer waiting for room encodes
-    /// meanwhile (set by the writer thread when it sequences; see `encoders`).
-    helpers: OnceLock<Arc<encoders::Queue>>,
+    /// What an emitting thread waiting for room in its ring does for the writer meanwhile (set
+    /// by the writer thread when it starts, if anything).
+    helper: OnceLock<Helper>,
+}
+
+/// Work of the writer's that an emitting thread waiting for room can do meanwhile: its core is
+/// idle, and on a machine whose cores are all busy (a simulator on one, the writer on the
+/// other) its wait is the writer's missing core.
+pub(crate) enum Helper {
+    /// Encode batches of lines the writer sequenced (see `encoders`).
+    Encode(Arc<encoders::Queue>),
+    /// Make the flight recorder's next chunks of memory while its window grows (see
+    /// `capture::stock`).
+    Stock(Arc<crate::capture::stock::Stock>),
+}
+
+impl Helper {
+    /// Does one piece of the work; false when there was none to do.
+    pub(crate) fn help(&self) -> bool {
+        match self {
+            Helper::Encode(queue) => queue.help(),
+            Helper::Stock(stock) => stock.help(),
+        }
+    }
 }
 
 /// Requests from `flush` and `close`, taken by the writer thread.
@@ -778,7 +799,7 @@ impl TraceBuilder {
             fatal: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             pid: std::process::id(),
-            helpers: OnceLock::new(),
+            helper: OnceLock::new(),
         });
         let config = writer::Config {
             flush_interval: self.flush_interval,

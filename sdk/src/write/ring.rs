@@ -306,9 +306,8 @@ unsafe fn wait_for_room(
         if producer.is_abandoned() || shared.closed.load(Ordering::Relaxed) {
             return Err(Refused::Closed);
         }
-        // Rather than wait for the writer, encode a batch it has sequenced: on a machine whose
-        // cores are all busy, this thread's wait is the writer's missing core.
-        if help_allowed() && shared.helpers.get().is_some_and(|q| q.help()) {
+        // Rather than wait for the writer, do some of its work (`Helper`).
+        if help_allowed() && shared.helper.get().is_some_and(super::Helper::help) {
             shared.wake_writer();
             continue;
         }

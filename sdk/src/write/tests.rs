@@ -293,7 +293,10 @@ fn behind_a_slow_sink(safe: bool) -> u64 {
     } else {
         emit();
     }
-    let helped = trace.0.shared.helpers.get().expect("one encoder: a queue").helped();
+    let helped = match trace.0.shared.helper.get() {
+        Some(super::Helper::Encode(queue)) => queue.helped(),
+        _ => panic!("one encoder: a queue"),
+    };
     trace.close().expect("close");
     let order: Vec<u64> = out
         .0
@@ -320,6 +323,63 @@ fn a_waiting_producer_encodes_the_writers_batches() {
 #[cfg_attr(miri, ignore = "hundreds of batches of 256 KiB: too slow under Miri")]
 fn a_signal_safe_push_only_waits() {
     assert_eq!(behind_a_slow_sink(true), 0, "a batch was encoded inside signal_safe");
+}
+
+/// Events one producer emits into a flight recorder that keeps them all, through a ring of 16
+/// lines (so that the producer often waits for room), inside `signal_safe` when `safe`; checks
+/// that the dump at close writes every event, in order, and returns how many chunks of the
+/// recorder's memory the producer made while it waited (`capture::stock`).
+fn a_growing_recorder(safe: bool) -> u64 {
+    use crate::capture::{Capture, Recorder};
+    const EVENTS: u64 = 20_000;
+    let out = Buf::default();
+    let capture = Capture { recorder: Some(Recorder::Cycles(2 * EVENTS)), ..Capture::default() };
+    let trace = TraceBuilder::new()
+        .capacity(16)
+        .capture(capture)
+        .writer(out.clone(), Metadata::new())
+        .expect("open");
+    let emit = || {
+        let r = trace.root("root", "Root").begin_at(0).expect("root");
+        for i in 0..EVENTS {
+            r.event("e").field("i", i).emit_at(i).expect("event");
+        }
+        r.end_at(EVENTS).expect("end");
+    };
+    if safe {
+        signal_safe(emit);
+    } else {
+        emit();
+    }
+    let made = match trace.0.shared.helper.get() {
+        Some(super::Helper::Stock(stock)) => stock.made(),
+        _ => panic!("a flight recorder: a stock"),
+    };
+    trace.close().expect("close");
+    let order: Vec<u64> = out
+        .lines()
+        .iter()
+        .filter_map(|l| l.split("\"i\":").nth(1))
+        .map(|rest| rest.split([',', '}']).next().expect("value").parse().expect("i"))
+        .collect();
+    assert_eq!(order, (0..EVENTS).collect::<Vec<_>>(), "every event, in order");
+    made
+}
+
+/// A producer that waits for room while a flight recorder's window grows makes the window's
+/// next chunks of memory, which the writer then uses: the dump is the same.
+#[test]
+#[cfg_attr(miri, ignore = "thousands of waits for room: too slow under Miri")]
+fn a_waiting_producer_makes_the_recorders_memory() {
+    assert!(a_growing_recorder(false) > 0, "the producer waited for room and made no chunk");
+}
+
+/// Inside `signal_safe`, a push that waits for room under a flight recorder only waits: making
+/// a chunk allocates, which a signal handler must not.
+#[test]
+#[cfg_attr(miri, ignore = "thousands of waits for room: too slow under Miri")]
+fn a_signal_safe_push_makes_no_memory() {
+    assert_eq!(a_growing_recorder(true), 0, "a chunk was made inside signal_safe");
 }
 
 /// The capture keeper moves the entries it keeps out of the rings: it writes the ones a window

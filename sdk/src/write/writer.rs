@@ -13,7 +13,7 @@ use super::ring::Pos;
 use super::sink::Sink;
 use super::spsc::Consumer;
 use super::WRITE_BATCH_BYTES as BATCH_BYTES;
-use super::{Control, Policy, Shared, Summary};
+use super::{Control, Helper, Policy, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
 use crate::capture::{LeftOut, FOOTER_COUNTED, FOOTER_LEFT_OUT};
@@ -179,8 +179,11 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         // Threads that cannot be started: this thread encodes, as with one encoder.
         w.pool = Pool::new(w.config.encoders, codec).or_else(|_| Pool::new(1, codec)).ok();
         if let Some(pool) = &w.pool {
-            let _ = w.shared.helpers.set(Arc::clone(pool.queue()));
+            let _ = w.shared.helper.set(Helper::Encode(Arc::clone(pool.queue())));
         }
+    }
+    if let Some(stock) = w.keeper.as_ref().and_then(Keeper::stock) {
+        let _ = w.shared.helper.set(Helper::Stock(Arc::clone(stock)));
     }
     let mut nap = Duration::from_micros(20);
     loop {
