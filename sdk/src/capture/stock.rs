@@ -44,24 +44,24 @@ pub(crate) fn chunk() -> Chunk {
 
 /// Chunks made ahead for the recorder's writer (see the module documentation).
 pub(crate) struct Stock {
-    ready: Mutex<Ready>,
+    /// The chunks made and not taken yet.
+    ready: Mutex<Vec<Chunk>>,
     /// How many more chunks an emitting thread may make now: [`AHEAD`] less those in stock
-    /// or being made; 0 once the stock is closed.
+    /// or being made; [`CLOSED`] once the stock is closed (stored with `ready` locked, so that
+    /// a thread holding the lock sees whether it is).
     wanted: AtomicUsize,
     /// Chunks made by [`Stock::help`], counted for the tests.
     #[cfg(test)]
     made: AtomicU64,
 }
 
-struct Ready {
-    chunks: Vec<Chunk>,
-    closed: bool,
-}
+/// [`Stock::wanted`] of a closed stock.
+const CLOSED: usize = usize::MAX;
 
 impl Stock {
     pub(crate) fn new() -> Stock {
         Stock {
-            ready: Mutex::new(Ready { chunks: Vec::with_capacity(AHEAD), closed: false }),
+            ready: Mutex::new(Vec::with_capacity(AHEAD)),
             wanted: AtomicUsize::new(AHEAD),
             #[cfg(test)]
             made: AtomicU64::new(0),
@@ -77,11 +77,8 @@ impl Stock {
     /// For an emitting thread waiting for room: makes one chunk, with every page written once,
     /// if one is wanted. False when none is (nothing done).
     pub(crate) fn help(&self) -> bool {
-        if self
-            .wanted
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_err()
-        {
+        let claim = |n: usize| if n == CLOSED { None } else { n.checked_sub(1) };
+        if self.wanted.fetch_update(Ordering::Relaxed, Ordering::Relaxed, claim).is_err() {
             return false;
         }
         let mut new = chunk();
@@ -95,21 +92,29 @@ impl Stock {
         #[cfg(test)]
         self.made.fetch_add(1, Ordering::Relaxed);
         match self.ready.try_lock() {
-            Ok(mut ready) if !ready.closed => ready.chunks.push(new),
-            // Closed meanwhile, or the writer is at the stock: the chunk is freed, and wanted
-            // again while the stock is open.
+            Ok(mut ready) if !self.closed() => ready.push(new),
+            // Closed meanwhile: the chunk is freed.
             Ok(_) => {}
-            Err(_) => {
-                self.wanted.fetch_add(1, Ordering::Relaxed);
-            }
+            // The writer is at the stock: the chunk is freed, and wanted again.
+            Err(_) => self.want_one_more(),
         }
         true
     }
 
+    fn closed(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed) == CLOSED
+    }
+
+    /// One more chunk is wanted, unless the stock is closed.
+    fn want_one_more(&self) {
+        let more = |n: usize| (n != CLOSED).then(|| n + 1);
+        let _ = self.wanted.fetch_update(Ordering::Relaxed, Ordering::Relaxed, more);
+    }
+
     /// For the writer: a chunk made ahead, if one is ready (and another one is then wanted).
     pub(crate) fn take(&self) -> Option<Chunk> {
-        let chunk = self.ready.try_lock().ok()?.chunks.pop()?;
-        self.wanted.fetch_add(1, Ordering::Relaxed);
+        let chunk = self.ready.try_lock().ok()?.pop()?;
+        self.want_one_more();
         Some(chunk)
     }
 
@@ -117,9 +122,8 @@ impl Stock {
     /// made and not taken (None if the lock is taken at the moment: ask again later).
     pub(crate) fn close(&self) -> Option<Vec<Chunk>> {
         let mut ready = self.ready.try_lock().ok()?;
-        ready.closed = true;
-        self.wanted.store(0, Ordering::Relaxed);
-        Some(std::mem::take(&mut ready.chunks))
+        self.wanted.store(CLOSED, Ordering::Relaxed);
+        Some(std::mem::take(&mut *ready))
     }
 }
 
@@ -142,6 +146,8 @@ mod tests {
         let left = stock.close().expect("the lock is free");
         assert_eq!(left.len(), AHEAD);
         assert!(!stock.help(), "a closed stock wants nothing");
+        stock.want_one_more();
+        assert!(!stock.help(), "nor after a chunk that found the lock taken");
         assert!(stock.take().is_none());
     }
 
