@@ -914,6 +914,15 @@ impl Writer {
                 self.shared.fail(Error::io(&self.shared.target, e));
             }
         }
+        // The file is complete: a flight recorder's window goes back to the system beside the
+        // close (`Keeper::drop_beside`), except after a fatal signal, when no thread is started.
+        if let Some(keeper) = self.keeper.take() {
+            if self.shared.fatal.load(Ordering::Acquire) {
+                drop(keeper);
+            } else {
+                keeper.drop_beside();
+            }
+        }
         if all_idle {
             self.shared.retire();
         }
