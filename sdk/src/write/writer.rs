@@ -182,6 +182,8 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
             let _ = w.shared.helper.set(Helper::Encode(Arc::clone(pool.queue())));
         }
     }
+    // A flight recorder's producers make its memory instead (a trace with a keeper has no
+    // pool, so there is one helper at most).
     if let Some(stock) = w.keeper.as_ref().and_then(Keeper::stock) {
         let _ = w.shared.helper.set(Helper::Stock(Arc::clone(stock)));
     }
