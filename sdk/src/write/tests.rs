@@ -273,6 +273,44 @@ impl Write for Slow {
 /// that use it are ignored there).
 const BEHIND: u64 = 200_000;
 
+/// Emits `events` events numbered by a field `i` (with a text field `s` too when `texts`) from
+/// this thread into `trace`, inside `signal_safe` when `safe`; then reads `helped` off the
+/// trace's helper (what the producer did while it waited for room), closes the trace, checks
+/// that `out` holds every event, in order, and returns what it read.
+fn emit_through_waits(
+    trace: Trace,
+    out: &Buf,
+    events: u64,
+    texts: bool,
+    safe: bool,
+    helped: impl FnOnce(&Helper) -> u64,
+) -> u64 {
+    let emit = || {
+        let r = trace.root("root", "Root").begin_at(0).expect("root");
+        for i in 0..events {
+            let e = r.event("e").field("i", i);
+            let e = if texts { e.field("s", format!("s{i}")) } else { e };
+            e.emit_at(i).expect("event");
+        }
+        r.end_at(events).expect("end");
+    };
+    if safe {
+        signal_safe(emit);
+    } else {
+        emit();
+    }
+    let helped = helped(trace.0.shared.helper.get().expect("a helper"));
+    trace.close().expect("close");
+    let order: Vec<u64> = out
+        .lines()
+        .iter()
+        .filter_map(|l| l.split("\"i\":").nth(1))
+        .map(|rest| rest.split([',', '}']).next().expect("value").parse().expect("i"))
+        .collect();
+    assert_eq!(order, (0..events).collect::<Vec<_>>(), "every event, in order");
+    helped
+}
+
 /// One producer emitting [`BEHIND`] events into a trace with a slow sink, inside `signal_safe`
 /// when `safe`; checks that every event is in the file, in order, and returns how many batches
 /// the producer encoded.
@@ -281,32 +319,10 @@ fn behind_a_slow_sink(safe: bool) -> u64 {
     // The default ring (16,384 lines): several batches of 256 KiB. One encoder: with encoder
     // threads, they could take every batch before the producer looks.
     let trace = TraceBuilder::new().encoders(1).writer(out.clone(), Metadata::new()).expect("open");
-    let emit = || {
-        let r = trace.root("root", "Root").begin_at(0).expect("root");
-        for i in 0..BEHIND {
-            r.event("e").field("i", i).field("s", format!("s{i}")).emit_at(i).expect("event");
-        }
-        r.end_at(BEHIND).expect("end");
-    };
-    if safe {
-        signal_safe(emit);
-    } else {
-        emit();
-    }
-    let helped = match trace.0.shared.helper.get() {
-        Some(super::Helper::Encode(queue)) => queue.helped(),
+    emit_through_waits(trace, &out.0, BEHIND, true, safe, |helper| match helper {
+        Helper::Encode(queue) => queue.helped(),
         _ => panic!("one encoder: a queue"),
-    };
-    trace.close().expect("close");
-    let order: Vec<u64> = out
-        .0
-        .lines()
-        .iter()
-        .filter_map(|l| l.split("\"i\":").nth(1))
-        .map(|rest| rest.split([',', '}']).next().expect("value").parse().expect("i"))
-        .collect();
-    assert_eq!(order, (0..BEHIND).collect::<Vec<_>>(), "every event, in order");
-    helped
+    })
 }
 
 /// A producer that finds its ring full encodes batches the writer has sequenced instead of
@@ -339,31 +355,10 @@ fn a_growing_recorder(safe: bool) -> u64 {
         .capture(capture)
         .writer(out.clone(), Metadata::new())
         .expect("open");
-    let emit = || {
-        let r = trace.root("root", "Root").begin_at(0).expect("root");
-        for i in 0..EVENTS {
-            r.event("e").field("i", i).emit_at(i).expect("event");
-        }
-        r.end_at(EVENTS).expect("end");
-    };
-    if safe {
-        signal_safe(emit);
-    } else {
-        emit();
-    }
-    let made = match trace.0.shared.helper.get() {
-        Some(super::Helper::Stock(stock)) => stock.made(),
+    emit_through_waits(trace, &out, EVENTS, false, safe, |helper| match helper {
+        Helper::Stock(stock) => stock.made(),
         _ => panic!("a flight recorder: a stock"),
-    };
-    trace.close().expect("close");
-    let order: Vec<u64> = out
-        .lines()
-        .iter()
-        .filter_map(|l| l.split("\"i\":").nth(1))
-        .map(|rest| rest.split([',', '}']).next().expect("value").parse().expect("i"))
-        .collect();
-    assert_eq!(order, (0..EVENTS).collect::<Vec<_>>(), "every event, in order");
-    made
+    })
 }
 
 /// A producer that waits for room while a flight recorder's window grows makes the window's
