@@ -31,6 +31,8 @@
 //!   half a million lines), which a run pays once per dump. For the recorder and the full trace,
 //!   how long the simulator waited for room in its ring (`recorder_wait_sec`, `full_wait_sec`:
 //!   `jets::Summary::waited_for_room`), the part of the run whose pace the writer set.
+//!   And what else the machine ran during each round's timed runs (`other_cpu_cores`,
+//!   `steal_cpu_cores`, module `other_load`): the report says when it was busy.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,9 @@ use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::out::Format;
+
+mod other_load;
+use other_load::{OtherLoad, Tally};
 
 /// Arguments of `jets bench`.
 #[derive(clap::Args, Debug)]
@@ -151,6 +156,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     report["recorder_dump_bytes"] = json!(sim.recorder_bytes);
     report["recorder_wait_sec"] = json!(round3(sim.recorder_wait));
     report["full_wait_sec"] = json!(round3(sim.full_wait));
+    report["other_cpu_cores"] = json!(sim.other.map(|o| round3(o.others)));
+    report["steal_cpu_cores"] = json!(sim.other.map(|o| round3(o.steal)));
     let mut rounds = json!({
         "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
         "slowdown_write_floor": sim.rounds.iter().map(|r| round(r.write_floor)).collect::<Vec<_>>(),
@@ -161,6 +168,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "recorder_dump_sec": sim.rounds.iter().map(|r| round3(r.recorder_dump)).collect::<Vec<_>>(),
         "recorder_wait_sec": sim.rounds.iter().map(|r| round3(r.recorder_wait)).collect::<Vec<_>>(),
         "full_wait_sec": sim.rounds.iter().map(|r| round3(r.full_wait)).collect::<Vec<_>>(),
+        "other_cpu_cores":
+            sim.rounds.iter().map(|r| r.other.map(|o| round3(o.others))).collect::<Vec<_>>(),
+        "steal_cpu_cores":
+            sim.rounds.iter().map(|r| r.other.map(|o| round3(o.steal))).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -210,6 +221,8 @@ struct Sim {
     /// and in the full trace's.
     recorder_wait: f64,
     full_wait: f64,
+    /// The median of the rounds' other work on the machine ([`other_load`]).
+    other: Option<OtherLoad>,
 }
 
 /// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
@@ -228,6 +241,8 @@ struct Round {
     /// The simulator's waits for room (seconds), in the recorder's run and the full trace's.
     recorder_wait: f64,
     full_wait: f64,
+    /// What else the machine ran during the round's timed runs (`None`: not measurable here).
+    other: Option<OtherLoad>,
 }
 
 /// The traced modes, in report order: what they are, their JSON member, and their targets on the
@@ -274,15 +289,17 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut recorder_waits = Vec::with_capacity(runs);
     let mut full_waits = Vec::with_capacity(runs);
     let mut recorder_bytes = 0;
+    let mut others = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
+        let mut tally = Tally::default();
         settle_disk();
-        untraced.push(once(None)?.took.as_secs_f64());
+        untraced.push(tally.during(|| once(None))?.took.as_secs_f64());
         for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
             if key == "slowdown_recorder" {
                 round_trips.push(core_round_trip());
             }
             settle_disk();
-            let run = once(Some(c))?;
+            let run = tally.during(|| once(Some(c)))?;
             times.push(run.took.as_secs_f64());
             if key == "slowdown_recorder" {
                 recorder.push((run.closing.as_secs_f64(), (run.took - run.closing).as_secs_f64()));
@@ -298,6 +315,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
                 full_bytes = bytes;
             }
         }
+        others.push(tally.load());
     }
     let rounds = (0..untraced.len())
         .map(|r| Round {
@@ -309,6 +327,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             recorder_running: recorder[r].1 / untraced[r],
             recorder_wait: recorder_waits[r],
             full_wait: full_waits[r],
+            other: others[r],
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -322,6 +341,12 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let recorder_running = percentiles(recorder.iter().map(|r| r.1).collect())?.p50 / untraced;
     let recorder_wait = percentiles(recorder_waits)?.p50;
     let full_wait = percentiles(full_waits)?.p50;
+    let other = others.iter().copied().collect::<Option<Vec<_>>>().and_then(|o| {
+        Some(OtherLoad {
+            others: percentiles(o.iter().map(|l| l.others).collect()).ok()?.p50,
+            steal: percentiles(o.iter().map(|l| l.steal).collect()).ok()?.p50,
+        })
+    });
     Ok(Sim {
         cycles,
         untraced,
@@ -335,6 +360,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         recorder_running,
         recorder_wait,
         full_wait,
+        other,
     })
 }
 
@@ -551,6 +577,7 @@ fn to_text(r: &Value) -> String {
         }
         None => s += "\ncore-to-core round trip not measured: this machine has one CPU.\n",
     }
+    s += &other_work(r);
     let (lo, hi) = range(&rounds["untraced_sec"]);
     if hi > lo * SPELL {
         s += &format!(
@@ -558,6 +585,32 @@ fn to_text(r: &Value) -> String {
              bench\n(another load, or a shared host). Compare only figures from one bench run, \
              and run it\nagain for figures to publish.\n"
         );
+    }
+    s
+}
+
+/// The human report's paragraph on what else the machine ran during the Tiny5 rounds.
+fn other_work(r: &Value) -> String {
+    let rounds = &r["pipeline_rounds"];
+    let (Some(others), Some(steal)) =
+        (r["other_cpu_cores"].as_f64(), r["steal_cpu_cores"].as_f64())
+    else {
+        return "\nother work on this machine not measured (Linux's /proc/stat is needed).\n"
+            .to_owned();
+    };
+    let most = |key: &str| {
+        rounds[key].as_array().into_iter().flatten().filter_map(Value::as_f64).fold(0.0, f64::max)
+    };
+    let (busiest, most_steal) = (most("other_cpu_cores"), most("steal_cpu_cores"));
+    let mut s = format!(
+        "\nother work on this machine during the timed runs: {others:.2} cores (at most \
+         {busiest:.2} in a round),\nof which the kernel's writeback of the bench's own files is \
+         a part; the host took {steal:.2} cores (steal, at most {most_steal:.2}).\n"
+    );
+    if busiest.max(most_steal) > other_load::BUSY_CORES {
+        s += "The machine was busy with other work during the bench: these are not an idle \
+              machine's figures,\nand a change between two builds measured now may be the \
+              load's. Run it again when the machine is idle.\n";
     }
     s
 }
@@ -759,5 +812,30 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(others: Option<f64>, rounds: [f64; 3]) -> Value {
+        json!({
+            "other_cpu_cores": others,
+            "steal_cpu_cores": others.map(|_| 0.01),
+            "pipeline_rounds": { "other_cpu_cores": rounds, "steal_cpu_cores": [0.0, 0.01, 0.0] },
+        })
+    }
+
+    #[test]
+    fn the_report_says_when_the_machine_was_busy() {
+        let idle = other_work(&report(Some(0.03), [0.02, 0.03, 0.05]));
+        assert!(idle.contains("0.03 cores (at most 0.05 in a round)"), "{idle}");
+        assert!(!idle.contains("busy"), "{idle}");
+        // One busy round is enough: its figures went into the medians.
+        let busy = other_work(&report(Some(0.04), [0.02, 0.04, 0.9]));
+        assert!(busy.contains("at most 0.90") && busy.contains("was busy"), "{busy}");
+        let unknown = other_work(&report(None, [0.0; 3]));
+        assert!(unknown.contains("not measured"), "{unknown}");
     }
 }

@@ -1,17 +1,34 @@
-//! `jets bench --quick --format json` reports every figure as a number.
+//! `jets bench --quick --format json` reports every figure as a number, and what else the
+//! machine ran meanwhile.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Child, Command};
 
-#[test]
-fn bench_json_has_every_figure() {
-    let dir = tempfile::tempdir().unwrap();
+fn quick_bench(dir: &Path) -> serde_json::Value {
     let run = Command::new(env!("CARGO_BIN_EXE_jets"))
         .args(["bench", "--quick", "--format", "json", "--dir"])
-        .arg(dir.path())
+        .arg(dir)
         .output()
         .unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    serde_json::from_slice(&run.stdout).unwrap()
+}
+
+/// A process that keeps a CPU busy until dropped.
+struct Spinner(Child);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+// One test, not two: a bench run beside another would count it as other work.
+#[test]
+fn bench_json_has_every_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = quick_bench(dir.path());
     for field in [
         "producer_event_ns_p50_1_thread",
         "producer_event_ns_p99_1_thread",
@@ -107,4 +124,28 @@ fn bench_json_has_every_figure() {
     assert_eq!(v["quick"], true);
     // The end-to-end file lives in --dir only while the bench runs.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // What else the machine ran during the timed runs, in cores: measured on Linux, null
+    // elsewhere. The bench's own work is left out of it: it keeps more than one core busy at
+    // times, and nothing else of this test runs meanwhile.
+    if !cfg!(target_os = "linux") {
+        assert!(v["other_cpu_cores"].is_null() && v["steal_cpu_cores"].is_null(), "{v}");
+        eprintln!("NOT CHECKED: other work on the machine is measured on Linux only");
+        return;
+    }
+    for key in ["other_cpu_cores", "steal_cpu_cores"] {
+        let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {v}"));
+        assert!(x.is_finite() && x >= 0.0, "{key} = {x}");
+        let xs = rounds[key].as_array().unwrap();
+        assert_eq!(xs.len(), untraced.len(), "{key} in {rounds}");
+        assert!(xs.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0)), "{key} in {rounds}");
+    }
+    let idle = v["other_cpu_cores"].as_f64().unwrap();
+    assert!(idle < 0.9, "the bench's own work counted as other work: {idle} cores");
+
+    // A process spinning beside the bench is seen.
+    let _spinner = Spinner(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
+    let busy = quick_bench(dir.path());
+    let others = busy["other_cpu_cores"].as_f64().unwrap();
+    assert!(others >= 0.3, "a spinning process beside the bench: {others} cores ({busy})");
 }

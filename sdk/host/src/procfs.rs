@@ -300,6 +300,36 @@ pub fn boot_time_ms() -> io::Result<u64> {
         .ok_or_else(|| invalid(path, "no btime line"))
 }
 
+/// The whole machine's CPU time so far, in clock ticks ([`clock_ticks`]) summed over its CPUs,
+/// from the `cpu` line of `/proc/stat`: what any program or the kernel ran (`busy`), and what a
+/// hypervisor ran instead while a CPU of this virtual machine had work (`steal`). Two readings
+/// apart, less what a process itself used, say how busy the rest of the machine was meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SystemCpu {
+    /// user + nice + system + irq + softirq (a guest's time is counted in user already).
+    pub busy_ticks: u64,
+    /// steal.
+    pub steal_ticks: u64,
+}
+
+/// Reads [`SystemCpu`] from `/proc/stat`.
+pub fn system_cpu() -> io::Result<SystemCpu> {
+    let path = Path::new("/proc/stat");
+    let text = fs::read_to_string(path)?;
+    parse_system_cpu(&text).ok_or_else(|| invalid(path, "no cpu line of 8 counters"))
+}
+
+/// [`SystemCpu`] from the text of `/proc/stat`; `None` without a `cpu` line of at least eight
+/// counters (user nice system idle iowait irq softirq steal, kernels since 2.6.11).
+pub fn parse_system_cpu(text: &str) -> Option<SystemCpu> {
+    let line = text.lines().find_map(|l| l.strip_prefix("cpu "))?;
+    let n: Vec<u64> = line.split_whitespace().map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    let &[user, nice, system, _idle, _iowait, irq, softirq, steal, ..] = n.as_slice() else {
+        return None;
+    };
+    Some(SystemCpu { busy_ticks: user + nice + system + irq + softirq, steal_ticks: steal })
+}
+
 /// Seconds since boot, from `/proc/uptime` (centisecond precision, unlike `btime`).
 pub fn uptime_secs() -> io::Result<f64> {
     let path = Path::new("/proc/uptime");
@@ -402,6 +432,30 @@ mod tests {
         let b = cpu_time_ns(me).expect("cpu clock");
         assert!(b - a >= 2_000_000, "{a} -> {b}");
         assert!(cpu_time_ns(4_194_305).is_err(), "above any pid_max: no such process");
+    }
+
+    #[test]
+    fn system_cpu_sums_the_busy_counters_of_the_cpu_line() {
+        let text = "cpu  100 2 30 5000 40 6 7 8 9 0\ncpu0 50 1 15 2500 20 3 3 4 4 0\nbtime 1\n";
+        let c = parse_system_cpu(text).expect("parses");
+        assert_eq!(c, SystemCpu { busy_ticks: 100 + 2 + 30 + 6 + 7, steal_ticks: 8 });
+        assert!(parse_system_cpu("cpu0 1 2 3 4 5 6 7 8\n").is_none(), "a CPU's line alone");
+        assert!(parse_system_cpu("cpu 1 2 3 4 5 6 7\n").is_none(), "no steal counter");
+        assert!(parse_system_cpu("cpu 1 2 x 4 5 6 7 8\n").is_none(), "not a number");
+    }
+
+    #[test]
+    fn the_machines_busy_time_grows_with_this_process_use() {
+        let ticks = clock_ticks() as f64;
+        let before = system_cpu().expect("/proc/stat");
+        let own = clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+        while clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID) - own < 100_000_000 {}
+        let after = system_cpu().expect("/proc/stat");
+        let busy = (after.busy_ticks - before.busy_ticks) as f64 / ticks;
+        // 100 ms of this process's CPU is in the machine's busy time (ticks are 10 ms, counted
+        // per CPU at the tick: a tick's slack either way).
+        assert!(busy >= 0.08, "{busy} s busy over 0.1 s of this process's CPU");
+        assert!(after.steal_ticks >= before.steal_ticks);
     }
 
     #[test]
