@@ -31,6 +31,10 @@ fn each_mode_runs_the_program_and_writes_what_it_selects() {
             stdout.starts_with(&format!("{mode}: ")) && stdout.contains(" cycles in "),
             "{stdout}"
         );
+        // Beside the time, what else the machine ran meanwhile (Linux), or that it was not
+        // measured.
+        let other = if cfg!(target_os = "linux") { " cores, steal " } else { "not measured" };
+        assert!(stdout.contains("; other work ") && stdout.contains(other), "{stdout}");
         if mode == "untraced" {
             assert!(!out.exists(), "an untraced run writes no trace");
             continue;

@@ -32,7 +32,7 @@
 //!   how long the simulator waited for room in its ring (`recorder_wait_sec`, `full_wait_sec`:
 //!   `jets::Summary::waited_for_room`), the part of the run whose pace the writer set.
 //!   And what else the machine ran during each round's timed runs (`other_cpu_cores`,
-//!   `steal_cpu_cores`, module `other_load`): the report says when it was busy.
+//!   `steal_cpu_cores`, `jets_host::load`): the report says when it was busy ([`BUSY_CORES`]).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -50,8 +50,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 use crate::out::Format;
 
-mod other_load;
-use other_load::{OtherLoad, Tally};
+use jets_host::load::{OtherLoad, Tally};
 
 /// Arguments of `jets bench`.
 #[derive(clap::Args, Debug)]
@@ -221,7 +220,7 @@ struct Sim {
     /// and in the full trace's.
     recorder_wait: f64,
     full_wait: f64,
-    /// The median of the rounds' other work on the machine ([`other_load`]).
+    /// The median of the rounds' other work on the machine (`jets_host::load`).
     other: Option<OtherLoad>,
 }
 
@@ -589,6 +588,10 @@ fn to_text(r: &Value) -> String {
     s
 }
 
+/// Above this many cores of other work (or of steal) in a round, the report says the machine was
+/// busy.
+const BUSY_CORES: f64 = 0.15;
+
 /// The human report's paragraph on what else the machine ran during the Tiny5 rounds.
 fn other_work(r: &Value) -> String {
     let rounds = &r["pipeline_rounds"];
@@ -607,7 +610,7 @@ fn other_work(r: &Value) -> String {
          {busiest:.2} in a round),\nof which the kernel's writeback of the bench's own files is \
          a part; the host took {steal:.2} cores (steal, at most {most_steal:.2}).\n"
     );
-    if busiest.max(most_steal) > other_load::BUSY_CORES {
+    if busiest.max(most_steal) > BUSY_CORES {
         s += "The machine was busy with other work during the bench: these are not an idle \
               machine's figures,\nand a change between two builds measured now may be the \
               load's. Run it again when the machine is idle.\n";

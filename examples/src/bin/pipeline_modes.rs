@@ -16,8 +16,9 @@
 //! trace (default `pipeline-modes.jets`, removed first). It prints the run's time, from opening
 //! the trace to closing it, as `jets bench` times each run (`traced::timed_run`), and how much
 //! of it closing took (a flight recorder writes its window then) and how long the simulator
-//! waited for room in its ring (the writer set the pace then); `window` first runs untraced,
-//! outside the timing, to learn the run's length.
+//! waited for room in its ring (the writer set the pace then), and what else the machine ran
+//! meanwhile, in cores (`jets_host::load`: compare only runs beside none); `window` first runs
+//! untraced, outside the timing, to learn the run's length.
 
 use std::path::PathBuf;
 
@@ -60,11 +61,17 @@ fn main() -> anyhow::Result<()> {
             bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, recorder=N, count or full")
         }
     };
-    let run = traced::timed_run(&out, &program, capture.as_ref())?;
+    let mut tally = jets_host::load::Tally::default();
+    let run = tally.during(|| traced::timed_run(&out, &program, capture.as_ref()))?;
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.
     let built = if jets::COMPILED_IN || capture.is_none() { "" } else { " (tracing compiled out)" };
+    // What else the machine ran meanwhile: a run beside another load is no comparison.
+    let other = match tally.load() {
+        Some(l) => format!("; other work {:.2} cores, steal {:.2}", l.others, l.steal),
+        None => "; other work not measured".to_owned(),
+    };
     println!(
-        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}",
+        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}{other}",
         run.cycles,
         run.took.as_secs_f64(),
         run.closing.as_secs_f64(),

@@ -1,33 +1,40 @@
-//! What else ran on this machine's CPUs while the bench timed its runs: other programs, the
-//! kernel's own threads (the writeback of the bench's files among them) and, on a virtual
+//! What else ran on this machine's CPUs while a measurement ran: other programs, the kernel's
+//! own threads (the writeback of the measured program's files among them) and, on a virtual
 //! machine, the host (`steal`: time a CPU of this machine had work and the hypervisor ran
 //! something else). A figure taken while the machine was busy is not an idle machine's figure,
 //! and a change measured then may be the load's doing: on 2026-11-28, two forgotten processes
-//! spinning on this project's 2-core VM made the full trace look 30 % slower, and a design
-//! that added a thread look 12 % faster; on the idle machine it made no difference.
+//! spinning on this project's 2-core VM made Tiny5's full trace look 30 % slower, and a design
+//! that added a thread look 12 % faster; on the idle machine it made no difference. `jets bench`
+//! and `pipeline_modes` report it beside their times.
 //!
-//! The machine's busy time comes from `/proc/stat` (clock ticks, 10 ms), the bench's own from its
-//! CPU clock; what is left over, divided by the wall time, is the other work in cores. Linux
-//! only: elsewhere nothing is measured, and the report says so.
+//! The machine's busy time comes from `/proc/stat` (clock ticks, 10 ms), this process's own from
+//! its CPU clock; what is left over, divided by the wall time, is the other work in cores. Linux
+//! only: elsewhere nothing is measured ([`Tally::load`] is `None`).
+//!
+//! ```
+//! let mut tally = jets_host::load::Tally::default();
+//! let sum: u64 = tally.during(|| (0..1_000_000u64).sum());
+//! assert_eq!(sum, 499_999_500_000);
+//! if let Some(load) = tally.load() {
+//!     assert!(load.others >= 0.0 && load.steal >= 0.0);
+//! }
+//! ```
 
 use std::time::Instant;
 
-/// Above this many cores of other work in a round, the report says the machine was busy.
-pub(super) const BUSY_CORES: f64 = 0.15;
-
 /// The other work on the machine, in cores (CPU seconds per second of wall time).
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct OtherLoad {
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OtherLoad {
     /// Other programs and kernel threads.
-    pub(super) others: f64,
+    pub others: f64,
     /// The host, on a virtual machine.
-    pub(super) steal: f64,
+    pub steal: f64,
 }
 
 /// Sums the other work over several timed spans (a round's runs), leaving out what lies between
 /// them.
 #[derive(Default)]
-pub(super) struct Tally {
+pub struct Tally {
     others_secs: f64,
     steal_secs: f64,
     wall_secs: f64,
@@ -37,7 +44,7 @@ pub(super) struct Tally {
 
 impl Tally {
     /// Runs `f`, counting what else the machine did meanwhile.
-    pub(super) fn during<R>(&mut self, f: impl FnOnce() -> R) -> R {
+    pub fn during<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let before = Mark::now();
         let r = f();
         match (before, Mark::now()) {
@@ -46,7 +53,7 @@ impl Tally {
                 let busy = b.busy_ticks.saturating_sub(a.busy_ticks) as f64 / ticks;
                 let own = b.own_ns.saturating_sub(a.own_ns) as f64 / 1e9;
                 // Ticks are counted at the tick: a short span can read a little less busy time
-                // than the bench itself used. Never below zero.
+                // than this process itself used. Never below zero.
                 self.others_secs += (busy - own).max(0.0);
                 self.steal_secs += b.steal_ticks.saturating_sub(a.steal_ticks) as f64 / ticks;
                 self.wall_secs += (b.at - a.at).as_secs_f64();
@@ -57,7 +64,7 @@ impl Tally {
     }
 
     /// The average over the spans, in cores; `None` if any span could not be measured.
-    pub(super) fn load(&self) -> Option<OtherLoad> {
+    pub fn load(&self) -> Option<OtherLoad> {
         if self.unknown || self.wall_secs <= 0.0 {
             return None;
         }
@@ -68,7 +75,7 @@ impl Tally {
     }
 }
 
-/// One reading: the machine's CPU time, the bench's own, and when.
+/// One reading: the machine's CPU time, this process's own, and when.
 struct Mark {
     at: Instant,
     busy_ticks: u64,
@@ -80,7 +87,7 @@ struct Mark {
 impl Mark {
     #[cfg(target_os = "linux")]
     fn now() -> Option<Mark> {
-        use jets_host::procfs;
+        use crate::procfs;
         let own_ns = procfs::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
         let system = procfs::system_cpu().ok()?;
         Some(Mark {
