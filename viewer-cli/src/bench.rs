@@ -43,14 +43,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
+use jets_host::load::{OtherLoad, Tally};
 use jets_read::validate::Validator;
 use jets_read::Reader;
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::out::Format;
-
-use jets_host::load::{OtherLoad, Tally};
 
 /// Arguments of `jets bench`.
 #[derive(clap::Args, Debug)]
