@@ -445,7 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn the_machines_busy_time_counts_this_processs_cpu_time() {
+    fn the_machines_busy_time_counts_this_process_cpu_time() {
         let ticks = clock_ticks() as f64;
         let before = system_cpu().expect("/proc/stat");
         let own = clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
