@@ -35,6 +35,7 @@ fn each_mode_runs_the_program_and_writes_what_it_selects() {
         // measured.
         let other = if cfg!(target_os = "linux") { " cores, steal " } else { "not measured" };
         assert!(stdout.contains("; other work ") && stdout.contains(other), "{stdout}");
+        assert!(stdout.contains("; cores' round trip "), "{stdout}");
         if mode == "untraced" {
             assert!(!out.exists(), "an untraced run writes no trace");
             continue;

@@ -16,9 +16,11 @@
 //! trace (default `pipeline-modes.jets`, removed first). It prints the run's time, from opening
 //! the trace to closing it, as `jets bench` times each run (`traced::timed_run`), and how much
 //! of it closing took (a flight recorder writes its window then) and how long the simulator
-//! waited for room in its ring (the writer set the pace then), and what else the machine ran
-//! meanwhile, in cores (`jets_host::load`: compare only runs beside none); `window` first runs
-//! untraced, outside the timing, to learn the run's length.
+//! waited for room in its ring (the writer set the pace then), what else the machine ran
+//! meanwhile, in cores (`jets_host::load`: compare only runs beside none), and the round trip
+//! between two cores taken just before the run (`jets_host::load::core_round_trip`: compare
+//! runs with the cores as far apart); `window` first runs untraced, outside the timing, to learn
+//! the run's length.
 
 use std::path::PathBuf;
 
@@ -61,6 +63,12 @@ fn main() -> anyhow::Result<()> {
             bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, recorder=N, count or full")
         }
     };
+    // Before the run, untimed: how far apart the host has the cores now (the recorder and the
+    // full trace depend on it).
+    let trip = match jets_host::load::core_round_trip() {
+        Some(ns) => format!("; cores' round trip {ns:.0} ns"),
+        None => "; cores' round trip not measured (one CPU)".to_owned(),
+    };
     let mut tally = jets_host::load::Tally::default();
     let run = tally.during(|| traced::timed_run(&out, &program, capture.as_ref()))?;
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.
@@ -71,7 +79,7 @@ fn main() -> anyhow::Result<()> {
         None => "; other work not measured".to_owned(),
     };
     println!(
-        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}{other}",
+        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}{other}{trip}",
         run.cycles,
         run.took.as_secs_f64(),
         run.closing.as_secs_f64(),

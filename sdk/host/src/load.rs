@@ -20,6 +20,7 @@
 //! }
 //! ```
 
+use std::thread;
 use std::time::Instant;
 
 /// The other work on the machine, in cores (CPU seconds per second of wall time).
@@ -103,4 +104,59 @@ impl Mark {
     fn now() -> Option<Mark> {
         None
     }
+}
+
+/// Round trips of [`core_round_trip`].
+const ROUND_TRIPS: u64 = 100_000;
+
+/// The time for a cache line to go from this thread's core to another's and back, in ns: two
+/// threads hand a counter to each other [`ROUND_TRIPS`] times (at most a few tens of
+/// milliseconds). A line kept by a traced run is written on the simulator's core and read on
+/// the writer's, so the flight recorder and the full trace slow down as this time grows; on a
+/// virtual machine it depends on where the host runs its cores, which changes while it runs
+/// (on this project's 2-vCPU VM, about 45 ns or about 380 ns from minute to minute). `None`
+/// with fewer than two CPUs, where the two threads would not run at once.
+///
+/// ```
+/// if let Some(ns) = jets_host::load::core_round_trip() {
+///     assert!(ns > 0.0 && ns.is_finite());
+/// }
+/// ```
+pub fn core_round_trip() -> Option<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
+    let turn = AtomicU64::new(0);
+    // Waits until `turn` is `value`; yields now and then, so that a descheduled partner runs.
+    let wait = |value: u64| {
+        let mut spins = 0u32;
+        while turn.load(Ordering::Acquire) != value {
+            spins += 1;
+            if spins % 4096 == 0 {
+                thread::yield_now();
+            }
+            std::hint::spin_loop();
+        }
+    };
+    // The first thousand round trips wait for the other thread to start: not timed.
+    const WARM: u64 = 1000;
+    thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..WARM + ROUND_TRIPS {
+                wait(2 * i + 1);
+                turn.store(2 * i + 2, Ordering::Release);
+            }
+        });
+        let mut start = Instant::now();
+        for i in 0..WARM + ROUND_TRIPS {
+            if i == WARM {
+                start = Instant::now();
+            }
+            wait(2 * i);
+            turn.store(2 * i + 1, Ordering::Release);
+        }
+        wait(2 * (WARM + ROUND_TRIPS));
+        Some(start.elapsed().as_nanos() as f64 / ROUND_TRIPS as f64)
+    })
 }
