@@ -110,7 +110,7 @@ impl Mark {
 const ROUND_TRIPS: u64 = 100_000;
 
 /// The time for a cache line to go from this thread's core to another's and back, in ns: two
-/// threads hand a counter to each other [`ROUND_TRIPS`] times (at most a few tens of
+/// threads hand a counter to each other 100 000 times (`ROUND_TRIPS`; at most a few tens of
 /// milliseconds). A line kept by a traced run is written on the simulator's core and read on
 /// the writer's, so the flight recorder and the full trace slow down as this time grows; on a
 /// virtual machine it depends on where the host runs its cores, which changes while it runs
