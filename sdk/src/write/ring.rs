@@ -259,10 +259,26 @@ unsafe fn reserve_exact(
     let Some(producer) = (unsafe { &*slot.producer.get() }) else {
         return Err(Err(Refused::Closed)); // not reached: see `LocalRing::push`
     };
-    match shared.policy {
+    // What follows calls out (the helpers, the clock, the nap): should any of it panic, the
+    // push's busy flag is cleared on the way out, or the trace's close would wait for it for
+    // ever (`Shared::quiesce`), perhaps on this very thread as it unwinds. Only here, off the
+    // path of a push that finds room, which calls nothing that can panic.
+    let unwinding = ClearOnUnwind(&slot.busy);
+    let room = match shared.policy {
         Policy::Drop => Err(Ok(None)),
         // SAFETY: per this function's contract.
         Policy::Block => unsafe { push_blocking(cursor, producer, shared, words) }.map_err(Err),
+    };
+    std::mem::forget(unwinding);
+    room
+}
+
+/// Clears a push's busy flag if dropped, which [`reserve_exact`] lets happen only by a panic.
+struct ClearOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for ClearOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -298,6 +314,10 @@ unsafe fn wait_for_room(
     words: usize,
 ) -> Result<*mut u64, Refused> {
     let backoff = crossbeam_utils::Backoff::new();
+    #[cfg(test)]
+    if PANIC_WHILE_WAITING.with(Cell::get) {
+        panic!("a push that waits for room panics (test)");
+    }
     loop {
         // SAFETY: per this function's contract.
         if let Some(at) = unsafe { cursor.reserve(words) } {
@@ -367,6 +387,11 @@ thread_local! {
 
     /// True while this thread runs [`signal_safe`]: a push that waits for room then only waits.
     static SIGNAL_SAFE: Cell<bool> = const { Cell::new(false) };
+
+    /// Tests only: a push on this thread that waits for room panics there, as a bug in what it
+    /// calls meanwhile would.
+    #[cfg(test)]
+    pub(crate) static PANIC_WHILE_WAITING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` with this thread's emitting calls kept async-signal-safe: a call that waits for room

@@ -377,6 +377,38 @@ fn a_signal_safe_push_makes_no_memory() {
     assert_eq!(a_growing_recorder(true), 0, "a chunk was made inside signal_safe");
 }
 
+/// A push that panics while it waits for room (as a bug in what it calls meanwhile would) leaves
+/// its ring free: the trace still closes, from another thread or from this one, and what was
+/// pushed before is in the file.
+#[test]
+#[cfg_attr(miri, ignore = "a slow sink and a timeout: too slow under Miri")]
+fn a_push_that_panics_while_waiting_does_not_hold_up_the_close() {
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+    let out = Slow::default();
+    let trace =
+        TraceBuilder::new().capacity(16).writer(out.clone(), Metadata::new()).expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    super::ring::PANIC_WHILE_WAITING.with(|p| p.set(true));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for i in 1..1000 {
+            let _ = root.event("e").field("i", i).emit_at(i);
+        }
+    }));
+    super::ring::PANIC_WHILE_WAITING.with(|p| p.set(false));
+    assert!(panicked.is_err(), "a 16-line ring behind a slow sink: the push waited and panicked");
+    drop(root);
+    // Closed on another thread, so that a close that hangs fails the test instead.
+    let (done, closed) = channel();
+    thread::spawn(move || done.send(trace.close().map(|s| s.events)));
+    let events = closed
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the close waited for the push that panicked")
+        .expect("close");
+    assert!(events > 0, "the events before the panic are written");
+    assert!(out.0.lines().iter().any(|l| l.contains("\"footer\"")), "the file is complete");
+}
+
 /// The capture keeper moves the entries it keeps out of the rings: it writes the ones a window
 /// or a recorder selects (with their ancestors) and drops the others exactly once.
 #[test]
