@@ -24,7 +24,7 @@ impl Drop for Spinner {
     }
 }
 
-// One test, not two: a bench run beside another would count it as other work.
+// One test, not two: the two bench runs one after the other, not side by side.
 #[test]
 fn bench_json_has_every_figure() {
     let dir = tempfile::tempdir().unwrap();
@@ -126,8 +126,8 @@ fn bench_json_has_every_figure() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 
     // What else the machine ran during the timed runs, in cores: measured on Linux, null
-    // elsewhere. The bench's own work is left out of it: it keeps more than one core busy at
-    // times, and nothing else of this test runs meanwhile.
+    // elsewhere. (That the bench's own work is left out is `jets_host::load`'s unit test: here
+    // the machine may be busy with anything.)
     if !cfg!(target_os = "linux") {
         assert!(v["other_cpu_cores"].is_null() && v["steal_cpu_cores"].is_null(), "{v}");
         eprintln!("NOT CHECKED: other work on the machine is measured on Linux only");
@@ -140,8 +140,6 @@ fn bench_json_has_every_figure() {
         assert_eq!(xs.len(), untraced.len(), "{key} in {rounds}");
         assert!(xs.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0)), "{key} in {rounds}");
     }
-    let idle = v["other_cpu_cores"].as_f64().unwrap();
-    assert!(idle < 0.9, "the bench's own work counted as other work: {idle} cores");
 
     // A process spinning beside the bench is seen.
     let _spinner = Spinner(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());

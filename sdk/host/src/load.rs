@@ -160,3 +160,36 @@ pub fn core_round_trip() -> Option<f64> {
         Some(start.elapsed().as_nanos() as f64 / ROUND_TRIPS as f64)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// While this process keeps every CPU busy, others can only run by taking one from it: the
+    /// other work is well under the machine's size, where it would be all of it if this
+    /// process's own time were not taken off.
+    #[test]
+    fn this_process_own_work_is_not_other_work() {
+        let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+        let mut tally = Tally::default();
+        tally.during(|| {
+            thread::scope(|s| {
+                for _ in 0..cpus {
+                    s.spawn(|| {
+                        let t = Instant::now();
+                        while t.elapsed() < Duration::from_millis(300) {
+                            std::hint::spin_loop();
+                        }
+                    });
+                }
+            });
+        });
+        let Some(load) = tally.load() else {
+            eprintln!("NOT CHECKED: other work is measured on Linux only");
+            return;
+        };
+        assert!(load.others < 0.5 * cpus as f64, "{load:?} with {cpus} CPUs all this process's");
+        assert!(load.steal >= 0.0);
+    }
+}
