@@ -17,6 +17,8 @@
 //! writer waits for its line and drains it before the footer (`Ok`). After that the writer retires
 //! every ring ([`Shared::retire`]): their buffers are freed even while the threads that pushed to
 //! them live on, and a thread that still holds a retired ring finds `closed` and never touches it.
+//! A push that panics (only its slow path, which waits for room, calls anything that can) clears
+//! `busy` as it unwinds, so that the close does not wait for it for ever.
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::ManuallyDrop;
