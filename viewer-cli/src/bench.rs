@@ -462,12 +462,6 @@ fn to_text(r: &Value) -> String {
         f("pipeline_untraced_sec")
     );
     let rounds = &r["pipeline_rounds"];
-    let range = |xs: &Value| {
-        let xs: Vec<f64> = xs.as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
-        let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (min, max)
-    };
     for (what, key, target) in MODES {
         let (lo, hi) = range(&rounds[key]);
         let target = match (target, key) {
@@ -575,6 +569,13 @@ fn by_distance(rounds: &Value, key: &str) -> Option<(f64, f64)> {
 /// busy.
 const BUSY_CORES: f64 = 0.15;
 
+/// The smallest and the largest of a round-by-round list of figures (`pipeline_rounds`), its
+/// missing ones (null) left out.
+fn range(xs: &Value) -> (f64, f64) {
+    let xs = xs.as_array().into_iter().flatten().filter_map(Value::as_f64);
+    xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+}
+
 /// The human report's paragraph on what else the machine ran during the Tiny5 rounds.
 fn other_work(r: &Value) -> String {
     let rounds = &r["pipeline_rounds"];
@@ -584,9 +585,8 @@ fn other_work(r: &Value) -> String {
         return "\nother work on this machine not measured (Linux's /proc/stat is needed).\n"
             .to_owned();
     };
-    let most = |key: &str| {
-        rounds[key].as_array().into_iter().flatten().filter_map(Value::as_f64).fold(0.0, f64::max)
-    };
+    // Never below zero, which is what an empty list would read.
+    let most = |key: &str| range(&rounds[key]).1.max(0.0);
     let (busiest, most_steal) = (most("other_cpu_cores"), most("steal_cpu_cores"));
     let mut s = format!(
         "\nother work on this machine during the timed runs: {others:.2} cores (at most \
