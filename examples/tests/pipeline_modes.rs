@@ -60,3 +60,31 @@ fn an_unknown_mode_is_an_error_naming_the_modes() {
         "{stderr}"
     );
 }
+
+/// With a CPU, the simulator runs pinned to it, and the line says so; a CPU the machine does not
+/// have is an error naming it.
+#[test]
+fn a_cpu_pins_the_simulator_to_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("pinned.jets");
+    let Some(cpus) = jets_host::load::allowed_cpus() else {
+        eprintln!("NOT CHECKED: threads are pinned on Linux only");
+        return;
+    };
+    let cpu = *cpus.last().expect("a CPU");
+    let r = Command::new(env!("CARGO_BIN_EXE_pipeline_modes"))
+        .args(["full", "12", out.to_str().expect("a UTF-8 path"), &cpu.to_string()])
+        .output()
+        .expect("running pipeline_modes");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    assert!(stdout.trim_end().ends_with(&format!("; on CPU {cpu}, pinned")), "{stdout}");
+    assert!(lines(&out).iter().any(|l| l["type"] == "record"), "the trace has the run");
+    let r = Command::new(env!("CARGO_BIN_EXE_pipeline_modes"))
+        .args(["off", "12", out.to_str().expect("a UTF-8 path"), "100000"])
+        .output()
+        .expect("running pipeline_modes");
+    assert!(!r.status.success());
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(stderr.contains("CPU 100000"), "{stderr}");
+}

@@ -18,6 +18,10 @@
 //!   traced time / untraced time, medians of repeated runs in this process taken in turns (so a
 //!   change of load weighs on every mode alike), each run from opening the trace to closing it;
 //!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
+//!   Each round's simulator runs pinned to one CPU, the next round's to the next CPU
+//!   (`simulator_cpu`, none with one CPU): a round's untraced and traced runs on the same CPU,
+//!   since a virtual machine's CPUs can differ in speed (`jets_host::load::Pinned`), and the
+//!   report gives the untraced time on each.
 //!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
 //!   trace has, the way a trace file is written but with nothing to encode
 //!   (`slowdown_write_floor`), which no writer thread can beat on this machine. And the time a
@@ -170,6 +174,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             sim.rounds.iter().map(|r| r.other.map(|o| round3(o.others))).collect::<Vec<_>>(),
         "steal_cpu_cores":
             sim.rounds.iter().map(|r| r.other.map(|o| round3(o.steal))).collect::<Vec<_>>(),
+        "simulator_cpu": sim.rounds.iter().map(|r| r.cpu).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -241,6 +246,8 @@ struct Round {
     full_wait: f64,
     /// What else the machine ran during the round's timed runs (`None`: not measurable here).
     other: Option<OtherLoad>,
+    /// The CPU the round's simulator ran on, pinned (`None`: not pinned, with one CPU).
+    cpu: Option<usize>,
 }
 
 /// The traced modes, in report order: what they are, their JSON member, and their targets on the
@@ -261,10 +268,15 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         .map_err(|e| anyhow!("assembling the benchmark program: {e}"))?;
     let path = dir.join("pipeline-bench.jets");
     // One run; `capture` None is untraced. The error names the trace file itself.
-    let once = |capture: Option<&Capture>| {
-        traced::timed_run(&path, &program, capture).context("running the benchmark")
+    let once = |capture: Option<&Capture>, cpu: Option<usize>| {
+        traced::timed_run(&path, &program, capture, cpu).context("running the benchmark")
     };
-    let cycles = once(None)?.cycles; // warms up, and gives the run's length for the window
+    let cycles = once(None, None)?.cycles; // warms up, and gives the run's length for the window
+                                           // The CPU each round's simulator runs on, in turn over the CPUs this process may use:
+                                           // untraced and traced runs of a round on the same one, since a virtual machine's CPUs can
+                                           // differ in speed by half (`jets_host::load::Pinned`). Not pinned with one CPU.
+    let cpus = jets_host::load::allowed_cpus().filter(|c| c.len() > 1).unwrap_or_default();
+    let mut sim_cpus = Vec::with_capacity(runs);
     let mid = cycles / 2;
     let settings: [Capture; MODES.len()] = [
         Capture { off: true, ..Capture::default() },
@@ -288,16 +300,18 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let mut full_waits = Vec::with_capacity(runs);
     let mut recorder_bytes = 0;
     let mut others = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
+    for round in 0..runs.max(1) {
+        let cpu = (!cpus.is_empty()).then(|| cpus[round % cpus.len()]);
+        sim_cpus.push(cpu);
         let mut tally = Tally::default();
         settle_disk();
-        untraced.push(tally.during(|| once(None))?.took.as_secs_f64());
+        untraced.push(tally.during(|| once(None, cpu))?.took.as_secs_f64());
         for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
             if key == "slowdown_recorder" {
                 round_trips.push(core_round_trip());
             }
             settle_disk();
-            let run = tally.during(|| once(Some(c)))?;
+            let run = tally.during(|| once(Some(c), cpu))?;
             times.push(run.took.as_secs_f64());
             if key == "slowdown_recorder" {
                 recorder.push((run.closing.as_secs_f64(), (run.took - run.closing).as_secs_f64()));
@@ -326,6 +340,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
             recorder_wait: recorder_waits[r],
             full_wait: full_waits[r],
             other: others[r],
+            cpu: sim_cpus[r],
         })
         .collect();
     let untraced = percentiles(untraced)?.p50;
@@ -531,15 +546,73 @@ fn to_text(r: &Value) -> String {
         None => s += "\ncore-to-core round trip not measured: this machine has one CPU.\n",
     }
     s += &other_work(r);
-    let (lo, hi) = range(&rounds["untraced_sec"]);
-    if hi > lo * SPELL {
+    s += &cpu_speeds(rounds);
+    s
+}
+
+/// The human report's paragraph on the simulator's CPUs: the untraced time on each, when the
+/// rounds ran on several, and a warning when one CPU's untraced times differ by more than
+/// [`SPELL`] (CPUs that differ from each other are not a change of speed).
+fn cpu_speeds(rounds: &Value) -> String {
+    let mut s = String::new();
+    let cpus = by_cpu(rounds);
+    if cpus.len() > 1 {
+        let each: Vec<String> =
+            cpus.iter().map(|(cpu, t)| format!("{:.3} s on CPU {cpu}", t.p50)).collect();
         s += &format!(
-            "\nThe untraced runs took {lo:.3}-{hi:.3} s: the machine's speed changed during the \
+            "\nThe simulator ran pinned to each CPU in turn, a round on one (`simulator_cpu`): \
+             untraced,\n{} (medians), and each slowdown compares runs on the same CPU.\n",
+            each.join(", ")
+        );
+    }
+    // A change of speed within one CPU's rounds: CPUs that differ from each other are not one.
+    if let Some((cpu, t)) = cpus.iter().find(|(_, t)| t.hi > t.lo * SPELL) {
+        let on = if cpu.0.is_some() { " on one CPU" } else { "" };
+        s += &format!(
+            "\nThe untraced runs took {:.3}-{:.3} s{on}: the machine's speed changed during the \
              bench\n(another load, or a shared host). Compare only figures from one bench run, \
-             and run it\nagain for figures to publish.\n"
+             and run it\nagain for figures to publish.\n",
+            t.lo, t.hi
         );
     }
     s
+}
+
+/// The untraced times of a CPU's rounds: their smallest, median and largest.
+struct Spread {
+    lo: f64,
+    p50: f64,
+    hi: f64,
+}
+
+/// The untraced times by the CPU the simulator ran on (`simulator_cpu`), in CPU order; the
+/// rounds of a run that pinned nothing count as one CPU's (shown as `None`).
+fn by_cpu(rounds: &Value) -> Vec<(Cpu, Spread)> {
+    let cpus = rounds["simulator_cpu"].as_array().cloned().unwrap_or_default();
+    let times = rounds["untraced_sec"].as_array().cloned().unwrap_or_default();
+    let mut each: std::collections::BTreeMap<Option<u64>, Vec<f64>> = Default::default();
+    for (i, t) in times.iter().filter_map(Value::as_f64).enumerate() {
+        each.entry(cpus.get(i).and_then(Value::as_u64)).or_default().push(t);
+    }
+    each.into_iter()
+        .filter_map(|(cpu, ts)| {
+            let (lo, hi) =
+                ts.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &t| (l.min(t), h.max(t)));
+            Some((Cpu(cpu), Spread { lo, hi, p50: percentiles(ts).ok()?.p50 }))
+        })
+        .collect()
+}
+
+/// A CPU the simulator was pinned to, or none.
+struct Cpu(Option<u64>);
+
+impl std::fmt::Display for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(cpu) => write!(f, "{cpu}"),
+            None => f.write_str("(not pinned)"),
+        }
+    }
 }
 
 /// A round ran with the machine's cores apart when its round trip (`core_round_trip_ns`) was over
@@ -827,6 +900,23 @@ mod tests {
         assert_eq!(by_distance(&close, "slowdown_full"), None);
         let one_cpu = json!({ "core_round_trip_ns": [null, null], "slowdown_full": [8.0, 8.1] });
         assert_eq!(by_distance(&one_cpu, "slowdown_full"), None);
+    }
+
+    #[test]
+    fn the_report_gives_each_cpus_untraced_time_and_a_change_within_one() {
+        // Two CPUs of different speeds, each steady: their times, and no change of speed.
+        let pinned = json!({ "simulator_cpu": [0, 1, 0], "untraced_sec": [0.70, 1.07, 0.72] });
+        let text = cpu_speeds(&pinned);
+        assert!(text.contains("0.720 s on CPU 0, 1.070 s on CPU 1"), "{text}");
+        assert!(!text.contains("speed changed"), "{text}");
+        // The same times unpinned, or on one CPU: the machine's speed changed.
+        let unpinned =
+            json!({ "simulator_cpu": [null, null, null], "untraced_sec": [0.70, 1.07, 0.72] });
+        let text = cpu_speeds(&unpinned);
+        assert!(text.contains("took 0.700-1.070 s") && !text.contains("on CPU"), "{text}");
+        let one = json!({ "simulator_cpu": [1, 0, 1], "untraced_sec": [0.70, 0.71, 1.07] });
+        let text = cpu_speeds(&one);
+        assert!(text.contains("took 0.700-1.070 s on one CPU"), "{text}");
     }
 
     #[test]

@@ -88,6 +88,15 @@ fn bench_json_has_every_figure() {
             None => assert!(!two_cpus && x.is_null(), "{v}"),
         }
     }
+    // The CPU each round's simulator was pinned to, in turn over the CPUs, where there are two.
+    let cpus = rounds["simulator_cpu"].as_array().unwrap();
+    assert_eq!(cpus.len(), untraced.len(), "{rounds}");
+    if two_cpus && cfg!(target_os = "linux") {
+        let cpus: Vec<u64> = cpus.iter().map(|c| c.as_u64().expect("a CPU")).collect();
+        assert_ne!(cpus[0], cpus[1], "in turn: {rounds}");
+    } else {
+        assert!(cpus.iter().all(|c| c.is_null()), "{rounds}");
+    }
     // The floor writes the full trace's bytes: a trace holds at least its header and footer.
     assert!(v["full_trace_bytes"].as_u64().unwrap() > 100, "{v}");
     // The recorder's file holds its window (more than a header and footer), less than the

@@ -2,7 +2,7 @@
 //! each other in alternating processes, and for instruction counts under callgrind.
 //!
 //! ```text
-//! cargo run --release -p jets-examples --bin pipeline_modes -- MODE [WORDS] [OUT.jets]
+//! cargo run --release -p jets-examples --bin pipeline_modes -- MODE [WORDS] [OUT.jets] [CPU]
 //! cargo run --release -p jets-examples --no-default-features --bin pipeline_modes -- off
 //! ```
 //!
@@ -13,7 +13,9 @@
 //! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end; `recorder=N`
 //! for a window of N cycles), `count` (everything counted, nothing written) or `full`.
 //! WORDS is the size of the array the program sorts (default 1300, as `jets bench`); OUT the
-//! trace (default `pipeline-modes.jets`, removed first). It prints the run's time, from opening
+//! trace (default `pipeline-modes.jets`, removed first). CPU, when given, is the CPU the simulator
+//! runs on, pinned once its trace is open (`traced::timed_run`): a virtual machine's CPUs can
+//! differ in speed by half, so compare builds on the same CPU. It prints the run's time, from opening
 //! the trace to closing it, as `jets bench` times each run (`traced::timed_run`), and how much
 //! of it closing took (a flight recorder writes its window then) and how long the simulator
 //! waited for room in its ring (the writer set the pace then), what else the machine ran
@@ -36,13 +38,17 @@ fn main() -> anyhow::Result<()> {
         None => 1300,
     };
     let out = PathBuf::from(args.next().unwrap_or_else(|| "pipeline-modes.jets".to_owned()));
+    let cpu: Option<usize> = match args.next() {
+        Some(text) => Some(text.parse().with_context(|| format!("CPU {text:?}"))?),
+        None => None,
+    };
     // The same program as `jets bench` (its seed too).
     let program = programs::bubble_sort(&programs::random_words(words, 7))?;
     let capture = match mode.as_str() {
         "untraced" => None,
         "off" => Some(Capture { off: true, ..Capture::default() }),
         "window" => {
-            let cycles = traced::timed_run(&out, &program, None)?.cycles;
+            let cycles = traced::timed_run(&out, &program, None, cpu)?.cycles;
             let mid = cycles / 2;
             Some(Capture { window: Some(mid..mid + (cycles / 100).max(1)), ..Capture::default() })
         }
@@ -70,7 +76,7 @@ fn main() -> anyhow::Result<()> {
         None => "; cores' round trip not measured (one CPU)".to_owned(),
     };
     let mut tally = jets_host::load::Tally::default();
-    let run = tally.during(|| traced::timed_run(&out, &program, capture.as_ref()))?;
+    let run = tally.during(|| traced::timed_run(&out, &program, capture.as_ref(), cpu))?;
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.
     let built = if jets::COMPILED_IN || capture.is_none() { "" } else { " (tracing compiled out)" };
     // What else the machine ran meanwhile: a run beside another load is no comparison.
@@ -78,8 +84,14 @@ fn main() -> anyhow::Result<()> {
         Some(l) => format!("; other work {:.2} cores, steal {:.2}", l.others, l.steal),
         None => "; other work not measured".to_owned(),
     };
+    // Where the simulator ran: pinned there, or where it happened to finish.
+    let ran_on = match (cpu, run.cpu) {
+        (Some(c), _) => format!("; on CPU {c}, pinned"),
+        (None, Some(c)) => format!("; finished on CPU {c}, not pinned"),
+        (None, None) => String::new(),
+    };
     println!(
-        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}{other}{trip}",
+        "{mode}: {} cycles in {:.3} s, closing {:.3} s, waiting for room {:.3} s{built}{other}{trip}{ran_on}",
         run.cycles,
         run.took.as_secs_f64(),
         run.closing.as_secs_f64(),

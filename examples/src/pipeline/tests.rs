@@ -217,3 +217,30 @@ fn the_traced_run_validates_clean_and_is_right() {
         assert!(count(r#""name":"HostSync""#) >= 1, "the host collector writes sync points");
     }
 }
+
+/// Pinned, a timed run's simulator runs on the CPU asked for, and the thread has its CPUs back
+/// afterwards, untraced and traced alike.
+#[test]
+fn a_timed_run_pinned_to_a_cpu_runs_there_and_unpins() {
+    let Some(cpus) = jets_host::load::allowed_cpus() else {
+        eprintln!("NOT CHECKED: threads are pinned on Linux only");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timed.jets");
+    let p = programs::bubble_sort(&programs::random_words(12, 1)).unwrap();
+    let full = jets::capture::Capture::full();
+    std::thread::spawn(move || {
+        for &cpu in &cpus {
+            for capture in [None, Some(&full)] {
+                let run = traced::timed_run(&path, &p, capture, Some(cpu)).unwrap();
+                assert_eq!(run.cpu, Some(cpu), "{capture:?}");
+                assert_eq!(jets_host::load::allowed_cpus().as_ref(), Some(&cpus), "unpinned");
+            }
+        }
+        let err = traced::timed_run(&path, &p, None, Some(1 << 20)).unwrap_err();
+        assert!(err.to_string().contains("no CPU 1048576"), "{err}");
+    })
+    .join()
+    .unwrap();
+}

@@ -103,6 +103,12 @@ pub enum RunError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The simulator could not be pinned to the CPU asked for.
+    #[error("{source}")]
+    Pin {
+        /// The cause, naming the CPU.
+        source: std::io::Error,
+    },
     /// The `tracing` layer or `#[jets::record]` met errors it could not return.
     #[error("{count} instrumentation error(s), the first: {first}")]
     Instrumentation {
@@ -191,6 +197,9 @@ pub struct Timed {
     pub waited: Duration,
     /// The run's length.
     pub cycles: u64,
+    /// The CPU the simulator ran on as it finished (the one asked for, when pinned; `None` where
+    /// this cannot be known).
+    pub cpu: Option<usize>,
 }
 
 /// One run of `program` timed as `jets bench` times it: from opening the trace at `path` under
@@ -200,10 +209,18 @@ pub struct Timed {
 /// A file left at `path` by an earlier run is removed first, outside the timing: replacing a
 /// large file makes the kernel free its page cache in the `create` call, a cost of the last run
 /// (several tenths of a second after a full trace), not of this one.
+///
+/// With `cpu`, the simulator runs pinned to that CPU (`jets_host::load::pin_current_thread`):
+/// pinned once its trace is open, so that the trace's writer thread, started by the open, may
+/// run on any other CPU, and unpinned once the simulation is over, before the close, so that
+/// what the close starts is not kept on that CPU either. Comparing an untraced and a traced
+/// run on the same CPU is what makes their ratio mean something on a machine whose CPUs are
+/// not equally fast.
 pub fn timed_run(
     path: &Path,
     program: &Program,
     capture: Option<&Capture>,
+    cpu: Option<usize>,
 ) -> Result<Timed, RunError> {
     let display = || path.display().to_string();
     match std::fs::remove_file(path) {
@@ -227,8 +244,16 @@ pub fn timed_run(
         }
         None => None,
     };
+    let pinned = match cpu {
+        Some(cpu) => Some(
+            jets_host::load::pin_current_thread(cpu).map_err(|source| RunError::Pin { source })?,
+        ),
+        None => None,
+    };
     pipe.run(u64::MAX)?;
     let (machine, stats) = pipe.finish()?;
+    let ran_on = jets_host::load::current_cpu();
+    drop(pinned);
     let close = Instant::now();
     let waited = match trace {
         Some(t) => t.close_at(stats.cycles).map_err(trace_err)?.waited_for_room,
@@ -238,7 +263,7 @@ pub fn timed_run(
     let end = Instant::now();
     let (took, closing) = (end - start, end - close);
     program.verify(&machine)?;
-    Ok(Timed { took, closing, waited, cycles: stats.cycles })
+    Ok(Timed { took, closing, waited, cycles: stats.cycles, cpu: ran_on })
 }
 
 #[cfg(target_os = "linux")]
