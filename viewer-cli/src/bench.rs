@@ -543,7 +543,8 @@ fn to_text(r: &Value) -> String {
                  simulator's core to the writer's,\nwhich costs more where that trip is long.\n"
             );
         }
-        None => s += "\ncore-to-core round trip not measured: this machine has one CPU.\n",
+        None => s +=
+            "\ncore-to-core round trip not measured: one CPU, or two threads never ran at once.\n",
     }
     s += &other_work(r);
     s += &cpu_speeds(rounds);

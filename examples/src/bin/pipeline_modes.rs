@@ -73,7 +73,8 @@ fn main() -> anyhow::Result<()> {
     // full trace depend on it).
     let trip = match jets_host::load::core_round_trip() {
         Some(ns) => format!("; cores' round trip {ns:.0} ns"),
-        None => "; cores' round trip not measured (one CPU)".to_owned(),
+        None => "; cores' round trip not measured (one CPU, or its two threads never ran at once)"
+            .to_owned(),
     };
     let mut tally = jets_host::load::Tally::default();
     let run = tally.during(|| traced::timed_run(&out, &program, capture.as_ref(), cpu))?;

@@ -21,7 +21,7 @@
 //! ```
 
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The other work on the machine, in cores (CPU seconds per second of wall time).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -109,13 +109,20 @@ impl Mark {
 /// Round trips of [`core_round_trip`].
 const ROUND_TRIPS: u64 = 100_000;
 
+/// The longest [`core_round_trip`] goes on for. It takes a few tens of milliseconds where both
+/// threads run at once; under `valgrind`, which runs one thread at a time, each hand-over waits
+/// for its scheduler, and the 100 000 round trips took a quarter of an hour (2026-11-28).
+const LIMIT: Duration = Duration::from_secs(1);
+
 /// The time for a cache line to go from this thread's core to another's and back, in ns: two
 /// threads hand a counter to each other 100 000 times (`ROUND_TRIPS`; at most a few tens of
-/// milliseconds). A line kept by a traced run is written on the simulator's core and read on
-/// the writer's, so the flight recorder and the full trace slow down as this time grows; on a
-/// virtual machine it depends on where the host runs its cores, which changes while it runs
-/// (on this project's 2-vCPU VM, about 45 ns or about 380 ns from minute to minute). `None`
-/// with fewer than two CPUs, where the two threads would not run at once.
+/// milliseconds, and never more than a second: the mean of those done by then). A line kept by
+/// a traced run is written on the simulator's core and read on the writer's, so the flight
+/// recorder and the full trace slow down as this time grows; on a virtual machine it depends on
+/// where the host runs its cores, which changes while it runs (on this project's 2-vCPU AMD VM,
+/// about 45 ns or about 380 ns from minute to minute; 150–210 ns on its Intel VM). `None` with
+/// fewer than two CPUs, where the two threads would not run at once, or when not even the first
+/// thousand round trips, untimed, were over within the second.
 ///
 /// ```
 /// if let Some(ns) = jets_host::load::core_round_trip() {
@@ -127,11 +134,19 @@ pub fn core_round_trip() -> Option<f64> {
     if thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return None;
     }
+    // `turn` counts the hand-overs; STOP ends them early.
+    const STOP: u64 = u64::MAX;
     let turn = AtomicU64::new(0);
-    // Waits until `turn` is `value`; yields now and then, so that a descheduled partner runs.
+    // Waits until `turn` is `value` (true) or STOP (false); yields now and then, so that a
+    // descheduled partner runs.
     let wait = |value: u64| {
         let mut spins = 0u32;
-        while turn.load(Ordering::Acquire) != value {
+        loop {
+            match turn.load(Ordering::Acquire) {
+                t if t == value => return true,
+                STOP => return false,
+                _ => {}
+            }
             spins += 1;
             if spins % 4096 == 0 {
                 thread::yield_now();
@@ -144,16 +159,26 @@ pub fn core_round_trip() -> Option<f64> {
     thread::scope(|s| {
         s.spawn(|| {
             for i in 0..WARM + ROUND_TRIPS {
-                wait(2 * i + 1);
+                if !wait(2 * i + 1) {
+                    return;
+                }
                 turn.store(2 * i + 2, Ordering::Release);
             }
         });
-        let mut start = Instant::now();
+        let begun = Instant::now();
+        let mut start = begun;
         for i in 0..WARM + ROUND_TRIPS {
             if i == WARM {
                 start = Instant::now();
             }
+            // Only this thread stores STOP: the partner hands the turn back.
             wait(2 * i);
+            // `i` round trips are over, of which `i - WARM` timed.
+            if i % 256 == 0 && begun.elapsed() > LIMIT {
+                turn.store(STOP, Ordering::Release);
+                let timed = i.checked_sub(WARM).filter(|&n| n > 0)?;
+                return Some(start.elapsed().as_nanos() as f64 / timed as f64);
+            }
             turn.store(2 * i + 1, Ordering::Release);
         }
         wait(2 * (WARM + ROUND_TRIPS));
