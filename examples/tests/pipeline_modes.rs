@@ -2,7 +2,7 @@
 //! bench's program to its checked result and writes a valid trace of what the mode selects.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command};
 
 fn run(mode: &str, out: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_pipeline_modes"))
@@ -87,4 +87,40 @@ fn a_cpu_pins_the_simulator_to_it() {
     assert!(!r.status.success());
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(stderr.contains("CPU 100000"), "{stderr}");
+}
+
+/// A process that keeps a CPU busy until dropped.
+struct Spinner(Child);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The other work printed beside a run's time (`jets_host::load`, as `jets bench` measures it
+/// per round) sees a process spinning beside the run.
+#[test]
+fn a_process_spinning_beside_the_run_is_seen() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("NOT CHECKED: other work on the machine is measured on Linux only");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let _spinner = Spinner(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
+    // Long enough for the kernel's 10 ms ticks to count the spinner: about a second here.
+    let r = Command::new(env!("CARGO_BIN_EXE_pipeline_modes"))
+        .args(["untraced", "400", dir.path().join("x.jets").to_str().expect("a UTF-8 path")])
+        .output()
+        .expect("running pipeline_modes");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    let others: f64 = stdout
+        .split("; other work ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no other work in {stdout}"));
+    assert!(others >= 0.3, "a spinning process beside the run: {others} cores ({stdout})");
 }

@@ -2,7 +2,7 @@
 //! machine ran meanwhile.
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 
 fn quick_bench(dir: &Path) -> serde_json::Value {
     let run = Command::new(env!("CARGO_BIN_EXE_jets"))
@@ -14,17 +14,6 @@ fn quick_bench(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&run.stdout).unwrap()
 }
 
-/// A process that keeps a CPU busy until dropped.
-struct Spinner(Child);
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-// One test, not two: the two bench runs one after the other, not side by side.
 #[test]
 fn bench_json_has_every_figure() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,8 +124,9 @@ fn bench_json_has_every_figure() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 
     // What else the machine ran during the timed runs, in cores: measured on Linux, null
-    // elsewhere. (That the bench's own work is left out is `jets_host::load`'s unit test: here
-    // the machine may be busy with anything.)
+    // elsewhere. (That the bench's own work is left out is `jets_host::load`'s unit test, and
+    // that another process is seen is `pipeline_modes`' test, which takes the same measure and
+    // a second, where a bench takes half a minute: here the machine may be busy with anything.)
     if !cfg!(target_os = "linux") {
         assert!(v["other_cpu_cores"].is_null() && v["steal_cpu_cores"].is_null(), "{v}");
         eprintln!("NOT CHECKED: other work on the machine is measured on Linux only");
@@ -149,10 +139,4 @@ fn bench_json_has_every_figure() {
         assert_eq!(xs.len(), untraced.len(), "{key} in {rounds}");
         assert!(xs.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0)), "{key} in {rounds}");
     }
-
-    // A process spinning beside the bench is seen.
-    let _spinner = Spinner(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
-    let busy = quick_bench(dir.path());
-    let others = busy["other_cpu_cores"].as_f64().unwrap();
-    assert!(others >= 0.3, "a spinning process beside the bench: {others} cores ({busy})");
 }

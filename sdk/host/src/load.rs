@@ -214,9 +214,9 @@ pub fn allowed_cpus() -> Option<Vec<usize>> {
 /// Why a benchmark pins: the CPUs of a virtual machine need not be equally fast. On this
 /// project's 2-vCPU VM on 2026-11-28 the same untraced Tiny5 run took 0.70–0.96 s pinned to
 /// CPU 0 and 1.06–1.09 s pinned to CPU 1, in three alternated pairs; minutes later the two were
-/// alike. Why is the host's to know (its other tenants), not the guest's. A slowdown whose
-/// untraced run landed on one CPU and traced run on the other is off by that much; pinned, both
-/// runs of a ratio ran on the same CPU.
+/// alike. The guest cannot see why (the host's other tenants, most likely). A slowdown whose
+/// untraced run landed on one CPU and its traced run on the other is off by that much; pinned,
+/// both runs of a ratio ran on the same CPU.
 #[must_use = "the thread is unpinned when this is dropped"]
 pub struct Pinned {
     #[cfg(target_os = "linux")]
