@@ -67,7 +67,7 @@ pub(crate) fn ring(words: usize, max_entry: usize) -> (Producer, Cursor, Consume
         tail: 0,
         limit: len,
     };
-    let consumer = Consumer { buf, head: 0, tail: 0, freed: 0, flush_opt: flush_opt() };
+    let consumer = Consumer { buf, head: 0, tail: 0, freed: 0, flush: flush() };
     (Producer { buf: Arc::clone(&consumer.buf) }, cursor, consumer)
 }
 
@@ -181,8 +181,53 @@ pub(crate) struct Consumer {
     /// Last `tail` read from the producer.
     tail: usize,
     freed: usize,
-    /// The CPU has `clflushopt` ([`flush_opt`]).
-    flush_opt: bool,
+    /// Whether and how [`Consumer::uncache`] flushes ([`flush`]).
+    flush: Flush,
+}
+
+/// Whether and how the consumer takes the lines it has read out of the caches
+/// ([`Consumer::uncache`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flush {
+    /// Not at all.
+    Never,
+    /// With `clflush`, each waiting for the one before.
+    Each,
+    /// With `clflushopt`, overlapping ([`flush_opt`]).
+    Overlapped,
+}
+
+/// Whether the lines are flushed, decided once per process from the CPU's vendor: on AMD,
+/// where the flushes kept a simulator from stalling when its core and the writer's were far
+/// apart; not on Intel, where they only slowed every mode down; nowhere else (the
+/// measurements are at [`Consumer::uncache`]). Never under Miri or off x86-64.
+fn flush() -> Flush {
+    match (amd(), flush_opt()) {
+        (false, _) => Flush::Never,
+        (true, false) => Flush::Each,
+        (true, true) => Flush::Overlapped,
+    }
+}
+
+/// Whether the CPU is AMD's (CPUID leaf 0's vendor, "AuthenticAMD"). Asked once per process.
+fn amd() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AMD.get_or_init(|| {
+            // SAFETY: CPUID has no preconditions on x86-64 (an `unsafe fn` in older Rust).
+            #[allow(unused_unsafe)]
+            let id = unsafe { std::arch::x86_64::__cpuid(0) };
+            // The vendor's twelve letters are in EBX, EDX, ECX, in that order.
+            let mut vendor = [0u8; 12];
+            for (part, word) in vendor.chunks_mut(4).zip([id.ebx, id.edx, id.ecx]) {
+                part.copy_from_slice(&word.to_le_bytes());
+            }
+            &vendor == b"AuthenticAMD"
+        })
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    false
 }
 
 /// Whether the CPU has `clflushopt` (CPUID leaf 7, EBX bit 23): a flush that is ordered only
@@ -258,7 +303,13 @@ impl Consumer {
     /// makes and hands over every line (`count`) took 2.4–2.6 s rather than 7.2–8.8 s, and a
     /// flight recorder 3.5–3.6 s rather than 7.5–8.3 s, on a par with cores close together
     /// (2.2 and 3.0–3.1 s), where the flushes cost the recorder, whose writer is the busier
-    /// thread, 8 % (3.3 s). Nothing on other targets, nor under Miri.
+    /// thread, 8 % (3.3 s). That was an AMD EPYC VM. On an Intel Xeon VM (2026-11-28, cores
+    /// 150–210 ns apart, alternated pairs of Tiny5 runs, the simulator pinned) the flushes
+    /// slowed every mode instead: the recorder 4.45 s against 3.97 s without (medians of nine
+    /// pairs, six faster without, three alike; its waits for room 0.47 against 0.23 s),
+    /// `count` 4.08 against 3.71 s (four of five pairs), the full trace 6.39 against 5.96 s
+    /// (four of four). So they are made on AMD's CPUs only ([`flush`]). Nothing on other
+    /// targets, nor under Miri.
     ///
     /// The lines are those of positions `from`, `from + 8`, … below `to`, each masked, walked
     /// as at most two runs of addresses ([`flush_runs`]) rather than masking each position:
@@ -273,7 +324,7 @@ impl Consumer {
     #[inline]
     fn uncache(&self, from: usize, to: usize) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        {
+        if self.flush != Flush::Never {
             // A pointer walk: the buffer's address is read once (the `asm!` may write memory,
             // so an address made from `self.buf` in the loop was read again for every line).
             let words = self.buf.words;
@@ -297,7 +348,7 @@ impl Consumer {
                         }
                     };
                 }
-                if self.flush_opt {
+                if self.flush == Flush::Overlapped {
                     flush_each!("clflushopt");
                 } else {
                     flush_each!("clflush");
@@ -393,6 +444,27 @@ mod tests {
         }
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         assert!(!flush_opt());
+    }
+
+    /// The lines are flushed exactly on AMD's CPUs, as the kernel names the vendor, with
+    /// `clflushopt` where there is one (under Miri and on other targets, never).
+    #[test]
+    fn lines_are_flushed_on_amd_only() {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+        {
+            let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+            let vendor = info.lines().find_map(|l| l.strip_prefix("vendor_id"));
+            let vendor =
+                vendor.expect("a vendor_id in /proc/cpuinfo").trim_start_matches([' ', '\t', ':']);
+            let want = match (vendor.trim() == "AuthenticAMD", flush_opt()) {
+                (false, _) => Flush::Never,
+                (true, false) => Flush::Each,
+                (true, true) => Flush::Overlapped,
+            };
+            assert_eq!(flush(), want, "vendor {vendor:?}");
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        assert_eq!(flush(), Flush::Never);
     }
 
     /// A ring asked for less room than two entries still has a power-of-two length.
