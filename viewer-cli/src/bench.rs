@@ -272,9 +272,10 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         traced::timed_run(&path, &program, capture, cpu).context("running the benchmark")
     };
     let cycles = once(None, None)?.cycles; // warms up, and gives the run's length for the window
-                                           // The CPU each round's simulator runs on, in turn over the CPUs this process may use:
-                                           // untraced and traced runs of a round on the same one, since a virtual machine's CPUs can
-                                           // differ in speed by half (`jets_host::load::Pinned`). Not pinned with one CPU.
+
+    // The CPU each round's simulator runs on, in turn over the CPUs this process may use:
+    // untraced and traced runs of a round on the same one, since a virtual machine's CPUs can
+    // differ in speed by half (`jets_host::load::Pinned`). Not pinned with one CPU.
     let cpus = jets_host::load::allowed_cpus().filter(|c| c.len() > 1).unwrap_or_default();
     let mut sim_cpus = Vec::with_capacity(runs);
     let mid = cycles / 2;
@@ -587,7 +588,7 @@ struct Spread {
 }
 
 /// The untraced times by the CPU the simulator ran on (`simulator_cpu`), in CPU order; the
-/// rounds of a run that pinned nothing count as one CPU's (shown as `None`).
+/// rounds of a run that pinned nothing count as one CPU's ([`Cpu`] `None`).
 fn by_cpu(rounds: &Value) -> Vec<(Cpu, Spread)> {
     let cpus = rounds["simulator_cpu"].as_array().cloned().unwrap_or_default();
     let times = rounds["untraced_sec"].as_array().cloned().unwrap_or_default();
