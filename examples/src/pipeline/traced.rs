@@ -103,8 +103,8 @@ pub enum RunError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The simulator could not be pinned to the CPU asked for.
-    #[error("{source}")]
+    /// The simulator could not be pinned to the CPU asked for (the cause names it).
+    #[error(transparent)]
     Pin {
         /// The cause, naming the CPU.
         source: std::io::Error,
