@@ -559,8 +559,11 @@ fn cpu_speeds(rounds: &Value) -> String {
     let mut s = String::new();
     let cpus = by_cpu(rounds);
     if cpus.len() > 1 {
-        let each: Vec<String> =
-            cpus.iter().map(|(cpu, t)| format!("{:.3} s on CPU {cpu}", t.p50)).collect();
+        // Several CPUs: all pinned, so each has its number.
+        let each: Vec<String> = cpus
+            .iter()
+            .filter_map(|(cpu, t)| Some(format!("{:.3} s on CPU {}", t.p50, (*cpu)?)))
+            .collect();
         s += &format!(
             "\nThe simulator ran pinned to each CPU in turn, a round on one (`simulator_cpu`): \
              untraced,\n{} (medians), and each slowdown compares runs on the same CPU.\n",
@@ -569,7 +572,7 @@ fn cpu_speeds(rounds: &Value) -> String {
     }
     // A change of speed within one CPU's rounds: CPUs that differ from each other are not one.
     if let Some((cpu, t)) = cpus.iter().find(|(_, t)| t.hi > t.lo * SPELL) {
-        let on = if cpu.0.is_some() { " on one CPU" } else { "" };
+        let on = if cpu.is_some() { " on one CPU" } else { "" };
         s += &format!(
             "\nThe untraced runs took {:.3}-{:.3} s{on}: the machine's speed changed during the \
              bench\n(another load, or a shared host). Compare only figures from one bench run, \
@@ -588,8 +591,8 @@ struct Spread {
 }
 
 /// The untraced times by the CPU the simulator ran on (`simulator_cpu`), in CPU order; the
-/// rounds of a run that pinned nothing count as one CPU's ([`Cpu`] `None`).
-fn by_cpu(rounds: &Value) -> Vec<(Cpu, Spread)> {
+/// rounds of a run that pinned nothing count as one CPU's (`None`).
+fn by_cpu(rounds: &Value) -> Vec<(Option<u64>, Spread)> {
     let cpus = rounds["simulator_cpu"].as_array().cloned().unwrap_or_default();
     let times = rounds["untraced_sec"].as_array().cloned().unwrap_or_default();
     let mut each: std::collections::BTreeMap<Option<u64>, Vec<f64>> = Default::default();
@@ -600,21 +603,9 @@ fn by_cpu(rounds: &Value) -> Vec<(Cpu, Spread)> {
         .filter_map(|(cpu, ts)| {
             let (lo, hi) =
                 ts.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &t| (l.min(t), h.max(t)));
-            Some((Cpu(cpu), Spread { lo, hi, p50: percentiles(ts).ok()?.p50 }))
+            Some((cpu, Spread { lo, hi, p50: percentiles(ts).ok()?.p50 }))
         })
         .collect()
-}
-
-/// A CPU the simulator was pinned to, or none.
-struct Cpu(Option<u64>);
-
-impl std::fmt::Display for Cpu {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(cpu) => write!(f, "{cpu}"),
-            None => f.write_str("(not pinned)"),
-        }
-    }
 }
 
 /// A round ran with the machine's cores apart when its round trip (`core_round_trip_ns`) was over
