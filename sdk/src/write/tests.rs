@@ -378,8 +378,8 @@ fn a_signal_safe_push_makes_no_memory() {
 }
 
 /// A push that panics while it waits for room (as a bug in what it calls meanwhile would) leaves
-/// its ring free: the trace still closes, from another thread or from this one, and what was
-/// pushed before is in the file.
+/// its ring free: the trace still closes (here from another thread, so that a hang fails the
+/// test), and what was pushed before is in the file.
 #[test]
 #[cfg_attr(miri, ignore = "a slow sink and a timeout: too slow under Miri")]
 fn a_push_that_panics_while_waiting_does_not_hold_up_the_close() {
