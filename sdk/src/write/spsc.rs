@@ -137,11 +137,11 @@ pub(crate) struct Cursor {
 /// behind it wait too (they leave the core in order). `prefetchw` asks for the line, for writing,
 /// several pushes before the first store, so that the wait overlaps the pushes in between.
 /// On the Intel Xeon VM, idle, criterion `producer` with the builds alternated (medians): in
-/// eight rounds of this build against the one before (2026-11-29 03:12–03:19 UTC), a two-field
+/// eight rounds of this build against the one before (2026-11-29 03:08–03:12 UTC), a two-field
 /// event 41.9 -> 38.9 ns on one thread and 44.5 -> 39.7 ns per thread on two, `emit_event_at`
-/// 23.5 -> 21.0 ns, each faster in six rounds of eight; in earlier sets (02:48–03:04) with the
+/// 23.5 -> 21.0 ns, each faster in six rounds of eight; in earlier sets (02:48–03:02) with the
 /// distance a constant, 37.2 -> 33.2, 42.0 -> 33.8 and 20.6 -> 18.1 ns in four rounds. One set
-/// of four (03:08) showed nothing, with the host slower: 41–43 ns in both builds. On Tiny5
+/// of four (03:06–03:08) showed nothing, with the host slower: 41–43 ns in both builds. On Tiny5
 /// (`pipeline_modes`, pinned, alternated) the host's own spread (±20 % between runs of one build)
 /// hides most of it: `count` 2.74 -> 2.44 s (five pairs of eight faster) and the flight recorder
 /// 3.23 -> 2.60 s (seven of eight) in one set, the recorder 2.66 against 2.68 s in the next six
