@@ -143,9 +143,11 @@ pub(crate) struct Cursor {
 /// distance a constant, 37.2 -> 33.2, 42.0 -> 33.8 and 20.6 -> 18.1 ns in four rounds. One set
 /// of four (03:06–03:08) showed nothing, with the host slower: 41–43 ns in both builds. On Tiny5
 /// (`pipeline_modes`, pinned, alternated) the host's own spread (±20 % between runs of one build)
-/// hides most of it: `count` 2.74 -> 2.44 s (five pairs of eight faster) and the flight recorder
+/// hides it: `count` 2.74 -> 2.44 s (five pairs of eight faster) and the flight recorder
 /// 3.23 -> 2.60 s (seven of eight) in one set, the recorder 2.66 against 2.68 s in the next six
-/// pairs. 128 and 512 words ahead did no better; 1024 (8 KiB) did worse, and so did asking for a
+/// pairs, and in ten pairs each at 04:27–04:30 the recorder 4.12 against 4.03 s and `count` 2.45
+/// against 2.43 s, faster in four and five pairs: on Tiny5 no gain stands out of the spread.
+/// 128 and 512 words ahead did no better; 1024 (8 KiB) did worse, and so did asking for a
 /// second line per push. Not measured on AMD's CPUs, where the writer also flushes the lines it
 /// has read ([`flush`]) and the producer's first store then goes to memory, which the prefetch
 /// overlaps too.
