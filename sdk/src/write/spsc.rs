@@ -144,9 +144,9 @@ pub(crate) struct Cursor {
 /// of four (03:06–03:08) showed nothing, with the host slower: 41–43 ns in both builds. On Tiny5
 /// (`pipeline_modes`, pinned, alternated) the host's own spread (±20 % between runs of one build)
 /// hides it: `count` 2.74 -> 2.44 s (five pairs of eight faster) and the flight recorder
-/// 3.23 -> 2.60 s (seven of eight) in one set, the recorder 2.66 against 2.68 s in the next six
-/// pairs, and in ten pairs each at 04:27–04:30 the recorder 4.12 against 4.03 s and `count` 2.45
-/// against 2.43 s, faster in four and five pairs: on Tiny5 no gain stands out of the spread.
+/// 3.23 -> 2.60 s (seven of eight) in one set, the recorder 2.66 -> 2.68 s in the next six
+/// pairs, and in ten pairs each at 04:27–04:30 the recorder 4.12 -> 4.03 s and `count` 2.45 ->
+/// 2.43 s, faster in four and five pairs: on Tiny5 no gain stands out of the spread.
 /// 128 and 512 words ahead did no better; 1024 (8 KiB) did worse, and so did asking for a
 /// second line per push. Not measured on AMD's CPUs, where the writer also flushes the lines it
 /// has read ([`flush`]) and the producer's first store then goes to memory, which the prefetch
