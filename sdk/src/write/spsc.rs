@@ -270,21 +270,28 @@ fn amd() -> bool {
     false
 }
 
+/// Whether CPUID leaf `leaf` (subleaf 0) sets bit `bit` of the register `reg` picks from it.
+/// CPUID exists on every x86-64, but a leaf above the CPU's maximum for its range (the basic
+/// leaves, or the extended ones from 0x8000_0000) is answered with zeros or with the highest
+/// leaf's values, so that maximum is asked first.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn cpuid_bit(leaf: u32, reg: fn(std::arch::x86_64::CpuidResult) -> u32, bit: u32) -> bool {
+    // SAFETY: CPUID has no preconditions on x86-64 (an `unsafe fn` in older Rust, such as the
+    // MSRV, 1.85).
+    #[allow(unused_unsafe)]
+    unsafe {
+        let max = std::arch::x86_64::__cpuid(leaf & 0x8000_0000).eax;
+        max >= leaf && reg(std::arch::x86_64::__cpuid_count(leaf, 0)) & (1 << bit) != 0
+    }
+}
+
 /// Whether the CPU has `prefetchw` (CPUID leaf 0x8000_0001, ECX bit 8, which Linux calls
 /// `3dnowprefetch`). Asked once per process.
 fn prefetch_w() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| {
-            // SAFETY: CPUID has no preconditions on x86-64 (an `unsafe fn` in older Rust, such
-            // as the MSRV); the extended leaf is asked only where the CPU says it has one.
-            #[allow(unused_unsafe)]
-            unsafe {
-                let max = std::arch::x86_64::__cpuid(0x8000_0000).eax;
-                max >= 0x8000_0001 && std::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0
-            }
-        })
+        *HAS.get_or_init(|| cpuid_bit(0x8000_0001, |r| r.ecx, 8))
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     false
@@ -297,18 +304,7 @@ fn flush_opt() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| {
-            // CPUID exists on every x86-64; leaf 7 on anything with `clflushopt`, and an older
-            // CPU answers a leaf above its maximum with zeros or its highest leaf, so the
-            // maximum is checked first.
-            // SAFETY: CPUID has no preconditions on x86-64 (an `unsafe fn` in older Rust, such
-            // as the MSRV, 1.85).
-            #[allow(unused_unsafe)]
-            unsafe {
-                let max = std::arch::x86_64::__cpuid(0).eax;
-                max >= 7 && std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 23) != 0
-            }
-        })
+        *HAS.get_or_init(|| cpuid_bit(7, |r| r.ebx, 23))
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     false
@@ -495,13 +491,7 @@ mod tests {
     #[test]
     fn clflushopt_is_used_where_the_kernel_says_the_cpu_has_it() {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
-        {
-            let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
-            let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("flags")).collect();
-            assert!(!flags.is_empty(), "no flags in /proc/cpuinfo");
-            let has = flags.iter().all(|l| l.split_whitespace().any(|w| w == "clflushopt"));
-            assert_eq!(flush_opt(), has);
-        }
+        assert_eq!(flush_opt(), kernel_says_the_cpu_has("clflushopt"));
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         assert!(!flush_opt());
     }
@@ -535,10 +525,7 @@ mod tests {
         let has = if !cfg!(all(target_arch = "x86_64", not(miri))) {
             false
         } else if cfg!(target_os = "linux") {
-            let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
-            let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("flags")).collect();
-            assert!(!flags.is_empty(), "no flags in /proc/cpuinfo");
-            flags.iter().all(|l| l.split_whitespace().any(|w| w == "3dnowprefetch"))
+            kernel_says_the_cpu_has("3dnowprefetch")
         } else {
             // No kernel's word to check it against: only the distances are.
             prefetch_w()
@@ -547,6 +534,14 @@ mod tests {
             let (_p, cur, _c) = ring(words, 16);
             assert_eq!(cur.ahead, if has { want } else { 0 }, "a ring of {words} words");
         }
+    }
+
+    /// Whether `/proc/cpuinfo` lists `flag` for every CPU (Linux only).
+    fn kernel_says_the_cpu_has(flag: &str) -> bool {
+        let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+        let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("flags")).collect();
+        assert!(!flags.is_empty(), "no flags in /proc/cpuinfo");
+        flags.iter().all(|l| l.split_whitespace().any(|w| w == flag))
     }
 
     /// A ring asked for less room than two entries still has a power-of-two length.
