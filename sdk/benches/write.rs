@@ -119,6 +119,22 @@ fn producer(c: &mut Criterion) {
             drop(producers);
             trace.close().expect("close");
         });
+        // The same event with its fields given at once, without a builder.
+        g.bench_function(BenchmarkId::new("emit_event_fields_at", threads), |b| {
+            let trace = quiet_trace();
+            let emit: Emit = Arc::new(|r, i| {
+                r.emit_event_fields_at(
+                    black_box(i + 1),
+                    "Execute",
+                    [("a", i.into()), ("b", (i ^ 7).into())],
+                )
+                .expect("emit")
+            });
+            let producers = Producers::new(&trace, threads - 1, emit, false);
+            b.iter_custom(|iters| producers.time(&trace, iters));
+            drop(producers);
+            trace.close().expect("close");
+        });
         // An event with no data (a stage change), through its builder and without one.
         for (name, builder) in [("event_no_data", true), ("emit_event_at", false)] {
             g.bench_function(BenchmarkId::new(name, threads), |b| {

@@ -1,6 +1,7 @@
 //! A small driver for profiling the producer: `N` two-field events on one thread, the writer
 //! draining to `io::sink()` between chunks (as in `benches/write.rs`). Each event goes through
 //! [`emit_one`], never inlined, so `valgrind --tool=callgrind` and `perf` show the cost per call.
+//! A third argument `fields` makes each event with `emit_event_fields_at` instead of its builder.
 //!
 //! ```sh
 //! cargo build --release -p jets-sdk --example producer_loop
@@ -19,11 +20,21 @@ fn emit_one(r: &RecordHandle, i: u64) {
     r.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1)).expect("emit");
 }
 
+#[inline(never)]
+fn emit_one_fields(r: &RecordHandle, i: u64) {
+    r.emit_event_fields_at(black_box(i + 1), "Execute", [("a", i.into()), ("b", (i ^ 7).into())])
+        .expect("emit");
+}
+
 fn main() {
     let arg = |i: usize| std::env::args().nth(i).and_then(|a| a.parse().ok());
     let n: u64 = arg(1).unwrap_or(10_000_000);
     // Lines per chunk (the writer drains between chunks, untimed): half the ring's capacity.
     let chunk: u64 = arg(2).unwrap_or(1 << 15);
+    let emit = match std::env::args().nth(3).as_deref() {
+        Some("fields") => emit_one_fields,
+        _ => emit_one,
+    };
     let trace = TraceBuilder::new()
         .capacity(2 * chunk as usize)
         .writer(std::io::sink(), Metadata::new())
@@ -35,7 +46,7 @@ fn main() {
         let k = chunk.min(n - done);
         let start = Instant::now();
         for i in done..done + k {
-            emit_one(&root, i);
+            emit(&root, i);
         }
         timed += start.elapsed();
         done += k;

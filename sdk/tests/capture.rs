@@ -44,10 +44,12 @@ fn names(lines: &[Value], ty: &str) -> Vec<String> {
         .collect()
 }
 
-/// `emit_event_at` writes the line `event_at(..).emit()` writes, byte for byte, and is judged
-/// alike by every kind of setting (window, ROI, events, units, sample, recorder with a trigger),
-/// including under a record that a sample or ROI defers (its line is pushed first); a cycle
-/// before the record's start is the same error.
+/// `emit_event_at` and `emit_event_fields_at` write the lines `event_at(..).emit()` and
+/// `event_at(..).field(..).field(..).emit()` write, byte for byte, and are judged alike by every
+/// kind of setting (window, ROI, events, units, sample, recorder with a trigger), including under
+/// a record that a sample or ROI defers (its line is pushed first); a cycle before the record's
+/// start is the same error. One field owns its text, which is moved into the line or dropped
+/// with it (the allocator and Miri would see a double free or a leak).
 #[test]
 fn an_event_without_a_builder_is_the_line_of_one_with_it() {
     let settings = [
@@ -74,14 +76,36 @@ fn an_event_without_a_builder_is_the_line_of_one_with_it() {
                 }
                 for (k, stage) in ["IF", "ID", "EX", "WB"].into_iter().enumerate() {
                     let at = i * 5 + k as u64;
-                    match plain {
-                        true => insn.emit_event_at(at, stage).unwrap(),
-                        false => insn.event_at(at, stage).emit().unwrap(),
+                    let by = format!("i{i}");
+                    match (plain, stage) {
+                        (true, "EX") => insn
+                            .emit_event_fields_at(
+                                at,
+                                stage,
+                                [("addr", at.into()), ("by", by.into())],
+                            )
+                            .unwrap(),
+                        (false, "EX") => insn
+                            .event_at(at, stage)
+                            .field("addr", at)
+                            .field("by", by)
+                            .emit()
+                            .unwrap(),
+                        (true, _) => insn.emit_event_at(at, stage).unwrap(),
+                        (false, _) => insn.event_at(at, stage).emit().unwrap(),
                     }
                 }
+                let before = (i * 5).saturating_sub(1);
                 let early = match plain {
-                    true => insn.emit_event_at((i * 5).saturating_sub(1), "early"),
-                    false => insn.event_at((i * 5).saturating_sub(1), "early").emit(),
+                    true => insn.emit_event_at(before, "early"),
+                    false => insn.event_at(before, "early").emit(),
+                };
+                assert_eq!(early.is_err(), i > 0, "{setting}: {early:?}");
+                let early = match plain {
+                    true => {
+                        insn.emit_event_fields_at(before, "early", [("by", "x".to_owned().into())])
+                    }
+                    false => insn.event_at(before, "early").field("by", "x".to_owned()).emit(),
                 };
                 assert_eq!(early.is_err(), i > 0, "{setting}: {early:?}");
                 insn.end_at(i * 5 + 4).unwrap();
@@ -624,8 +648,8 @@ struct Node {
     events: Vec<(u8, u64)>,
     annotations: u8,
     len: u64,
-    /// Made with `child_at` / `event_at` / `emit_event_at` (judged when made) rather than
-    /// `child` / `event`.
+    /// Made with `child_at` / `event_at` / `emit_event_at` / `emit_event_fields_at` (judged
+    /// when made) rather than `child` / `event`.
     timed: bool,
 }
 
@@ -694,6 +718,11 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
                             // The first event of a timed record has no data (its key is its
                             // name, unique on the record as the others carry a tag).
                             (true, 0) => h.emit_event_at(at, EVENTS[e as usize]),
+                            (true, k) if k % 2 == 1 => h.emit_event_fields_at(
+                                at,
+                                EVENTS[e as usize],
+                                [("tag", tag.into())],
+                            ),
                             (true, _) => {
                                 h.event_at(at, EVENTS[e as usize]).field("tag", tag).emit()
                             }

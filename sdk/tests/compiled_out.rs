@@ -48,6 +48,7 @@ fn instrumentation_compiles_to_nothing() {
     let child: RecordHandle = root.child("insn", "Instruction").begin_at(1).unwrap();
     jets::event!(child, "Fetch", clk = 1, pc = 4u64).unwrap();
     child.emit_event_at(1, "Decode").unwrap();
+    child.emit_event_fields_at(1, "Issue", [("port", 2u64.into())]).unwrap();
     child.end_at(2).unwrap();
     root.end_at(3).unwrap();
     // The host collector too (jets-host does not turn `enabled` back on): it samples, and writes

@@ -178,6 +178,8 @@ fn eight_typed_fields_with_hints_do_not_allocate() {
                 .emit_at(clk)
                 .expect("event");
             rec.emit_event_at(clk, "WB").expect("an event without a builder");
+            let fields = [("addr", (clk * 8).into()), ("hit", true.into()), ("lat", 1.5.into())];
+            rec.emit_event_fields_at(clk, "MEM", fields).expect("fields given at once");
             rec.end_at(clk + 1).expect("end");
         });
         assert_eq!(n, 0, "allocations at clk {clk}");

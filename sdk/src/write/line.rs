@@ -12,7 +12,7 @@ use std::mem::{size_of, ManuallyDrop, MaybeUninit};
 use std::ptr;
 
 use super::ring::Pos;
-use crate::format::{Data, DataExtra, DataRef, Field, Str};
+use crate::format::{Data, DataExtra, DataRef, Field, Str, Value};
 
 /// Which line a [`Line`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,22 +230,70 @@ impl Queued for Line {
 /// field). With the call of its own, Tiny5's simulator thread does 389 → 367 instructions a line
 /// (callgrind, 2026-11-28; half its lines are such events), and such an event takes 7.0 ns
 /// against 11.2 through a builder (criterion, `producer/emit_event_at` and `event_no_data`).
-pub(crate) struct Plain {
+///
+/// An event whose fields are all given at once, `N` of them (at most [`Data::INLINE`]), is made
+/// the same way ([`crate::RecordHandle::emit_event_fields_at`]): its fields go straight from
+/// the caller's array into the entry, after the name, where [`Line::write_to`] puts a line's
+/// inline fields, so the writer reads both alike. The line borrows the array rather than holding
+/// a copy: moved into the line, the array was copied with 16-byte loads over the 8-byte stores
+/// that had just made it, which the CPU cannot forward (see [`put`]). It owns what the array
+/// holds all the same: dropping the line drops the fields, and pushing it moves them on.
+pub(crate) struct Plain<'f, const N: usize = 0> {
     pub(crate) kind: Kind,
     pub(crate) clk: u64,
     pub(crate) id: u64,
     pub(crate) name: Str,
     pub(crate) after: Option<Pos>,
+    pub(crate) fields: &'f mut ManuallyDrop<[Field; N]>,
 }
 
-impl Queued for Plain {
+impl<const N: usize> Plain<'_, N> {
+    /// Whether the line owns nothing but perhaps its name (see [`own_nothing`]).
+    #[inline(always)]
+    fn fields_own_nothing(&self) -> bool {
+        own_nothing(&self.fields[..])
+    }
+}
+
+impl<const N: usize> Drop for Plain<'_, N> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the line owns the fields it borrows (see the type), and is dropped only when it
+        // was not pushed, which would have moved them into the entry.
+        unsafe { drop_fields(self.fields) };
+    }
+}
+
+/// Whether `fields` own nothing: their values are numbers, flags, colors or static texts. Known
+/// at compile time where the array is made in view (most calls), so the test folds away.
+#[inline(always)]
+fn own_nothing(fields: &[Field]) -> bool {
+    fields.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
+}
+
+/// Drops fields given up unwritten, unless they own nothing: then there is nothing to free, and
+/// no call of the drop glue, which would read every value's variant again out of line (it made
+/// a left-out event with two numbers cost 15–20 instructions more, callgrind, the 6502 emulator
+/// with capture off, 2026-11-29).
+///
+/// # Safety
+/// `fields` is not used or dropped again.
+#[inline(always)]
+pub(crate) unsafe fn drop_fields<const N: usize>(fields: &mut ManuallyDrop<[Field; N]>) {
+    if !own_nothing(&fields[..]) {
+        // SAFETY: per the contract.
+        unsafe { ManuallyDrop::drop(fields) };
+    }
+}
+
+impl<const N: usize> Queued for Plain<'_, N> {
     #[inline(always)]
     fn id_mut(&mut self) -> &mut u64 {
         &mut self.id
     }
     #[inline(always)]
     fn words(&self, ring: u32) -> usize {
-        FIXED + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring))
+        FIXED + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring)) + N * FIELD
     }
     #[inline(always)]
     unsafe fn write_to<const RECORD: bool>(
@@ -254,15 +302,20 @@ impl Queued for Plain {
         ring: u32,
     ) -> usize {
         debug_assert!(!RECORD && line.kind != Kind::Record, "a record line is never plain");
-        // Only the name can own something (see [`Entry::owns_nothing`]).
+        const { assert!(N <= Data::INLINE, "at most Data::INLINE fields") };
+        // Only the name and the fields can own something (see [`Entry::owns_nothing`]).
+        let nothing = line.name.is_static() && line.fields_own_nothing();
         let mut header =
-            (line.kind as u64) << 16 | u64::from(line.name.is_static()) << (32 + NOTHING_BIT);
+            (line.kind as u64) << 16 | u64::from(nothing) << (32 + NOTHING_BIT) | (N as u64) << 24;
         // SAFETY: the words written are the `words` counted above, within what the caller gave;
-        // the name is moved bitwise into the entry, which owns it from now on (the caller
-        // forgets the line, per the contract).
+        // the name and the fields are moved bitwise into the entry, which owns them from now on
+        // (the caller forgets the line, per the contract).
         unsafe {
-            let (p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
+            let (mut p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
             header |= after;
+            for field in line.fields.iter() {
+                p = put(p, field);
+            }
             let words = p.offset_from(at) as usize;
             at.write(header | words as u64);
             words
@@ -691,7 +744,14 @@ mod tests {
                 };
                 let mut line = Line::new(kind, 7, make(), after);
                 line.clk = 9;
-                let plain = Plain { kind, clk: 9, id: 7, name: make(), after };
+                let plain = Plain {
+                    kind,
+                    clk: 9,
+                    id: 7,
+                    name: make(),
+                    after,
+                    fields: &mut ManuallyDrop::new([]),
+                };
                 let mut from_line = vec![0u64; MAX_WORDS];
                 let mut from_plain = vec![0u64; MAX_WORDS];
                 let (line, plain) = (ManuallyDrop::new(line), ManuallyDrop::new(plain));
@@ -825,12 +885,119 @@ mod tests {
             (Kind::Annotation, true, None),
         ] {
             let name: Str = if owned { String::from("n").into() } else { "n".into() };
-            let plain = ManuallyDrop::new(Plain { kind, clk: 5, id: 3, name, after });
+            let mut no_fields = ManuallyDrop::new([]);
+            let plain = ManuallyDrop::new(Plain {
+                kind,
+                clk: 5,
+                id: 3,
+                name,
+                after,
+                fields: &mut no_fields,
+            });
             let mut buf = vec![0u64; MAX_WORDS];
             // SAFETY: as above.
             unsafe { Plain::write_to::<false>(&plain, buf.as_mut_ptr(), RING) };
             check(buf.as_mut_ptr(), !owned, &format!("plain {kind:?}, owned name {owned}"));
         }
+        // Plain events with fields: the bit follows the name and the fields' values.
+        for (owned_name, owned_value) in [(false, false), (false, true), (true, false)] {
+            let name: Str = if owned_name { String::from("n").into() } else { "n".into() };
+            let text: Str = if owned_value { String::from("v").into() } else { "v".into() };
+            let mut fields = ManuallyDrop::new([("a", Value::U64(1)), ("s", Value::Str(text))]);
+            let plain = ManuallyDrop::new(Plain {
+                kind: Kind::Event,
+                clk: 5,
+                id: 3,
+                name,
+                after: None,
+                fields: &mut fields,
+            });
+            let mut buf = vec![0u64; MAX_WORDS];
+            // SAFETY: as above; the fields are the line's, moved into the entry.
+            unsafe { Plain::write_to::<false>(&plain, buf.as_mut_ptr(), RING) };
+            let what =
+                format!("plain event with fields, owned name {owned_name}, value {owned_value}");
+            check(buf.as_mut_ptr(), !owned_name && !owned_value, &what);
+        }
+    }
+
+    /// A [`Plain`] event with fields makes the entry [`Line::write_to`] makes of the event with
+    /// the same fields pushed one by one: the same header and size, the same line read back, on
+    /// the same ring and on another; and a plain line dropped unpushed drops its fields (Miri runs
+    /// this module: a field's text leaked or freed twice would be reported).
+    #[test]
+    fn a_plain_event_with_fields_is_the_entry_of_the_same_line() {
+        for after in [None, Some(Pos { ring: RING, index: 3 }), Some(Pos { ring: 2, index: 40 })] {
+            for owned in [false, true] {
+                let text = || -> Str {
+                    match owned {
+                        true => String::from("text").into(),
+                        false => "text".into(),
+                    }
+                };
+                let mut line = Line::new(Kind::Event, 7, "MEM".into(), after);
+                line.clk = 9;
+                line.data.push("addr", 4096u64);
+                line.data.push("by", text());
+                let mut fields =
+                    ManuallyDrop::new([("addr", 4096u64.into()), ("by", text().into())]);
+                let plain = Plain {
+                    kind: Kind::Event,
+                    clk: 9,
+                    id: 7,
+                    name: "MEM".into(),
+                    after,
+                    fields: &mut fields,
+                };
+                let (line, plain) = (ManuallyDrop::new(line), ManuallyDrop::new(plain));
+                assert_eq!(Queued::words(&*plain, RING), line.words(RING));
+                let (mut from_line, mut from_plain) =
+                    (vec![0u64; MAX_WORDS], vec![0u64; MAX_WORDS]);
+                // SAFETY: both buffers have `MAX_WORDS` words; each line is forgotten, and its
+                // entry dropped once below.
+                let (n, m) = unsafe {
+                    (
+                        Line::write_to::<false>(&line, from_line.as_mut_ptr(), RING),
+                        Plain::write_to::<false>(&plain, from_plain.as_mut_ptr(), RING),
+                    )
+                };
+                assert_eq!(n, m, "{after:?}");
+                assert_eq!(from_line[0], from_plain[0], "the header, {after:?} owned {owned}");
+                let read = |at: *mut u64| {
+                    // SAFETY: just written; read, then dropped once.
+                    unsafe {
+                        let e = Entry::read(at);
+                        let mut data = Vec::new();
+                        e.data.write_json(&mut data);
+                        let text = format!(
+                            "{:?} {} {} {} {}",
+                            e.kind,
+                            e.clk,
+                            e.id,
+                            &**e.name,
+                            String::from_utf8(data).expect("utf8")
+                        );
+                        let order = Entry::order(at);
+                        Entry::drop_in_place(at);
+                        (text, order)
+                    }
+                };
+                let (a, b) = (read(from_line.as_mut_ptr()), read(from_plain.as_mut_ptr()));
+                assert_eq!(a, b);
+                assert_eq!(a.0, r#"Event 9 7 MEM {"addr":4096,"by":"text"}"#);
+            }
+        }
+        // Dropped without being pushed: the line drops the fields it borrows.
+        let mut fields = ManuallyDrop::new([("by", Value::Str(String::from("owned").into()))]);
+        let plain = Plain {
+            kind: Kind::Event,
+            clk: 1,
+            id: 1,
+            name: "n".into(),
+            after: None,
+            fields: &mut fields,
+        };
+        drop(plain);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
 use crate::error::Error;
-use crate::format::{Color, Data, MarkerStyle, Severity, Status, Str, Value};
+use crate::format::{Color, Data, Field, MarkerStyle, Severity, Status, Str, Value};
 
 /// A record that has begun: the only way to add children, events, annotations, and to end it.
 ///
@@ -340,7 +340,56 @@ impl RecordHandle {
     /// ```
     #[inline(always)]
     pub fn emit_event_at(&self, clk: u64, name: impl Into<Str>) -> Result<(), Error> {
-        self.check_clk(clk)?;
+        self.emit_plain_event(clk, name, &mut ManuallyDrop::new([]))
+    }
+
+    /// Writes an event at `clk` with the typed data fields `fields` and an empty description:
+    /// the line `event_at(clk, name).field(k1, v1).field(k2, v2).emit()` writes, made without a
+    /// builder, as [`RecordHandle::emit_event_at`] makes one with no data. For an event on a
+    /// simulator's hot path whose fields are known at the call (an address, a value, a stage's
+    /// operands); the builder remains the way to add fields one by one, a description, hints
+    /// that need checking, JSON data, or more than [`Data::INLINE`] (8) fields, which this call
+    /// refuses at compile time. Capture control judges it as it judges
+    /// [`RecordHandle::event_at`]'s, so a left-out event costs no more than the array.
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let insn = trace.root("lw", "Instruction").begin_at(10).unwrap();
+    /// let addr: u64 = 0x1000;
+    /// insn.emit_event_fields_at(12, "MEM", [("addr", addr.into()), ("hit", true.into())]).unwrap();
+    /// // writes {"clk":12,"type":"event","name":"MEM","record_id":1,"description":"",
+    /// //         "data":{"addr":4096,"hit":true}}
+    /// # insn.end_at(13).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn emit_event_fields_at<const N: usize>(
+        &self,
+        clk: u64,
+        name: impl Into<Str>,
+        fields: [Field; N],
+    ) -> Result<(), Error> {
+        // Wrapped first, before any path that could drop the array: then the array the caller
+        // made is only ever moved here, and the compiler stores its fields straight into the
+        // wrapper (which the line then points at) rather than making them apart and copying them
+        // over with 16-byte loads (see `line::put`).
+        self.emit_plain_event(clk, name, &mut ManuallyDrop::new(fields))
+    }
+
+    /// [`RecordHandle::emit_event_at`] and [`RecordHandle::emit_event_fields_at`]: an event made
+    /// as a [`Plain`] line. `fields` is given up: pushed with the line, or dropped here (through
+    /// [`line::drop_fields`], which does nothing for fields that own nothing).
+    #[inline(always)]
+    fn emit_plain_event<const N: usize>(
+        &self,
+        clk: u64,
+        name: impl Into<Str>,
+        fields: &mut ManuallyDrop<[Field; N]>,
+    ) -> Result<(), Error> {
+        if let Err(e) = self.check_clk(clk) {
+            // SAFETY: given up by the caller, and not used again.
+            unsafe { line::drop_fields(fields) };
+            return Err(e);
+        }
         match self.live_node_cap() {
             // Before a window: refused by the cycle alone (CAP-AT-1).
             Some((n, cap)) if clk >= n.refuse_below => {
@@ -355,6 +404,7 @@ impl RecordHandle {
                     id: 0,
                     name: name.into(),
                     after: None,
+                    fields,
                 });
                 if n.shared().gate.event(&line.name, clk, cap) {
                     // A deferred record's line is pushed here, which gives it its id.
@@ -372,7 +422,11 @@ impl RecordHandle {
                 unsafe { ManuallyDrop::drop(&mut line) };
                 self.not_written(DROP_EVENT);
             }
-            _ => self.not_written(DROP_EVENT),
+            _ => {
+                // SAFETY: given up by the caller, and not used again.
+                unsafe { line::drop_fields(fields) };
+                self.not_written(DROP_EVENT);
+            }
         }
         Ok(())
     }
@@ -692,7 +746,14 @@ fn write_end(
     // The line is consumed by the push whatever it returns.
     let pushed = match status {
         None => {
-            let end = Plain { kind: Kind::End, clk, id, name: Str::EMPTY, after: Some(pos) };
+            let end = Plain {
+                kind: Kind::End,
+                clk,
+                id,
+                name: Str::EMPTY,
+                after: Some(pos),
+                fields: &mut ManuallyDrop::new([]),
+            };
             ring::push::<false, _>(&inner.shared, &mut ManuallyDrop::new(end))?
         }
         Some(status) => {
@@ -711,9 +772,9 @@ fn write_end(
 /// Writes a [`Plain`] line (consumed whatever happens), counting it as `drop_kind` if the drop
 /// policy drops it. Returns a byte, not an `Error` (which would go through memory).
 #[inline(never)]
-fn push_plain(
+fn push_plain<const N: usize>(
     inner: &Inner,
-    line: &mut ManuallyDrop<Plain>,
+    line: &mut ManuallyDrop<Plain<'_, N>>,
     drop_kind: usize,
 ) -> Result<(), ring::Refused> {
     if ring::push::<false, _>(&inner.shared, line)?.is_none() {
