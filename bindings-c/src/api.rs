@@ -10,7 +10,7 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, chain, filled, Attrs, Checked, Describe as _, Text, Typed};
+use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Text, Typed};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{
@@ -573,10 +573,13 @@ unsafe fn event_ex_fast(
     let at = open.resolve(clk, h.start_clk());
     // A C call has its cycle from the start: made with it (`event_at`, `child_at` elsewhere),
     // a line outside a capture window is left out before anything is built (CAP-AT-1).
-    let result = match fields {
-        // A stage change: the line made without a builder.
-        [] => h.emit_event_at(at, name),
-        _ => chain!(&mut typed, h.event_at(at, name), |b| b.emit()),
+    // Made without a builder: a stage change, or typed fields given at once.
+    let result = match typed.len() {
+        0 => h.emit_event_at(at, name),
+        1 => h.emit_event_fields_at(at, name, typed.take::<1>()),
+        2 => h.emit_event_fields_at(at, name, typed.take::<2>()),
+        3 => h.emit_event_fields_at(at, name, typed.take::<3>()),
+        _ => h.emit_event_fields_at(at, name, typed.take::<4>()),
     };
     counted.leave();
     Some(result)
