@@ -116,6 +116,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let one = producer(Call::Event, 1, sizes.events_per_thread)?;
     step("producer, two threads");
     let two = producer(Call::Event, 2, sizes.events_per_thread)?;
+    step("producer, fields given at once, one and two threads");
+    let fields_one = producer(Call::EventFields, 1, sizes.events_per_thread)?;
+    let fields_two = producer(Call::EventFields, 2, sizes.events_per_thread)?;
     step("producer, records of two worker threads");
     // A quarter as many calls: each makes two lines and a node, and the step stays short.
     let workers = producer(Call::WorkerRecord, 2, sizes.events_per_thread / 4)?;
@@ -135,6 +138,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "producer_event_ns_p99_1_thread": round(one.p99),
         "producer_event_ns_p50_2_threads": round(two.p50),
         "producer_event_ns_p99_2_threads": round(two.p99),
+        "producer_event_fields_ns_p50_1_thread": round(fields_one.p50),
+        "producer_event_fields_ns_p99_1_thread": round(fields_one.p99),
+        "producer_event_fields_ns_p50_2_threads": round(fields_two.p50),
+        "producer_event_fields_ns_p99_2_threads": round(fields_two.p99),
         "producer_worker_record_ns_p50_2_threads": round(workers.p50),
         "producer_worker_record_ns_p99_2_threads": round(workers.p99),
         "end_to_end_lines_per_sec": lines_per_sec.round(),
@@ -455,6 +462,16 @@ fn to_text(r: &Value) -> String {
         f("producer_event_ns_p99_2_threads")
     );
     s += &format!(
+        "the same, fields at once, 1 thread        {:>7.1} ns   {:>7.1} ns  (emit_event_fields_at)\n",
+        f("producer_event_fields_ns_p50_1_thread"),
+        f("producer_event_fields_ns_p99_1_thread")
+    );
+    s += &format!(
+        "the same, fields at once, 2 threads       {:>7.1} ns   {:>7.1} ns  (per thread)\n",
+        f("producer_event_fields_ns_p50_2_threads"),
+        f("producer_event_fields_ns_p99_2_threads")
+    );
+    s += &format!(
         "producer, record of a worker, 2 threads  {:>7.1} ns   {:>7.1} ns  (begun and ended)\n\n",
         f("producer_worker_record_ns_p50_2_threads"),
         f("producer_worker_record_ns_p99_2_threads")
@@ -689,8 +706,10 @@ fn percentiles(mut samples: Vec<f64>) -> Result<Percentiles> {
 /// What a producer call of the bench does.
 #[derive(Clone, Copy)]
 enum Call {
-    /// A two-field event on a record the bench thread made.
+    /// A two-field event on a record the bench thread made, through its builder.
     Event,
+    /// The same event with its fields given at once (`emit_event_fields_at`, no builder).
+    EventFields,
     /// A record begun and ended under a record made on a thread that has exited, so that no
     /// producer has a record of its own open between calls: a thread pool's workers.
     WorkerRecord,
@@ -702,6 +721,11 @@ fn emit(call: Call, root: &RecordHandle, i: u64) -> Result<(), jets::Error> {
         Call::Event => {
             root.event("Execute").field("a", i).field("b", i ^ 7).emit_at(black_box(i + 1))
         }
+        Call::EventFields => root.emit_event_fields_at(
+            black_box(i + 1),
+            "Execute",
+            [("a", i.into()), ("b", (i ^ 7).into())],
+        ),
         Call::WorkerRecord => {
             root.child("insn", "Instruction").begin_at(black_box(i))?.end_at(i + 3)
         }
@@ -712,7 +736,7 @@ fn emit(call: Call, root: &RecordHandle, i: u64) -> Result<(), jets::Error> {
 fn producer(call: Call, threads: usize, calls_per_thread: u64) -> Result<Percentiles> {
     let trace = TraceBuilder::new().capacity(1 << 15).writer(std::io::sink(), Metadata::new())?;
     let root = match call {
-        Call::Event => trace.root("bench", "Bench").begin_at(0)?,
+        Call::Event | Call::EventFields => trace.root("bench", "Bench").begin_at(0)?,
         Call::WorkerRecord => {
             let trace = trace.clone();
             let made = thread::spawn(move || trace.root("bench", "Bench").begin_at(0));

@@ -101,12 +101,9 @@ struct TracedBus {
 impl TracedBus {
     fn access(&mut self, name: &'static str, address: u16, value: u8) {
         if let Some(r) = &self.insn {
-            let e = r
-                .event_at(self.clk, name)
-                .field("addr", u64::from(address))
-                .field("value", u64::from(value))
-                .emit();
-            if let Err(e) = e {
+            // Both fields known at the call: made without a builder.
+            let fields = [("addr", u64::from(address).into()), ("value", u64::from(value).into())];
+            if let Err(e) = r.emit_event_fields_at(self.clk, name, fields) {
                 self.error.get_or_insert(e);
             }
         }
