@@ -361,6 +361,15 @@ impl RecordHandle {
     /// //         "data":{"addr":4096,"hit":true}}
     /// # insn.end_at(13).unwrap();
     /// ```
+    ///
+    /// Nine fields do not compile (E0080, "emit_event_fields_at takes at most 8 fields"):
+    ///
+    /// ```compile_fail,E0080
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// # let insn = trace.root("lw", "Instruction").begin_at(10).unwrap();
+    /// let nine: [_; 9] = std::array::from_fn(|_| ("k", 1u64.into()));
+    /// insn.emit_event_fields_at(12, "MEM", nine).unwrap();
+    /// ```
     #[inline(always)]
     pub fn emit_event_fields_at<const N: usize>(
         &self,
@@ -368,6 +377,12 @@ impl RecordHandle {
         name: impl Into<Str>,
         fields: [Field; N],
     ) -> Result<(), Error> {
+        const {
+            assert!(
+                N <= Data::INLINE,
+                "emit_event_fields_at takes at most 8 fields (Data::INLINE): use the builder"
+            )
+        };
         // Wrapped first, before any path that could drop the array: then the array the caller
         // made is only ever moved here, and the compiler stores its fields straight into the
         // wrapper (which the line then points at) rather than making them apart and copying them
