@@ -238,29 +238,58 @@ impl Queued for Line {
 /// a copy: moved into the line, the array was copied with 16-byte loads over the 8-byte stores
 /// that had just made it, which the CPU cannot forward (see [`put`]). It owns what the array
 /// holds all the same: dropping the line drops the fields, and pushing it moves them on.
-pub(crate) struct Plain<'f, const N: usize = 0> {
+///
+/// Its fields are a type parameter ([`PlainFields`]) so that a line with none (`()`, the ends
+/// and events by name that make up most of a pipeline's lines) is the five words it was: a
+/// pointer to an empty array there cost Tiny5's simulator thread 1 % more instructions.
+pub(crate) struct Plain<F: PlainFields = ()> {
     pub(crate) kind: Kind,
     pub(crate) clk: u64,
     pub(crate) id: u64,
     pub(crate) name: Str,
     pub(crate) after: Option<Pos>,
-    pub(crate) fields: &'f mut ManuallyDrop<[Field; N]>,
+    pub(crate) fields: F,
 }
 
-impl<const N: usize> Plain<'_, N> {
-    /// Whether the line owns nothing but perhaps its name (see [`own_nothing`]).
+/// The fields of a [`Plain`] line: none (`()`), or an array it borrows and owns.
+pub(crate) trait PlainFields {
+    /// The fields.
+    fn as_slice(&self) -> &[Field];
+    /// Drops the fields of a line that was not pushed.
+    ///
+    /// # Safety
+    /// The fields are not used or dropped again.
+    unsafe fn drop_unwritten(&mut self);
+}
+
+impl PlainFields for () {
     #[inline(always)]
-    fn fields_own_nothing(&self) -> bool {
-        own_nothing(&self.fields[..])
+    fn as_slice(&self) -> &[Field] {
+        &[]
+    }
+    #[inline(always)]
+    unsafe fn drop_unwritten(&mut self) {}
+}
+
+impl<const N: usize> PlainFields for &mut ManuallyDrop<[Field; N]> {
+    #[inline(always)]
+    fn as_slice(&self) -> &[Field] {
+        const { assert!(N <= Data::INLINE, "at most Data::INLINE fields") };
+        &self[..]
+    }
+    #[inline(always)]
+    unsafe fn drop_unwritten(&mut self) {
+        // SAFETY: per the contract.
+        unsafe { drop_fields(self) };
     }
 }
 
-impl<const N: usize> Drop for Plain<'_, N> {
+impl<F: PlainFields> Drop for Plain<F> {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: the line owns the fields it borrows (see the type), and is dropped only when it
-        // was not pushed, which would have moved them into the entry.
-        unsafe { drop_fields(self.fields) };
+        // SAFETY: the line owns its fields (see the type), and is dropped only when it was not
+        // pushed, which would have moved them into the entry.
+        unsafe { self.fields.drop_unwritten() };
     }
 }
 
@@ -286,14 +315,16 @@ pub(crate) unsafe fn drop_fields<const N: usize>(fields: &mut ManuallyDrop<[Fiel
     }
 }
 
-impl<const N: usize> Queued for Plain<'_, N> {
+impl<F: PlainFields> Queued for Plain<F> {
     #[inline(always)]
     fn id_mut(&mut self) -> &mut u64 {
         &mut self.id
     }
     #[inline(always)]
     fn words(&self, ring: u32) -> usize {
-        FIXED + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring)) + N * FIELD
+        FIXED
+            + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring))
+            + self.fields.as_slice().len() * FIELD
     }
     #[inline(always)]
     unsafe fn write_to<const RECORD: bool>(
@@ -302,18 +333,19 @@ impl<const N: usize> Queued for Plain<'_, N> {
         ring: u32,
     ) -> usize {
         debug_assert!(!RECORD && line.kind != Kind::Record, "a record line is never plain");
-        const { assert!(N <= Data::INLINE, "at most Data::INLINE fields") };
+        let fields = line.fields.as_slice();
         // Only the name and the fields can own something (see [`Entry::owns_nothing`]).
-        let nothing = line.name.is_static() && line.fields_own_nothing();
-        let mut header =
-            (line.kind as u64) << 16 | u64::from(nothing) << (32 + NOTHING_BIT) | (N as u64) << 24;
+        let nothing = line.name.is_static() && own_nothing(fields);
+        let mut header = (line.kind as u64) << 16
+            | u64::from(nothing) << (32 + NOTHING_BIT)
+            | (fields.len() as u64) << 24;
         // SAFETY: the words written are the `words` counted above, within what the caller gave;
         // the name and the fields are moved bitwise into the entry, which owns them from now on
         // (the caller forgets the line, per the contract).
         unsafe {
             let (mut p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
             header |= after;
-            for field in line.fields.iter() {
+            for field in fields {
                 p = put(p, field);
             }
             let words = p.offset_from(at) as usize;
@@ -744,14 +776,7 @@ mod tests {
                 };
                 let mut line = Line::new(kind, 7, make(), after);
                 line.clk = 9;
-                let plain = Plain {
-                    kind,
-                    clk: 9,
-                    id: 7,
-                    name: make(),
-                    after,
-                    fields: &mut ManuallyDrop::new([]),
-                };
+                let plain = Plain { kind, clk: 9, id: 7, name: make(), after, fields: () };
                 let mut from_line = vec![0u64; MAX_WORDS];
                 let mut from_plain = vec![0u64; MAX_WORDS];
                 let (line, plain) = (ManuallyDrop::new(line), ManuallyDrop::new(plain));
@@ -885,15 +910,7 @@ mod tests {
             (Kind::Annotation, true, None),
         ] {
             let name: Str = if owned { String::from("n").into() } else { "n".into() };
-            let mut no_fields = ManuallyDrop::new([]);
-            let plain = ManuallyDrop::new(Plain {
-                kind,
-                clk: 5,
-                id: 3,
-                name,
-                after,
-                fields: &mut no_fields,
-            });
+            let plain = ManuallyDrop::new(Plain { kind, clk: 5, id: 3, name, after, fields: () });
             let mut buf = vec![0u64; MAX_WORDS];
             // SAFETY: as above.
             unsafe { Plain::write_to::<false>(&plain, buf.as_mut_ptr(), RING) };

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::lease::{self, Lease};
-use super::line::{self, Kind, Line, Plain};
+use super::line::{self, Kind, Line, Plain, PlainFields};
 use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
@@ -340,7 +340,7 @@ impl RecordHandle {
     /// ```
     #[inline(always)]
     pub fn emit_event_at(&self, clk: u64, name: impl Into<Str>) -> Result<(), Error> {
-        self.emit_plain_event(clk, name, &mut ManuallyDrop::new([]))
+        self.emit_plain_event(clk, name, ())
     }
 
     /// Writes an event at `clk` with the typed data fields `fields` and an empty description:
@@ -394,15 +394,15 @@ impl RecordHandle {
     /// as a [`Plain`] line. `fields` is given up: pushed with the line, or dropped here (through
     /// [`line::drop_fields`], which does nothing for fields that own nothing).
     #[inline(always)]
-    fn emit_plain_event<const N: usize>(
+    fn emit_plain_event<F: PlainFields>(
         &self,
         clk: u64,
         name: impl Into<Str>,
-        fields: &mut ManuallyDrop<[Field; N]>,
+        mut fields: F,
     ) -> Result<(), Error> {
         if let Err(e) = self.check_clk(clk) {
             // SAFETY: given up by the caller, and not used again.
-            unsafe { line::drop_fields(fields) };
+            unsafe { fields.drop_unwritten() };
             return Err(e);
         }
         match self.live_node_cap() {
@@ -439,7 +439,7 @@ impl RecordHandle {
             }
             _ => {
                 // SAFETY: given up by the caller, and not used again.
-                unsafe { line::drop_fields(fields) };
+                unsafe { fields.drop_unwritten() };
                 self.not_written(DROP_EVENT);
             }
         }
@@ -761,14 +761,8 @@ fn write_end(
     // The line is consumed by the push whatever it returns.
     let pushed = match status {
         None => {
-            let end = Plain {
-                kind: Kind::End,
-                clk,
-                id,
-                name: Str::EMPTY,
-                after: Some(pos),
-                fields: &mut ManuallyDrop::new([]),
-            };
+            let end =
+                Plain { kind: Kind::End, clk, id, name: Str::EMPTY, after: Some(pos), fields: () };
             ring::push::<false, _>(&inner.shared, &mut ManuallyDrop::new(end))?
         }
         Some(status) => {
@@ -787,9 +781,9 @@ fn write_end(
 /// Writes a [`Plain`] line (consumed whatever happens), counting it as `drop_kind` if the drop
 /// policy drops it. Returns a byte, not an `Error` (which would go through memory).
 #[inline(never)]
-fn push_plain<const N: usize>(
+fn push_plain<F: PlainFields>(
     inner: &Inner,
-    line: &mut ManuallyDrop<Plain<'_, N>>,
+    line: &mut ManuallyDrop<Plain<F>>,
     drop_kind: usize,
 ) -> Result<(), ring::Refused> {
     if ring::push::<false, _>(&inner.shared, line)?.is_none() {
