@@ -392,7 +392,7 @@ impl RecordHandle {
 
     /// [`RecordHandle::emit_event_at`] and [`RecordHandle::emit_event_fields_at`]: an event made
     /// as a [`Plain`] line. `fields` is given up: pushed with the line, or dropped here (through
-    /// [`line::drop_fields`], which does nothing for fields that own nothing).
+    /// `PlainFields::drop_unwritten`, which does nothing for fields that own nothing).
     #[inline(always)]
     fn emit_plain_event<F: PlainFields>(
         &self,
