@@ -451,31 +451,39 @@ fn to_text(r: &Value) -> String {
         if r["quick"] == true { ", --quick sizes" } else { "" }
     );
     s += "what                                        p50          p99\n";
-    s += &format!(
-        "producer, event with 2 fields, 1 thread  {:>7.1} ns   {:>7.1} ns\n",
-        f("producer_event_ns_p50_1_thread"),
-        f("producer_event_ns_p99_1_thread")
-    );
-    s += &format!(
-        "producer, event with 2 fields, 2 threads {:>7.1} ns   {:>7.1} ns  (per thread)\n",
-        f("producer_event_ns_p50_2_threads"),
-        f("producer_event_ns_p99_2_threads")
-    );
-    s += &format!(
-        "the same, fields at once, 1 thread        {:>7.1} ns   {:>7.1} ns  (emit_event_fields_at)\n",
-        f("producer_event_fields_ns_p50_1_thread"),
-        f("producer_event_fields_ns_p99_1_thread")
-    );
-    s += &format!(
-        "the same, fields at once, 2 threads       {:>7.1} ns   {:>7.1} ns  (per thread)\n",
-        f("producer_event_fields_ns_p50_2_threads"),
-        f("producer_event_fields_ns_p99_2_threads")
-    );
-    s += &format!(
-        "producer, record of a worker, 2 threads  {:>7.1} ns   {:>7.1} ns  (begun and ended)\n\n",
-        f("producer_worker_record_ns_p50_2_threads"),
-        f("producer_worker_record_ns_p99_2_threads")
-    );
+    // The producer's figures: what was timed, its p50 and p99 keys, and a note.
+    let producer = [
+        ("producer, event with 2 fields, 1 thread", "producer_event_ns", "1_thread", ""),
+        (
+            "producer, event with 2 fields, 2 threads",
+            "producer_event_ns",
+            "2_threads",
+            "  (per thread)",
+        ),
+        (
+            "the same, fields at once, 1 thread",
+            "producer_event_fields_ns",
+            "1_thread",
+            "  (emit_event_fields_at)",
+        ),
+        (
+            "the same, fields at once, 2 threads",
+            "producer_event_fields_ns",
+            "2_threads",
+            "  (per thread)",
+        ),
+        (
+            "producer, record of a worker, 2 threads",
+            "producer_worker_record_ns",
+            "2_threads",
+            "  (begun and ended)",
+        ),
+    ];
+    for (what, key, threads, note) in producer {
+        let (p50, p99) = (f(&format!("{key}_p50_{threads}")), f(&format!("{key}_p99_{threads}")));
+        s += &format!("{what:<41}{p50:>7.1} ns   {p99:>7.1} ns{note}\n");
+    }
+    s += "\n";
     s += &format!(
         "end to end into a file    {:>10.2} M lines/s ({:.0} bytes per line)\n",
         f("end_to_end_lines_per_sec") / 1e6,
