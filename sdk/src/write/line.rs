@@ -713,30 +713,42 @@ mod tests {
             _ => unsafe { Line::write_to::<false>(&line, at, RING) },
         };
         assert_eq!(written, words, "the layout's size");
-        // SAFETY: just written, dropped once below.
-        let e = unsafe { Entry::read(at) };
-        // SAFETY: as above (reads only).
-        let (order_words, after) = unsafe { Entry::order(at) };
-        assert_eq!(order_words, words, "the size the writer orders by");
-        let mut data = Vec::new();
-        e.data.write_json(&mut data);
-        let text = format!(
-            "{:?} {} {} {:?} {} {} {} {:?} {} {}",
-            e.kind,
-            e.clk,
-            e.id,
-            e.parent,
-            &**e.name,
-            &**e.record_type,
-            &**e.description,
-            after,
-            String::from_utf8(data).expect("utf8"),
-            e.hold
-        );
-        assert_eq!(e.words, words);
-        // SAFETY: as above.
-        unsafe { Entry::drop_in_place(at) };
+        // SAFETY: just written, and not read again.
+        let (text, read) = unsafe { read_back(at) };
+        assert_eq!(read, words);
         (text, words)
+    }
+
+    /// The entry at `at` as text (every part, and the line it must follow) and its size, which
+    /// the writer's ordering reads alike; then drops it.
+    ///
+    /// # Safety
+    /// `at` is an entry just written and not dropped; it is dropped here.
+    unsafe fn read_back(at: *mut u64) -> (String, usize) {
+        // SAFETY: per the contract; dropped once, after it is read.
+        unsafe {
+            let e = Entry::read(at);
+            let (order_words, after) = Entry::order(at);
+            assert_eq!(order_words, e.words, "the size the writer orders by");
+            let mut data = Vec::new();
+            e.data.write_json(&mut data);
+            let text = format!(
+                "{:?} {} {} {:?} {} {} {} {:?} {} {}",
+                e.kind,
+                e.clk,
+                e.id,
+                e.parent,
+                &**e.name,
+                &**e.record_type,
+                &**e.description,
+                after,
+                String::from_utf8(data).expect("utf8"),
+                e.hold
+            );
+            let words = e.words;
+            Entry::drop_in_place(at);
+            (text, words)
+        }
     }
 
     #[test]
@@ -980,28 +992,14 @@ mod tests {
                 };
                 assert_eq!(n, m, "{after:?}");
                 assert_eq!(from_line[0], from_plain[0], "the header, {after:?} owned {owned}");
-                let read = |at: *mut u64| {
-                    // SAFETY: just written; read, then dropped once.
-                    unsafe {
-                        let e = Entry::read(at);
-                        let mut data = Vec::new();
-                        e.data.write_json(&mut data);
-                        let text = format!(
-                            "{:?} {} {} {} {}",
-                            e.kind,
-                            e.clk,
-                            e.id,
-                            &**e.name,
-                            String::from_utf8(data).expect("utf8")
-                        );
-                        let order = Entry::order(at);
-                        Entry::drop_in_place(at);
-                        (text, order)
-                    }
+                // SAFETY: both just written, and not read again.
+                let (a, b) = unsafe {
+                    (read_back(from_line.as_mut_ptr()), read_back(from_plain.as_mut_ptr()))
                 };
-                let (a, b) = (read(from_line.as_mut_ptr()), read(from_plain.as_mut_ptr()));
                 assert_eq!(a, b);
-                assert_eq!(a.0, r#"Event 9 7 MEM {"addr":4096,"by":"text"}"#);
+                let after = after.filter(|a| a.ring != RING);
+                let data = r#"{"addr":4096,"by":"text"}"#;
+                assert_eq!(a.0, format!("Event 9 7 None MEM   {after:?} {data} false"));
             }
         }
         // Dropped without being pushed: the line drops the fields it borrows.
