@@ -277,10 +277,16 @@ impl<const N: usize> PlainFields for &mut ManuallyDrop<[Field; N]> {
         const { assert!(N <= Data::INLINE, "at most Data::INLINE fields") };
         &self[..]
     }
+    /// Does nothing for fields that own nothing (most): then there is no call of the drop glue,
+    /// which would read every value's variant again out of line (it made a left-out event with
+    /// two numbers cost 15–20 instructions more, callgrind, the 6502 emulator with capture off,
+    /// 2026-11-29).
     #[inline(always)]
     unsafe fn drop_unwritten(&mut self) {
-        // SAFETY: per the contract.
-        unsafe { drop_fields(self) };
+        if !own_nothing(&self[..]) {
+            // SAFETY: per the contract.
+            unsafe { ManuallyDrop::drop(self) };
+        }
     }
 }
 
@@ -298,21 +304,6 @@ impl<F: PlainFields> Drop for Plain<F> {
 #[inline(always)]
 fn own_nothing(fields: &[Field]) -> bool {
     fields.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
-}
-
-/// Drops fields given up unwritten, unless they own nothing: then there is nothing to free, and
-/// no call of the drop glue, which would read every value's variant again out of line (it made
-/// a left-out event with two numbers cost 15–20 instructions more, callgrind, the 6502 emulator
-/// with capture off, 2026-11-29).
-///
-/// # Safety
-/// `fields` is not used or dropped again.
-#[inline(always)]
-pub(crate) unsafe fn drop_fields<const N: usize>(fields: &mut ManuallyDrop<[Field; N]>) {
-    if !own_nothing(&fields[..]) {
-        // SAFETY: per the contract.
-        unsafe { ManuallyDrop::drop(fields) };
-    }
 }
 
 impl<F: PlainFields> Queued for Plain<F> {
