@@ -48,7 +48,9 @@ pub use jets_format as format;
 
 pub use clock::SimClock;
 pub use error::Error;
-pub use write::{Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder, WRITE_BATCH_BYTES};
+pub use write::{
+    FieldArray, Metadata, Policy, RecordHandle, Summary, Trace, TraceBuilder, WRITE_BATCH_BYTES,
+};
 
 /// True when this build traces: jets-sdk's `enabled` feature is on (the default). Without it
 /// every emitting call does nothing and a trace holds its header and footer only; a simulator can

@@ -44,19 +44,22 @@ fn names(lines: &[Value], ty: &str) -> Vec<String> {
         .collect()
 }
 
-/// `emit_event_at` and `emit_event_fields_at` write the lines `event_at(..).emit()` and
-/// `event_at(..).field(..).field(..).emit()` write, byte for byte, and are judged alike by every
-/// kind of setting (window, ROI, events, units, sample, recorder with a trigger), including under
-/// a record that a sample or ROI defers (its line is pushed first); a cycle before the record's
-/// start is the same error. One field owns its text, which is moved into the line or dropped
-/// with it (the allocator and Miri would see a double free or a leak).
+/// `emit_event_at`, `emit_event_fields_at` and `begin_child_fields_at` write the lines
+/// `event_at(..).emit()`, `event_at(..).field(..).field(..).emit()` and
+/// `child_at(..).unit_id(..).field(..).begin()` write, byte for byte, and are judged alike by
+/// every kind of setting (window, ROI, types, events, units, sample, recorder with a trigger),
+/// including under a record that a sample or ROI defers (its line is pushed first, or kept
+/// aside as a builder's would be); a cycle before the record's start is the same error. One
+/// field of each owns its text, which is moved into the line or dropped with it (the allocator
+/// and Miri would see a double free or a leak).
 #[test]
-fn an_event_without_a_builder_is_the_line_of_one_with_it() {
+fn lines_without_a_builder_are_the_lines_of_ones_with_it() {
     let settings = [
         "",
         "clk=25..60",
         "roi",
         "events=IF,WB",
+        "types=Core,Uop",
         "units=2",
         "sample=Instruction:3",
         "recorder=30",
@@ -68,8 +71,20 @@ fn an_event_without_a_builder_is_the_line_of_one_with_it() {
             let (t, buf) = open(Capture::parse(setting).unwrap());
             let core = t.root("core", "Core").unit_id(1).begin_at(0).unwrap();
             for i in 0..12u64 {
-                let insn = core.child_at(i * 5, format!("i{i}"), "Instruction");
-                let insn = insn.unit_id(1 + i % 2).begin().unwrap();
+                let (unit, by) = (1 + i % 2, format!("i{i}"));
+                let insn = match plain {
+                    true => core
+                        .begin_child_fields_at(i * 5, format!("i{i}"), "Instruction", || {
+                            [("unit_id", unit.into()), ("by", by.into())]
+                        })
+                        .unwrap(),
+                    false => core
+                        .child_at(i * 5, format!("i{i}"), "Instruction")
+                        .unit_id(unit)
+                        .field("by", by)
+                        .begin()
+                        .unwrap(),
+                };
                 // i4 begins outside the region and is deferred; its first event pushes it.
                 if i == 4 {
                     t.roi_begin();
@@ -108,6 +123,27 @@ fn an_event_without_a_builder_is_the_line_of_one_with_it() {
                     false => insn.event_at(before, "early").field("by", "x".to_owned()).emit(),
                 };
                 assert_eq!(early.is_err(), i > 0, "{setting}: {early:?}");
+                if i > 0 {
+                    let early = match plain {
+                        true => insn
+                            .begin_child_fields_at(before, "early", "Uop", [("by", "x".into())])
+                            .map(|_| ()),
+                        false => insn
+                            .child_at(before, "early", "Uop")
+                            .field("by", "x")
+                            .begin()
+                            .map(|_| ()),
+                    };
+                    assert!(early.is_err(), "{setting}: {early:?}");
+                }
+                // A child through each, whose fields own nothing.
+                let uop = match plain {
+                    true => insn
+                        .begin_child_fields_at(i * 5 + 1, "uop", "Uop", [("n", i.into())])
+                        .unwrap(),
+                    false => insn.child_at(i * 5 + 1, "uop", "Uop").field("n", i).begin().unwrap(),
+                };
+                uop.end_at(i * 5 + 3).unwrap();
                 insn.end_at(i * 5 + 4).unwrap();
                 if i == 8 {
                     t.roi_end();

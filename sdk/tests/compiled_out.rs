@@ -49,6 +49,15 @@ fn instrumentation_compiles_to_nothing() {
     jets::event!(child, "Fetch", clk = 1, pc = 4u64).unwrap();
     child.emit_event_at(1, "Decode").unwrap();
     child.emit_event_fields_at(1, "Issue", [("port", 2u64.into())]).unwrap();
+    let uop = child
+        .begin_child_fields_at(1, "uop", "Uop", || {
+            COMPUTED.fetch_add(1, Relaxed);
+            [("port", 2u64.into())]
+        })
+        .unwrap();
+    assert!(!uop.is_recorded());
+    uop.end_at(2).unwrap();
+    assert_eq!(COMPUTED.load(Relaxed), 0, "a record's fields are not made");
     child.end_at(2).unwrap();
     root.end_at(3).unwrap();
     // The host collector too (jets-host does not turn `enabled` back on): it samples, and writes

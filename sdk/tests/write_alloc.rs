@@ -133,7 +133,7 @@ fn allocations_by(f: impl FnOnce()) -> u64 {
 
 /// Issue 14.4: up to eight typed fields with static keys, hints included, never allocate while
 /// the ring has room: not for a record with every record hint and a field, nor an event with
-/// every event hint and four fields, nor one without a builder, nor their ends.
+/// every event hint and four fields, nor an event or record without a builder, nor their ends.
 #[test]
 fn eight_typed_fields_with_hints_do_not_allocate() {
     use jets::format::{Color, MarkerStyle, Severity, Status};
@@ -144,9 +144,11 @@ fn eight_typed_fields_with_hints_do_not_allocate() {
         .expect("open");
     let root = trace.root("root", "Root").begin_at(0).expect("root");
     root.event("warm").emit_at(0).expect("the ring is created (and allocated) here");
-    // A thread's first open record allocates the box its handle's node lives in; ended, the box
-    // stays in the thread's pool.
-    root.child("warm", "Warm").begin_at(0).expect("warm").end_at(0).expect("warm end");
+    // A thread's first open records allocate the boxes their handles' nodes live in (two open
+    // at once below); ended, the boxes stay in the thread's pool.
+    let warm = root.child("warm", "Warm").begin_at(0).expect("warm");
+    warm.child("warm", "Warm").begin_at(0).expect("warm").end_at(0).expect("warm end");
+    warm.end_at(0).expect("warm end");
     for clk in 1..200u64 {
         // With room in the ring: a call that waits for room encodes the writer's batches
         // meanwhile, which allocates (README), and 200 of these iterations fill this ring
@@ -180,13 +182,19 @@ fn eight_typed_fields_with_hints_do_not_allocate() {
             rec.emit_event_at(clk, "WB").expect("an event without a builder");
             let fields = [("addr", (clk * 8).into()), ("hit", true.into()), ("lat", 1.5.into())];
             rec.emit_event_fields_at(clk, "MEM", fields).expect("fields given at once");
+            let uop = rec
+                .begin_child_fields_at(clk, "uop", "Uop", || {
+                    [("pc", (clk * 4).into()), ("display_label", "ADDI".into())]
+                })
+                .expect("a record's fields given at once");
+            uop.end_at(clk + 1).expect("end");
             rec.end_at(clk + 1).expect("end");
         });
         assert_eq!(n, 0, "allocations at clk {clk}");
     }
     drop(root);
     let summary = trace.close().expect("close");
-    assert_eq!(summary.records, 201);
+    assert_eq!(summary.records, 1 + 2 + 2 * 199);
 }
 
 /// A field made only for the Debug text of an argument (here a vector), recorded by
@@ -226,6 +234,13 @@ fn lines_left_out_allocate_nothing_even_where_written_ones_would() {
                     .begin()
                     .expect("record");
                 rec.end_at(clk + 1).expect("end");
+                let at_once = root
+                    .begin_child_fields_at(clk, "insn", "Instruction", || {
+                        described += 1;
+                        [("disasm", format!("addi x1, x1, {clk}").into())]
+                    })
+                    .expect("record");
+                at_once.end_at(clk + 1).expect("end");
                 #[cfg(feature = "macros")]
                 recorded_step(&root, clk, &regs);
             }
@@ -236,8 +251,8 @@ fn lines_left_out_allocate_nothing_even_where_written_ones_would() {
             assert_eq!((n, described), (0, 0), "capture off: allocations, descriptions");
             assert_eq!(summary.records, 0);
         } else {
-            assert!(n >= 99, "written, each record's text is made: {n} allocations");
-            assert_eq!(described, 99);
+            assert!(n >= 198, "written, each record's text is made: {n} allocations");
+            assert_eq!(described, 198);
         }
     }
 }

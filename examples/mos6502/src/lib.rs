@@ -168,11 +168,10 @@ pub fn run(
             cpu.memory.clk = clk;
             let opcode = cpu.memory.memory.get_byte(pc);
             let name = names[usize::from(opcode)].get_or_insert_with(|| mnemonic(opcode));
-            let insn = core
-                .child_at(clk, &*name, "Instruction")
-                .field("pc", u64::from(pc))
-                .field("opcode", u64::from(opcode))
-                .begin()?;
+            // Its fields at once, with no builder; made by a closure, which runs only when
+            // capture makes the record.
+            let fields = || [("pc", u64::from(pc).into()), ("opcode", u64::from(opcode).into())];
+            let insn = core.begin_child_fields_at(clk, &*name, "Instruction", fields)?;
             cpu.memory.insn = Some(insn);
         }
         let Some(decoded) = cpu.fetch_next_and_decode() else {

@@ -361,19 +361,17 @@ impl Pipeline {
             Some(t) => {
                 // By reference: cloned only when the record is written.
                 let name = index.and_then(|i| t.names.get(i)).unwrap_or(&OUTSIDE);
-                // The fields in `with`: worked out only when the record is made.
-                let r = t
-                    .core
-                    .child_at(c, name, "Instruction")
-                    .with(|b| {
-                        b.field("pc", u64::from(pc))
-                            .field("seq", seq)
-                            .display_label(insn.mnemonic())
-                            .unit_id(0)
-                            .thread_id(seq % LANES)
-                            .color(class_color(insn.class()))
-                    })
-                    .begin()?;
+                // The fields at once, from a closure: worked out only when the record is made.
+                let r = t.core.begin_child_fields_at(c, name, "Instruction", || {
+                    [
+                        ("pc", u64::from(pc).into()),
+                        ("seq", seq.into()),
+                        ("display_label", insn.mnemonic().into()),
+                        ("unit_id", 0u64.into()),
+                        ("thread_id", (seq % LANES).into()),
+                        ("color", class_color(insn.class()).into()),
+                    ]
+                })?;
                 // An event with no data: by name, with no builder (as `stage_event` does).
                 r.emit_event_at(c, STAGES[IF])?;
                 Some(r)

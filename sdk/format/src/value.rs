@@ -482,6 +482,32 @@ impl Data {
         }
     }
 
+    /// Adds `fields`, in order, as [`Data::push`] adds them one by one; when they fit in the
+    /// inline room (the usual case) they are moved there in one copy.
+    ///
+    /// ```
+    /// let mut d = jets_format::Data::new();
+    /// d.push("a", 1u64);
+    /// d.push_all([("b", 2u64.into()), ("c", true.into())]);
+    /// assert_eq!(d.fields().map(|(k, _)| k).collect::<Vec<_>>(), ["a", "b", "c"]);
+    /// ```
+    #[inline]
+    pub fn push_all<const N: usize>(&mut self, fields: [Field; N]) {
+        let len = self.inline.len as usize; // above `INLINE` once spilled
+        if len + N > Data::INLINE {
+            for (k, v) in fields {
+                self.push(k, v);
+            }
+            return;
+        }
+        let owns = fields.iter().any(|(_, v)| matches!(v, Value::Str(s) if !s.is_static()));
+        // SAFETY: slots `len..len + N` are within the array (checked above) and unused; the
+        // array's fields move there and are counted by `len` from now on.
+        unsafe { self.inline.xs.as_mut_ptr().add(len).cast::<[Field; N]>().write(fields) };
+        self.inline.len = (len + N) as u32;
+        self.inline.owns |= owns;
+    }
+
     /// A field with an owned key, or beyond [`Data::INLINE`] fields.
     #[cold]
     #[inline(never)]

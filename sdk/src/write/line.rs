@@ -260,6 +260,11 @@ pub(crate) trait PlainFields {
     /// # Safety
     /// The fields are not used or dropped again.
     unsafe fn drop_unwritten(&mut self);
+    /// Moves the fields of a line that was not pushed into `data` (a builder's line made of it).
+    ///
+    /// # Safety
+    /// As for [`PlainFields::drop_unwritten`].
+    unsafe fn move_into(&mut self, data: &mut Data);
 }
 
 impl PlainFields for () {
@@ -269,6 +274,8 @@ impl PlainFields for () {
     }
     #[inline(always)]
     unsafe fn drop_unwritten(&mut self) {}
+    #[inline(always)]
+    unsafe fn move_into(&mut self, _: &mut Data) {}
 }
 
 impl<const N: usize> PlainFields for &mut ManuallyDrop<[Field; N]> {
@@ -287,6 +294,11 @@ impl<const N: usize> PlainFields for &mut ManuallyDrop<[Field; N]> {
             // SAFETY: per the contract.
             unsafe { ManuallyDrop::drop(self) };
         }
+    }
+    #[inline(always)]
+    unsafe fn move_into(&mut self, data: &mut Data) {
+        // SAFETY: per the contract, the fields are read out once, here.
+        data.push_all(unsafe { ManuallyDrop::take(self) });
     }
 }
 
@@ -336,6 +348,83 @@ impl<F: PlainFields> Queued for Plain<F> {
         unsafe {
             let (mut p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
             header |= after;
+            for field in fields {
+                p = put(p, field);
+            }
+            let words = p.offset_from(at) as usize;
+            at.write(header | words as u64);
+            words
+        }
+    }
+}
+
+/// A `record` line whose typed fields are all given at once ([`crate::RecordHandle::begin_child_at`]):
+/// the entry [`Line::write_to`] makes of a builder's record with those fields and no
+/// description, written straight from these words and the caller's array, as [`Plain`] writes
+/// an event. A builder's record is made in a pooled ~500-byte `Line` and then copied into the
+/// ring; this one is copied once, from the array (callgrind: see `RecordHandle::begin_child_at`).
+pub(crate) struct PlainRecord<F: PlainFields> {
+    pub(crate) clk: u64,
+    /// 0 until the push gives the record its id.
+    pub(crate) id: u64,
+    pub(crate) parent: u64,
+    pub(crate) name: Str,
+    pub(crate) record_type: Str,
+    /// The parent's line, when that is on another thread's ring.
+    pub(crate) after: Option<Pos>,
+    /// Capture control: queued only as a possible ancestor (CAP-ANC-1).
+    pub(crate) hold: bool,
+    pub(crate) fields: F,
+}
+
+impl<F: PlainFields> Drop for PlainRecord<F> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: as for `Plain`: dropped only when not pushed.
+        unsafe { self.fields.drop_unwritten() };
+    }
+}
+
+impl<F: PlainFields> Queued for PlainRecord<F> {
+    #[inline(always)]
+    fn id_mut(&mut self) -> &mut u64 {
+        &mut self.id
+    }
+    #[inline(always)]
+    fn words(&self, ring: u32) -> usize {
+        FIXED
+            + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring))
+            + 1
+            + STR * usize::from(!is_static_empty(&self.record_type))
+            + self.fields.as_slice().len() * FIELD
+    }
+    #[inline(always)]
+    unsafe fn write_to<const RECORD: bool>(
+        line: &ManuallyDrop<Self>,
+        at: *mut u64,
+        ring: u32,
+    ) -> usize {
+        debug_assert!(RECORD, "a plain record is pushed as a record");
+        let fields = line.fields.as_slice();
+        let nothing = line.name.is_static() && line.record_type.is_static() && own_nothing(fields);
+        let mut header = (Kind::Record as u64) << 16
+            | u64::from(line.hold) << (32 + HOLD_BIT)
+            | u64::from(nothing) << (32 + NOTHING_BIT)
+            | (fields.len() as u64) << 24
+            | FLAG_PARENT;
+        // SAFETY: the words written are the `words` counted above, in `Line::write_to`'s order
+        // (head, parent, record type, fields), within what the caller gave; the texts and the
+        // fields are moved bitwise into the entry, which owns them from now on (the caller
+        // forgets the line, per the contract).
+        unsafe {
+            let (mut p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
+            header |= after;
+            p.write(line.parent);
+            p = p.add(1);
+            if !is_static_empty(&line.record_type) {
+                header |= FLAG_RECORD_TYPE;
+                p = put(p, &line.record_type);
+            }
             for field in fields {
                 p = put(p, field);
             }
@@ -1001,6 +1090,81 @@ mod tests {
             id: 1,
             name: "n".into(),
             after: None,
+            fields: &mut fields,
+        };
+        drop(plain);
+    }
+
+    #[test]
+    fn a_plain_record_is_the_entry_of_the_same_line() {
+        let afters = [None, Some(Pos { ring: RING, index: 3 }), Some(Pos { ring: 2, index: 40 })];
+        for after in afters {
+            // Which of the name, the record type and a field own their text (bits 0, 1, 2).
+            for (owned, hold) in (0..8).flat_map(|o| [(o, false), (o, true)]) {
+                let text = |part: u32, t: &'static str| -> Str {
+                    match owned & 1 << part != 0 {
+                        true => String::from(t).into(),
+                        false => t.into(),
+                    }
+                };
+                let mut line = Line::new(Kind::Record, 0, text(0, "lw"), after);
+                line.clk = 9;
+                line.parent = Some(4);
+                line.record_type = text(1, "Instruction");
+                line.hold = hold;
+                line.data.push("pc", 64u64);
+                line.data.push("display_label", text(2, "lw"));
+                let mut fields = ManuallyDrop::new([
+                    ("pc", 64u64.into()),
+                    ("display_label", text(2, "lw").into()),
+                ]);
+                let plain = PlainRecord {
+                    clk: 9,
+                    id: 0,
+                    parent: 4,
+                    name: text(0, "lw"),
+                    record_type: text(1, "Instruction"),
+                    after,
+                    hold,
+                    fields: &mut fields,
+                };
+                let (line, plain) = (ManuallyDrop::new(line), ManuallyDrop::new(plain));
+                assert_eq!(Queued::words(&*plain, RING), line.words(RING));
+                let (mut from_line, mut from_plain) =
+                    (vec![0u64; MAX_WORDS], vec![0u64; MAX_WORDS]);
+                // SAFETY: both buffers have `MAX_WORDS` words; each line is forgotten, and its
+                // entry dropped once below.
+                let (n, m) = unsafe {
+                    (
+                        Line::write_to::<true>(&line, from_line.as_mut_ptr(), RING),
+                        PlainRecord::write_to::<true>(&plain, from_plain.as_mut_ptr(), RING),
+                    )
+                };
+                assert_eq!(n, m, "{after:?}");
+                assert_eq!(from_line[0], from_plain[0], "the header, {after:?} owned {owned}");
+                // SAFETY: both just written, and not read again.
+                let (a, b) = unsafe {
+                    (read_back(from_line.as_mut_ptr()), read_back(from_plain.as_mut_ptr()))
+                };
+                assert_eq!(a, b);
+                let after = after.filter(|a| a.ring != RING);
+                let data = r#"{"pc":64,"display_label":"lw"}"#;
+                assert_eq!(
+                    a.0,
+                    format!("Record 9 0 Some(4) lw Instruction  {after:?} {data} {hold}")
+                );
+            }
+        }
+        // Dropped without being pushed: the line drops its texts and the fields it borrows.
+        let mut fields = ManuallyDrop::new([("by", Value::Str(String::from("owned").into()))]);
+        let plain = PlainRecord {
+            clk: 1,
+            id: 0,
+            parent: 1,
+            name: String::from("n").into(),
+            record_type: String::from("T").into(),
+            after: None,
+            hold: false,
             fields: &mut fields,
         };
         drop(plain);

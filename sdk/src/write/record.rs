@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::lease::{self, Lease};
-use super::line::{self, Kind, Line, Plain, PlainFields};
+use super::line::{self, Kind, Line, Plain, PlainFields, PlainRecord};
 use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, Verdict};
@@ -446,6 +446,91 @@ impl RecordHandle {
         Ok(())
     }
 
+    /// Writes a child record that begins at `clk`, with the typed data fields (hints included)
+    /// that `fields` gives, and returns its handle: the record
+    /// `child_at(clk, name, record_type).field(k1, v1).field(k2, v2).begin()` writes, made
+    /// without a builder, as [`RecordHandle::emit_event_fields_at`] makes an event. For the
+    /// record a simulator makes per instruction or per request; the builder remains the way to
+    /// add a description, JSON data or more than [`Data::INLINE`] (8) fields, which this call
+    /// refuses at compile time.
+    ///
+    /// `fields` is an array, or a closure that returns one ([`FieldArray`]): the closure runs
+    /// only when capture control will make the record, as a builder's
+    /// [`with`](RecordBuilder::with) does, so fields that take work cost nothing in a record left
+    /// out (capture off, outside a window, passed over by a sample).
+    ///
+    /// ```
+    /// # let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let core = trace.root("core0", "Core").begin_at(0).unwrap();
+    /// let pc: u64 = 0x40;
+    /// let insn = core
+    ///     .begin_child_fields_at(12, "addi", "Instruction", || {
+    ///         [("pc", pc.into()), ("display_label", "addi".into()), ("unit_id", 0u64.into())]
+    ///     })
+    ///     .unwrap();
+    /// // writes {"clk":12,"type":"record","name":"addi","record_type":"Instruction","id":2,
+    /// //         "parent_id":1,"description":"","data":{"pc":64,"display_label":"addi","unit_id":0}}
+    /// assert_eq!(insn.start_clk(), 12);
+    /// # insn.end_at(13).unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn begin_child_fields_at<const N: usize>(
+        &self,
+        clk: u64,
+        name: impl Into<Str>,
+        record_type: impl Into<Str>,
+        fields: impl FieldArray<N>,
+    ) -> Result<RecordHandle, Error> {
+        const {
+            assert!(
+                N <= Data::INLINE,
+                "begin_child_fields_at takes at most 8 fields (Data::INLINE): use the builder"
+            )
+        };
+        self.check_clk(clk)?;
+        // Counted as an inert builder's record is (left out, or dropped under a dropped parent).
+        let not_written = || {
+            let inner = self.node().map(|n| &*n.inner);
+            let b = RecordBuilder {
+                inner,
+                parent: Some(self),
+                p: Pending::inert(),
+                at: None,
+                sampled: false,
+            };
+            b.not_written(clk)
+        };
+        let Some(n) = self.node().filter(|n| n.flags.load(Ordering::Relaxed) & LIVE != 0) else {
+            return Ok(not_written());
+        };
+        let record_type = record_type.into();
+        let Some(sampled) = n.shared().gate.may_record_at(self.start, clk, &record_type) else {
+            return Ok(not_written());
+        };
+        // Made only now (a closure runs here), and wrapped at once: see `emit_event_fields_at`.
+        let mut fields = ManuallyDrop::new(fields.into_fields());
+        let after = match n.pushed(self.word) {
+            Ok(pos) => *pos,
+            Err(e) => {
+                // SAFETY: not pushed, and not used again.
+                unsafe { ManuallyDrop::drop(&mut fields) };
+                return Err(e);
+            }
+        };
+        let mut line = ManuallyDrop::new(PlainRecord {
+            clk,
+            id: 0,
+            parent: n.raw_id(),
+            name: name.into(),
+            record_type,
+            after: Some(after),
+            hold: false,
+            fields: &mut fields,
+        });
+        let word = begin_plain(&n.inner, self, &mut line, sampled)?;
+        Ok(RecordHandle { word, start: clk })
+    }
+
     /// Starts describing an annotation on this record.
     #[inline(always)]
     pub fn annotation(&self, name: impl Into<Str>) -> AnnotationBuilder<'_> {
@@ -571,6 +656,34 @@ impl RecordHandle {
                 Ok(())
             }
         }
+    }
+}
+
+/// Typed fields given at once ([`RecordHandle::begin_child_fields_at`]): an array of them, or a
+/// closure that returns one, which runs only when the line will be made.
+///
+/// ```
+/// use jets::FieldArray;
+/// let now = [("pc", 64u64.into())];
+/// let later = || [("pc", 64u64.into())];
+/// assert_eq!(now.into_fields(), later.into_fields());
+/// ```
+pub trait FieldArray<const N: usize> {
+    /// The fields (a closure runs here).
+    fn into_fields(self) -> [Field; N];
+}
+
+impl<const N: usize> FieldArray<N> for [Field; N] {
+    #[inline(always)]
+    fn into_fields(self) -> [Field; N] {
+        self
+    }
+}
+
+impl<const N: usize, F: FnOnce() -> [Field; N]> FieldArray<N> for F {
+    #[inline(always)]
+    fn into_fields(self) -> [Field; N] {
+        self()
     }
 }
 
@@ -836,6 +949,64 @@ fn begin_line(
         return Ok(node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0)));
     };
     Ok(node_word(inner, id, pos, flags(PUSHED, true, cap)))
+}
+
+/// [`begin_line`] for a [`PlainRecord`] (consumed whatever happens): writes it, leaves it out,
+/// defers it (into a pooled box as a builder's line, CAP-DEFER-1) or drops it; returns its
+/// handle's word.
+#[inline(never)]
+fn begin_plain<F: PlainFields>(
+    inner: &Arc<Inner>,
+    parent: &RecordHandle,
+    line: &mut ManuallyDrop<PlainRecord<F>>,
+    sampled: bool,
+) -> Result<NonNull<Node>, Error> {
+    let shared = &inner.shared;
+    let (verdict, cap) = shared.gate.record(
+        &line.record_type,
+        || gate::unit_of(line.fields.as_slice().iter().map(|(k, v)| (*k, v))),
+        line.clk,
+        || parent.cap(),
+        sampled,
+    );
+    if verdict == Verdict::Leave {
+        // SAFETY: not pushed, and not used again.
+        unsafe { ManuallyDrop::drop(line) };
+        shared.gate.leave(gate::RECORD);
+        return Ok(left_word(shared.gate.trace_id()));
+    }
+    line.hold = verdict == Verdict::Hold;
+    if line.hold && shared.policy == Policy::Block {
+        // CAP-DEFER-1, as in `begin_line`: the line waits in a box beside its node.
+        let slot = boxed_record(line);
+        shared.gate.leave(gate::RECORD);
+        return Ok(embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED));
+    }
+    let Some((pos, id)) = ring::push::<true, _>(shared, line)? else {
+        shared.count_drop(DROP_RECORD);
+        return Ok(node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0)));
+    };
+    Ok(node_word(inner, id, pos, flags(PUSHED, true, cap)))
+}
+
+/// A [`PlainRecord`] (consumed) as a builder's record line in a pooled box: the line a deferred
+/// record keeps beside its node. Out of line: every record before a capture window comes here.
+#[inline(never)]
+fn boxed_record<F: PlainFields>(line: &mut ManuallyDrop<PlainRecord<F>>) -> Box<Slot> {
+    // SAFETY: the line is given up: its texts and fields are moved out exactly once, here, and
+    // the rest of it (plain values, and the borrow of the caller's array) needs no drop.
+    let (name, record_type) =
+        unsafe { (std::ptr::read(&line.name), std::ptr::read(&line.record_type)) };
+    let mut p = Pending::new(Kind::Record, 0, ManuallyDrop::new(name), line.after.as_ref());
+    let l = p.line().expect("a new builder has its line");
+    l.clk = line.clk;
+    l.parent = Some(line.parent);
+    l.hold = line.hold;
+    // SAFETY: a new line's record type is the static empty text, which needs no drop.
+    unsafe { line::store_str(&mut l.record_type, record_type) };
+    // SAFETY: the fields are moved out once (see above).
+    unsafe { line.fields.move_into(&mut l.data) };
+    p.0.take().expect("a new builder has its box")
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.
