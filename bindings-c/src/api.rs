@@ -172,7 +172,18 @@ impl Open {
         } else {
             self.records.with(parent, "parent", |p: &RecordHandle| {
                 let at = self.resolve(clk, p.start_clk());
-                Ok(filled!(c, p.child_at(at, name, record_type), |b| b.begin())?)
+                // Typed fields alone (at most 4): given at once, with no builder.
+                let Some(t) = c.typed.as_mut() else {
+                    return Ok(filled!(c, p.child_at(at, name, record_type), |b| b.begin())?);
+                };
+                Ok(match t.len() {
+                    0 => p.begin_child_fields_at(at, name, record_type, []),
+                    1 => p.begin_child_fields_at(at, name, record_type, t.take::<1>()),
+                    2 => p.begin_child_fields_at(at, name, record_type, t.take::<2>()),
+                    3 => p.begin_child_fields_at(at, name, record_type, t.take::<3>()),
+                    _ => p.begin_child_fields_at(at, name, record_type, t.take::<4>()),
+                }
+                .map_err(Failure::from)?)
             })?
         };
         self.records.insert(handle)

@@ -230,6 +230,19 @@ fn interned_names_and_typed_fields_are_written_typed() {
         assert_eq!(jets_annotation_ex(t, core, &newer.a), JETS_OK);
         a.size = std::mem::offset_of!(jets_attrs, domain) as u32 - 8;
         assert_eq!(jets_annotation_ex(t, core, &a), JETS_ERR_INVALID_ARGUMENT);
+        // Children with typed fields alone (0 to 4: begun without a builder) and one with a
+        // description too (through it).
+        a.size = std::mem::size_of::<jets_attrs>() as u32;
+        a.description = 0;
+        for n in 0..=4 {
+            a.field_count = n;
+            let child = jets_record_begin_ex(t, core, 6, &a);
+            assert_ne!(child, 0, "{}", last_error());
+            assert_eq!(jets_record_end(t, child, 7), JETS_OK);
+        }
+        a.description = h(c"a core");
+        let child = jets_record_begin_ex(t, core, 6, &a);
+        assert_eq!(jets_record_end(t, child, 7), JETS_OK);
         assert_eq!(jets_close_at(t, 50), JETS_OK);
     }
     let all = lines(&path);
@@ -249,7 +262,26 @@ fn interned_names_and_typed_fields_are_written_typed() {
     assert_eq!(all[4]["clk"], 5);
     assert_eq!(all[4]["data"], serde_json::json!({"u": u64::MAX, "i": i64::MIN}));
     assert_eq!(all[5]["type"], "annotation");
-    assert_eq!(all[6]["capture_end_clk"], 50);
+    let children: Vec<_> = all.iter().filter(|l| l["type"] == "record" && l["clk"] == 6).collect();
+    let want = [
+        ("u", serde_json::json!(u64::MAX)),
+        ("i", serde_json::json!(i64::MIN)),
+        ("f", serde_json::json!(2.5)),
+        ("nan", serde_json::Value::Null),
+    ];
+    for (n, child) in children.iter().enumerate().take(5) {
+        assert_eq!(child["parent_id"], rec["id"], "{child}");
+        assert_eq!(child["description"], "", "{child}");
+        let data: serde_json::Map<_, _> =
+            want.iter().take(n).map(|(k, v)| (k.to_string(), v.clone())).collect();
+        match n {
+            0 => assert!(child.get("data").is_none_or(|d| d == &serde_json::json!({})), "{child}"),
+            _ => assert_eq!(child["data"], serde_json::Value::Object(data), "{child}"),
+        }
+    }
+    assert_eq!(children[5]["description"], "a core");
+    assert_eq!(children[5]["data"], children[4]["data"]);
+    assert_eq!(all.last().expect("lines")["capture_end_clk"], 50);
 }
 
 #[test]
