@@ -153,6 +153,34 @@ fn producer(c: &mut Criterion) {
                 trace.close().expect("close");
             });
         }
+        // A record with two fields begun and ended, through its builder and without one.
+        for (name, builder) in [("record_two_fields", true), ("begin_child_fields_at", false)] {
+            g.bench_function(BenchmarkId::new(name, threads), |b| {
+                let trace = quiet_trace();
+                let emit: Emit = match builder {
+                    true => Arc::new(|r, i| {
+                        let rec = r
+                            .child_at(black_box(i), "insn", "Instruction")
+                            .field("pc", i)
+                            .field("seq", i ^ 7)
+                            .begin()
+                            .expect("begin");
+                        rec.end_at(i + 3).expect("end");
+                    }),
+                    false => Arc::new(|r, i| {
+                        let fields = [("pc", i.into()), ("seq", (i ^ 7).into())];
+                        let rec = r
+                            .begin_child_fields_at(black_box(i), "insn", "Instruction", fields)
+                            .expect("begin");
+                        rec.end_at(i + 3).expect("end");
+                    }),
+                };
+                let producers = Producers::new(&trace, threads - 1, emit, false);
+                b.iter_custom(|iters| producers.time(&trace, iters));
+                drop(producers);
+                trace.close().expect("close");
+            });
+        }
         // Under a record of the thread's own, and under one made on another thread (a worker).
         for (name, foreign_root) in [("record_begin_end", false), ("worker_record_begin_end", true)]
         {

@@ -1,7 +1,9 @@
 //! A small driver for profiling the producer: `N` two-field events on one thread, the writer
 //! draining to `io::sink()` between chunks (as in `benches/write.rs`). Each event goes through
 //! [`emit_one`], never inlined, so `valgrind --tool=callgrind` and `perf` show the cost per call.
-//! A third argument `fields` makes each event with `emit_event_fields_at` instead of its builder.
+//! A third argument `fields` makes each event with `emit_event_fields_at` instead of its builder;
+//! `record` begins and ends a record with two fields through its builder instead, and
+//! `record_fields` the same record with `begin_child_fields_at`.
 //!
 //! ```sh
 //! cargo build --release -p jets-sdk --example producer_loop
@@ -26,6 +28,20 @@ fn emit_one_fields(r: &RecordHandle, i: u64) {
         .expect("emit");
 }
 
+#[inline(never)]
+fn record_one(r: &RecordHandle, i: u64) {
+    let rec =
+        r.child_at(black_box(i), "insn", "Instruction").field("pc", i).field("seq", i ^ 7).begin();
+    rec.expect("begin").end_at(i + 3).expect("end");
+}
+
+#[inline(never)]
+fn record_one_fields(r: &RecordHandle, i: u64) {
+    let fields = [("pc", i.into()), ("seq", (i ^ 7).into())];
+    let rec = r.begin_child_fields_at(black_box(i), "insn", "Instruction", fields);
+    rec.expect("begin").end_at(i + 3).expect("end");
+}
+
 fn main() {
     let arg = |i: usize| std::env::args().nth(i).and_then(|a| a.parse().ok());
     let n: u64 = arg(1).unwrap_or(10_000_000);
@@ -33,6 +49,8 @@ fn main() {
     let chunk: u64 = arg(2).unwrap_or(1 << 15);
     let emit = match std::env::args().nth(3).as_deref() {
         Some("fields") => emit_one_fields,
+        Some("record") => record_one,
+        Some("record_fields") => record_one_fields,
         _ => emit_one,
     };
     let trace = TraceBuilder::new()
