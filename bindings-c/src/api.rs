@@ -176,14 +176,14 @@ impl Open {
                 let Some(t) = c.typed.as_mut() else {
                     return Ok(filled!(c, p.child_at(at, name, record_type), |b| b.begin())?);
                 };
-                Ok(match t.len() {
+                match t.len() {
                     0 => p.begin_child_fields_at(at, name, record_type, []),
                     1 => p.begin_child_fields_at(at, name, record_type, t.take::<1>()),
                     2 => p.begin_child_fields_at(at, name, record_type, t.take::<2>()),
                     3 => p.begin_child_fields_at(at, name, record_type, t.take::<3>()),
                     _ => p.begin_child_fields_at(at, name, record_type, t.take::<4>()),
                 }
-                .map_err(Failure::from)?)
+                .map_err(Failure::from)
             })?
         };
         self.records.insert(handle)

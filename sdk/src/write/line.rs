@@ -325,9 +325,7 @@ impl<F: PlainFields> Queued for Plain<F> {
     }
     #[inline(always)]
     fn words(&self, ring: u32) -> usize {
-        FIXED
-            + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring))
-            + self.fields.as_slice().len() * FIELD
+        plain_words(&self.after, ring, 0, self.fields.as_slice().len())
     }
     #[inline(always)]
     unsafe fn write_to<const RECORD: bool>(
@@ -339,26 +337,53 @@ impl<F: PlainFields> Queued for Plain<F> {
         let fields = line.fields.as_slice();
         // Only the name and the fields can own something (see [`Entry::owns_nothing`]).
         let nothing = line.name.is_static() && own_nothing(fields);
-        let mut header = (line.kind as u64) << 16
-            | u64::from(nothing) << (32 + NOTHING_BIT)
-            | (fields.len() as u64) << 24;
-        // SAFETY: the words written are the `words` counted above, within what the caller gave;
-        // the name and the fields are moved bitwise into the entry, which owns them from now on
-        // (the caller forgets the line, per the contract).
+        let header = (line.kind as u64) << 16 | u64::from(nothing) << (32 + NOTHING_BIT);
+        let l = &**line;
+        // SAFETY: the caller's contract, which is `write_plain`'s.
         unsafe {
-            let (mut p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
-            header |= after;
-            for field in fields {
-                p = put(p, field);
-            }
-            let words = p.offset_from(at) as usize;
-            at.write(header | words as u64);
-            words
+            write_plain(at, ring, header, (&l.clk, &l.id, &l.name, &l.after), fields, |p| (p, 0))
         }
     }
 }
 
-/// A `record` line whose typed fields are all given at once ([`crate::RecordHandle::begin_child_at`]):
+/// The size in words of a [`Plain`] or [`PlainRecord`] entry: its head, `between` words after it,
+/// and `fields` fields.
+#[inline(always)]
+fn plain_words(after: &Option<Pos>, ring: u32, between: usize, fields: usize) -> usize {
+    FIXED + 2 * usize::from(after.is_some_and(|a| a.ring != ring)) + between + fields * FIELD
+}
+
+/// Writes the entry of a [`Plain`] or [`PlainRecord`] line at `at` and returns its size in
+/// words: the head (cycle, id, name, the line it follows), what `between` writes after it (a
+/// record's parent and type; it returns where it stopped and the flags of what it wrote), the
+/// fields, and the header word last, with `header`'s bits.
+///
+/// # Safety
+/// As for [`Line::write_to`]: `at` has room for the entry; the name, what `between` writes and
+/// the fields are moved bitwise into it, and the caller forgets its line.
+#[inline(always)]
+unsafe fn write_plain(
+    at: *mut u64,
+    ring: u32,
+    header: u64,
+    (clk, id, name, after): (&u64, &u64, &Str, &Option<Pos>),
+    fields: &[Field],
+    between: impl FnOnce(*mut u64) -> (*mut u64, u64),
+) -> usize {
+    // SAFETY: per the contract.
+    unsafe {
+        let (p, after) = put_head(at, clk, id, name, after, ring);
+        let (mut p, parts) = between(p);
+        for field in fields {
+            p = put(p, field);
+        }
+        let words = p.offset_from(at) as usize;
+        at.write(header | after | parts | (fields.len() as u64) << 24 | words as u64);
+        words
+    }
+}
+
+/// A `record` line whose typed fields are all given at once ([`crate::RecordHandle::begin_child_fields_at`]):
 /// the entry [`Line::write_to`] makes of a builder's record with those fields and no
 /// description, written straight from these words and the caller's array, as [`Plain`] writes
 /// an event. A builder's record is made in a pooled ~500-byte `Line` and then copied into the
@@ -392,11 +417,8 @@ impl<F: PlainFields> Queued for PlainRecord<F> {
     }
     #[inline(always)]
     fn words(&self, ring: u32) -> usize {
-        FIXED
-            + 2 * usize::from(self.after.is_some_and(|a| a.ring != ring))
-            + 1
-            + STR * usize::from(!is_static_empty(&self.record_type))
-            + self.fields.as_slice().len() * FIELD
+        let between = 1 + STR * usize::from(!is_static_empty(&self.record_type));
+        plain_words(&self.after, ring, between, self.fields.as_slice().len())
     }
     #[inline(always)]
     unsafe fn write_to<const RECORD: bool>(
@@ -407,30 +429,31 @@ impl<F: PlainFields> Queued for PlainRecord<F> {
         debug_assert!(RECORD, "a plain record is pushed as a record");
         let fields = line.fields.as_slice();
         let nothing = line.name.is_static() && line.record_type.is_static() && own_nothing(fields);
-        let mut header = (Kind::Record as u64) << 16
+        let header = (Kind::Record as u64) << 16
             | u64::from(line.hold) << (32 + HOLD_BIT)
-            | u64::from(nothing) << (32 + NOTHING_BIT)
-            | (fields.len() as u64) << 24
-            | FLAG_PARENT;
-        // SAFETY: the words written are the `words` counted above, in `Line::write_to`'s order
-        // (head, parent, record type, fields), within what the caller gave; the texts and the
-        // fields are moved bitwise into the entry, which owns them from now on (the caller
-        // forgets the line, per the contract).
+            | u64::from(nothing) << (32 + NOTHING_BIT);
+        let l = &**line;
+        // The parts only a record has, in `Line::write_to`'s order: the parent, the type.
+        let parent_and_type = |p: *mut u64| {
+            // SAFETY: within the entry (`words` counts them); the type is moved bitwise.
+            unsafe {
+                p.write(l.parent);
+                match is_static_empty(&l.record_type) {
+                    true => (p.add(1), FLAG_PARENT),
+                    false => (put(p.add(1), &l.record_type), FLAG_PARENT | FLAG_RECORD_TYPE),
+                }
+            }
+        };
+        // SAFETY: the caller's contract, which is `write_plain`'s.
         unsafe {
-            let (mut p, after) = put_head(at, &line.clk, &line.id, &line.name, &line.after, ring);
-            header |= after;
-            p.write(line.parent);
-            p = p.add(1);
-            if !is_static_empty(&line.record_type) {
-                header |= FLAG_RECORD_TYPE;
-                p = put(p, &line.record_type);
-            }
-            for field in fields {
-                p = put(p, field);
-            }
-            let words = p.offset_from(at) as usize;
-            at.write(header | words as u64);
-            words
+            write_plain(
+                at,
+                ring,
+                header,
+                (&l.clk, &l.id, &l.name, &l.after),
+                fields,
+                parent_and_type,
+            )
         }
     }
 }
@@ -831,6 +854,30 @@ mod tests {
         }
     }
 
+    /// Writes `line` and `other`, the same line made two ways, into entries of their own, checks
+    /// that the entries are alike (size, header, every part read back), drops both, and returns
+    /// the text of the entry ([`read_back`]).
+    fn same_entry<const RECORD: bool, Q: Queued>(line: Line, other: Q, what: &str) -> String {
+        let (line, other) = (ManuallyDrop::new(line), ManuallyDrop::new(other));
+        assert_eq!(Queued::words(&*other, RING), line.words(RING), "{what}");
+        let (mut from_line, mut from_other) = (vec![0u64; MAX_WORDS], vec![0u64; MAX_WORDS]);
+        // SAFETY: both buffers have `MAX_WORDS` words; each line is forgotten, and its entry
+        // dropped once below.
+        let (n, m) = unsafe {
+            (
+                Line::write_to::<RECORD>(&line, from_line.as_mut_ptr(), RING),
+                Q::write_to::<RECORD>(&other, from_other.as_mut_ptr(), RING),
+            )
+        };
+        assert_eq!(n, m, "{what}");
+        assert_eq!(from_line[0], from_other[0], "the header, {what}");
+        // SAFETY: both just written, and not read again.
+        let (a, b) =
+            unsafe { (read_back(from_line.as_mut_ptr()), read_back(from_other.as_mut_ptr())) };
+        assert_eq!(a, b, "{what}");
+        a.0
+    }
+
     #[test]
     fn an_event_with_two_numbers_is_two_cache_lines() {
         let mut l = Line::new(Kind::Event, 7, "Execute".into(), None);
@@ -1058,28 +1105,10 @@ mod tests {
                     after,
                     fields: &mut fields,
                 };
-                let (line, plain) = (ManuallyDrop::new(line), ManuallyDrop::new(plain));
-                assert_eq!(Queued::words(&*plain, RING), line.words(RING));
-                let (mut from_line, mut from_plain) =
-                    (vec![0u64; MAX_WORDS], vec![0u64; MAX_WORDS]);
-                // SAFETY: both buffers have `MAX_WORDS` words; each line is forgotten, and its
-                // entry dropped once below.
-                let (n, m) = unsafe {
-                    (
-                        Line::write_to::<false>(&line, from_line.as_mut_ptr(), RING),
-                        Plain::write_to::<false>(&plain, from_plain.as_mut_ptr(), RING),
-                    )
-                };
-                assert_eq!(n, m, "{after:?}");
-                assert_eq!(from_line[0], from_plain[0], "the header, {after:?} owned {owned}");
-                // SAFETY: both just written, and not read again.
-                let (a, b) = unsafe {
-                    (read_back(from_line.as_mut_ptr()), read_back(from_plain.as_mut_ptr()))
-                };
-                assert_eq!(a, b);
+                let text = same_entry::<false, _>(line, plain, &format!("{after:?} owned {owned}"));
                 let after = after.filter(|a| a.ring != RING);
                 let data = r#"{"addr":4096,"by":"text"}"#;
-                assert_eq!(a.0, format!("Event 9 7 None MEM   {after:?} {data} false"));
+                assert_eq!(text, format!("Event 9 7 None MEM   {after:?} {data} false"));
             }
         }
         // Dropped without being pushed: the line drops the fields it borrows.
@@ -1128,31 +1157,12 @@ mod tests {
                     hold,
                     fields: &mut fields,
                 };
-                let (line, plain) = (ManuallyDrop::new(line), ManuallyDrop::new(plain));
-                assert_eq!(Queued::words(&*plain, RING), line.words(RING));
-                let (mut from_line, mut from_plain) =
-                    (vec![0u64; MAX_WORDS], vec![0u64; MAX_WORDS]);
-                // SAFETY: both buffers have `MAX_WORDS` words; each line is forgotten, and its
-                // entry dropped once below.
-                let (n, m) = unsafe {
-                    (
-                        Line::write_to::<true>(&line, from_line.as_mut_ptr(), RING),
-                        PlainRecord::write_to::<true>(&plain, from_plain.as_mut_ptr(), RING),
-                    )
-                };
-                assert_eq!(n, m, "{after:?}");
-                assert_eq!(from_line[0], from_plain[0], "the header, {after:?} owned {owned}");
-                // SAFETY: both just written, and not read again.
-                let (a, b) = unsafe {
-                    (read_back(from_line.as_mut_ptr()), read_back(from_plain.as_mut_ptr()))
-                };
-                assert_eq!(a, b);
+                let what = format!("{after:?} owned {owned} hold {hold}");
+                let text = same_entry::<true, _>(line, plain, &what);
                 let after = after.filter(|a| a.ring != RING);
                 let data = r#"{"pc":64,"display_label":"lw"}"#;
-                assert_eq!(
-                    a.0,
-                    format!("Record 9 0 Some(4) lw Instruction  {after:?} {data} {hold}")
-                );
+                let want = format!("Record 9 0 Some(4) lw Instruction  {after:?} {data} {hold}");
+                assert_eq!(text, want);
             }
         }
         // Dropped without being pushed: the line drops its texts and the fields it borrows.
