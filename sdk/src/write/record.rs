@@ -997,16 +997,20 @@ fn boxed_record<F: PlainFields>(line: &mut ManuallyDrop<PlainRecord<F>>) -> Box<
     // the rest of it (plain values, and the borrow of the caller's array) needs no drop.
     let (name, record_type) =
         unsafe { (std::ptr::read(&line.name), std::ptr::read(&line.record_type)) };
-    let mut p = Pending::new(Kind::Record, 0, ManuallyDrop::new(name), line.after.as_ref());
-    let l = p.line().expect("a new builder has its line");
-    l.clk = line.clk;
-    l.parent = Some(line.parent);
-    l.hold = line.hold;
-    // SAFETY: a new line's record type is the static empty text, which needs no drop.
-    unsafe { line::store_str(&mut l.record_type, record_type) };
-    // SAFETY: the fields are moved out once (see above).
-    unsafe { line.fields.move_into(&mut l.data) };
-    p.0.take().expect("a new builder has its box")
+    let mut slot = ring::take_spare().unwrap_or_else(pool::take_more);
+    // SAFETY: the box's line is ours and uninitialized (see `Pending::fill`); nothing below
+    // unwinds before the box is returned, initialized, to the caller, which keeps it.
+    unsafe {
+        let l = Line::init(slot.line.as_mut_ptr(), Kind::Record, 0, name, line.after);
+        l.clk = line.clk;
+        l.parent = Some(line.parent);
+        l.hold = line.hold;
+        // A new line's record type is the static empty text, which needs no drop.
+        line::store_str(&mut l.record_type, record_type);
+        // The fields are moved out once (see above).
+        line.fields.move_into(&mut l.data);
+    }
+    slot
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool.

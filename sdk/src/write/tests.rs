@@ -483,11 +483,22 @@ fn deferred_records_are_pushed_once_or_released() {
         }
     });
     shared.end_at(N + 5).expect("end");
+    // Fields given at once (no builder): the deferred line is made into a builder's in its box.
+    // One owns its text and is never needed; the other, with an owned name, is.
+    let owned = || [("k", String::from("owned").into())];
+    let unneeded = root.begin_child_fields_at(5, "unneeded", "R", owned).expect("r");
+    unneeded.end_at(6).expect("end");
+    let needed = root.begin_child_fields_at(7, String::from("needed"), "R", [("n", 1u64.into())]);
+    let needed = needed.expect("r");
+    needed.emit_event_at(N + 2, "e").expect("event");
+    needed.end_at(N + 3).expect("end");
     root.end_at(N + 6).expect("end");
     trace.close().expect("close");
     let lines = out.lines();
     let records: Vec<_> = lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect();
-    assert_eq!(records.len(), 2, "{lines:?}");
+    assert_eq!(records.len(), 3, "{lines:?}");
     assert!(records[1].contains(r#""name":"shared""#), "{lines:?}");
-    assert_eq!(lines.iter().filter(|l| l.contains(r#""type":"event""#)).count(), 2);
+    assert!(records[2].contains(r#""name":"needed""#), "{lines:?}");
+    assert!(records[2].contains(r#""data":{"n":1}"#), "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l.contains(r#""type":"event""#)).count(), 3);
 }
