@@ -638,6 +638,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn push_all_adds_what_pushes_one_by_one_add() {
+        let owned = || Value::Str(String::from("owned").into());
+        let cases: [(usize, bool); 4] = [(0, false), (0, true), (6, true), (7, false)];
+        for (before, own) in cases {
+            let (mut one, mut all) = (Data::new(), Data::new());
+            for i in 0..before as u64 {
+                one.push("n", i);
+                all.push("n", i);
+            }
+            // The last two overflow the inline room after 7 (pushed one by one, then spilled).
+            let v = if own { owned() } else { Value::Str("static".into()) };
+            one.push("a", 1u64);
+            one.push("s", v.clone());
+            all.push_all([("a", 1u64.into()), ("s", v)]);
+            let text = |d: &Data| d.fields().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>();
+            assert_eq!(text(&one), text(&all), "{before} {own}");
+            assert_eq!(one.owns_nothing(), all.owns_nothing(), "{before} {own}");
+            assert_eq!(all.owns_nothing(), !own && before + 2 <= Data::INLINE, "{before} {own}");
+        }
+    }
+
+    #[test]
     fn data_owns_nothing_only_with_static_texts_and_plain_values() {
         // `Data` answers from a flag, `DataRef` by looking at the fields: they agree.
         let owns_nothing = |d: &Data| {

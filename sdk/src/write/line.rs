@@ -383,11 +383,12 @@ unsafe fn write_plain(
     }
 }
 
-/// A `record` line whose typed fields are all given at once ([`crate::RecordHandle::begin_child_fields_at`]):
-/// the entry [`Line::write_to`] makes of a builder's record with those fields and no
-/// description, written straight from these words and the caller's array, as [`Plain`] writes
-/// an event. A builder's record is made in a pooled ~500-byte `Line` and then copied into the
-/// ring; this one is copied once, from the array (callgrind: see `RecordHandle::begin_child_at`).
+/// A `record` line whose typed fields are all given at once
+/// ([`crate::RecordHandle::begin_child_fields_at`]): the entry [`Line::write_to`] makes of a
+/// builder's record with those fields and no description, written straight from these words
+/// and the caller's array, as [`Plain`] writes an event. A builder's record is made in a pooled
+/// ~500-byte `Line` and then copied into the ring; this one is copied once, from the array
+/// (callgrind, `producer_loop`: 622 → 532 instructions a two-field record begun and ended).
 pub(crate) struct PlainRecord<F: PlainFields> {
     pub(crate) clk: u64,
     /// 0 until the push gives the record its id.
