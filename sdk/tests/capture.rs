@@ -684,8 +684,8 @@ struct Node {
     events: Vec<(u8, u64)>,
     annotations: u8,
     len: u64,
-    /// Made with `child_at` / `event_at` / `emit_event_at` / `emit_event_fields_at` (judged
-    /// when made) rather than `child` / `event`.
+    /// Made with `child_at` / `begin_child_fields_at` / `event_at` / `emit_event_at` /
+    /// `emit_event_fields_at` (judged when made) rather than `child` / `event`.
     timed: bool,
 }
 
@@ -738,15 +738,28 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
                     let parent = n.parent.and_then(|p| open.get(p)).map_or(&root, |o| &o.0);
                     let clk = clk.max(parent.start_clk());
                     let (name, ty) = (format!("t{ti}n{i}"), TYPES[n.ty as usize]);
-                    let mut b = match n.timed {
-                        true => parent.child_at(clk, name, ty),
-                        false => parent.child(name, ty),
+                    let seq = i as u64;
+                    // Every other timed record without a builder: the same line.
+                    let h = match (n.timed && i % 2 == 1, n.unit) {
+                        (true, Some(u)) => parent.begin_child_fields_at(clk, name, ty, || {
+                            [("seq", seq.into()), ("unit_id", u64::from(u).into())]
+                        }),
+                        (true, None) => {
+                            parent.begin_child_fields_at(clk, name, ty, [("seq", seq.into())])
+                        }
+                        _ => {
+                            let mut b = match n.timed {
+                                true => parent.child_at(clk, name, ty),
+                                false => parent.child(name, ty),
+                            }
+                            .field("seq", seq);
+                            if let Some(u) = n.unit {
+                                b = b.unit_id(u64::from(u));
+                            }
+                            b.begin_at(clk)
+                        }
                     }
-                    .field("seq", i as u64);
-                    if let Some(u) = n.unit {
-                        b = b.unit_id(u64::from(u));
-                    }
-                    let h = b.begin_at(clk).unwrap();
+                    .unwrap();
                     for (k, &(e, d)) in n.events.iter().enumerate() {
                         let at = clk + d % (n.len + 1);
                         let tag = format!("t{ti}n{i}e{k}");
