@@ -10,7 +10,7 @@ use std::time::Duration;
 use jets::format::Str;
 use jets::{Metadata, Policy, RecordHandle, Trace, TraceBuilder};
 
-use crate::attrs::{self, filled, Attrs, Checked, Describe as _, Text, Typed};
+use crate::attrs::{self, at_once, filled, Attrs, Checked, Describe as _, Text, Typed};
 use crate::codes::*;
 use crate::cstr;
 use crate::failure::{
@@ -176,14 +176,8 @@ impl Open {
                 let Some(t) = c.typed.as_mut() else {
                     return Ok(filled!(c, p.child_at(at, name, record_type), |b| b.begin())?);
                 };
-                match t.len() {
-                    0 => p.begin_child_fields_at(at, name, record_type, []),
-                    1 => p.begin_child_fields_at(at, name, record_type, t.take::<1>()),
-                    2 => p.begin_child_fields_at(at, name, record_type, t.take::<2>()),
-                    3 => p.begin_child_fields_at(at, name, record_type, t.take::<3>()),
-                    _ => p.begin_child_fields_at(at, name, record_type, t.take::<4>()),
-                }
-                .map_err(Failure::from)
+                at_once!(t, |fields| p.begin_child_fields_at(at, name, record_type, fields))
+                    .map_err(Failure::from)
             })?
         };
         self.records.insert(handle)
@@ -587,10 +581,7 @@ unsafe fn event_ex_fast(
     // Made without a builder: a stage change, or typed fields given at once.
     let result = match typed.len() {
         0 => h.emit_event_at(at, name),
-        1 => h.emit_event_fields_at(at, name, typed.take::<1>()),
-        2 => h.emit_event_fields_at(at, name, typed.take::<2>()),
-        3 => h.emit_event_fields_at(at, name, typed.take::<3>()),
-        _ => h.emit_event_fields_at(at, name, typed.take::<4>()),
+        _ => at_once!(&mut typed, |fields| h.emit_event_fields_at(at, name, fields)),
     };
     counted.leave();
     Some(result)

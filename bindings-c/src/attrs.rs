@@ -448,6 +448,38 @@ macro_rules! chain {
         }
     }};
 }
+
+/// `$emit` given the converted fields `$t` (a `&mut Typed`) as one array, `|$f| $emit`: for the
+/// calls that take typed fields at once, with no builder (`emit_event_fields_at`,
+/// `begin_child_fields_at`), whose array length is part of their type.
+macro_rules! at_once {
+    ($t:expr, |$f:ident| $emit:expr) => {{
+        let t: &mut crate::attrs::Typed = $t;
+        match t.len() {
+            0 => {
+                let $f: [jets::format::Field; 0] = [];
+                $emit
+            }
+            1 => {
+                let $f = t.take::<1>();
+                $emit
+            }
+            2 => {
+                let $f = t.take::<2>();
+                $emit
+            }
+            3 => {
+                let $f = t.take::<3>();
+                $emit
+            }
+            _ => {
+                let $f = t.take::<4>();
+                $emit
+            }
+        }
+    }};
+}
+pub(crate) use at_once;
 pub(crate) use chain;
 pub(crate) use filled;
 

@@ -396,7 +396,8 @@ pub(crate) struct PlainRecord<F: PlainFields> {
     pub(crate) parent: u64,
     pub(crate) name: Str,
     pub(crate) record_type: Str,
-    /// The parent's line, when that is on another thread's ring.
+    /// The parent's line, which the record must follow (the entry keeps it only when that line
+    /// is on another thread's ring).
     pub(crate) after: Option<Pos>,
     /// Capture control: queued only as a possible ancestor (CAP-ANC-1).
     pub(crate) hold: bool,
