@@ -933,22 +933,42 @@ fn begin_line(
     );
     if verdict == Verdict::Leave {
         release(slot);
-        shared.gate.leave(gate::RECORD);
-        return Ok(left_word(shared.gate.trace_id()));
+        return Ok(left_out_word(shared));
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
-        // CAP-DEFER-1: kept in its box, beside its node, until a line is made under it. Counted
-        // as left out until then, so that a trace closed while it is open counts it.
-        shared.gate.leave(gate::RECORD);
-        return Ok(embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED));
+        return Ok(deferred_word(inner, slot, cap));
     }
-    let Some((pos, id)) = push_slot::<true>(shared, slot)? else {
-        shared.count_drop(DROP_RECORD);
-        // Dropped by the policy: what hangs off it is counted as dropped.
-        return Ok(node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0)));
-    };
-    Ok(node_word(inner, id, pos, flags(PUSHED, true, cap)))
+    Ok(pushed_word(inner, push_slot::<true>(shared, slot)?, cap))
+}
+
+/// The word of a record line capture leaves out, counted as such.
+#[inline(always)]
+fn left_out_word(shared: &super::Shared) -> NonNull<Node> {
+    shared.gate.leave(gate::RECORD);
+    left_word(shared.gate.trace_id())
+}
+
+/// The word of a record line capture defers (CAP-DEFER-1): kept in its box, beside its node,
+/// until a line is made under it. Counted as left out until then, so that a trace closed while
+/// it is open counts it.
+#[inline(always)]
+fn deferred_word(inner: &Arc<Inner>, slot: Box<Slot>, cap: u8) -> NonNull<Node> {
+    inner.shared.gate.leave(gate::RECORD);
+    embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED)
+}
+
+/// The word of a record line pushed (where it went, and its id), or dropped by the policy
+/// (`None`): then what hangs off it is counted as dropped too.
+#[inline(always)]
+fn pushed_word(inner: &Arc<Inner>, pushed: Option<(Pos, u64)>, cap: u8) -> NonNull<Node> {
+    match pushed {
+        Some((pos, id)) => node_word(inner, id, pos, flags(PUSHED, true, cap)),
+        None => {
+            inner.shared.count_drop(DROP_RECORD);
+            node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0))
+        }
+    }
 }
 
 /// [`begin_line`] for a [`PlainRecord`] (consumed whatever happens): writes it, leaves it out,
@@ -972,21 +992,14 @@ fn begin_plain<F: PlainFields>(
     if verdict == Verdict::Leave {
         // SAFETY: not pushed, and not used again.
         unsafe { ManuallyDrop::drop(line) };
-        shared.gate.leave(gate::RECORD);
-        return Ok(left_word(shared.gate.trace_id()));
+        return Ok(left_out_word(shared));
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
-        // CAP-DEFER-1, as in `begin_line`: the line waits in a box beside its node.
-        let slot = boxed_record(line);
-        shared.gate.leave(gate::RECORD);
-        return Ok(embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED));
+        // As a builder's line, which is what a deferred record keeps in its box.
+        return Ok(deferred_word(inner, boxed_record(line), cap));
     }
-    let Some((pos, id)) = ring::push::<true, _>(shared, line)? else {
-        shared.count_drop(DROP_RECORD);
-        return Ok(node_word(inner, 0, NOWHERE, flags(PUSHED, false, 0)));
-    };
-    Ok(node_word(inner, id, pos, flags(PUSHED, true, cap)))
+    Ok(pushed_word(inner, ring::push::<true, _>(shared, line)?, cap))
 }
 
 /// A [`PlainRecord`] (consumed) as a builder's record line in a pooled box: the line a deferred
