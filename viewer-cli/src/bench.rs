@@ -14,10 +14,12 @@
 //!   file in six modes: capture off, a window of 1% of the run, a 1-in-100 sample of
 //!   instructions, a 100 k-cycle flight recorder dumped at the end, everything counted but not
 //!   written (`count`: every line made and handed to the writer, none kept, encoded or written:
-//!   a floor under the recorder), and everything; slowdown =
-//!   traced time / untraced time, medians of repeated runs in this process taken in turns (so a
+//!   a floor under the recorder), and everything; slowdown = traced time / the geometric mean of
+//!   the untraced runs just before and just after it (a round runs untraced, a mode, untraced,
+//!   the next mode, ..., untraced), the median over rounds in this process taken in turns (so a
 //!   change of load weighs on every mode alike), each run from opening the trace to closing it;
-//!   each round's ratios too (`pipeline_rounds`), whose spread shows how steady the machine was.
+//!   each round's ratios too (`pipeline_rounds`, with every untraced run in
+//!   `untraced_runs_sec`), whose spread shows how steady the machine was.
 //!   Each round's simulator runs pinned to one CPU, the next round's to the next CPU
 //!   (`simulator_cpu`, none with one CPU): a round's untraced and traced runs on the same CPU,
 //!   since a virtual machine's CPUs can differ in speed (`jets_host::load::Pinned`), and the
@@ -168,7 +170,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     report["other_cpu_cores"] = json!(sim.other.map(|o| round3(o.others)));
     report["steal_cpu_cores"] = json!(sim.other.map(|o| round3(o.steal)));
     let mut rounds = json!({
-        "untraced_sec": sim.rounds.iter().map(|r| round3(r.untraced)).collect::<Vec<_>>(),
+        "untraced_sec": sim
+            .rounds
+            .iter()
+            .map(|r| percentiles(r.untraced.clone()).map_or(f64::NAN, |p| round3(p.p50)))
+            .collect::<Vec<_>>(),
+        "untraced_runs_sec": sim
+            .rounds
+            .iter()
+            .map(|r| r.untraced.iter().copied().map(round3).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
         "slowdown_write_floor": sim.rounds.iter().map(|r| round(r.write_floor)).collect::<Vec<_>>(),
         "core_round_trip_ns":
             sim.rounds.iter().map(|r| r.core_round_trip_ns.map(round)).collect::<Vec<_>>(),
@@ -235,12 +246,13 @@ struct Sim {
     other: Option<OtherLoad>,
 }
 
-/// One round of the Tiny5 runs: the untraced time, and each mode's traced time divided by it.
-/// The rounds' spread is the machine's noise during the bench: on a shared machine a slow spell
-/// can double every time for minutes, and a ratio from one round is then not comparable with a
-/// ratio from another run.
+/// One round of the Tiny5 runs: its untraced runs, and each mode's traced time divided by the
+/// untraced runs either side of it (their geometric mean). The rounds' spread is the machine's
+/// noise during the bench: on a shared machine a slow spell can double every time for minutes,
+/// and a ratio from one round is then not comparable with a ratio from another run.
 struct Round {
-    untraced: f64,
+    /// The untraced times, in the order they ran: before the first mode, then after each.
+    untraced: Vec<f64>,
     slowdown: [f64; MODES.len()],
     write_floor: f64,
     /// [`core_round_trip`] just before the round's flight recorder run.
@@ -295,8 +307,13 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         Capture::full(),
     ];
     // Runs take turns (untraced, then each mode, `runs` times over), so that a change of the
-    // machine's load during the bench weighs on every mode alike; medians per mode.
-    let mut untraced = Vec::with_capacity(runs);
+    // machine's load during the bench weighs on every mode alike. Each traced run is bracketed:
+    // timed between two untraced runs on the same CPU (the round's runs go untraced, a mode,
+    // untraced, the next mode, ..., untraced), and compared with their geometric mean. On a
+    // shared host whose speed drifts by a quarter within a minute, one untraced run per round,
+    // made up to half a minute before a mode's run, set that mode's ratio as much as the mode
+    // did.
+    let mut untraced: Vec<[f64; MODES.len() + 1]> = Vec::with_capacity(runs);
     let mut traced: [Vec<f64>; MODES.len()] = Default::default();
     let mut floor = Vec::with_capacity(runs);
     let mut round_trips = Vec::with_capacity(runs);
@@ -312,9 +329,15 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         let cpu = (!cpus.is_empty()).then(|| cpus[round % cpus.len()]);
         sim_cpus.push(cpu);
         let mut tally = Tally::default();
-        settle_disk();
-        untraced.push(tally.during(|| once(None, cpu))?.took.as_secs_f64());
-        for ((times, c), (_, key, _)) in traced.iter_mut().zip(&settings).zip(MODES) {
+        let mut bare = [0.0; MODES.len() + 1];
+        let untraced_run = |tally: &mut Tally| -> Result<f64> {
+            settle_disk();
+            Ok(tally.during(|| once(None, cpu))?.took.as_secs_f64())
+        };
+        bare[0] = untraced_run(&mut tally)?;
+        for (m, ((times, c), (_, key, _))) in
+            traced.iter_mut().zip(&settings).zip(MODES).enumerate()
+        {
             if key == "slowdown_recorder" {
                 round_trips.push(core_round_trip());
             }
@@ -334,32 +357,39 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
                 floor.push(took);
                 full_bytes = bytes;
             }
+            bare[m + 1] = untraced_run(&mut tally)?;
         }
+        untraced.push(bare);
         others.push(tally.load());
     }
-    let rounds = (0..untraced.len())
+    let reference = |r: usize, m: usize| beside(&untraced[r], m);
+    let mode = |key: &str| MODES.iter().position(|(_, k, _)| *k == key).unwrap_or(0);
+    let (rec, full) = (mode("slowdown_recorder"), mode("slowdown_full"));
+    let rounds: Vec<Round> = (0..untraced.len())
         .map(|r| Round {
-            untraced: untraced[r],
-            slowdown: std::array::from_fn(|m| traced[m][r] / untraced[r]),
-            write_floor: floor[r] / untraced[r],
+            untraced: untraced[r].to_vec(),
+            slowdown: std::array::from_fn(|m| traced[m][r] / reference(r, m)),
+            write_floor: floor[r] / reference(r, full),
             core_round_trip_ns: round_trips[r],
             recorder_dump: recorder[r].0,
-            recorder_running: recorder[r].1 / untraced[r],
+            recorder_running: recorder[r].1 / reference(r, rec),
             recorder_wait: recorder_waits[r],
             full_wait: full_waits[r],
             other: others[r],
             cpu: sim_cpus[r],
         })
         .collect();
-    let untraced = percentiles(untraced)?.p50;
+    // Medians over the rounds of each round's ratio.
+    let median = |f: &dyn Fn(&Round) -> f64| percentiles(rounds.iter().map(f).collect());
+    let untraced = percentiles(untraced.iter().flatten().copied().collect())?.p50;
     let mut slowdown = [0.0; MODES.len()];
-    for (s, times) in slowdown.iter_mut().zip(traced) {
-        *s = percentiles(times)?.p50 / untraced;
+    for (m, s) in slowdown.iter_mut().enumerate() {
+        *s = median(&|r| r.slowdown[m])?.p50;
     }
-    let write_floor = percentiles(floor)?.p50 / untraced;
+    let write_floor = median(&|r| r.write_floor)?.p50;
     let core_round_trip_ns = percentiles(round_trips.into_iter().flatten().collect()).ok();
     let recorder_dump = percentiles(recorder.iter().map(|r| r.0).collect())?.p50;
-    let recorder_running = percentiles(recorder.iter().map(|r| r.1).collect())?.p50 / untraced;
+    let recorder_running = median(&|r| r.recorder_running)?.p50;
     let recorder_wait = percentiles(recorder_waits)?.p50;
     let full_wait = percentiles(full_waits)?.p50;
     let other = others.iter().copied().collect::<Option<Vec<_>>>().and_then(|o| {
@@ -383,6 +413,14 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         full_wait,
         other,
     })
+}
+
+/// The untraced time a round's `m`-th traced run is compared with: the geometric mean of the
+/// untraced runs either side of it (`untraced` in the order the round ran them, one before each
+/// traced run and one after the last), which cancels a steady drift of the machine's speed
+/// across the three runs.
+fn beside(untraced: &[f64], m: usize) -> f64 {
+    (untraced[m] * untraced[m + 1]).sqrt()
 }
 
 /// Waits until the disk has taken what earlier runs left in the page cache, before a run is
@@ -498,7 +536,8 @@ fn to_text(r: &Value) -> String {
         f("validation_gb_per_sec")
     );
     s += &format!(
-        "\nTiny5 pipeline, {} cycles, untraced {:.3} s; slowdown = traced / untraced time:\n",
+        "\nTiny5 pipeline, {} cycles, untraced {:.3} s; slowdown = traced time / the untraced runs \
+         either side of it:\n",
         r["pipeline_cycles"],
         f("pipeline_untraced_sec")
     );
@@ -619,10 +658,22 @@ struct Spread {
 /// rounds of a run that pinned nothing count as one CPU's (`None`).
 fn by_cpu(rounds: &Value) -> Vec<(Option<u64>, Spread)> {
     let cpus = rounds["simulator_cpu"].as_array().cloned().unwrap_or_default();
-    let times = rounds["untraced_sec"].as_array().cloned().unwrap_or_default();
+    // Every untraced run of each round where the report has them, else each round's median.
+    let times: Vec<Vec<f64>> = match rounds["untraced_runs_sec"].as_array() {
+        Some(runs) => runs
+            .iter()
+            .map(|r| r.as_array().into_iter().flatten().filter_map(Value::as_f64).collect())
+            .collect(),
+        None => rounds["untraced_sec"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t.as_f64().into_iter().collect())
+            .collect(),
+    };
     let mut each: std::collections::BTreeMap<Option<u64>, Vec<f64>> = Default::default();
-    for (i, t) in times.iter().filter_map(Value::as_f64).enumerate() {
-        each.entry(cpus.get(i).and_then(Value::as_u64)).or_default().push(t);
+    for (i, ts) in times.into_iter().enumerate() {
+        each.entry(cpus.get(i).and_then(Value::as_u64)).or_default().extend(ts);
     }
     each.into_iter()
         .filter_map(|(cpu, ts)| {
@@ -925,6 +976,32 @@ mod tests {
         assert_eq!(by_distance(&close, "slowdown_full"), None);
         let one_cpu = json!({ "core_round_trip_ns": [null, null], "slowdown_full": [8.0, 8.1] });
         assert_eq!(by_distance(&one_cpu, "slowdown_full"), None);
+    }
+
+    #[test]
+    fn a_traced_run_is_compared_with_the_untraced_runs_either_side_of_it() {
+        // A round that slowed down steadily: 1, 4, 9 s untraced around two traced runs.
+        let untraced = [1.0, 4.0, 9.0];
+        assert_eq!(beside(&untraced, 0), 2.0);
+        assert_eq!(beside(&untraced, 1), 6.0);
+    }
+
+    #[test]
+    fn a_change_of_speed_within_a_round_is_reported() {
+        // Each round's median alike, but one round's runs 0.70-0.95 s apart: the speed changed.
+        let rounds = json!({
+            "simulator_cpu": [0, 0],
+            "untraced_sec": [0.72, 0.72],
+            "untraced_runs_sec": [[0.70, 0.72, 0.95], [0.71, 0.72, 0.73]],
+        });
+        let text = cpu_speeds(&rounds);
+        assert!(text.contains("took 0.700-0.950 s on one CPU"), "{text}");
+        let steady = json!({
+            "simulator_cpu": [0, 0],
+            "untraced_sec": [0.72, 0.72],
+            "untraced_runs_sec": [[0.70, 0.72, 0.75], [0.71, 0.72, 0.73]],
+        });
+        assert!(!cpu_speeds(&steady).contains("speed changed"));
     }
 
     #[test]

@@ -55,6 +55,18 @@ fn bench_json_has_every_figure() {
     let rounds = &v["pipeline_rounds"];
     let untraced = rounds["untraced_sec"].as_array().unwrap();
     assert!(untraced.len() >= 3, "{rounds}");
+    // Every untraced run of each round: one before each of the six modes and one after the
+    // last, which each mode's ratio is taken against (the two either side of it).
+    let runs = rounds["untraced_runs_sec"].as_array().unwrap();
+    assert_eq!(runs.len(), untraced.len(), "{rounds}");
+    for (r, median) in runs.iter().zip(untraced) {
+        let r: Vec<f64> = r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(r.len(), 7, "{rounds}");
+        assert!(r.iter().all(|x| x.is_finite() && *x > 0.0), "{rounds}");
+        let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        let median = median.as_f64().unwrap();
+        assert!(lo <= median && median <= hi, "{rounds}");
+    }
     for field in [
         "slowdown_disabled",
         "slowdown_window_1pct",
