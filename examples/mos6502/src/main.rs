@@ -9,7 +9,8 @@
 //! `$(cargo metadata --format-version 1 | jq -r '.packages[] | select(.name=="mos6502") |
 //! .manifest_path' | xargs dirname)/tests/assets/6502_functional_test.bin`.
 //! The trace reads `JETS_CAPTURE`. `--bench` runs the test untraced and in each capture mode, in
-//! turns, and prints the slowdowns (medians). Built with `--no-default-features` (jets-sdk
+//! turns, each traced run between two untraced ones, and prints the slowdowns (the medians of
+//! each traced run's time over the geometric mean of the untraced runs either side of it). Built with `--no-default-features` (jets-sdk
 //! without `enabled`), the same bench measures the instrumentation compiled out.
 
 use std::path::PathBuf;
@@ -158,16 +159,23 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
             Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() },
         ),
     ];
+    // Each traced run between two untraced ones (untraced, a mode, untraced, the next mode, ...,
+    // untraced), its ratio taken against their geometric mean, as `jets bench` does: the host's
+    // speed drifts between runs a few seconds apart.
     let mut untraced = Vec::new();
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut closing: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut waited: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut bytes = vec![0u64; modes.len()];
     for _ in 0..a.runs.max(1) {
-        untraced.push(once(None)?.took.as_secs_f64());
+        let mut before = once(None)?.took.as_secs_f64();
+        untraced.push(before);
         for (i, (_, c)) in modes.iter().enumerate() {
             let r = once(Some(c))?;
-            times[i].push(r.took.as_secs_f64());
+            let after = once(None)?.took.as_secs_f64();
+            untraced.push(after);
+            ratios[i].push(r.took.as_secs_f64() / (before * after).sqrt());
+            before = after;
             closing[i].push(r.closing.as_secs_f64());
             waited[i].push(r.summary.as_ref().map_or(0.0, |s| s.waited_for_room.as_secs_f64()));
             bytes[i] = r.summary.map_or(0, |s| s.bytes);
@@ -175,7 +183,12 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
     }
     let _ = std::fs::remove_file(&path);
     let base = median(&mut untraced);
-    println!("\nuntraced: {base:.3} s (median of {}); slowdown = traced / untraced:", a.runs);
+    println!(
+        "\nuntraced: {base:.3} s (median of {} runs); slowdown = traced / the untraced runs either \
+         side of it (median of {}):",
+        untraced.len(),
+        a.runs
+    );
     if !jets::COMPILED_IN {
         // `--no-default-features`: what the instrumentation costs when it does nothing at all.
         println!(
@@ -183,7 +196,7 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
         );
     }
     for (i, (name, _)) in modes.iter().enumerate() {
-        let t = median(&mut times[i]);
+        let slowdown = median(&mut ratios[i]);
         // The close writes what the writer still holds: a flight recorder's whole window.
         let c = median(&mut closing[i]);
         // How long the emulator waited for room in its ring: the writer's pace.
@@ -191,8 +204,7 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
         println!(
             "  {name:<32} {:>6.2}x   {:>10} bytes written, closing {c:.3} s, waiting for room \
              {w:.3} s",
-            t / base,
-            bytes[i]
+            slowdown, bytes[i]
         );
     }
     Ok(())
