@@ -10,8 +10,9 @@
 //! .manifest_path' | xargs dirname)/tests/assets/6502_functional_test.bin`.
 //! The trace reads `JETS_CAPTURE`. `--bench` runs the test untraced and in each capture mode, in
 //! turns, each traced run between two untraced ones, and prints the slowdowns (the medians of
-//! each traced run's time over the geometric mean of the untraced runs either side of it). Built with `--no-default-features` (jets-sdk
-//! without `enabled`), the same bench measures the instrumentation compiled out.
+//! each traced run's time over the geometric mean of the untraced runs either side of it).
+//! Built with `--no-default-features` (jets-sdk without `enabled`), the same bench measures the
+//! instrumentation compiled out.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
