@@ -363,8 +363,10 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         others.push(tally.load());
     }
     let reference = |r: usize, m: usize| beside(&untraced[r], m);
-    let mode = |key: &str| MODES.iter().position(|(_, k, _)| *k == key).unwrap_or(0);
-    let (rec, full) = (mode("slowdown_recorder"), mode("slowdown_full"));
+    let mode = |key: &str| {
+        MODES.iter().position(|(_, k, _)| *k == key).with_context(|| format!("no mode {key}"))
+    };
+    let (rec, full) = (mode("slowdown_recorder")?, mode("slowdown_full")?);
     let rounds: Vec<Round> = (0..untraced.len())
         .map(|r| Round {
             untraced: untraced[r].to_vec(),
