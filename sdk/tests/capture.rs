@@ -453,6 +453,39 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     assert_eq!(f["recorder_dumps"], 3);
 }
 
+/// CAP-REC-5: with `post=20`, the trigger at cycle 402 dumps once the writer takes a line at
+/// cycle 422 or later (the end of i42, at 425), with that line: the window then holds what came
+/// after the trigger as well as what led to it, and the trigger event itself.
+#[test]
+fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
+    let c = Capture { post_trigger: Some(20), ..recorder_setting() };
+    let (_, text) = recorded(c);
+    let lines = valid(&text);
+    // The delayed dump: lines above cycle 425 - 50 (i37's end, at 375, has left the window); the
+    // explicit dump and the close as without `post=`.
+    assert_eq!(
+        names(&lines, "record"),
+        ["core", "i38", "i39", "i40", "i41", "i42", "i94", "i95", "i96", "i97", "i98", "i99"]
+    );
+    assert_eq!(names(&lines, "event").iter().filter(|n| *n == "Fault").count(), 1);
+    let i42 = lines.iter().find(|l| l["name"] == "i42").unwrap()["id"].clone();
+    assert!(
+        lines.iter().any(|l| l["type"] == "record_end" && l["record_id"] == i42),
+        "the line that reached the due cycle is in the dump"
+    );
+    let f = footer(&lines);
+    assert_eq!(f["capture"], "recorder=50;trigger=error;post=20");
+    assert_eq!(f["recorder_dumps"], 3);
+    // Set in code, a delay the window cannot hold is refused when the trace is opened.
+    let too_long = Capture { post_trigger: Some(50), ..recorder_setting() };
+    let Err(err) = TraceBuilder::new().capture(too_long).writer(Buf::default(), Metadata::new())
+    else {
+        panic!("a delay the window cannot hold is refused");
+    };
+    let err = err.to_string();
+    assert!(err.contains("JETS_CAPTURE clause `post=50`: the post-trigger cycles"), "{err}");
+}
+
 /// Instruction `i` of the large recorder tests, under `core`: a record at cycle 10 i with a text
 /// field, an event a cycle later, an error event (a trigger) when `i` is `fault`, its end at
 /// 10 i + 5.
@@ -1021,17 +1054,30 @@ proptest! {
     }
 
     /// With a recorder, everything selected in the last N cycles is in the file, nothing else
-    /// but ancestors, and the trace is valid, whatever the interleaving.
+    /// but ancestors, and the trace is valid, whatever the interleaving; with triggers on an
+    /// event name too, at once or delayed (CAP-REC-3, CAP-REC-5), and as many dumps as the
+    /// triggers' lines and the close make.
     #[test]
     fn recorder_traces_hold_the_last_cycles_and_stay_valid(
         program in proptest::collection::vec(thread_program(), 1..4),
         cycles in 1..80u64,
+        trigger in proptest::option::of((0..3usize, proptest::option::of(1..80u64))),
     ) {
         let full = run(&program, Capture::default());
         let all = keys(&full);
-        let c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
-        let text = run(&program, c);
-        valid(&text);
+        let mut c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
+        if let Some((e, post)) = trigger {
+            c.triggers = vec![Trigger::Event(EVENTS[e].to_owned())];
+            c.post_trigger = post.filter(|&p| p < cycles);
+        }
+        let text = run(&program, c.clone());
+        let lines = valid(&text);
+        let dumps = footer(&lines)["recorder_dumps"].as_u64().unwrap();
+        let triggers = trigger.map_or(0, |(e, _)| names(&lines, "event").iter().filter(|n| *n == EVENTS[e]).count());
+        prop_assert!(dumps >= 1 && dumps <= 1 + triggers as u64, "{} dumps, {} triggers ({})", dumps, triggers, c);
+        if c.post_trigger.is_none() && triggers > 0 {
+            prop_assert!(dumps >= 2, "a trigger at once always dumps ({})", c);
+        }
         let got = keys(&text);
         prop_assert!(got.is_subset(&all));
         let m = model(&full);

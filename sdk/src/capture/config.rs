@@ -70,6 +70,12 @@ pub struct Capture {
     pub recorder: Option<Recorder>,
     /// What dumps the recorder (`trigger=`).
     pub triggers: Vec<Trigger>,
+    /// After a trigger by a line ([`Trigger::Event`], [`Trigger::Error`]), go on recording for
+    /// this many cycles before the dump (`post=CYCLES`), as a logic analyzer places its trigger
+    /// in its buffer: the dump then holds what led to the trigger and what followed it (a
+    /// squash, a recovery), with the trigger line in it (CAP-REC-5). Needs such a trigger, and
+    /// fewer cycles than a `recorder=CYCLES` window.
+    pub post_trigger: Option<u64>,
     /// Count the lines the rest of the setting selects instead of writing them (`count`): every
     /// line is still made and handed to the writer thread, which counts it (held ancestors it
     /// would write included) and drops it. The file holds the header and a footer whose
@@ -108,6 +114,7 @@ impl Capture {
             samples,
             recorder,
             triggers,
+            post_trigger: _,
             count: _,
         } = self;
         window.is_none()
@@ -136,7 +143,7 @@ impl Capture {
     /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
     /// `clk=A..B`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
     /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`,
-    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `count`.
+    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `count`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
         let mut c = Capture::default();
         for raw in text.split(';') {
@@ -153,7 +160,55 @@ impl Capture {
                 reason: "a trigger dumps the flight recorder: add a `recorder=` clause".into(),
             });
         }
+        c.check()?;
         Ok(c)
+    }
+
+    /// Checks what no single clause can: that a `post=` delay has a trigger by a line to delay,
+    /// and that the trigger line is still in a `recorder=CYCLES` window when the dump comes
+    /// (CAP-REC-5). [`Capture::parse`] calls it, and so does opening a trace with a setting
+    /// made in code.
+    ///
+    /// ```
+    /// use jets::capture::{Capture, Recorder, Trigger};
+    /// let c = Capture {
+    ///     recorder: Some(Recorder::Cycles(1000)),
+    ///     triggers: vec![Trigger::Error],
+    ///     post_trigger: Some(1000),
+    ///     ..Capture::default()
+    /// };
+    /// assert_eq!(
+    ///     c.check().unwrap_err().to_string(),
+    ///     "JETS_CAPTURE clause `post=1000`: the post-trigger cycles must be fewer than the \
+    ///      recorder's window (1000 cycles), or the trigger line leaves it before the dump"
+    /// );
+    /// ```
+    pub fn check(&self) -> Result<(), CaptureError> {
+        let Some(post) = self.post_trigger else { return Ok(()) };
+        let fail = |reason: String| Err(CaptureError { clause: format!("post={post}"), reason });
+        if post == 0 {
+            return fail(
+                "post-trigger cycles must be at least 1 (without `post=`, a trigger \
+                         dumps at once)"
+                    .into(),
+            );
+        }
+        if !self.triggers.iter().any(|t| !matches!(t, Trigger::Signal(_))) {
+            return fail(
+                "`post=` delays the dump of a trigger by a line: add a \
+                         `trigger=EVENT_NAME` or `trigger=error` clause"
+                    .into(),
+            );
+        }
+        if let Some(Recorder::Cycles(window)) = self.recorder {
+            if post >= window {
+                return fail(format!(
+                    "the post-trigger cycles must be fewer than the recorder's window ({window} \
+                     cycles), or the trigger line leaves it before the dump"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn clause<'a>(&mut self, clause: &'a str) -> Result<(), String> {
@@ -234,10 +289,15 @@ impl Capture {
                 }
                 self.triggers.push(trigger);
             }
+            "post" => {
+                once(self.post_trigger.is_some(), key)?;
+                self.post_trigger = Some(number(need(value)?, "post-trigger cycle count")?);
+            }
             _ => {
                 return Err(format!(
                     "unknown clause `{key}` (expected off, clk=A..B, roi, types=, events=, units=, \
-                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, count)"
+                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, \
+                     post=CYCLES, count)"
                 ))
             }
         }
@@ -348,6 +408,9 @@ impl fmt::Display for Capture {
         for t in &self.triggers {
             parts.push(format!("trigger={t}"));
         }
+        if let Some(n) = self.post_trigger {
+            parts.push(format!("post={n}"));
+        }
         if self.count {
             parts.push("count".into());
         }
@@ -369,13 +432,14 @@ mod tests {
     #[test]
     fn every_clause_parses_and_prints_back() {
         let text = "off;clk=10..20;roi;types=Instruction,Stall;events=Squash;units=0,3;\
-                    sample=Instruction:10;recorder=100000;trigger=Squash;trigger=error";
+                    sample=Instruction:10;recorder=100000;trigger=Squash;trigger=error;post=2000";
         let c = Capture::parse(text).unwrap();
         assert_eq!(c.window, Some(10..20));
         assert_eq!(c.units, Some(vec![0, 3]));
         assert_eq!(c.samples, vec![("Instruction".to_owned(), 10)]);
         assert_eq!(c.recorder, Some(Recorder::Cycles(100_000)));
         assert_eq!(c.triggers, vec![Trigger::Event("Squash".into()), Trigger::Error]);
+        assert_eq!(c.post_trigger, Some(2000));
         assert_eq!(c.to_string(), text);
         assert_eq!(Capture::parse(&c.to_string()).unwrap(), c);
         assert_eq!(
@@ -393,6 +457,9 @@ mod tests {
             vec![Trigger::Signal(DumpSignal::Usr1), Trigger::Signal(DumpSignal::Usr2)]
         );
         assert_eq!(signals.to_string(), "recorder=10;trigger=SIGUSR1;trigger=SIGUSR2");
+        // A size-bounded recorder takes any delay: its window is bytes, not cycles.
+        let sized = Capture::parse("recorder=64MiB;trigger=Fault;post=5000000").unwrap();
+        assert_eq!(sized.to_string(), "recorder=64MiB;trigger=Fault;post=5000000");
     }
 
     /// Each bad clause has its own message, naming the clause.
@@ -418,8 +485,14 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, count)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, count)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
+            ("recorder=50;post=10", "JETS_CAPTURE clause `post=10`: `post=` delays the dump of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
+            ("recorder=50;trigger=SIGUSR1;post=10", "JETS_CAPTURE clause `post=10`: `post=` delays the dump of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
+            ("recorder=50;trigger=error;post=0", "JETS_CAPTURE clause `post=0`: post-trigger cycles must be at least 1 (without `post=`, a trigger dumps at once)"),
+            ("recorder=50;trigger=error;post=50", "JETS_CAPTURE clause `post=50`: the post-trigger cycles must be fewer than the recorder's window (50 cycles), or the trigger line leaves it before the dump"),
+            ("recorder=50;trigger=error;post=soon", "JETS_CAPTURE clause `post=soon`: post-trigger cycle count `soon` is not an unsigned integer"),
+            ("recorder=50;trigger=error;post=5;post=6", "JETS_CAPTURE clause `post=6`: `post` is given twice"),
         ];
         for (text, want) in cases {
             assert_eq!(err(text), want, "for {text:?}");

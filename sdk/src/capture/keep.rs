@@ -1116,6 +1116,11 @@ pub(crate) struct Keeper {
     evicted: Vec<Ended>,
     /// A dump is under way: [`Keeper::dump`] stopped at a full batch, and goes on from there.
     dumping: bool,
+    /// `post=`: how many cycles a trigger's dump waits (CAP-REC-5).
+    post_trigger: Option<u64>,
+    /// The cycle at which a delayed trigger's dump is due: the first line the writer takes at
+    /// or after it dumps the recorder, with that line. `u64::MAX` when none is.
+    due: u64,
 }
 
 /// Calls `f` with the node of each record in the batches of `expiring` due by `horizon` (their
@@ -1179,6 +1184,8 @@ impl Keeper {
             spare: Vec::new(),
             evicted: Vec::new(),
             dumping: false,
+            post_trigger: c.post_trigger,
+            due: u64::MAX,
         })
     }
 
@@ -1221,10 +1228,17 @@ impl Keeper {
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
                 unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing, at, m.words) };
                 if trigger {
-                    // CAP-REC-3: a trigger writes the recorder now, with the trigger line in it
-                    // (the writer finishes a dump that stopped at a full batch before it takes
-                    // another line).
-                    self.dump(out);
+                    match self.post_trigger {
+                        // CAP-REC-3: a trigger writes the recorder now, with the trigger line in
+                        // it (the writer finishes a dump that stopped at a full batch before it
+                        // takes another line).
+                        None => {
+                            self.dump(out);
+                        }
+                        // CAP-REC-5: or once the recorder has seen `post` cycles more; a trigger
+                        // meanwhile is in that dump and sets no second one.
+                        Some(post) => self.due = self.due.min(m.clk.saturating_add(post)),
+                    }
                 }
             }
             EVENT => {
@@ -1276,6 +1290,11 @@ impl Keeper {
                     unsafe { out.take(at) };
                 }
             }
+        }
+        if m.clk >= self.due {
+            // CAP-REC-5: a delayed trigger's dump, with the line that reached its cycle.
+            self.due = u64::MAX;
+            self.dump(out);
         }
     }
 

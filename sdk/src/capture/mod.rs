@@ -15,6 +15,7 @@
 //! JETS_CAPTURE="clk=1000000..1100000" ./sim          # one window of 100 k cycles
 //! JETS_CAPTURE="types=Instruction;sample=Instruction:100" ./sim
 //! JETS_CAPTURE="recorder=100000;trigger=error" ./sim # last 100 k cycles before an error
+//! JETS_CAPTURE="recorder=100000;trigger=error;post=20000" ./sim # and 20 k cycles after it
 //! JETS_CAPTURE="clk=1000000..1100000;count" ./sim    # how many lines that window would write
 //! ```
 //!

@@ -758,6 +758,8 @@ impl TraceBuilder {
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?
                 .unwrap_or_default(),
         };
+        // A setting made in code has not been through `Capture::parse`'s checks.
+        capture.check().map_err(|e| Error::InvalidArgument(e.to_string()))?;
         // CAP-REC-4: a signal that dumps the recorder is claimed before anything is written.
         #[cfg(unix)]
         signals::claim_dump_signals(&capture).map_err(Error::InvalidArgument)?;
