@@ -88,3 +88,34 @@ fn count_counts_what_the_setting_writes_and_stats_say_so() {
         assert_eq!(c[format!("total_{kind}")], 0, "{c}");
     }
 }
+
+/// CAP-REC-5 end to end: a flight recorder whose trigger (the demo's squashes) dumps 50 cycles
+/// late writes a valid trace that names the setting; a delay as long as the window stops the demo
+/// naming the clause.
+#[test]
+fn a_delayed_trigger_dumps_a_valid_window_and_a_bad_delay_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = demo("recorder=200;trigger=Squash;post=50", &dir.path().join("o"));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("valid, no warnings"), "{stdout}");
+    assert!(stdout.contains("capture: recorder=200;trigger=Squash;post=50"), "{stdout}");
+    let trace = std::fs::read_dir(dir.path().join("o"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".jets"))
+        .expect("trace");
+    let text = std::fs::read_to_string(trace).unwrap();
+    let footer: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    // The close's dump, and at least one a squash asked for.
+    assert!(footer["recorder_dumps"].as_u64().unwrap() >= 2, "{footer}");
+    assert!(text.contains("\"name\":\"Squash\""));
+
+    let run = demo("recorder=200;trigger=Squash;post=200", &dir.path().join("p"));
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("JETS_CAPTURE clause `post=200`: the post-trigger cycles must be fewer"),
+        "{stderr}"
+    );
+}
