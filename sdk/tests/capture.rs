@@ -486,6 +486,53 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
     assert!(err.contains("JETS_CAPTURE clause `post=50`: the post-trigger cycles"), "{err}");
 }
 
+/// CAP-REC-6: a fault every 20 instructions (cycles 102, 302, ..., 902) triggers a dump each,
+/// unless `dumps=` limits them: with `dumps=2` only the first two faults' windows are written,
+/// then the close's, while the later faults are recorded like any line (the last one, at 902,
+/// is in the close's window); with `post=` too, a fault while a dump is due (a second fault
+/// the next instruction) does not count.
+#[test]
+fn dumps_limits_the_dumps_that_triggers_make() {
+    let run_twice = |c: Capture, twice: bool| {
+        let (t, buf) = open(c);
+        let core = t.root("core", "Core").begin_at(0).unwrap();
+        for i in 0..95u64 {
+            let insn = core.child(format!("i{i}"), "Instruction").begin_at(i * 10).unwrap();
+            if i % 20 == 10 || (twice && i % 20 == 11) {
+                insn.event("Fault").severity(Severity::Error).emit_at(i * 10 + 2).unwrap();
+            }
+            insn.end_at(i * 10 + 5).unwrap();
+        }
+        core.end_at(945).unwrap();
+        t.close().unwrap();
+        valid(&buf.text())
+    };
+    let run = |c| run_twice(c, false);
+    let setting = |dumps| Capture { trigger_dumps: dumps, ..recorder_setting() };
+    let every = run(setting(None));
+    assert_eq!(footer(&every)["recorder_dumps"], 6, "five faults and the close");
+    let two = run(setting(Some(2)));
+    assert_eq!(footer(&two)["recorder_dumps"], 3, "two faults and the close");
+    assert_eq!(footer(&two)["capture"], "recorder=50;trigger=error;dumps=2");
+    let with_fault = |lines: &[Value]| {
+        let ids: Vec<&Value> =
+            lines.iter().filter(|l| l["name"] == "Fault").map(|l| &l["record_id"]).collect();
+        let mut names: Vec<String> = lines
+            .iter()
+            .filter(|l| l["type"] == "record" && ids.contains(&&l["id"]))
+            .map(|l| l["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(with_fault(&every), ["i10", "i30", "i50", "i70", "i90"]);
+    assert_eq!(with_fault(&two), ["i10", "i30", "i90"]);
+    // Delayed by 30 cycles: the fault at 112 is in the dump the one at 102 set, due at 132.
+    let delayed = run_twice(Capture { post_trigger: Some(30), ..setting(Some(2)) }, true);
+    assert_eq!(footer(&delayed)["recorder_dumps"], 3);
+    assert_eq!(with_fault(&delayed), ["i10", "i11", "i30", "i31", "i90", "i91"]);
+}
+
 /// Instruction `i` of the large recorder tests, under `core`: a record at cycle 10 i with a text
 /// field, an event a cycle later, an error event (a trigger) when `i` is `fault`, its end at
 /// 10 i + 5.
@@ -1061,20 +1108,26 @@ proptest! {
     fn recorder_traces_hold_the_last_cycles_and_stay_valid(
         program in proptest::collection::vec(thread_program(), 1..4),
         cycles in 1..80u64,
-        trigger in proptest::option::of((0..3usize, proptest::option::of(1..80u64))),
+        trigger in proptest::option::of((
+            0..3usize,
+            proptest::option::of(1..80u64),
+            proptest::option::of(1..3u64),
+        )),
     ) {
         let full = run(&program, Capture::default());
         let all = keys(&full);
         let mut c = Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() };
-        if let Some((e, post)) = trigger {
+        if let Some((e, post, dumps)) = trigger {
             c.triggers = vec![Trigger::Event(EVENTS[e].to_owned())];
             c.post_trigger = post.filter(|&p| p < cycles);
+            c.trigger_dumps = dumps;
         }
         let text = run(&program, c.clone());
         let lines = valid(&text);
         let dumps = footer(&lines)["recorder_dumps"].as_u64().unwrap();
-        let triggers = trigger.map_or(0, |(e, _)| names(&lines, "event").iter().filter(|n| *n == EVENTS[e]).count());
-        prop_assert!(dumps >= 1 && dumps <= 1 + triggers as u64, "{} dumps, {} triggers ({})", dumps, triggers, c);
+        let triggers = trigger.map_or(0, |(e, ..)| names(&lines, "event").iter().filter(|n| *n == EVENTS[e]).count() as u64);
+        let most = triggers.min(c.trigger_dumps.unwrap_or(u64::MAX));
+        prop_assert!(dumps >= 1 && dumps <= 1 + most, "{} dumps, {} triggers ({})", dumps, triggers, c);
         if c.post_trigger.is_none() && triggers > 0 {
             prop_assert!(dumps >= 2, "a trigger at once always dumps ({})", c);
         }

@@ -13,6 +13,21 @@ fn demo(capture: &str, out: &std::path::Path) -> std::process::Output {
         .unwrap()
 }
 
+/// The text of the trace the demo wrote into `out`.
+fn trace_text(out: &std::path::Path) -> String {
+    let trace = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".jets"))
+        .expect("trace");
+    std::fs::read_to_string(trace).unwrap()
+}
+
+/// A trace's footer.
+fn footer(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
 #[test]
 fn a_window_of_instructions_is_valid_and_stats_say_it_is_a_part() {
     let dir = tempfile::tempdir().unwrap();
@@ -24,12 +39,7 @@ fn a_window_of_instructions_is_valid_and_stats_say_it_is_a_part() {
         stdout.contains("capture: clk=100..200;types=Instruction: a PART of the run"),
         "{stdout}"
     );
-    let trace = std::fs::read_dir(dir.path().join("o"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".jets"))
-        .expect("trace");
-    let text = std::fs::read_to_string(trace).unwrap();
+    let text = trace_text(&dir.path().join("o"));
     for line in text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()) {
         if line["type"] == "event" {
             let clk = line["clk"].as_u64().unwrap();
@@ -60,15 +70,7 @@ fn a_bad_clause_stops_the_demo_naming_the_clause() {
 /// wall clock.)
 #[test]
 fn count_counts_what_the_setting_writes_and_stats_say_so() {
-    let footer = |dir: &std::path::Path| -> serde_json::Value {
-        let trace = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().ends_with(".jets"))
-            .expect("trace");
-        let text = std::fs::read_to_string(trace).unwrap();
-        serde_json::from_str(text.lines().last().unwrap()).unwrap()
-    };
+    let footer = |dir: &std::path::Path| footer(&trace_text(dir));
     let dir = tempfile::tempdir().unwrap();
     let (written, counted) = (dir.path().join("w"), dir.path().join("c"));
     let run = demo("clk=100..400;types=Instruction", &written);
@@ -89,9 +91,9 @@ fn count_counts_what_the_setting_writes_and_stats_say_so() {
     }
 }
 
-/// CAP-REC-5 end to end: a flight recorder whose trigger (the demo's squashes) dumps 50 cycles
-/// late writes a valid trace that names the setting; a delay as long as the window stops the demo
-/// naming the clause.
+/// CAP-REC-5 and CAP-REC-6 end to end: a flight recorder whose trigger (the demo's squashes)
+/// dumps 50 cycles late writes a valid trace that names the setting; `dumps=1` dumps once for
+/// all the squashes; a delay as long as the window stops the demo naming the clause.
 #[test]
 fn a_delayed_trigger_dumps_a_valid_window_and_a_bad_delay_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,16 +102,17 @@ fn a_delayed_trigger_dumps_a_valid_window_and_a_bad_delay_is_refused() {
     assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("valid, no warnings"), "{stdout}");
     assert!(stdout.contains("capture: recorder=200;trigger=Squash;post=50"), "{stdout}");
-    let trace = std::fs::read_dir(dir.path().join("o"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".jets"))
-        .expect("trace");
-    let text = std::fs::read_to_string(trace).unwrap();
-    let footer: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let text = trace_text(&dir.path().join("o"));
+    let delayed = footer(&text);
     // The close's dump, and at least one a squash asked for.
-    assert!(footer["recorder_dumps"].as_u64().unwrap() >= 2, "{footer}");
+    assert!(delayed["recorder_dumps"].as_u64().unwrap() >= 2, "{delayed}");
     assert!(text.contains("\"name\":\"Squash\""));
+
+    // CAP-REC-6: with `dumps=1`, only the first squash dumps, then the close.
+    let run = demo("recorder=200;trigger=Squash;dumps=1", &dir.path().join("q"));
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let once = footer(&trace_text(&dir.path().join("q")));
+    assert_eq!(once["recorder_dumps"], 2, "{once}");
 
     let run = demo("recorder=200;trigger=Squash;post=200", &dir.path().join("p"));
     assert!(!run.status.success());

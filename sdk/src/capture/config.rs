@@ -76,6 +76,11 @@ pub struct Capture {
     /// squash, a recovery), with the trigger line in it (CAP-REC-5). Needs such a trigger, and
     /// fewer cycles than a `recorder=CYCLES` window.
     pub post_trigger: Option<u64>,
+    /// At most this many dumps by triggers by a line (`dumps=N`): then such triggers are
+    /// recorded like any line, and the recorder is written again only by `dump()`, a signal,
+    /// a failure or the close (CAP-REC-6). `dumps=1` keeps the window of the first failure of
+    /// a run whose failures repeat, as a logic analyzer's single-shot mode does.
+    pub trigger_dumps: Option<u64>,
     /// Count the lines the rest of the setting selects instead of writing them (`count`): every
     /// line is still made and handed to the writer thread, which counts it (held ancestors it
     /// would write included) and drops it. The file holds the header and a footer whose
@@ -115,6 +120,7 @@ impl Capture {
             recorder,
             triggers,
             post_trigger: _,
+            trigger_dumps: _,
             count: _,
         } = self;
         window.is_none()
@@ -143,7 +149,7 @@ impl Capture {
     /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
     /// `clk=A..B`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
     /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`,
-    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `count`.
+    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `dumps=N`, `count`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
         let mut c = Capture::default();
         for raw in text.split(';') {
@@ -164,10 +170,10 @@ impl Capture {
         Ok(c)
     }
 
-    /// Checks what no single clause can: that a `post=` delay has a trigger by a line to delay,
-    /// and that the trigger line is still in a `recorder=CYCLES` window when the dump comes
-    /// (CAP-REC-5). [`Capture::parse`] calls it, and so does opening a trace with a setting
-    /// made in code.
+    /// Checks what no single clause can: that `post=` and `dumps=` have a trigger by a line to
+    /// apply to, and that the trigger line is still in a `recorder=CYCLES` window when a delayed
+    /// dump comes (CAP-REC-5, CAP-REC-6). [`Capture::parse`] calls it, and so does opening a
+    /// trace with a setting made in code.
     ///
     /// ```
     /// use jets::capture::{Capture, Recorder, Trigger};
@@ -184,29 +190,44 @@ impl Capture {
     /// );
     /// ```
     pub fn check(&self) -> Result<(), CaptureError> {
-        let Some(post) = self.post_trigger else { return Ok(()) };
-        let fail = |reason: String| Err(CaptureError { clause: format!("post={post}"), reason });
-        if post == 0 {
-            return fail(
-                "post-trigger cycles must be at least 1 (without `post=`, a trigger \
-                         dumps at once)"
-                    .into(),
-            );
+        let by_line = self.triggers.iter().any(|t| !matches!(t, Trigger::Signal(_)));
+        let needs_trigger = |key: &str, what: &str| match by_line {
+            true => Ok(()),
+            false => Err(format!(
+                "`{key}=` {what} a trigger by a line: add a `trigger=EVENT_NAME` or \
+                 `trigger=error` clause"
+            )),
+        };
+        if let Some(post) = self.post_trigger {
+            let clause = format!("post={post}");
+            let check = || {
+                if post == 0 {
+                    return Err("post-trigger cycles must be at least 1 (without `post=`, a \
+                                trigger dumps at once)"
+                        .to_owned());
+                }
+                needs_trigger("post", "delays the dump of")?;
+                match self.recorder {
+                    Some(Recorder::Cycles(window)) if post >= window => Err(format!(
+                        "the post-trigger cycles must be fewer than the recorder's window \
+                         ({window} cycles), or the trigger line leaves it before the dump"
+                    )),
+                    _ => Ok(()),
+                }
+            };
+            check().map_err(|reason| CaptureError { clause, reason })?;
         }
-        if !self.triggers.iter().any(|t| !matches!(t, Trigger::Signal(_))) {
-            return fail(
-                "`post=` delays the dump of a trigger by a line: add a \
-                         `trigger=EVENT_NAME` or `trigger=error` clause"
-                    .into(),
-            );
-        }
-        if let Some(Recorder::Cycles(window)) = self.recorder {
-            if post >= window {
-                return fail(format!(
-                    "the post-trigger cycles must be fewer than the recorder's window ({window} \
-                     cycles), or the trigger line leaves it before the dump"
-                ));
-            }
+        if let Some(n) = self.trigger_dumps {
+            let clause = format!("dumps={n}");
+            let check = || {
+                if n == 0 {
+                    return Err("dumps= must allow at least 1 dump (without a trigger, the \
+                                recorder is written by dump() and at close)"
+                        .to_owned());
+                }
+                needs_trigger("dumps", "limits the dumps of")
+            };
+            check().map_err(|reason| CaptureError { clause, reason })?;
         }
         Ok(())
     }
@@ -293,11 +314,15 @@ impl Capture {
                 once(self.post_trigger.is_some(), key)?;
                 self.post_trigger = Some(number(need(value)?, "post-trigger cycle count")?);
             }
+            "dumps" => {
+                once(self.trigger_dumps.is_some(), key)?;
+                self.trigger_dumps = Some(number(need(value)?, "dump count")?);
+            }
             _ => {
                 return Err(format!(
                     "unknown clause `{key}` (expected off, clk=A..B, roi, types=, events=, units=, \
                      sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, \
-                     post=CYCLES, count)"
+                     post=CYCLES, dumps=N, count)"
                 ))
             }
         }
@@ -411,6 +436,9 @@ impl fmt::Display for Capture {
         if let Some(n) = self.post_trigger {
             parts.push(format!("post={n}"));
         }
+        if let Some(n) = self.trigger_dumps {
+            parts.push(format!("dumps={n}"));
+        }
         if self.count {
             parts.push("count".into());
         }
@@ -432,7 +460,7 @@ mod tests {
     #[test]
     fn every_clause_parses_and_prints_back() {
         let text = "off;clk=10..20;roi;types=Instruction,Stall;events=Squash;units=0,3;\
-                    sample=Instruction:10;recorder=100000;trigger=Squash;trigger=error;post=2000";
+                    sample=Instruction:10;recorder=100000;trigger=Squash;trigger=error;post=2000;dumps=3";
         let c = Capture::parse(text).unwrap();
         assert_eq!(c.window, Some(10..20));
         assert_eq!(c.units, Some(vec![0, 3]));
@@ -440,6 +468,7 @@ mod tests {
         assert_eq!(c.recorder, Some(Recorder::Cycles(100_000)));
         assert_eq!(c.triggers, vec![Trigger::Event("Squash".into()), Trigger::Error]);
         assert_eq!(c.post_trigger, Some(2000));
+        assert_eq!(c.trigger_dumps, Some(3));
         assert_eq!(c.to_string(), text);
         assert_eq!(Capture::parse(&c.to_string()).unwrap(), c);
         assert_eq!(
@@ -485,7 +514,7 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, count)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
             ("recorder=50;post=10", "JETS_CAPTURE clause `post=10`: `post=` delays the dump of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
             ("recorder=50;trigger=SIGUSR1;post=10", "JETS_CAPTURE clause `post=10`: `post=` delays the dump of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
@@ -493,6 +522,10 @@ mod tests {
             ("recorder=50;trigger=error;post=50", "JETS_CAPTURE clause `post=50`: the post-trigger cycles must be fewer than the recorder's window (50 cycles), or the trigger line leaves it before the dump"),
             ("recorder=50;trigger=error;post=soon", "JETS_CAPTURE clause `post=soon`: post-trigger cycle count `soon` is not an unsigned integer"),
             ("recorder=50;trigger=error;post=5;post=6", "JETS_CAPTURE clause `post=6`: `post` is given twice"),
+            ("recorder=50;dumps=1", "JETS_CAPTURE clause `dumps=1`: `dumps=` limits the dumps of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
+            ("recorder=50;trigger=error;dumps=0", "JETS_CAPTURE clause `dumps=0`: dumps= must allow at least 1 dump (without a trigger, the recorder is written by dump() and at close)"),
+            ("recorder=50;trigger=error;dumps=one", "JETS_CAPTURE clause `dumps=one`: dump count `one` is not an unsigned integer"),
+            ("recorder=50;trigger=error;dumps=1;dumps=2", "JETS_CAPTURE clause `dumps=2`: `dumps` is given twice"),
         ];
         for (text, want) in cases {
             assert_eq!(err(text), want, "for {text:?}");

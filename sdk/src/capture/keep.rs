@@ -1118,6 +1118,9 @@ pub(crate) struct Keeper {
     dumping: bool,
     /// `post=`: how many cycles a trigger's dump waits (CAP-REC-5).
     post_trigger: Option<u64>,
+    /// How many more dumps triggers by a line may make (`dumps=`, CAP-REC-6; `u64::MAX`
+    /// without the clause).
+    trigger_dumps_left: u64,
     /// The cycle at which a delayed trigger's dump is due: the first line the writer takes at
     /// or after it dumps the recorder, with that line. `u64::MAX` when none is.
     due: u64,
@@ -1185,6 +1188,7 @@ impl Keeper {
             evicted: Vec::new(),
             dumping: false,
             post_trigger: c.post_trigger,
+            trigger_dumps_left: c.trigger_dumps.unwrap_or(u64::MAX),
             due: u64::MAX,
         })
     }
@@ -1224,10 +1228,15 @@ impl Keeper {
         match kind {
             EVENT if recording => {
                 // SAFETY: the caller's contract.
-                let trigger = !self.triggers.is_empty() && unsafe { self.is_trigger(at) };
+                let trigger = !self.triggers.is_empty()
+                    && self.trigger_dumps_left > 0
+                    && unsafe { self.is_trigger(at) };
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
                 unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing, at, m.words) };
-                if trigger {
+                // A trigger while a delayed dump is due is in that dump (CAP-REC-5).
+                if trigger && self.due == u64::MAX {
+                    // CAP-REC-6: `dumps=` counts the dumps triggers make.
+                    self.trigger_dumps_left -= 1;
                     match self.post_trigger {
                         // CAP-REC-3: a trigger writes the recorder now, with the trigger line in
                         // it (the writer finishes a dump that stopped at a full batch before it
@@ -1235,9 +1244,8 @@ impl Keeper {
                         None => {
                             self.dump(out);
                         }
-                        // CAP-REC-5: or once the recorder has seen `post` cycles more; a trigger
-                        // meanwhile is in that dump and sets no second one.
-                        Some(post) => self.due = self.due.min(m.clk.saturating_add(post)),
+                        // CAP-REC-5: or once the recorder has seen `post` cycles more.
+                        Some(post) => self.due = m.clk.saturating_add(post),
                     }
                 }
             }
