@@ -196,6 +196,39 @@ fn a_window_keeps_its_lines_and_the_ancestors_with_their_real_start() {
     assert_eq!(lines.iter().filter(|l| l["type"] == "record_end").count(), 12);
 }
 
+/// CAP-WIN-2: `every=` repeats the window: with `clk=10..20;every=100`, the instructions that
+/// begin at 10, 110, 210, ... are written with their events; one that begins in a gap and lives
+/// into the next window (i9, 90..125) is written for its event there, with its real start, and
+/// its events in the gap are not.
+#[test]
+fn a_repeated_window_keeps_each_repeat() {
+    let c: Capture = "clk=10..20;every=100".parse().unwrap();
+    let (t, buf) = open(c);
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    for i in 0..50u64 {
+        let insn = core.child_at(i * 10, format!("i{i}"), "Instruction").begin().unwrap();
+        insn.emit_event_at(i * 10 + 1, "EX").unwrap();
+        if i == 9 {
+            insn.emit_event_at(105, "late").unwrap();
+            insn.emit_event_at(115, "late").unwrap();
+            insn.end_at(125).unwrap();
+        } else {
+            insn.end_at(i * 10 + 5).unwrap();
+        }
+    }
+    core.end_at(500).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "record"), ["core", "i1", "i9", "i11", "i21", "i31", "i41"]);
+    let at = |name: &str| -> Vec<u64> {
+        lines.iter().filter(|l| l["name"] == name).map(|l| l["clk"].as_u64().unwrap()).collect()
+    };
+    assert_eq!(at("EX"), [11, 111, 211, 311, 411]);
+    assert_eq!(at("late"), [115]);
+    assert_eq!(at("i9"), [90]);
+    assert_eq!(footer(&lines)["capture"], "clk=10..20;every=100");
+}
+
 #[test]
 fn builders_with_their_cycle_are_judged_when_made_and_written_at_that_cycle() {
     let (t, buf) = open(Capture::parse("clk=100..200").unwrap());
@@ -947,6 +980,12 @@ fn model(text: &str) -> Model {
 /// The lines `c` selects from the unfiltered run, with their ancestors (rules CAP-*).
 fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
     let window = c.window.clone().unwrap_or(0..u64::MAX);
+    // CAP-WIN-2: the window and its repeats; nothing is past the end of a repeated one.
+    let in_window = |clk: u64| match c.every {
+        None => window.contains(&clk),
+        Some(p) => (0..=clk / p).any(|k| (window.start + k * p..window.end + k * p).contains(&clk)),
+    };
+    let past_end = |clk: u64| c.every.is_none() && clk >= window.end;
     // Per-record verdicts in each thread's begin order (parents come first): the thread roots,
     // then each thread's nodes by sequence number.
     let mut dead: HashMap<&str, bool> = HashMap::new();
@@ -959,7 +998,7 @@ fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
     for n in order {
         let (parent, ty, unit, clk, thread, _) = &m.recs[n];
         let p = parent.as_deref();
-        let mut d = p.is_some_and(|p| dead[p]) || *clk >= window.end;
+        let mut d = p.is_some_and(|p| dead[p]) || past_end(*clk);
         if !d {
             if let Some((_, every)) = c.samples.iter().find(|(t, _)| t == ty) {
                 let k = seen.entry((thread.clone(), ty.clone())).or_insert(0);
@@ -976,7 +1015,7 @@ fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
         dead.insert(n, d);
         unit_ok.insert(n, u);
         matches.insert(n, u && t);
-        selected.insert(n, !d && u && t && window.contains(clk));
+        selected.insert(n, !d && u && t && in_window(*clk));
     }
     let _ = text;
     let mut out = BTreeSet::new();
@@ -998,7 +1037,7 @@ fn expected(m: &Model, c: &Capture, text: &str) -> BTreeSet<Key> {
                 let name = m_event_name(text, tag);
                 !dead[r]
                     && matches[r]
-                    && window.contains(&clk.unwrap())
+                    && in_window(clk.unwrap())
                     && c.events.as_ref().is_none_or(|e| e.contains(&name))
             }
             _ => false,
@@ -1036,7 +1075,7 @@ fn m_event_name(text: &str, tag: &str) -> String {
 
 fn setting() -> impl Strategy<Value = Capture> {
     (
-        proptest::option::of((0..60u64, 1..60u64)),
+        proptest::option::of((0..60u64, 1..60u64, proptest::option::of(1..40u64))),
         proptest::option::of(proptest::sample::subsequence(
             vec!["A", "B", "C", "Thread", "Top"],
             1..4,
@@ -1046,7 +1085,9 @@ fn setting() -> impl Strategy<Value = Capture> {
         proptest::option::of((0..3usize, 1..4u64)),
     )
         .prop_map(|(w, types, events, units, sample)| Capture {
-            window: w.map(|(a, l)| a..a + l),
+            window: w.map(|(a, l, _)| a..a + l),
+            // A period longer than the window by 1 to 39 cycles.
+            every: w.and_then(|(_, l, gap)| gap.map(|g| l + g)),
             types: types.map(|t| t.into_iter().map(String::from).collect()),
             events: events.map(|t| t.into_iter().map(String::from).collect()),
             units,

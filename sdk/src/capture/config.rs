@@ -55,6 +55,10 @@ pub struct Capture {
     pub off: bool,
     /// Only lines with `clk` in this window (`clk=A..B`, B excluded).
     pub window: Option<Range<u64>>,
+    /// The window again every this many cycles (`every=P`): `[A + kP, B + kP)` for every k, a
+    /// periodic sample of the run as SMARTS-style sampled simulation takes one (CAP-WIN-2).
+    /// Needs a window shorter than P.
+    pub every: Option<u64>,
     /// Only lines emitted while a region of interest is open (`roi`).
     pub roi: bool,
     /// Only records of these record_types, and the lines on them (`types=`).
@@ -112,6 +116,7 @@ impl Capture {
         let Capture {
             off: _,
             window,
+            every: _,
             roi,
             types,
             events,
@@ -147,7 +152,7 @@ impl Capture {
     }
 
     /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
-    /// `clk=A..B`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
+    /// `clk=A..B`, `every=P`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
     /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`,
     /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `dumps=N`, `count`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
@@ -198,6 +203,21 @@ impl Capture {
                  `trigger=error` clause"
             )),
         };
+        if let Some(every) = self.every {
+            let reason = match &self.window {
+                _ if every == 0 => Some("the period must be at least 1 cycle".to_owned()),
+                None => Some("`every=` repeats a window: add a `clk=A..B` clause".to_owned()),
+                Some(w) if every <= w.end - w.start => Some(format!(
+                    "the period must be longer than the window ({} cycles), or the windows \
+                     would touch",
+                    w.end - w.start
+                )),
+                Some(_) => None,
+            };
+            if let Some(reason) = reason {
+                return Err(CaptureError { clause: format!("every={every}"), reason });
+            }
+        }
         if let Some(post) = self.post_trigger {
             let clause = format!("post={post}");
             let check = || {
@@ -257,6 +277,10 @@ impl Capture {
             "clk" => {
                 once(self.window.is_some(), key)?;
                 self.window = Some(window(need(value)?)?);
+            }
+            "every" => {
+                once(self.every.is_some(), key)?;
+                self.every = Some(number(need(value)?, "period")?);
             }
             "types" => {
                 once(self.types.is_some(), key)?;
@@ -320,9 +344,9 @@ impl Capture {
             }
             _ => {
                 return Err(format!(
-                    "unknown clause `{key}` (expected off, clk=A..B, roi, types=, events=, units=, \
-                     sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, \
-                     post=CYCLES, dumps=N, count)"
+                    "unknown clause `{key}` (expected off, clk=A..B, every=P, roi, types=, \
+                     events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, \
+                     trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"
                 ))
             }
         }
@@ -409,6 +433,9 @@ impl fmt::Display for Capture {
         if let Some(w) = &self.window {
             parts.push(format!("clk={}..{}", w.start, w.end));
         }
+        if let Some(p) = self.every {
+            parts.push(format!("every={p}"));
+        }
         if self.roi {
             parts.push("roi".into());
         }
@@ -459,10 +486,12 @@ mod tests {
 
     #[test]
     fn every_clause_parses_and_prints_back() {
-        let text = "off;clk=10..20;roi;types=Instruction,Stall;events=Squash;units=0,3;\
-                    sample=Instruction:10;recorder=100000;trigger=Squash;trigger=error;post=2000;dumps=3";
+        let text = "off;clk=10..20;every=1000;roi;types=Instruction,Stall;events=Squash;\
+                    units=0,3;sample=Instruction:10;recorder=100000;trigger=Squash;\
+                    trigger=error;post=2000;dumps=3";
         let c = Capture::parse(text).unwrap();
         assert_eq!(c.window, Some(10..20));
+        assert_eq!(c.every, Some(1000));
         assert_eq!(c.units, Some(vec![0, 3]));
         assert_eq!(c.samples, vec![("Instruction".to_owned(), 10)]);
         assert_eq!(c.recorder, Some(Recorder::Cycles(100_000)));
@@ -514,8 +543,13 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, every=P, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
+            ("every=1000", "JETS_CAPTURE clause `every=1000`: `every=` repeats a window: add a `clk=A..B` clause"),
+            ("clk=0..100;every=0", "JETS_CAPTURE clause `every=0`: the period must be at least 1 cycle"),
+            ("clk=0..100;every=100", "JETS_CAPTURE clause `every=100`: the period must be longer than the window (100 cycles), or the windows would touch"),
+            ("clk=0..100;every=1k", "JETS_CAPTURE clause `every=1k`: period `1k` is not an unsigned integer"),
+            ("clk=0..100;every=500;every=600", "JETS_CAPTURE clause `every=600`: `every` is given twice"),
             ("recorder=50;post=10", "JETS_CAPTURE clause `post=10`: `post=` delays the dump of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
             ("recorder=50;trigger=SIGUSR1;post=10", "JETS_CAPTURE clause `post=10`: `post=` delays the dump of a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` clause"),
             ("recorder=50;trigger=error;post=0", "JETS_CAPTURE clause `post=0`: post-trigger cycles must be at least 1 (without `post=`, a trigger dumps at once)"),

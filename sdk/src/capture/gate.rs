@@ -50,7 +50,13 @@ pub(crate) struct Gate {
     /// No type or unit filter and no sample (`events=` does not judge records): a record's
     /// verdict depends on its cycle alone (window, ROI), and is taken inline.
     cycles_only: bool,
+    /// The window (`0..u64::MAX` without one), repeated every `every` cycles when that is not 0
+    /// (CAP-WIN-2).
     window: Range<u64>,
+    every: u64,
+    /// The end of the last window: nothing at or after it is captured (`u64::MAX` for a
+    /// repeated window, which has no last).
+    end: u64,
     roi: bool,
     roi_depth: AtomicI64,
     types: Option<Vec<String>>,
@@ -84,6 +90,11 @@ impl Gate {
                 || !c.samples.is_empty(),
             cycles_only: c.types.is_none() && c.units.is_none() && c.samples.is_empty(),
             window: c.window.clone().unwrap_or(0..u64::MAX),
+            every: c.every.unwrap_or(0),
+            end: match (&c.window, c.every) {
+                (Some(w), None) => w.end,
+                _ => u64::MAX,
+            },
             roi: c.roi,
             roi_depth: AtomicI64::new(0),
             types: c.types.clone(),
@@ -95,8 +106,10 @@ impl Gate {
     }
 
     /// The first cycle a line may be captured at when capture filters at all: a line at an
-    /// earlier cycle is left out whatever its name (0: none is). Nodes keep a copy, so that an
-    /// event under a deferred record before a window is refused without a look here.
+    /// earlier cycle is left out whatever its name (0: none is); with a repeated window, the
+    /// first window's start (the gaps after it are for [`Gate::event`] to judge). Nodes keep a
+    /// copy, so that an event under a deferred record before a window is refused without a look
+    /// here.
     #[inline(always)]
     pub(crate) fn refuse_below(&self) -> u64 {
         if self.filtering {
@@ -135,7 +148,17 @@ impl Gate {
 
     #[inline(always)]
     fn in_region(&self, clk: u64) -> bool {
-        self.window.contains(&clk) && (!self.roi || self.roi_depth.load(Ordering::Relaxed) > 0)
+        self.in_window(clk) && (!self.roi || self.roi_depth.load(Ordering::Relaxed) > 0)
+    }
+
+    /// Whether `clk` is in the window, or in one of its repeats (CAP-WIN-2).
+    #[inline(always)]
+    fn in_window(&self, clk: u64) -> bool {
+        if self.every == 0 {
+            return self.window.contains(&clk);
+        }
+        let Range { start, end } = self.window;
+        clk >= start && (clk - start) % self.every < end - start
     }
 
     /// Counts a line left out by capture.
@@ -151,10 +174,10 @@ impl Gate {
 
     /// False when a child of a captured record with bits `parent` that began at `parent_start`
     /// is left out whatever its cycle and data: capture is off, or the parent began at or after
-    /// the window's end (a child cannot begin before its parent). The builder is then inert.
+    /// the last window's end (a child cannot begin before its parent). The builder is then inert.
     #[inline(always)]
     pub(crate) fn may_record(&self, parent_start: u64) -> bool {
-        self.on() && (!self.filtering || parent_start < self.window.end)
+        self.on() && (!self.filtering || parent_start < self.end)
     }
 
     /// As [`Gate::may_record`], for a child of `record_type` that begins at `clk` (CAP-AT-1):
@@ -175,14 +198,14 @@ impl Gate {
             return Some(false);
         }
         if self.cycles_only {
-            return (parent_start < self.window.end && clk < self.window.end).then_some(false);
+            return (parent_start < self.end && clk < self.end).then_some(false);
         }
         self.record_at_filtered(parent_start, clk, record_type)
     }
 
     #[cold]
     fn record_at_filtered(&self, parent_start: u64, clk: u64, record_type: &Str) -> Option<bool> {
-        if parent_start >= self.window.end || clk >= self.window.end {
+        if parent_start >= self.end || clk >= self.end {
             return None;
         }
         match self.sample_clause(record_type) {
@@ -201,7 +224,7 @@ impl Gate {
         }
         !self.filtering
             || (rec & bits::MATCH != 0
-                && start < self.window.end
+                && start < self.end
                 && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name)))
     }
 
@@ -227,7 +250,7 @@ impl Gate {
         if self.cycles_only {
             // As `record_filtered` with no type, unit or sample clause.
             return match clk {
-                _ if clk >= self.window.end => (Verdict::Leave, bits::LEFT),
+                _ if clk >= self.end => (Verdict::Leave, bits::LEFT),
                 _ if self.in_region(clk) => (Verdict::Select, bits::MATCH | bits::UNIT),
                 _ => (Verdict::Hold, bits::MATCH | bits::UNIT),
             };
@@ -244,7 +267,7 @@ impl Gate {
         parent: impl FnOnce() -> u8,
         sampled: bool,
     ) -> (Verdict, u8) {
-        if clk >= self.window.end {
+        if clk >= self.end {
             // Nothing under it can be in the window either (children start at or after it).
             return (Verdict::Leave, bits::LEFT);
         }

@@ -13,6 +13,7 @@
 //!
 //! ```text
 //! JETS_CAPTURE="clk=1000000..1100000" ./sim          # one window of 100 k cycles
+//! JETS_CAPTURE="clk=0..10000;every=1000000" ./sim  # 10 k cycles of every million
 //! JETS_CAPTURE="types=Instruction;sample=Instruction:100" ./sim
 //! JETS_CAPTURE="recorder=100000;trigger=error" ./sim # last 100 k cycles before an error
 //! JETS_CAPTURE="recorder=100000;trigger=error;post=20000" ./sim # and 20 k cycles after it
