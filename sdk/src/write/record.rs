@@ -937,7 +937,7 @@ fn begin_line(
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
-        return Ok(deferred_word(inner, slot, cap));
+        return Ok(deferred_word(inner, slot, clk, cap));
     }
     Ok(pushed_word(inner, push_slot::<true>(shared, slot)?, cap))
 }
@@ -953,9 +953,11 @@ fn left_out_word(shared: &super::Shared) -> NonNull<Node> {
 /// until a line is made under it. Counted as left out until then, so that a trace closed while
 /// it is open counts it.
 #[inline(always)]
-fn deferred_word(inner: &Arc<Inner>, slot: Box<Slot>, cap: u8) -> NonNull<Node> {
-    inner.shared.gate.leave(gate::RECORD);
-    embedded_node_word(inner, slot, flags(DEFERRED, true, cap) | EMBEDDED)
+fn deferred_word(inner: &Arc<Inner>, slot: Box<Slot>, clk: u64, cap: u8) -> NonNull<Node> {
+    let gate = &inner.shared.gate;
+    gate.leave(gate::RECORD);
+    let refuse_below = gate.refuse_below_at(clk);
+    embedded_node_word(inner, slot, refuse_below, flags(DEFERRED, true, cap) | EMBEDDED)
 }
 
 /// The word of a record line pushed (where it went, and its id), or dropped by the policy
@@ -997,7 +999,8 @@ fn begin_plain<F: PlainFields>(
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
         // As a builder's line, which is what a deferred record keeps in its box.
-        return Ok(deferred_word(inner, boxed_record(line), cap));
+        let clk = line.clk;
+        return Ok(deferred_word(inner, boxed_record(line), clk, cap));
     }
     Ok(pushed_word(inner, ring::push::<true, _>(shared, line)?, cap))
 }
@@ -1533,8 +1536,9 @@ fn left_word(trace_id: u64) -> NonNull<Node> {
 #[inline(always)]
 fn node_word(inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node> {
     let node = nodes::take();
+    let refuse_below = inner.shared.gate.refuse_below();
     // SAFETY: `take` gives a box for a node, ours and uninitialized.
-    unsafe { write_node(node.as_ptr(), inner, id, pos, flags) };
+    unsafe { write_node(node.as_ptr(), inner, id, pos, refuse_below, flags) };
     node
 }
 
@@ -1542,13 +1546,18 @@ fn node_word(inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node>
 /// which the node then owns. Most deferred records end before anything is made under them: one
 /// box to take and give back, not two.
 #[inline(always)]
-fn embedded_node_word(inner: &Arc<Inner>, slot: Box<Slot>, flags: u64) -> NonNull<Node> {
+fn embedded_node_word(
+    inner: &Arc<Inner>,
+    slot: Box<Slot>,
+    refuse_below: u64,
+    flags: u64,
+) -> NonNull<Node> {
     debug_assert!(flags & EMBEDDED != 0);
     let slot = Box::into_raw(slot);
     // SAFETY: a live box of ours; its node is uninitialized and written whole here.
     unsafe {
         let p = (&raw mut (*slot).node).cast::<Node>();
-        write_node(p, inner, 0, NOWHERE, flags);
+        write_node(p, inner, 0, NOWHERE, refuse_below, flags);
         NonNull::new_unchecked(p)
     }
 }
@@ -1561,7 +1570,14 @@ fn embedded_node_word(inner: &Arc<Inner>, slot: Box<Slot>, flags: u64) -> NonNul
 /// # Safety
 /// `p` is valid for writes of a node, and holds none to drop.
 #[inline(always)]
-unsafe fn write_node(p: *mut Node, inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) {
+unsafe fn write_node(
+    p: *mut Node,
+    inner: &Arc<Inner>,
+    id: u64,
+    pos: Pos,
+    refuse_below: u64,
+    flags: u64,
+) {
     let lease = lease::take(inner);
     // SAFETY: see the function. A leased node's `Arc` is a copy the lease's count keeps valid,
     // never dropped (`nodes::free`).
@@ -1570,7 +1586,7 @@ unsafe fn write_node(p: *mut Node, inner: &Arc<Inner>, id: u64, pos: Pos, flags:
             Some(_) => std::ptr::read(inner),
             None => Arc::clone(inner),
         };
-        (&raw mut (*p).refuse_below).write(inner.shared.gate.refuse_below());
+        (&raw mut (*p).refuse_below).write(refuse_below);
         (&raw mut (*p).trace_id).write(inner.shared.gate.trace_id());
         (&raw mut (*p).shared).write(NonNull::from(&*inner.shared));
         (&raw mut (*p).inner).write(ManuallyDrop::new(inner));
