@@ -149,11 +149,8 @@ impl Gate {
     /// here.
     #[inline(always)]
     pub(crate) fn refuse_below(&self) -> u64 {
-        if self.filtering {
-            self.window.start
-        } else {
-            0
-        }
+        // 0 without a window (`0..u64::MAX`).
+        self.window.start
     }
 
     /// [`Gate::refuse_below`] for a record held from cycle `clk` on: with a repeated window,
@@ -162,8 +159,8 @@ impl Gate {
     #[inline(always)]
     pub(crate) fn refuse_below_at(&self, clk: u64) -> u64 {
         let Range { start, end } = self.window;
-        if !self.filtering || self.every.0 == 0 || clk < start {
-            return self.refuse_below();
+        if self.every.0 == 0 || clk < start {
+            return start;
         }
         let into = self.every.rem(clk - start);
         let this = clk - into;
@@ -209,11 +206,12 @@ impl Gate {
     /// Whether `clk` is in the window, or in one of its repeats (CAP-WIN-2).
     #[inline(always)]
     fn in_window(&self, clk: u64) -> bool {
-        if self.every.0 == 0 {
-            return self.window.contains(&clk);
-        }
+        // A single window's own test first: most lines outside it fail the first comparison,
+        // as before there were repeats (`end` is the window's end then).
         let Range { start, end } = self.window;
-        clk >= start && self.every.rem(clk - start) < end - start
+        clk >= start
+            && clk < self.end
+            && (self.every.0 == 0 || self.every.rem(clk - start) < end - start)
     }
 
     /// Counts a line left out by capture.
