@@ -220,6 +220,16 @@ typedef struct jets_options {
    * default (100 ms).
    */
   uint64_t flush_interval_us;
+  /**
+   * What to capture, in the `JETS_CAPTURE` grammar (`"clk=1000000..1100000"`,
+   * `"recorder=100000;trigger=error"`, ...), read during the call: set by the simulator (from
+   * its own command line, say), it wins over the environment variable, as Rust's
+   * `TraceBuilder::capture` does. NULL (the default): the variable's setting, or everything.
+   * A bad setting fails the open with `JETS_ERR_INVALID_ARGUMENT`, naming the clause. Added
+   * after the members above: a program built against a header without it (a smaller `size`)
+   * opens as before.
+   */
+  const char *capture;
 } jets_options;
 
 /**
@@ -711,7 +721,7 @@ int jets_install_fatal_signal_flush(void);
  * C, use JETS_ATTRS_STATIC_INIT (a brace initializer).
  */
 #define JETS_ATTRS_STATIC_INIT { (uint32_t)sizeof(jets_attrs), 0, 0, 0, NULL, 0, NULL, 0, 0 }
-#define JETS_OPTIONS_STATIC_INIT { (uint32_t)sizeof(jets_options), JETS_POLICY_BLOCK, 0, 0 }
+#define JETS_OPTIONS_STATIC_INIT { (uint32_t)sizeof(jets_options), JETS_POLICY_BLOCK, 0, 0, NULL }
 #ifdef __cplusplus
 #define JETS_ATTRS_INIT (jets_attrs JETS_ATTRS_STATIC_INIT)
 #define JETS_OPTIONS_INIT (jets_options JETS_OPTIONS_STATIC_INIT)

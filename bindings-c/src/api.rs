@@ -293,7 +293,8 @@ pub unsafe extern "C" fn jets_open_ex(
 }
 
 /// # Safety
-/// `options` is NULL or points to a `jets_options` whose `size` says how many bytes are valid.
+/// `options` is NULL or points to a `jets_options` whose `size` says how many bytes are valid,
+/// and whose `capture`, when `size` covers it, is NULL or NUL-terminated.
 unsafe fn builder(options: *const jets_options) -> Result<TraceBuilder, Failure> {
     let b = TraceBuilder::new();
     if options.is_null() {
@@ -301,14 +302,28 @@ unsafe fn builder(options: *const jets_options) -> Result<TraceBuilder, Failure>
     }
     // SAFETY: `size` is the first member of every version of the struct.
     let size = unsafe { std::ptr::read_unaligned(options.cast::<u32>()) } as usize;
+    // The first version of the struct ends where `capture` begins: a program built against it
+    // has the members before `capture`, and a larger `size` than ours has ours and newer ones.
+    let first = std::mem::offset_of!(jets_options, capture);
     let ours = std::mem::size_of::<jets_options>();
-    if size < ours {
+    if size < first {
         return Err(Failure::invalid(format!(
-            "options->size is {size}, expected at least {ours} (initialize with JETS_OPTIONS_INIT)"
+            "options->size is {size}, expected at least {first} (initialize with JETS_OPTIONS_INIT)"
         )));
     }
-    // SAFETY: the caller's struct is at least as large as ours; newer members are ignored.
-    let o = unsafe { std::ptr::read(options) };
+    let mut o = jets_options {
+        size: 0,
+        policy: JETS_POLICY_BLOCK,
+        queue_capacity: 0,
+        flush_interval_us: 0,
+        capture: std::ptr::null(),
+    };
+    // Whole members only, those the caller's `size` covers: the rest keep their defaults.
+    let valid = if size >= ours { ours } else { first };
+    // SAFETY: the caller's struct has `size` valid bytes, at least `valid`; `o` is ours.
+    unsafe {
+        std::ptr::copy_nonoverlapping(options.cast::<u8>(), (&raw mut o).cast::<u8>(), valid)
+    };
     let b = match o.policy {
         JETS_POLICY_BLOCK => b.policy(Policy::Block),
         JETS_POLICY_DROP => b.policy(Policy::Drop),
@@ -324,9 +339,16 @@ unsafe fn builder(options: *const jets_options) -> Result<TraceBuilder, Failure>
             )))
         }
     };
-    Ok(match o.flush_interval_us {
+    let b = match o.flush_interval_us {
         0 => b,
         us => b.flush_interval(Duration::from_micros(us)),
+    };
+    // SAFETY: NULL or NUL-terminated, per the member's contract.
+    Ok(match unsafe { cstr::optional(o.capture, "options->capture") }? {
+        None => b,
+        Some(text) => b.capture(text.parse().map_err(|e: jets::capture::CaptureError| {
+            Failure::invalid(format!("options->capture: {e}"))
+        })?),
     })
 }
 

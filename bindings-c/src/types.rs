@@ -115,4 +115,12 @@ pub struct jets_options {
     /// Longest time a line waits in the writer before reaching the OS, in microseconds; 0 for the
     /// default (100 ms).
     pub flush_interval_us: u64,
+    /// What to capture, in the `JETS_CAPTURE` grammar (`"clk=1000000..1100000"`,
+    /// `"recorder=100000;trigger=error"`, ...), read during the call: set by the simulator (from
+    /// its own command line, say), it wins over the environment variable, as Rust's
+    /// `TraceBuilder::capture` does. NULL (the default): the variable's setting, or everything.
+    /// A bad setting fails the open with `JETS_ERR_INVALID_ARGUMENT`, naming the clause. Added
+    /// after the members above: a program built against a header without it (a smaller `size`)
+    /// opens as before.
+    pub capture: *const c_char,
 }

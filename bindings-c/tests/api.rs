@@ -329,16 +329,20 @@ fn options_select_the_drop_policy_and_are_size_checked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("drop.jets");
     let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    // The struct as a program built against the first header has it: no `capture` member.
+    let first = std::mem::offset_of!(jets_options, capture) as u32;
     let mut o = jets_options {
-        size: std::mem::size_of::<jets_options>() as u32,
+        size: first,
         policy: JETS_POLICY_DROP,
         queue_capacity: 16,
         flush_interval_us: 1_000,
+        // Past `size`: never read (were it, this open would fail on the bad clause).
+        capture: c"clk=9..3".as_ptr(),
     };
     let mut t = std::ptr::null_mut();
     // SAFETY: `p` is NUL-terminated; `o` is a whole `jets_options` (the first open claims one
-    // byte fewer, which it refuses after reading only `size`); `t` is a writable out pointer,
-    // then open until the jets_close at the end of the block.
+    // byte fewer than the first version, which it refuses after reading only `size`); `t` is a
+    // writable out pointer, then open until the jets_close at the end of the block.
     unsafe {
         o.size -= 1;
         assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_ERR_INVALID_ARGUMENT);
@@ -357,6 +361,53 @@ fn options_select_the_drop_policy_and_are_size_checked() {
     let written = all.iter().filter(|l| l["type"] == "event").count() as u64;
     let dropped = footer["dropped_events"].as_u64().expect("dropped_events in the footer");
     assert_eq!(written + dropped, 20_000, "every event is written or counted as dropped");
+}
+
+/// `options->capture` sets capture in code: it wins over `JETS_CAPTURE` (which this test process
+/// does not set; the C test `capture_test` sets it and checks the variable alone), and a bad
+/// clause fails the open, naming it, before the file is made.
+#[test]
+fn options_capture_selects_what_is_written_and_a_bad_clause_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("window.jets");
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let mut o = jets_options {
+        size: std::mem::size_of::<jets_options>() as u32,
+        policy: JETS_POLICY_BLOCK,
+        queue_capacity: 0,
+        flush_interval_us: 0,
+        capture: c"clk=9..3".as_ptr(),
+    };
+    let mut t = std::ptr::null_mut();
+    // SAFETY: `p` and the capture texts are NUL-terminated; `o` is a whole `jets_options`; `t`
+    // is a writable out pointer, then open until the jets_close at the end of the block.
+    unsafe {
+        assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_ERR_INVALID_ARGUMENT);
+        assert!(t.is_null());
+        assert_eq!(
+            last_error(),
+            "jets_open: options->capture: JETS_CAPTURE clause `clk=9..3`: the window is empty \
+             (9 is not below 3)"
+        );
+        assert!(!path.exists(), "a refused open created the file");
+        o.capture = c"clk=10..20;every=100".as_ptr();
+        assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_OK, "{}", last_error());
+        let root = jets_record_begin(t, 0, 0, c(c"root"), c(c"Root"), null(), null());
+        for clk in 0..300 {
+            assert_eq!(jets_event(t, root, clk, c(c"e"), null(), null()), JETS_OK);
+        }
+        assert_eq!(jets_record_end(t, root, 300), JETS_OK);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    let clks: Vec<u64> = all
+        .iter()
+        .filter(|l| l["type"] == "event")
+        .map(|l| l["clk"].as_u64().expect("clk"))
+        .collect();
+    let want: Vec<u64> = (10..20).chain(110..120).chain(210..220).collect();
+    assert_eq!(clks, want);
+    assert_eq!(all.last().expect("footer")["capture"], "clk=10..20;every=100");
 }
 
 #[test]

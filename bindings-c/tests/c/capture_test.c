@@ -1,6 +1,6 @@
 /*
  * C99 test of capture control through libjets. Run with JETS_CAPTURE="roi;events=Keep": jets_open
- * reads it; only events named Keep emitted inside a region of interest are written, with their
+ * reads it (a setting in jets_options.capture would win; a bad one there is refused); only events named Keep emitted inside a region of interest are written, with their
  * record as ancestor. Usage: capture_test TRACE_PATH
  * Prints "expect records=R record_ends=E events=V annotations=A" for check_trace.py.
  */
@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -17,6 +18,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     jets_trace *t = NULL;
+    /* options->capture wins over the variable: a bad setting there fails the open, naming it. */
+    jets_options o = JETS_OPTIONS_INIT;
+    CHECK(o.capture == NULL);
+    o.capture = "clk=9..3";
+    CHECK(jets_open_ex(argv[1], NULL, &o, &t) == JETS_ERR_INVALID_ARGUMENT);
+    CHECK(t == NULL);
+    CHECK(strstr(jets_last_error(), "options->capture: JETS_CAPTURE clause `clk=9..3`") != NULL);
     CHECK(jets_open(argv[1], NULL, &t) == JETS_OK);
     if (!t) return 1;
     jets_id core = jets_record_begin(t, 0, 0, "core", "Core", NULL, NULL);
