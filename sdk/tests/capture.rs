@@ -1166,9 +1166,11 @@ proptest! {
         let text = run(&program, c.clone());
         let lines = valid(&text);
         let dumps = footer(&lines)["recorder_dumps"].as_u64().unwrap();
-        let triggers = trigger.map_or(0, |(e, ..)| names(&lines, "event").iter().filter(|n| *n == EVENTS[e]).count() as u64);
+        let events = names(&lines, "event");
+        let triggers =
+            trigger.map_or(0, |(e, ..)| events.iter().filter(|n| *n == EVENTS[e]).count() as u64);
         let most = triggers.min(c.trigger_dumps.unwrap_or(u64::MAX));
-        prop_assert!(dumps >= 1 && dumps <= 1 + most, "{} dumps, {} triggers ({})", dumps, triggers, c);
+        prop_assert!(dumps >= 1 && dumps <= 1 + most, "{dumps} dumps, {triggers} triggers ({c})");
         if c.post_trigger.is_none() && triggers > 0 {
             prop_assert!(dumps >= 2, "a trigger at once always dumps ({})", c);
         }

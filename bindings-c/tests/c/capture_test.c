@@ -1,7 +1,8 @@
 /*
  * C99 test of capture control through libjets. Run with JETS_CAPTURE="roi;events=Keep": jets_open
- * reads it (a setting in jets_options.capture would win; a bad one there is refused); only events named Keep emitted inside a region of interest are written, with their
- * record as ancestor. Usage: capture_test TRACE_PATH
+ * reads it; only events named Keep emitted inside a region of interest are written, with their
+ * record as ancestor. A setting in jets_options.capture would win over the variable: a bad one
+ * there is refused first. Usage: capture_test TRACE_PATH
  * Prints "expect records=R record_ends=E events=V annotations=A" for check_trace.py.
  */
 #include <jets.h>
