@@ -439,6 +439,30 @@ fn deferred_records_are_pushed_once_when_needed_and_counted_when_not() {
     assert_eq!(f["left_out_events"], 26);
 }
 
+/// `Trace::roi`'s guard closes its region however its scope ends, a panic included, and may
+/// close it on another thread.
+#[test]
+fn a_roi_guard_closes_its_region_on_every_way_out() {
+    let (t, buf) = open("roi".parse().unwrap());
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _roi = t.roi();
+        core.emit_event_at(1, "in").unwrap();
+        panic!("the simulator fails inside its region");
+    }));
+    assert!(panicked.is_err());
+    core.emit_event_at(2, "out").unwrap();
+    let guard = t.roi();
+    core.emit_event_at(3, "in").unwrap();
+    std::thread::spawn(move || drop(guard)).join().unwrap();
+    core.emit_event_at(4, "out").unwrap();
+    assert!(!t.roi_end(), "no region is left open");
+    core.end_at(5).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "event"), ["in", "in"]);
+}
+
 #[test]
 fn roi_regions_nest_across_threads() {
     let (t, buf) = open(Capture::parse("roi").unwrap());

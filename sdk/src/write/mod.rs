@@ -834,6 +834,17 @@ impl TraceBuilder {
     }
 }
 
+/// A region of interest, open until this guard is dropped ([`Trace::roi`]).
+#[must_use = "the region of interest closes when this guard is dropped"]
+pub struct Roi(Trace);
+
+impl Drop for Roi {
+    fn drop(&mut self) {
+        // `Trace::roi` opened one for this guard to close: regions are counted, not named.
+        self.0.roi_end();
+    }
+}
+
 /// An open trace: the root of everything a simulator emits.
 ///
 /// `Send + Sync` and cheap to clone; every clone writes to the same file. The trace is closed
@@ -971,6 +982,33 @@ impl Trace {
     /// Closes a region of interest. Returns false (and does nothing) when none was open.
     pub fn roi_end(&self) -> bool {
         self.0.shared.gate.roi_end()
+    }
+
+    /// Opens a region of interest that stays open until the returned guard is dropped: the
+    /// scoped form of [`Trace::roi_begin`] and [`Trace::roi_end`], closed on every way out of
+    /// the scope, an early `return`, a `?` or a panic included. The guard holds a clone of the
+    /// trace and is `Send`, so a region opened on one thread may close on another.
+    ///
+    /// ```
+    /// # use jets::{capture::Capture, Metadata, TraceBuilder};
+    /// let trace = TraceBuilder::new()
+    ///     .capture("roi".parse::<Capture>()?)
+    ///     .writer(std::io::sink(), Metadata::new())?;
+    /// let core = trace.root("core", "Core").begin_at(0)?;
+    /// core.emit_event_at(1, "warm-up")?; // outside: left out
+    /// {
+    ///     let _kernel = trace.roi();
+    ///     core.emit_event_at(2, "kernel")?; // written
+    /// }
+    /// core.emit_event_at(3, "after")?; // left out
+    /// assert_eq!(trace.left_out().events, 2);
+    /// # core.end_at(4)?;
+    /// # trace.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn roi(&self) -> Roi {
+        self.roi_begin();
+        Roi(self.clone())
     }
 
     /// Writes what the flight recorder holds (with the ancestors its lines need) and waits until
