@@ -395,6 +395,13 @@ public:
     void host_monitor_stop() { detail::check(jets_host_monitor_stop(get())); }
     /** Waits until everything emitted so far is written. */
     void flush() { detail::check(jets_flush(get())); }
+    /** Turns capture on (jets_capture_on): lines from now on are written, as the setting
+     *  (JETS_CAPTURE, or jets_options.capture) selects. */
+    void capture_on() { detail::check(jets_capture_on(get())); }
+    /** Turns capture off (jets_capture_off): until capture_on(), lines are left out. */
+    void capture_off() { detail::check(jets_capture_off(get())); }
+    /** Writes what the flight recorder holds now (jets_dump); without one, flush(). */
+    void dump() { detail::check(jets_dump(get())); }
     /** Writes the footer and completes the file; the trace and its records are unusable
      *  afterwards (records still alive end nothing). */
     void close() { detail::check(jets_close(take())); }
@@ -444,6 +451,25 @@ public:
 private:
     detail::shared h_;
     jets_id id_ = 0;
+};
+
+/**
+ * A region of interest (jets_roi_begin/jets_roi_end, for the `roi` clause of JETS_CAPTURE, as
+ * gem5's m5_work_begin/end): open while the object lives, closed as it goes out of scope, an
+ * exception included. Regions nest, and may be opened on any thread; neither copyable nor
+ * movable, like a range.
+ */
+class region {
+public:
+    explicit region(trace &t) : h_(t.shared()) { detail::check(jets_roi_begin(h_->t)); }
+    region(const region &) = delete;
+    region &operator=(const region &) = delete;
+    ~region() {
+        if (h_->t != nullptr) (void)jets_roi_end(h_->t);
+    }
+
+private:
+    detail::shared h_;
 };
 
 }  // namespace jets

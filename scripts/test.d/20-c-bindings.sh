@@ -143,6 +143,10 @@ run wrapper "$work/wrapper_test" "$work/wrapper.jets"
 python3 "$check" "$work/wrapper.jets.host"
 python3 "$check" "$work/wrapper.jets.late" --expect "records=2 record_ends=0 open=2"
 python3 "$check" "$work/wrapper.jets.dropped" --expect "records=1 record_ends=0 open=1"
+# Capture in code with regions of interest: the events inside, 2 4 5 (3 was made with capture off).
+python3 "$check" "$work/wrapper.jets.roi" --expect "records=1 record_ends=1 events=3"
+[ "$(grep -o '"name":"[a-z-]*","record_id"' "$work/wrapper.jets.roi" | cut -d'"' -f4 | tr '\n' ' ')" \
+    = "inside nested inside-again " ] || { echo "FAIL: wrapper.jets.roi holds the wrong events"; exit 1; }
 grep -q '"record_type":"HostProcess"' "$work/wrapper.jets.host"
 grep -q '"name":"typed-status".*"status":"stalled"' "$work/wrapper.jets"
 grep -q '"name":"dynamic".*"severity":"warning".*"k9":9' "$work/wrapper.jets"

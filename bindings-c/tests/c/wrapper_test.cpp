@@ -207,6 +207,34 @@ int main(int argc, char **argv) {
             survivor.reset();
         }
 
+        {
+            // Capture set in code (it wins over JETS_CAPTURE): only what a region of interest
+            // encloses while capture is on is written, with the record above it; a dump without
+            // a recorder is a flush.
+            jets_options o = JETS_OPTIONS_INIT;
+            o.capture = "roi";
+            jets::trace c((std::string(argv[1]) + ".roi").c_str(), nullptr, &o);
+            jets::record core = c.root("core", "Core", 0);
+            core.event("before", 1);
+            {
+                jets::region roi(c);
+                core.event("inside", 2);
+                {
+                    jets::region nested(c);
+                    c.capture_off();
+                    core.event("off", 3);
+                    c.capture_on();
+                    core.event("nested", 4);
+                }
+                core.event("inside-again", 5);
+            }
+            core.event("after", 6);
+            c.dump();
+            CHECK(jets_roi_end(c.get()) == JETS_ERR_INVALID_ARGUMENT);  // every region closed
+            core.end(7);
+            c.close();
+        }
+
         jets::record kept = top.child("kept-open", "Block", 30);
         records++;
         CHECK(kept.release() != 0);  // stays open: the footer counts it
