@@ -111,6 +111,9 @@ fn a_delayed_trigger_dumps_a_valid_window_and_a_bad_delay_is_refused() {
     // CAP-REC-6: with `dumps=1`, only the first squash dumps, then the close.
     let run = demo("recorder=200;trigger=Squash;dumps=1", &dir.path().join("q"));
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    // `jets stats` (the demo's step 3) says how the file was made.
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("written by 2 dumps of the flight recorder"), "{stdout}");
     let once = footer(&trace_text(&dir.path().join("q")));
     assert_eq!(once["recorder_dumps"], 2, "{once}");
 

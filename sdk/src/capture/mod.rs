@@ -77,3 +77,6 @@ pub const FOOTER_KINDS: [&str; 4] = ["records", "events", "annotations", "record
 pub const FOOTER_LEFT_OUT: &str = "left_out_";
 /// The prefix of the footer members that count what `count` counted (`counted_events`).
 pub const FOOTER_COUNTED: &str = "counted_";
+/// The footer member that counts a flight recorder's dumps (CAP-FOOT-1): written by the SDK when
+/// the setting has a recorder, read by `jets stats`.
+pub const FOOTER_RECORDER_DUMPS: &str = "recorder_dumps";

@@ -16,7 +16,7 @@ use super::WRITE_BATCH_BYTES as BATCH_BYTES;
 use super::{Control, Helper, Policy, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
-use crate::capture::{LeftOut, FOOTER_COUNTED, FOOTER_LEFT_OUT};
+use crate::capture::{LeftOut, FOOTER_COUNTED, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS};
 use crate::error::Error;
 use crate::format::{self, Footer};
 
@@ -960,7 +960,7 @@ impl Writer {
         footer.extra.insert("capture".into(), capture.to_string().into());
         insert_counts(footer, FOOTER_LEFT_OUT, &left);
         if capture.recorder.is_some() {
-            footer.extra.insert("recorder_dumps".into(), s.dumps.into());
+            footer.extra.insert(FOOTER_RECORDER_DUMPS.into(), s.dumps.into());
         }
         if capture.count {
             insert_counts(footer, FOOTER_COUNTED, &s.counted);

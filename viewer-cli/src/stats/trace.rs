@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use jets::capture::{FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT};
+use jets::capture::{FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS};
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
 
@@ -438,11 +438,20 @@ impl TraceStats {
                             .collect::<Vec<_>>()
                             .join(", ")
                     };
+                    // A flight recorder's file is its dumps, one after another.
+                    let dumps = self
+                        .footer
+                        .as_ref()
+                        .and_then(|f| f.extra.get(FOOTER_RECORDER_DUMPS)?.as_u64())
+                        .map_or(String::new(), |n| {
+                            let s = if n == 1 { "" } else { "s" };
+                            format!("; written by {n} dump{s} of the flight recorder")
+                        });
                     if counted.is_empty() {
                         let _ = writeln!(
                             s,
-                            "capture: {setting}: a PART of the run (left out: {}); figures above \
-                             describe the captured lines only",
+                            "capture: {setting}: a PART of the run (left out: {}{dumps}); figures \
+                             above describe the captured lines only",
                             list(left)
                         );
                     } else {
