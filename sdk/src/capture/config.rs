@@ -175,9 +175,10 @@ impl Capture {
         Ok(c)
     }
 
-    /// Checks what no single clause can: that `post=` and `dumps=` have a trigger by a line to
-    /// apply to, and that the trigger line is still in a `recorder=CYCLES` window when a delayed
-    /// dump comes (CAP-REC-5, CAP-REC-6). [`Capture::parse`] calls it, and so does opening a
+    /// Checks what no single clause can: that an `every=` period is longer than its `clk=`
+    /// window, that `post=` and `dumps=` have a trigger by a line to apply to, and that a
+    /// delayed dump comes while the trigger line is still in a `recorder=CYCLES` window
+    /// (CAP-WIN-2, CAP-REC-5, CAP-REC-6). [`Capture::parse`] calls it, and so does opening a
     /// trace with a setting made in code.
     ///
     /// ```
@@ -195,61 +196,67 @@ impl Capture {
     /// );
     /// ```
     pub fn check(&self) -> Result<(), CaptureError> {
-        let by_line = self.triggers.iter().any(|t| !matches!(t, Trigger::Signal(_)));
-        let needs_trigger = |key: &str, what: &str| match by_line {
-            true => Ok(()),
-            false => Err(format!(
-                "`{key}=` {what} a trigger by a line: add a `trigger=EVENT_NAME` or \
-                 `trigger=error` clause"
-            )),
-        };
-        if let Some(every) = self.every {
-            let reason = match &self.window {
-                _ if every == 0 => Some("the period must be at least 1 cycle".to_owned()),
-                None => Some("`every=` repeats a window: add a `clk=A..B` clause".to_owned()),
-                Some(w) if every <= w.end - w.start => Some(format!(
-                    "the period must be longer than the window ({} cycles), or the windows \
-                     would touch",
-                    w.end - w.start
-                )),
-                Some(_) => None,
-            };
-            if let Some(reason) = reason {
-                return Err(CaptureError { clause: format!("every={every}"), reason });
-            }
+        let named = |clause: String| move |reason| CaptureError { clause, reason };
+        if let Some(p) = self.every {
+            self.check_every(p).map_err(named(format!("every={p}")))?;
         }
-        if let Some(post) = self.post_trigger {
-            let clause = format!("post={post}");
-            let check = || {
-                if post == 0 {
-                    return Err("post-trigger cycles must be at least 1 (without `post=`, a \
-                                trigger dumps at once)"
-                        .to_owned());
-                }
-                needs_trigger("post", "delays the dump of")?;
-                match self.recorder {
-                    Some(Recorder::Cycles(window)) if post >= window => Err(format!(
-                        "the post-trigger cycles must be fewer than the recorder's window \
-                         ({window} cycles), or the trigger line leaves it before the dump"
-                    )),
-                    _ => Ok(()),
-                }
-            };
-            check().map_err(|reason| CaptureError { clause, reason })?;
+        if let Some(p) = self.post_trigger {
+            self.check_post(p).map_err(named(format!("post={p}")))?;
         }
         if let Some(n) = self.trigger_dumps {
-            let clause = format!("dumps={n}");
-            let check = || {
-                if n == 0 {
-                    return Err("dumps= must allow at least 1 dump (without a trigger, the \
-                                recorder is written by dump() and at close)"
-                        .to_owned());
-                }
-                needs_trigger("dumps", "limits the dumps of")
-            };
-            check().map_err(|reason| CaptureError { clause, reason })?;
+            self.check_dumps(n).map_err(named(format!("dumps={n}")))?;
         }
         Ok(())
+    }
+
+    fn check_every(&self, period: u64) -> Result<(), String> {
+        let Some(w) = &self.window else {
+            return Err("`every=` repeats a window: add a `clk=A..B` clause".into());
+        };
+        if period <= w.end - w.start {
+            return Err(format!(
+                "the period must be longer than the window ({} cycles), or the windows would \
+                 touch",
+                w.end - w.start
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_post(&self, post: u64) -> Result<(), String> {
+        if post == 0 {
+            return Err("post-trigger cycles must be at least 1 (without `post=`, a trigger \
+                        dumps at once)"
+                .into());
+        }
+        self.needs_line_trigger("post", "delays the dump of")?;
+        match self.recorder {
+            Some(Recorder::Cycles(window)) if post >= window => Err(format!(
+                "the post-trigger cycles must be fewer than the recorder's window ({window} \
+                 cycles), or the trigger line leaves it before the dump"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_dumps(&self, n: u64) -> Result<(), String> {
+        if n == 0 {
+            return Err("dumps= must allow at least 1 dump (without a trigger, the recorder is \
+                        written by dump() and at close)"
+                .into());
+        }
+        self.needs_line_trigger("dumps", "limits the dumps of")
+    }
+
+    /// `key=` (which `what` a trigger) needs a trigger by an event: by name or `error`.
+    fn needs_line_trigger(&self, key: &str, what: &str) -> Result<(), String> {
+        if self.triggers.iter().any(|t| !matches!(t, Trigger::Signal(_))) {
+            return Ok(());
+        }
+        Err(format!(
+            "`{key}=` {what} a trigger by a line: add a `trigger=EVENT_NAME` or `trigger=error` \
+             clause"
+        ))
     }
 
     fn clause<'a>(&mut self, clause: &'a str) -> Result<(), String> {
@@ -546,7 +553,7 @@ mod tests {
             ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, every=P, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
             ("every=1000", "JETS_CAPTURE clause `every=1000`: `every=` repeats a window: add a `clk=A..B` clause"),
-            ("clk=0..100;every=0", "JETS_CAPTURE clause `every=0`: the period must be at least 1 cycle"),
+            ("clk=0..100;every=0", "JETS_CAPTURE clause `every=0`: the period must be longer than the window (100 cycles), or the windows would touch"),
             ("clk=0..100;every=100", "JETS_CAPTURE clause `every=100`: the period must be longer than the window (100 cycles), or the windows would touch"),
             ("clk=0..100;every=1k", "JETS_CAPTURE clause `every=1k`: period `1k` is not an unsigned integer"),
             ("clk=0..100;every=500;every=600", "JETS_CAPTURE clause `every=600`: `every` is given twice"),
