@@ -75,9 +75,11 @@ struct Node {
     ///   file.
     flags: AtomicU64,
     /// Lines under the record at a cycle before this one are left out whatever their name: the
-    /// capture window's start ([`crate::capture::gate::Gate::refuse_below`]). Read by `event_at`
-    /// before the gate, so that the events of a record deferred before a window, most of the
-    /// lines there, are refused from the node alone.
+    /// capture window's start ([`crate::capture::gate::Gate::refuse_below`]), or for a record
+    /// deferred in a gap of a repeated window, the next window's
+    /// ([`crate::capture::gate::Gate::refuse_below_at`]). Read by `event_at` before the gate, so
+    /// that the events of a record deferred before a window, most of the lines there, are
+    /// refused from the node alone.
     refuse_below: u64,
     /// The trace's id, which keys the left-out counters: a copy, read on every line a capture
     /// window leaves out under a deferred record.
