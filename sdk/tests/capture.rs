@@ -439,18 +439,20 @@ fn deferred_records_are_pushed_once_when_needed_and_counted_when_not() {
     assert_eq!(f["left_out_events"], 26);
 }
 
-/// `Trace::roi`'s guard closes its region however its scope ends, a panic included, and may
-/// close it on another thread.
+/// `Trace::roi`'s guard closes its region however its scope ends, an early return by `?`
+/// included, and may close it on another thread. (Not by a panic here: the panic hook dumps
+/// every flight recorder open in the process, the other tests' too.)
 #[test]
 fn a_roi_guard_closes_its_region_on_every_way_out() {
     let (t, buf) = open("roi".parse().unwrap());
-    let core = t.root("core", "Core").begin_at(0).unwrap();
-    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let core = t.root("core", "Core").begin_at(1).unwrap();
+    let fails = || -> Result<(), jets::Error> {
         let _roi = t.roi();
-        core.emit_event_at(1, "in").unwrap();
-        panic!("the simulator fails inside its region");
-    }));
-    assert!(panicked.is_err());
+        core.emit_event_at(1, "in")?;
+        core.emit_event_at(0, "before its record")?; // refused: returns here
+        core.emit_event_at(2, "not reached")
+    };
+    assert!(fails().is_err());
     core.emit_event_at(2, "out").unwrap();
     let guard = t.roi();
     core.emit_event_at(3, "in").unwrap();
@@ -510,25 +512,29 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     assert_eq!(f["recorder_dumps"], 3);
 }
 
-/// CAP-REC-5: with `post=20`, the trigger at cycle 402 dumps once the writer takes a line at
-/// cycle 422 or later (the end of i42, at 425), with that line: the window then holds what came
-/// after the trigger as well as what led to it, and the trigger event itself.
+/// CAP-REC-5: with `post=20`, the trigger at cycle 402 dumps once the writer is given a line at
+/// cycle 422 or later (the end of i42, at 425), before that line: the window then holds what came
+/// after the trigger (up to i42's event at 421) as well as what led to it (from i37's end at 375,
+/// above 421 - 50), and the trigger event itself. i42's end comes after the dump and has left the
+/// window by the next one, so i42 stays open in the file.
 #[test]
 fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
     let c = Capture { post_trigger: Some(20), ..recorder_setting() };
     let (_, text) = recorded(c);
     let lines = valid(&text);
-    // The delayed dump: lines above cycle 425 - 50 (i37's end, at 375, has left the window); the
-    // explicit dump and the close as without `post=`.
+    // The delayed dump, then the explicit dump and the close as without `post=`.
     assert_eq!(
         names(&lines, "record"),
-        ["core", "i38", "i39", "i40", "i41", "i42", "i94", "i95", "i96", "i97", "i98", "i99"]
+        [
+            "core", "i37", "i38", "i39", "i40", "i41", "i42", "i94", "i95", "i96", "i97", "i98",
+            "i99"
+        ]
     );
     assert_eq!(names(&lines, "event").iter().filter(|n| *n == "Fault").count(), 1);
     let i42 = lines.iter().find(|l| l["name"] == "i42").unwrap()["id"].clone();
     assert!(
-        lines.iter().any(|l| l["type"] == "record_end" && l["record_id"] == i42),
-        "the line that reached the due cycle is in the dump"
+        !lines.iter().any(|l| l["type"] == "record_end" && l["record_id"] == i42),
+        "the line that reached the due cycle comes after the dump"
     );
     let f = footer(&lines);
     assert_eq!(f["capture"], "recorder=50;trigger=error;post=20");
@@ -541,6 +547,31 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
     };
     let err = err.to_string();
     assert!(err.contains("JETS_CAPTURE clause `post=50`: the post-trigger cycles"), "{err}");
+}
+
+/// CAP-REC-5: the line that reaches a delayed dump's cycle may be far past it (after a quiet
+/// stretch, or from another thread): the dump is written before that line moves the window, so
+/// the trigger and what led to it are still in it.
+#[test]
+fn a_line_far_past_the_due_cycle_does_not_push_the_trigger_out() {
+    let (t, buf) = open(Capture { post_trigger: Some(5), ..recorder_setting() });
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    for i in 0..10u64 {
+        let insn = core.child_at(i * 10, format!("i{i}"), "Instruction").begin().unwrap();
+        if i == 5 {
+            insn.event_at(52, "Fault").severity(Severity::Error).emit().unwrap();
+        }
+        insn.end_at(i * 10 + 5).unwrap();
+    }
+    // The next line, at 10 000, is the first at or after the due cycle 57.
+    core.emit_event_at(10_000, "late").unwrap();
+    core.end_at(10_001).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(names(&lines, "event"), ["Fault", "late"]);
+    // The delayed dump: above 55 - 50 (i0's end at 5 has left); the close's: `late` and the end.
+    assert_eq!(names(&lines, "record"), ["core", "i1", "i2", "i3", "i4", "i5"]);
+    assert_eq!(footer(&lines)["recorder_dumps"], 2);
 }
 
 /// CAP-REC-6: a fault every 20 instructions (cycles 102, 302, ..., 902) triggers a dump each,
@@ -1194,7 +1225,7 @@ proptest! {
         let triggers =
             trigger.map_or(0, |(e, ..)| events.iter().filter(|n| *n == EVENTS[e]).count() as u64);
         let most = triggers.min(c.trigger_dumps.unwrap_or(u64::MAX));
-        prop_assert!(dumps >= 1 && dumps <= 1 + most, "{dumps} dumps, {triggers} triggers ({c})");
+        prop_assert!(dumps >= 1 && dumps <= 1 + most, "{dumps} dumps, {triggers} triggers ({c})\n{text}");
         if c.post_trigger.is_none() && triggers > 0 {
             prop_assert!(dumps >= 2, "a trigger at once always dumps ({})", c);
         }

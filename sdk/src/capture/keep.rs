@@ -899,6 +899,11 @@ struct Ring {
     /// The words of the entries in the window.
     words: u64,
     max_clk: u64,
+    /// A trigger line whose dump is delayed (CAP-REC-5), by its place in the `kept` count: it
+    /// and the lines after it stay until the dump, whatever their cycles (`u64::MAX`: none).
+    /// A trigger that came late, another thread's line at a cycle the window had left, would
+    /// otherwise leave before its own dump.
+    pin: u64,
     /// The first line whose leaving `prefetch_leaving` has not asked for yet (counted as `kept`
     /// and `gone` count), and its entry; only meaningful while above `gone`.
     prefetched: u64,
@@ -934,6 +939,7 @@ impl Ring {
             gone: 0,
             words: 0,
             max_clk: 0,
+            pin: u64::MAX,
             prefetched: 0,
             prefetched_at: std::ptr::null_mut(),
             prefetched_record: 0,
@@ -946,6 +952,12 @@ impl Ring {
 
     fn len(&self) -> usize {
         self.index.len
+    }
+
+    /// How many lines eviction leaves at least: the newest, or from a pinned trigger on.
+    #[inline]
+    fn floor(&self) -> usize {
+        self.kept.saturating_sub(self.pin).max(1) as usize
     }
 
     /// Copies the entries taken and not copied yet ([`Ring::pending`]).
@@ -990,8 +1002,9 @@ impl Ring {
     /// this is most of the lines (`pop` one at a time).
     #[inline]
     fn skip_fast(&mut self) {
+        let floor = self.floor();
         let Recorder::Cycles(n) = self.limit else {
-            while self.len() > 1 {
+            while self.len() > floor {
                 let item = *self.index.front_mut();
                 if item.flags() & FAST == 0 || !self.is_old() {
                     break;
@@ -1006,7 +1019,7 @@ impl Ring {
         let (mut head, mut len, mut start) = (index.head, index.len, self.start);
         let mut clk = index.front_clk;
         let mut words = 0;
-        while len > 1 {
+        while len > floor {
             let item = items[head & mask];
             if item.flags() & FAST == 0 || clk.saturating_add(n) > self.max_clk {
                 break;
@@ -1121,8 +1134,8 @@ pub(crate) struct Keeper {
     /// How many more dumps triggers by a line may make (`dumps=`, CAP-REC-6; `u64::MAX`
     /// without the clause).
     trigger_dumps_left: u64,
-    /// The cycle at which a delayed trigger's dump is due: the first line the writer takes at
-    /// or after it dumps the recorder, with that line. `u64::MAX` when none is.
+    /// The cycle at which a delayed trigger's dump is due: the first line the writer offers at
+    /// or after it dumps the recorder, before that line is taken. `u64::MAX` when none is.
     due: u64,
 }
 
@@ -1204,9 +1217,15 @@ impl Keeper {
         self.ring.as_ref().map_or(0, |r| r.gone)
     }
 
-    /// Takes the popped entry at `at`: writes it to `out` (and drops it) now, or keeps it. The
-    /// entry belongs to the keeper either way: the caller only pops its words. A trigger
-    /// (CAP-REC-3) writes the recorder at once, with the trigger line.
+    /// Takes the entry at `at`: writes it to `out` (and drops it) now, or keeps it; returns
+    /// true. The entry then belongs to the keeper either way: the caller only pops its words. A
+    /// trigger (CAP-REC-3) writes the recorder at once, with the trigger line.
+    ///
+    /// Returns false, the entry not taken, when a delayed trigger's dump (CAP-REC-5) is due at
+    /// its cycle: the dump is begun instead, and the caller gives the entry again once the dump
+    /// is written. The dump holds what came before that line, so that a line far past the due
+    /// cycle (another thread's, or one after a long quiet stretch) does not move the window past
+    /// the trigger first.
     ///
     /// Only the entry's head is read here (`Entry::head`), and the entry read anew
     /// (`Out::take`, `is_trigger`, `begin`) wherever all of it is needed: an `Entry` whose
@@ -1219,9 +1238,14 @@ impl Keeper {
     /// `at` is a published, not yet dropped entry, whose words stay where they are until
     /// [`Keeper::copy_taken`] (the writer calls it before it hands a ring's words back).
     #[inline]
-    pub(crate) unsafe fn line(&mut self, at: *mut u64, out: &mut dyn Out) {
+    pub(crate) unsafe fn line(&mut self, at: *mut u64, out: &mut dyn Out) -> bool {
         // SAFETY: the caller's contract; `m` is not used once the entry is moved.
         let m = unsafe { Entry::head(at) };
+        if m.clk >= self.due {
+            self.due = u64::MAX;
+            self.dump(out);
+            return false;
+        }
         let kind = kind_index(m.kind);
         self.seen[kind] += 1;
         let recording = self.ring.is_some();
@@ -1244,8 +1268,14 @@ impl Keeper {
                         None => {
                             self.dump(out);
                         }
-                        // CAP-REC-5: or once the recorder has seen `post` cycles more.
-                        Some(post) => self.due = m.clk.saturating_add(post),
+                        // CAP-REC-5: or once the recorder has seen `post` cycles more, the
+                        // trigger line kept until then (it is the newest now).
+                        Some(post) => {
+                            self.due = m.clk.saturating_add(post);
+                            if let Some(ring) = self.ring.as_mut() {
+                                ring.pin = ring.kept - 1;
+                            }
+                        }
                     }
                 }
             }
@@ -1299,11 +1329,7 @@ impl Keeper {
                 }
             }
         }
-        if m.clk >= self.due {
-            // CAP-REC-5: a delayed trigger's dump, with the line that reached its cycle.
-            self.due = u64::MAX;
-            self.dump(out);
-        }
+        true
     }
 
     /// A record line: written now (selected, no recorder), or a node of the table, its line in
@@ -1440,7 +1466,7 @@ impl Keeper {
         ring.prefetch_leaving(&self.table.nodes);
         loop {
             ring.skip_fast();
-            if ring.len() <= 1 {
+            if ring.len() <= ring.floor() {
                 break;
             }
             let (front, item) = ring.front();
@@ -1735,6 +1761,10 @@ impl Keeper {
             self.dumps += 1;
             self.evict();
             self.dumping = true;
+            // Everything is written now, a pinned trigger too.
+            if let Some(ring) = self.ring.as_mut() {
+                ring.pin = u64::MAX;
+            }
         }
         while let Some(ring) = self.ring.as_mut().filter(|r| r.len() > 0) {
             if out.full() {

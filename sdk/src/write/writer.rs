@@ -368,17 +368,25 @@ impl Writer {
             let popped: &[u64] = popped;
             let stopped = match keeper.as_mut() {
                 // A trigger's dump stops only at a full batch (`Out::full`), which ends the run
-                // too: the dump is finished below before another line is taken.
+                // too: the dump is finished below before another line is taken. A delayed
+                // trigger's dump due before a line (CAP-REC-5) ends the run with that line left
+                // in the ring, offered again once the dump is written.
                 // SAFETY: a published entry, not dropped, given up to the keeper (it writes
-                // and drops it, or keeps it).
+                // and drops it, or keeps it; or, returning false, leaves it untouched).
                 Some(k) => pop_ready(ring, &mut ready, popped, |at| unsafe {
-                    k.line(at, &mut out);
-                    keep::Out::full(&out)
+                    match k.line(at, &mut out) {
+                        true if keep::Out::full(&out) => Took::Full,
+                        true => Took::Taken,
+                        false => Took::Later,
+                    }
                 }),
                 // SAFETY: as above; encoded (or counted) and dropped.
                 None => pop_ready(ring, &mut ready, popped, |at| unsafe {
                     keep::Out::take(&mut out, at);
-                    keep::Out::full(&out)
+                    match keep::Out::full(&out) {
+                        true => Took::Full,
+                        false => Took::Taken,
+                    }
                 }),
             };
             if batch_full(&self.buf) {
@@ -616,18 +624,18 @@ fn written(popped: &[u64], pos: Pos) -> bool {
 }
 
 /// Pops the entries of `ring` whose dependencies are written and gives each to `take`, up to
-/// [`ROUND`] lines in all (`ready` counts them), until `take` says the batch is full. Returns
-/// true when it stopped for another reason than a full batch (the ring is empty, a line waits,
-/// or the round is done).
+/// [`ROUND`] lines in all (`ready` counts them), until `take` says the batch is full or leaves
+/// an entry for a dump to be written first. Returns true when it stopped for another reason
+/// (the ring is empty, a line waits, or the round is done).
 ///
-/// `take` is given each entry before it is popped, and gives it up: it must write and drop it,
-/// or keep it, and not touch it again.
+/// `take` is given each entry before it is popped. Unless it says [`Took::Later`] it gives the
+/// entry up: it must write and drop it, or keep it, and not touch it again.
 #[inline(always)]
 fn pop_ready(
     ring: &mut Ring,
     ready: &mut usize,
     popped: &[u64],
-    mut take: impl FnMut(*mut u64) -> bool,
+    mut take: impl FnMut(*mut u64) -> Took,
 ) -> bool {
     while *ready < ROUND {
         let Some(at) = ring.consumer.peek() else { return true };
@@ -636,14 +644,29 @@ fn pop_ready(
         if !after.is_none_or(|p| written(popped, p)) {
             return true;
         }
-        let full = take(at);
+        let took = take(at);
+        if took == Took::Later {
+            return false;
+        }
         ring.consumer.pop(words);
         *ready += 1;
-        if full {
+        if took == Took::Full {
             return false;
         }
     }
     true
+}
+
+/// What [`pop_ready`]'s `take` did with an entry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Took {
+    /// Taken (popped next); the batch has room for more.
+    Taken,
+    /// Taken, and the batch is full: the run stops after popping it.
+    Full,
+    /// Not taken: a dump comes first (CAP-REC-5). The run stops with the entry left in the
+    /// ring, to be offered again.
+    Later,
 }
 
 /// The writer's batch and the totals of what went into it.
