@@ -1,6 +1,7 @@
 //! `JETS_CAPTURE` end to end on `jets demo` (which opens its trace through the SDK): a window of
-//! instructions gives a valid trace whose stats say it is a part of the run; a bad clause stops
-//! the demo with a message naming it.
+//! instructions gives a valid trace whose stats say it is a part of the run; `count` counts what
+//! the window writes; a flight recorder's delayed and limited triggers; a bad clause stops the
+//! demo with a message naming it.
 
 use std::process::Command;
 
@@ -11,6 +12,15 @@ fn demo(capture: &str, out: &std::path::Path) -> std::process::Output {
         .env("JETS_CAPTURE", capture)
         .output()
         .unwrap()
+}
+
+/// `jets demo` under `capture`, which must succeed; its standard output (the demo's report, with
+/// `jets validate` and `jets stats` of the trace).
+fn demo_ok(capture: &str, out: &std::path::Path) -> String {
+    let run = demo(capture, out);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    stdout
 }
 
 /// The text of the trace the demo wrote into `out`.
@@ -31,9 +41,7 @@ fn footer(text: &str) -> serde_json::Value {
 #[test]
 fn a_window_of_instructions_is_valid_and_stats_say_it_is_a_part() {
     let dir = tempfile::tempdir().unwrap();
-    let run = demo("clk=100..200;types=Instruction", &dir.path().join("o"));
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = demo_ok("clk=100..200;types=Instruction", &dir.path().join("o"));
     assert!(stdout.contains("valid, no warnings"), "{stdout}");
     assert!(
         stdout.contains("capture: clk=100..200;types=Instruction: a PART of the run"),
@@ -73,11 +81,8 @@ fn count_counts_what_the_setting_writes_and_stats_say_so() {
     let footer = |dir: &std::path::Path| footer(&trace_text(dir));
     let dir = tempfile::tempdir().unwrap();
     let (written, counted) = (dir.path().join("w"), dir.path().join("c"));
-    let run = demo("clk=100..400;types=Instruction", &written);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let run = demo("clk=100..400;types=Instruction;count", &counted);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    demo_ok("clk=100..400;types=Instruction", &written);
+    let stdout = demo_ok("clk=100..400;types=Instruction;count", &counted);
     assert!(
         stdout
             .contains("capture: clk=100..400;types=Instruction;count: lines COUNTED, not written"),
@@ -97,9 +102,7 @@ fn count_counts_what_the_setting_writes_and_stats_say_so() {
 #[test]
 fn a_delayed_trigger_dumps_a_valid_window_and_a_bad_delay_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let run = demo("recorder=200;trigger=Squash;post=50", &dir.path().join("o"));
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = demo_ok("recorder=200;trigger=Squash;post=50", &dir.path().join("o"));
     assert!(stdout.contains("valid, no warnings"), "{stdout}");
     assert!(stdout.contains("capture: recorder=200;trigger=Squash;post=50"), "{stdout}");
     let text = trace_text(&dir.path().join("o"));
@@ -109,10 +112,8 @@ fn a_delayed_trigger_dumps_a_valid_window_and_a_bad_delay_is_refused() {
     assert!(text.contains("\"name\":\"Squash\""));
 
     // CAP-REC-6: with `dumps=1`, only the first squash dumps, then the close.
-    let run = demo("recorder=200;trigger=Squash;dumps=1", &dir.path().join("q"));
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = demo_ok("recorder=200;trigger=Squash;dumps=1", &dir.path().join("q"));
     // `jets stats` (the demo's step 3) says how the file was made.
-    let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("written by 2 dumps of the flight recorder"), "{stdout}");
     let once = footer(&trace_text(&dir.path().join("q")));
     assert_eq!(once["recorder_dumps"], 2, "{once}");
