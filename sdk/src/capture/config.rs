@@ -281,29 +281,14 @@ impl Capture {
                     _ => self.count = true,
                 }
             }
-            "clk" => {
-                once(self.window.is_some(), key)?;
-                self.window = Some(window(need(value)?)?);
-            }
-            "every" => {
-                once(self.every.is_some(), key)?;
-                self.every = Some(number(need(value)?, "period")?);
-            }
-            "types" => {
-                once(self.types.is_some(), key)?;
-                self.types = Some(names(need(value)?, "record_type")?);
-            }
-            "events" => {
-                once(self.events.is_some(), key)?;
-                self.events = Some(names(need(value)?, "event name")?);
-            }
+            "clk" => once(&mut self.window, key, || window(need(value)?))?,
+            "every" => once(&mut self.every, key, || number(need(value)?, "period"))?,
+            "types" => once(&mut self.types, key, || names(need(value)?, "record_type"))?,
+            "events" => once(&mut self.events, key, || names(need(value)?, "event name"))?,
             "units" => {
-                once(self.units.is_some(), key)?;
-                let units = need(value)?
-                    .split(',')
-                    .map(|u| number(u.trim(), "unit_id"))
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.units = Some(units);
+                once(&mut self.units, key, || {
+                    need(value)?.split(',').map(|u| number(u.trim(), "unit_id")).collect()
+                })?;
             }
             "sample" => {
                 let v = need(value)?;
@@ -325,10 +310,7 @@ impl Capture {
                 }
                 self.samples.push((ty.to_owned(), n));
             }
-            "recorder" => {
-                once(self.recorder.is_some(), key)?;
-                self.recorder = Some(recorder(need(value)?)?);
-            }
+            "recorder" => once(&mut self.recorder, key, || recorder(need(value)?))?,
             "trigger" => {
                 let trigger = match need(value)? {
                     "error" => Trigger::Error,
@@ -342,13 +324,11 @@ impl Capture {
                 self.triggers.push(trigger);
             }
             "post" => {
-                once(self.post_trigger.is_some(), key)?;
-                self.post_trigger = Some(number(need(value)?, "post-trigger cycle count")?);
+                once(&mut self.post_trigger, key, || {
+                    number(need(value)?, "post-trigger cycle count")
+                })?;
             }
-            "dumps" => {
-                once(self.trigger_dumps.is_some(), key)?;
-                self.trigger_dumps = Some(number(need(value)?, "dump count")?);
-            }
+            "dumps" => once(&mut self.trigger_dumps, key, || number(need(value)?, "dump count"))?,
             _ => {
                 return Err(format!(
                     "unknown clause `{key}` (expected off, clk=A..B, every=P, roi, types=, \
@@ -361,10 +341,17 @@ impl Capture {
     }
 }
 
-fn once(already: bool, key: &str) -> Result<(), String> {
-    if already {
+/// Sets a clause that may be given once to what `value` parses (refused before parsing when it
+/// was given already).
+fn once<T>(
+    slot: &mut Option<T>,
+    key: &str,
+    value: impl FnOnce() -> Result<T, String>,
+) -> Result<(), String> {
+    if slot.is_some() {
         return Err(format!("`{key}` is given twice"));
     }
+    *slot = Some(value()?);
     Ok(())
 }
 
