@@ -549,6 +549,22 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
     assert!(err.contains("JETS_CAPTURE clause `post=50`: the post-trigger cycles"), "{err}");
 }
 
+/// CAP-REC-3: a setting made in code goes through the checks `JETS_CAPTURE` does: triggers
+/// without a recorder to dump are refused when the trace is opened, not silently ignored.
+#[test]
+fn a_setting_made_in_code_is_checked_at_open() {
+    let no_recorder = Capture { recorder: None, ..recorder_setting() };
+    let Err(err) = TraceBuilder::new().capture(no_recorder).writer(Buf::default(), Metadata::new())
+    else {
+        panic!("a trigger without a recorder is refused");
+    };
+    assert_eq!(
+        err.to_string(),
+        "invalid argument: JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight \
+         recorder: add a `recorder=` clause"
+    );
+}
+
 /// CAP-REC-5: the line that reaches a delayed dump's cycle may be far past it (after a quiet
 /// stretch, or from another thread): the dump is written before that line moves the window, so
 /// the trigger and what led to it are still in it.

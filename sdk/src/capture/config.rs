@@ -164,21 +164,14 @@ impl Capture {
             }
             c.clause(clause).map_err(|reason| CaptureError { clause: clause.into(), reason })?;
         }
-        if c.recorder.is_none() && !c.triggers.is_empty() {
-            let clause = c.triggers.iter().map(|t| format!("trigger={t}")).collect::<Vec<_>>();
-            return Err(CaptureError {
-                clause: clause.join(";"),
-                reason: "a trigger dumps the flight recorder: add a `recorder=` clause".into(),
-            });
-        }
         c.check()?;
         Ok(c)
     }
 
-    /// Checks what no single clause can: that an `every=` period is longer than its `clk=`
-    /// window, that `post=` and `dumps=` have a trigger by a line to apply to, and that a
-    /// delayed dump comes while the trigger line is still in a `recorder=CYCLES` window
-    /// (CAP-WIN-2, CAP-REC-5, CAP-REC-6). [`Capture::parse`] calls it, and so does opening a
+    /// Checks what no single clause can: that a trigger has a flight recorder to dump, that an
+    /// `every=` period is longer than its `clk=` window, that `post=` and `dumps=` have a
+    /// trigger by a line to apply to, and that a delayed dump comes while the trigger line is
+    /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6). [`Capture::parse`] calls it, and so does opening a
     /// trace with a setting made in code.
     ///
     /// ```
@@ -197,6 +190,11 @@ impl Capture {
     /// ```
     pub fn check(&self) -> Result<(), CaptureError> {
         let named = |clause: String| move |reason| CaptureError { clause, reason };
+        if self.recorder.is_none() && !self.triggers.is_empty() {
+            let clause = self.triggers.iter().map(|t| format!("trigger={t}")).collect::<Vec<_>>();
+            let reason = "a trigger dumps the flight recorder: add a `recorder=` clause";
+            return Err(named(clause.join(";"))(reason.into()));
+        }
         if let Some(p) = self.every {
             self.check_every(p).map_err(named(format!("every={p}")))?;
         }
