@@ -491,7 +491,7 @@ impl Data {
     /// d.push_all([("b", 2u64.into()), ("c", true.into())]);
     /// assert_eq!(d.fields().map(|(k, _)| k).collect::<Vec<_>>(), ["a", "b", "c"]);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn push_all<const N: usize>(&mut self, fields: [Field; N]) {
         let len = self.inline.len as usize; // above `INLINE` once spilled
         if len + N > Data::INLINE {
@@ -500,10 +500,16 @@ impl Data {
             }
             return;
         }
-        let owns = fields.iter().any(|(_, v)| matches!(v, Value::Str(s) if !s.is_static()));
         // SAFETY: slots `len..len + N` are within the array (checked above) and unused; the
         // array's fields move there and are counted by `len` from now on.
-        unsafe { self.inline.xs.as_mut_ptr().add(len).cast::<[Field; N]>().write(fields) };
+        let moved = unsafe {
+            let at = self.inline.xs.as_mut_ptr().add(len).cast::<[Field; N]>();
+            at.write(fields);
+            &*at
+        };
+        // Asked of the fields where they now are: the array can then be made in place (a closure
+        // inlined into the write) rather than on the stack and copied over.
+        let owns = moved.iter().any(|(_, v)| matches!(v, Value::Str(s) if !s.is_static()));
         self.inline.len = (len + N) as u32;
         self.inline.owns |= owns;
     }

@@ -22,6 +22,9 @@ pub(crate) mod bits {
     pub(crate) const UNIT: u8 = 2;
     /// The record was left out by capture (not dropped by the ring policy): its subtree is too.
     pub(crate) const LEFT: u8 = 4;
+    /// A record that passes both filters, as every record does under a setting without
+    /// `types=` or `units=`.
+    pub(crate) const PASSES: u8 = MATCH | UNIT;
 }
 
 /// What happens to a `record` line.
@@ -256,6 +259,16 @@ impl Gate {
         self.record_at_filtered(parent_start, clk, record_type)
     }
 
+    /// Whether a record that [`Gate::may_record_at`] let through at `clk` is held by its cycle
+    /// alone: the setting has no type, unit or sample clause, and `clk` is before the window (or
+    /// in a gap between its repeats, or outside the regions of interest). [`Gate::record`] would
+    /// then say [`Verdict::Hold`] with [`bits::PASSES`] whatever the record's type and fields,
+    /// so its fields can be made straight into the box it is deferred in.
+    #[inline(always)]
+    pub(crate) fn holds_at(&self, clk: u64) -> bool {
+        self.filtering && self.cycles_only && !self.in_region(clk)
+    }
+
     #[cold]
     fn record_at_filtered(&self, parent_start: u64, clk: u64, record_type: &Str) -> Option<bool> {
         if parent_start >= self.end || clk >= self.end {
@@ -298,14 +311,14 @@ impl Gate {
             return (Verdict::Leave, bits::LEFT);
         }
         if !self.filtering {
-            return (Verdict::Select, bits::MATCH | bits::UNIT);
+            return (Verdict::Select, bits::PASSES);
         }
         if self.cycles_only {
             // As `record_filtered` with no type, unit or sample clause.
             return match clk {
                 _ if clk >= self.end => (Verdict::Leave, bits::LEFT),
-                _ if self.in_region(clk) => (Verdict::Select, bits::MATCH | bits::UNIT),
-                _ => (Verdict::Hold, bits::MATCH | bits::UNIT),
+                _ if self.in_region(clk) => (Verdict::Select, bits::PASSES),
+                _ => (Verdict::Hold, bits::PASSES),
             };
         }
         self.record_filtered(record_type, data_unit, clk, parent, sampled)

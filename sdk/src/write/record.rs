@@ -506,9 +506,17 @@ impl RecordHandle {
             return Ok(not_written());
         };
         let record_type = record_type.into();
-        let Some(sampled) = n.shared().gate.may_record_at(self.start, clk, &record_type) else {
+        let shared = n.shared();
+        let Some(sampled) = shared.gate.may_record_at(self.start, clk, &record_type) else {
             return Ok(not_written());
         };
+        if shared.gate.holds_at(clk) && shared.policy == Policy::Block {
+            // Before a window: deferred, with its fields made in the box it waits in.
+            let after = *n.pushed(self.word)?;
+            let name = name.into();
+            let word = defer_fields(&n.inner, n.raw_id(), after, clk, name, record_type, fields);
+            return Ok(RecordHandle { word, start: clk });
+        }
         // Made only now (a closure runs here), and wrapped at once: see `emit_event_fields_at`.
         let mut fields = ManuallyDrop::new(fields.into_fields());
         let after = match n.pushed(self.word) {
@@ -1005,6 +1013,34 @@ fn begin_plain<F: PlainFields>(
         return Ok(deferred_word(inner, boxed_record(line), clk, cap));
     }
     Ok(pushed_word(inner, ring::push::<true, _>(shared, line)?, cap))
+}
+
+/// The word of a child record that a capture window holds by its cycle alone
+/// ([`gate::Gate::holds_at`]), deferred (CAP-DEFER-1) as [`begin_plain`] defers one: its line is
+/// made in a pooled box, its fields made there by `fields` rather than on the caller's stack and
+/// copied over, which is most of what a record before the window costs.
+#[inline(never)]
+fn defer_fields<const N: usize>(
+    inner: &Arc<Inner>,
+    parent: u64,
+    after: Pos,
+    clk: u64,
+    name: Str,
+    record_type: Str,
+    fields: impl FieldArray<N>,
+) -> NonNull<Node> {
+    let mut slot = ring::take_spare().unwrap_or_else(pool::take_more);
+    // SAFETY: the box's line is ours and uninitialized (see `Pending::fill`). Only the caller's
+    // closure may unwind below: the box is then freed with its line in it not dropped (its name
+    // and record type leak, which is safe).
+    let l = unsafe { Line::init(slot.line.as_mut_ptr(), Kind::Record, 0, name, Some(after)) };
+    l.clk = clk;
+    l.parent = Some(parent);
+    l.hold = true;
+    // SAFETY: a new line's record type is the static empty text, which needs no drop.
+    unsafe { line::store_str(&mut l.record_type, record_type) };
+    l.data.push_all(fields.into_fields());
+    deferred_word(inner, slot, clk, bits::PASSES)
 }
 
 /// A [`PlainRecord`] (consumed) as a builder's record line in a pooled box: the line a deferred
