@@ -49,6 +49,30 @@ fn each_mode_runs_the_program_and_writes_what_it_selects() {
     assert!(window > 0 && window < full / 4, "a 1% window wrote {window} of {full} records");
 }
 
+/// A mode with `=` is a `JETS_CAPTURE` setting: the window `window` finds (its footer's
+/// `capture`) given as `clk=A..B` writes the same trace without the untraced run, and a bad
+/// setting is refused naming its clause.
+#[test]
+fn a_capture_setting_is_a_mode() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (found, given) = (dir.path().join("found.jets"), dir.path().join("given.jets"));
+    assert!(run("window", &found).status.success());
+    let found = lines(&found);
+    let setting = found.last().expect("a footer")["capture"].as_str().expect("a setting");
+    assert!(setting.starts_with("clk="), "{setting}");
+    let r = run(setting, &given);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stdout).starts_with(&format!("{setting}: ")));
+    let given = lines(&given);
+    // The same lines between the header (which holds the time it was opened) and the footer.
+    assert_eq!(given.len(), found.len());
+    assert_eq!(given[1..given.len() - 1], found[1..found.len() - 1]);
+    let r = run("clk=9..3", &dir.path().join("bad.jets"));
+    assert!(!r.status.success());
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(stderr.contains("JETS_CAPTURE clause `clk=9..3`"), "{stderr}");
+}
+
 #[test]
 fn an_unknown_mode_is_an_error_naming_the_modes() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -10,8 +10,10 @@
 //! stays in the code and writes nothing, so `off` then measures what it costs compiled out.
 //!
 //! MODE is one of `jets bench`'s: `untraced`, `off`, `window` (1% of the run in its middle),
-//! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end; `recorder=N`
-//! for a window of N cycles), `count` (everything counted, nothing written) or `full`.
+//! `sample` (1 in 100 instructions), `recorder` (100 k cycles, dumped at the end), `count`
+//! (everything counted, nothing written) or `full`; or any `JETS_CAPTURE` setting (a MODE with
+//! `=`): `recorder=N` for a window of N cycles, or `clk=A..B`, the window `window` writes in its
+//! footer, without the untraced run it takes to find it.
 //! WORDS is the size of the array the program sorts (default 1300, as `jets bench`); OUT the
 //! trace (default `pipeline-modes.jets`, removed first). CPU, when given, is the CPU the simulator
 //! runs on, pinned once its trace is open (`traced::timed_run`): a virtual machine's CPUs can
@@ -58,15 +60,13 @@ fn main() -> anyhow::Result<()> {
         "recorder" => {
             Some(Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() })
         }
-        other if other.starts_with("recorder=") => {
-            let text = &other["recorder=".len()..];
-            let cycles = text.parse().with_context(|| format!("recorder window {text:?}"))?;
-            Some(Capture { recorder: Some(Recorder::Cycles(cycles)), ..Capture::default() })
-        }
         "count" => Some(Capture { count: true, ..Capture::default() }),
         "full" => Some(Capture::full()),
+        // Any other setting, as `JETS_CAPTURE` gives it: `recorder=N`, or the window `window`
+        // makes (its `clk=` in the footer) without the untraced run that finds it.
+        other if other.contains('=') => Some(other.parse::<Capture>()?),
         other => {
-            bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, recorder=N, count or full")
+            bail!("unknown mode {other:?}: untraced, off, window, sample, recorder, count, full, or a JETS_CAPTURE setting")
         }
     };
     // Before the run, untimed: how far apart the host has the cores now (the recorder and the
