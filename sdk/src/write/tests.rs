@@ -483,8 +483,9 @@ fn deferred_records_are_pushed_once_or_released() {
         }
     });
     shared.end_at(N + 5).expect("end");
-    // Fields given at once (no builder): the deferred line is made into a builder's in its box.
-    // One owns its text and is never needed; the other, with an owned name, is.
+    // Fields given at once (no builder): the window holds them by their cycle, so the deferred
+    // line is made in its box, its fields made there (`record::defer_fields`). One owns its text
+    // and is never needed; the other, with an owned name, is.
     let owned = || [("k", String::from("owned").into())];
     let unneeded = root.begin_child_fields_at(5, "unneeded", "R", owned).expect("r");
     unneeded.end_at(6).expect("end");
@@ -501,4 +502,34 @@ fn deferred_records_are_pushed_once_or_released() {
     assert!(records[2].contains(r#""name":"needed""#), "{lines:?}");
     assert!(records[2].contains(r#""data":{"n":1}"#), "{lines:?}");
     assert_eq!(lines.iter().filter(|l| l.contains(r#""type":"event""#)).count(), 3);
+}
+
+/// CAP-DEFER-1 under Miri, for records whose verdict needs their fields (a `types=` clause
+/// besides the window): the array is made on the stack and moved into a builder's line in the
+/// box (`record::boxed_record`), released or pushed as above.
+#[test]
+fn deferred_records_judged_by_their_type_are_moved_into_their_box() {
+    use crate::capture::Capture;
+    let out = Buf::default();
+    let setting = Capture {
+        window: Some(N..N + 10),
+        types: Some(vec!["Root".into(), "R".into()]),
+        ..Capture::default()
+    };
+    let trace =
+        TraceBuilder::new().capture(setting).writer(out.clone(), Metadata::new()).expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    let owned = || [("k", String::from("owned").into())];
+    let unneeded = root.begin_child_fields_at(1, "unneeded", "R", owned).expect("r");
+    unneeded.end_at(2).expect("end");
+    let needed = root.begin_child_fields_at(3, String::from("needed"), "R", owned).expect("r");
+    needed.emit_event_at(N, "e").expect("event");
+    needed.end_at(N + 1).expect("end");
+    root.end_at(N + 2).expect("end");
+    trace.close().expect("close");
+    let lines = out.lines();
+    let records: Vec<_> = lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect();
+    assert_eq!(records.len(), 2, "{lines:?}");
+    assert!(records[1].contains(r#""name":"needed""#), "{lines:?}");
+    assert!(records[1].contains(r#""data":{"k":"owned"}"#), "{lines:?}");
 }
