@@ -3,12 +3,17 @@
 //! [`emit_one`], never inlined, so `valgrind --tool=callgrind` and `perf` show the cost per call.
 //! A third argument `fields` makes each event with `emit_event_fields_at` instead of its builder;
 //! `record` begins and ends a record with two fields through its builder instead, and
-//! `record_fields` the same record with `begin_child_fields_at`.
+//! `record_fields` the same record with `begin_child_fields_at`; `instruction` makes what Tiny5
+//! makes per instruction (a record with six fields at once from a closure, five events by name,
+//! its end), each at cycles `8 i` to `8 i + 5`. The trace reads `JETS_CAPTURE`: with a window
+//! past the run, every `instruction` is deferred and released (CAP-DEFER-1).
 //!
 //! ```sh
 //! cargo build --release -p jets-sdk --example producer_loop
 //! valgrind --tool=callgrind target/release/examples/producer_loop 100000
 //! perf record -e cpu-clock -g target/release/examples/producer_loop 50000000
+//! JETS_CAPTURE=clk=1000000000..1000000010 valgrind --tool=callgrind \
+//!     target/release/examples/producer_loop 100000 32768 instruction
 //! ```
 #![allow(missing_docs)]
 
@@ -42,6 +47,26 @@ fn record_one_fields(r: &RecordHandle, i: u64) {
     rec.expect("begin").end_at(i + 3).expect("end");
 }
 
+#[inline(never)]
+fn instruction_one(r: &RecordHandle, i: u64) {
+    let c = black_box(8 * i);
+    let insn = r.begin_child_fields_at(c, "addi", "Instruction", || {
+        [
+            ("pc", (4 * i).into()),
+            ("seq", i.into()),
+            ("display_label", "addi".into()),
+            ("unit_id", 0u64.into()),
+            ("thread_id", (i % 2).into()),
+            ("color", "blue".into()),
+        ]
+    });
+    let insn = insn.expect("begin");
+    for (k, stage) in ["IF", "ID", "EX", "MEM", "WB"].into_iter().enumerate() {
+        insn.emit_event_at(c + k as u64, stage).expect("event");
+    }
+    insn.end_at(c + 5).expect("end");
+}
+
 fn main() {
     let arg = |i: usize| std::env::args().nth(i).and_then(|a| a.parse().ok());
     let n: u64 = arg(1).unwrap_or(10_000_000);
@@ -51,6 +76,7 @@ fn main() {
         Some("fields") => emit_one_fields,
         Some("record") => record_one,
         Some("record_fields") => record_one_fields,
+        Some("instruction") => instruction_one,
         _ => emit_one,
     };
     let trace = TraceBuilder::new()
