@@ -171,8 +171,8 @@ impl Capture {
     /// Checks what no single clause can: that a trigger has a flight recorder to dump, that an
     /// `every=` period is longer than its `clk=` window, that `post=` and `dumps=` have a
     /// trigger by a line to apply to, and that a delayed dump comes while the trigger line is
-    /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6). [`Capture::parse`] calls it, and so does opening a
-    /// trace with a setting made in code.
+    /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6).
+    /// [`Capture::parse`] calls it, and so does opening a trace with a setting made in code.
     ///
     /// ```
     /// use jets::capture::{Capture, Recorder, Trigger};

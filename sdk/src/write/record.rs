@@ -511,7 +511,8 @@ impl RecordHandle {
             return Ok(not_written());
         };
         if shared.gate.holds_at(clk) && shared.policy == Policy::Block {
-            // Before a window: deferred, with its fields made in the box it waits in.
+            // Held by its cycle (before the window, in a gap, outside the regions of interest):
+            // deferred, with its fields made in the box it waits in.
             let after = *n.pushed(self.word)?;
             let name = name.into();
             let word = defer_fields(&n.inner, n.raw_id(), after, clk, name, record_type, fields);
