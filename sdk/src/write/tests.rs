@@ -496,7 +496,7 @@ fn deferred_records_are_pushed_once_or_released() {
     root.end_at(N + 6).expect("end");
     trace.close().expect("close");
     let lines = out.lines();
-    let records: Vec<_> = lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect();
+    let records = record_lines(&lines);
     assert_eq!(records.len(), 3, "{lines:?}");
     assert!(records[1].contains(r#""name":"shared""#), "{lines:?}");
     assert!(records[2].contains(r#""name":"needed""#), "{lines:?}");
@@ -528,8 +528,13 @@ fn deferred_records_judged_by_their_type_are_moved_into_their_box() {
     root.end_at(N + 2).expect("end");
     trace.close().expect("close");
     let lines = out.lines();
-    let records: Vec<_> = lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect();
+    let records = record_lines(&lines);
     assert_eq!(records.len(), 2, "{lines:?}");
     assert!(records[1].contains(r#""name":"needed""#), "{lines:?}");
     assert!(records[1].contains(r#""data":{"k":"owned"}"#), "{lines:?}");
+}
+
+/// The `record` lines among `lines`.
+fn record_lines(lines: &[String]) -> Vec<&String> {
+    lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect()
 }
