@@ -563,6 +563,35 @@ fn a_setting_made_in_code_is_checked_at_open() {
         "invalid argument: JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight \
          recorder: add a `recorder=` clause"
     );
+    // The values `JETS_CAPTURE`'s grammar refuses are refused in code too: a 1-of-0 sample
+    // would divide by zero at the first record of its type, and an empty window would make
+    // `every=`'s check underflow.
+    let bad = [
+        (
+            Capture { samples: vec![("Instruction".into(), 0)], ..Capture::default() },
+            "JETS_CAPTURE clause `sample=Instruction:0`: N must be at least 1 (1 keeps every \
+             record)",
+        ),
+        (
+            Capture {
+                window: Some(std::ops::Range { start: 9, end: 3 }),
+                every: Some(100),
+                ..Capture::default()
+            },
+            "JETS_CAPTURE clause `clk=9..3`: the window is empty (9 is not below 3)",
+        ),
+        (
+            Capture { recorder: Some(Recorder::Cycles(0)), ..Capture::default() },
+            "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB",
+        ),
+    ];
+    for (setting, want) in bad {
+        let Err(err) = TraceBuilder::new().capture(setting).writer(Buf::default(), Metadata::new())
+        else {
+            panic!("refused: {want}");
+        };
+        assert_eq!(err.to_string(), format!("invalid argument: {want}"));
+    }
 }
 
 /// CAP-REC-5: the line that reaches a delayed dump's cycle may be far past it (after a quiet

@@ -171,8 +171,10 @@ impl Capture {
     /// Checks what no single clause can: that a trigger has a flight recorder to dump, that an
     /// `every=` period is longer than its `clk=` window, that `post=` and `dumps=` have a
     /// trigger by a line to apply to, and that a delayed dump comes while the trigger line is
-    /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6).
-    /// [`Capture::parse`] calls it, and so does opening a trace with a setting made in code.
+    /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6); and,
+    /// for a setting made in code, the values the grammar refuses: an empty window, a 1-of-0
+    /// sample, a recorder of 0 (CAP-ENV-1). [`Capture::parse`] calls it, and so does opening a
+    /// trace with a setting made in code.
     ///
     /// ```
     /// use jets::capture::{Capture, Recorder, Trigger};
@@ -190,6 +192,17 @@ impl Capture {
     /// ```
     pub fn check(&self) -> Result<(), CaptureError> {
         let named = |clause: String| move |reason| CaptureError { clause, reason };
+        // The values each clause's grammar refuses, for a setting made in code: first, since
+        // the checks below compute with them.
+        if let Some(w) = &self.window {
+            check_window(w).map_err(named(format!("clk={}..{}", w.start, w.end)))?;
+        }
+        for (ty, n) in &self.samples {
+            check_sample(*n).map_err(named(format!("sample={ty}:{n}")))?;
+        }
+        if let Some(r) = &self.recorder {
+            check_recorder(r).map_err(named(format!("recorder={r}")))?;
+        }
         if self.recorder.is_none() && !self.triggers.is_empty() {
             let clause = self.triggers.iter().map(|t| format!("trigger={t}")).collect::<Vec<_>>();
             let reason = "a trigger dumps the flight recorder: add a `recorder=` clause";
@@ -300,9 +313,7 @@ impl Capture {
                     return Err("the record_type before `:` is empty".into());
                 }
                 let n = number(n.trim(), "N")?;
-                if n == 0 {
-                    return Err("N must be at least 1 (1 keeps every record)".into());
-                }
+                check_sample(n)?;
                 if self.samples.iter().any(|(t, _)| t == ty) {
                     return Err(format!("record_type `{ty}` is sampled twice"));
                 }
@@ -365,10 +376,32 @@ fn window(v: &str) -> Result<Range<u64>, String> {
     };
     let a = number(a.trim(), "start cycle")?;
     let b = number(b.trim(), "end cycle")?;
-    if a >= b {
-        return Err(format!("the window is empty ({a} is not below {b})"));
-    }
+    check_window(&(a..b))?;
     Ok(a..b)
+}
+
+/// A window holds at least one cycle.
+fn check_window(w: &Range<u64>) -> Result<(), String> {
+    if w.start >= w.end {
+        return Err(format!("the window is empty ({} is not below {})", w.start, w.end));
+    }
+    Ok(())
+}
+
+/// A 1-of-N sample has N of at least 1.
+fn check_sample(n: u64) -> Result<(), String> {
+    if n == 0 {
+        return Err("N must be at least 1 (1 keeps every record)".into());
+    }
+    Ok(())
+}
+
+/// A recorder keeps something.
+fn check_recorder(r: &Recorder) -> Result<(), String> {
+    if matches!(r, Recorder::Cycles(0) | Recorder::Bytes(0)) {
+        return Err("a recorder must keep at least 1 cycle or 1 MiB".into());
+    }
+    Ok(())
 }
 
 fn names(v: &str, what: &str) -> Result<Vec<String>, String> {
@@ -390,9 +423,7 @@ fn recorder(v: &str) -> Result<Recorder, String> {
         }
         Recorder::Cycles(number(v, "cycle count")?)
     };
-    if matches!(r, Recorder::Cycles(0) | Recorder::Bytes(0)) {
-        return Err("a recorder must keep at least 1 cycle or 1 MiB".into());
-    }
+    check_recorder(&r)?;
     Ok(r)
 }
 
@@ -410,6 +441,16 @@ impl fmt::Display for Trigger {
             Trigger::Error => f.write_str("error"),
             Trigger::Signal(DumpSignal::Usr1) => f.write_str("SIGUSR1"),
             Trigger::Signal(DumpSignal::Usr2) => f.write_str("SIGUSR2"),
+        }
+    }
+}
+
+/// The value of a `recorder=` clause: cycles, or whole MiB.
+impl fmt::Display for Recorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Recorder::Cycles(n) => write!(f, "{n}"),
+            Recorder::Bytes(n) => write!(f, "{}MiB", n >> 20),
         }
     }
 }
@@ -444,10 +485,8 @@ impl fmt::Display for Capture {
         for (t, n) in &self.samples {
             parts.push(format!("sample={t}:{n}"));
         }
-        match self.recorder {
-            Some(Recorder::Cycles(n)) => parts.push(format!("recorder={n}")),
-            Some(Recorder::Bytes(n)) => parts.push(format!("recorder={}MiB", n >> 20)),
-            None => {}
+        if let Some(r) = &self.recorder {
+            parts.push(format!("recorder={r}"));
         }
         for t in &self.triggers {
             parts.push(format!("trigger={t}"));
