@@ -549,8 +549,9 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
     assert!(err.contains("JETS_CAPTURE clause `post=50`: the post-trigger cycles"), "{err}");
 }
 
-/// CAP-REC-3: a setting made in code goes through the checks `JETS_CAPTURE` does: triggers
-/// without a recorder to dump are refused when the trace is opened, not silently ignored.
+/// CAP-REC-3, CAP-ENV-1: a setting made in code goes through the checks `JETS_CAPTURE` does:
+/// triggers without a recorder to dump, and values the grammar refuses, are refused when the
+/// trace is opened, not silently ignored.
 #[test]
 fn a_setting_made_in_code_is_checked_at_open() {
     let no_recorder = Capture { recorder: None, ..recorder_setting() };
@@ -563,9 +564,9 @@ fn a_setting_made_in_code_is_checked_at_open() {
         "invalid argument: JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight \
          recorder: add a `recorder=` clause"
     );
-    // The values `JETS_CAPTURE`'s grammar refuses are refused in code too: a 1-of-0 sample
-    // would divide by zero at the first record of its type, and an empty window would make
-    // `every=`'s check underflow.
+    // The values `JETS_CAPTURE`'s grammar refuses are refused in code too (CAP-ENV-1): a 1-of-0
+    // sample would divide by zero at the first record of its type, and an empty window would
+    // make `every=`'s check underflow.
     let bad = [
         (
             Capture { samples: vec![("Instruction".into(), 0)], ..Capture::default() },
@@ -583,6 +584,24 @@ fn a_setting_made_in_code_is_checked_at_open() {
         (
             Capture { recorder: Some(Recorder::Cycles(0)), ..Capture::default() },
             "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB",
+        ),
+        // An empty list would leave everything out without a word.
+        (
+            Capture { types: Some(vec![]), ..Capture::default() },
+            "JETS_CAPTURE clause `types=`: the list of record_types is empty",
+        ),
+        (
+            Capture { events: Some(vec!["IF".into(), String::new()]), ..Capture::default() },
+            "JETS_CAPTURE clause `events=IF,`: an empty event name in the list",
+        ),
+        (
+            Capture { units: Some(vec![]), ..Capture::default() },
+            "JETS_CAPTURE clause `units=`: the list of unit_ids is empty",
+        ),
+        // The second clause for a type would be silently ignored.
+        (
+            Capture { samples: vec![("I".into(), 2), ("I".into(), 3)], ..Capture::default() },
+            "JETS_CAPTURE clause `sample=I:3`: record_type `I` is sampled twice",
         ),
     ];
     for (setting, want) in bad {

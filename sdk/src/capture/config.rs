@@ -172,8 +172,8 @@ impl Capture {
     /// `every=` period is longer than its `clk=` window, that `post=` and `dumps=` have a
     /// trigger by a line to apply to, and that a delayed dump comes while the trigger line is
     /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6); and,
-    /// for a setting made in code, the values the grammar refuses: an empty window, a 1-of-0
-    /// sample, a recorder of 0 (CAP-ENV-1). [`Capture::parse`] calls it, and so does opening a
+    /// for a setting made in code, the values the grammar refuses: an empty window or list, an
+    /// empty name, a 1-of-0 sample or one of a type sampled twice, a recorder of 0 (CAP-ENV-1). [`Capture::parse`] calls it, and so does opening a
     /// trace with a setting made in code.
     ///
     /// ```
@@ -197,8 +197,17 @@ impl Capture {
         if let Some(w) = &self.window {
             check_window(w).map_err(named(format!("clk={}..{}", w.start, w.end)))?;
         }
-        for (ty, n) in &self.samples {
-            check_sample(*n).map_err(named(format!("sample={ty}:{n}")))?;
+        if let Some(t) = &self.types {
+            check_names(t, "record_type").map_err(named(format!("types={}", t.join(","))))?;
+        }
+        if let Some(e) = &self.events {
+            check_names(e, "event name").map_err(named(format!("events={}", e.join(","))))?;
+        }
+        if self.units.as_ref().is_some_and(Vec::is_empty) {
+            return Err(named("units=".into())("the list of unit_ids is empty".into()));
+        }
+        for (i, (ty, n)) in self.samples.iter().enumerate() {
+            check_sample(&self.samples[..i], ty, *n).map_err(named(format!("sample={ty}:{n}")))?;
         }
         if let Some(r) = &self.recorder {
             check_recorder(r).map_err(named(format!("recorder={r}")))?;
@@ -309,14 +318,8 @@ impl Capture {
                     );
                 };
                 let ty = ty.trim();
-                if ty.is_empty() {
-                    return Err("the record_type before `:` is empty".into());
-                }
                 let n = number(n.trim(), "N")?;
-                check_sample(n)?;
-                if self.samples.iter().any(|(t, _)| t == ty) {
-                    return Err(format!("record_type `{ty}` is sampled twice"));
-                }
+                check_sample(&self.samples, ty, n)?;
                 self.samples.push((ty.to_owned(), n));
             }
             "recorder" => once(&mut self.recorder, key, || recorder(need(value)?))?,
@@ -388,10 +391,27 @@ fn check_window(w: &Range<u64>) -> Result<(), String> {
     Ok(())
 }
 
-/// A 1-of-N sample has N of at least 1.
-fn check_sample(n: u64) -> Result<(), String> {
+/// A 1-of-N sample names a record_type not sampled `before`, and has N of at least 1.
+fn check_sample(before: &[(String, u64)], ty: &str, n: u64) -> Result<(), String> {
+    if ty.is_empty() {
+        return Err("the record_type before `:` is empty".into());
+    }
     if n == 0 {
         return Err("N must be at least 1 (1 keeps every record)".into());
+    }
+    if before.iter().any(|(t, _)| t == ty) {
+        return Err(format!("record_type `{ty}` is sampled twice"));
+    }
+    Ok(())
+}
+
+/// A list of names has names, none of them empty.
+fn check_names(names: &[String], what: &str) -> Result<(), String> {
+    if names.is_empty() {
+        return Err(format!("the list of {what}s is empty"));
+    }
+    if names.iter().any(String::is_empty) {
+        return Err(format!("an empty {what} in the list"));
     }
     Ok(())
 }
@@ -406,9 +426,7 @@ fn check_recorder(r: &Recorder) -> Result<(), String> {
 
 fn names(v: &str, what: &str) -> Result<Vec<String>, String> {
     let names: Vec<String> = v.split(',').map(|s| s.trim().to_owned()).collect();
-    if names.iter().any(String::is_empty) {
-        return Err(format!("an empty {what} in the list"));
-    }
+    check_names(&names, what)?;
     Ok(names)
 }
 
