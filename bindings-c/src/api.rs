@@ -331,11 +331,12 @@ unsafe fn builder(options: *const jets_options) -> Result<TraceBuilder, Failure>
     };
     let b = match usize::try_from(o.queue_capacity) {
         Ok(0) => b,
-        Ok(n) if n <= 1 << 26 => b.capacity(n),
+        Ok(n) if n <= TraceBuilder::MAX_CAPACITY => b.capacity(n),
         _ => {
             return Err(Failure::invalid(format!(
-                "options->queue_capacity {} is larger than 2^26 lines",
-                o.queue_capacity
+                "options->queue_capacity {} is larger than {} lines",
+                o.queue_capacity,
+                TraceBuilder::MAX_CAPACITY
             )))
         }
     };

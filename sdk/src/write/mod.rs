@@ -641,6 +641,11 @@ impl Default for TraceBuilder {
 }
 
 impl TraceBuilder {
+    /// The most lines [`TraceBuilder::capacity`] takes (2^26): a ring of 8 GiB per emitting
+    /// thread. A larger one would be refused by the allocator at a thread's first line, or its
+    /// size would overflow into a tiny ring.
+    pub const MAX_CAPACITY: usize = 1 << 26;
+
     /// Default options: [`Policy::Block`], 16,384 queued lines per emitting thread, flush every
     /// 100 ms, a new clock.
     pub fn new() -> Self {
@@ -651,7 +656,8 @@ impl TraceBuilder {
         self.policy = policy;
         self
     }
-    /// How many lines each emitting thread's ring holds (at least 16), counted as lines of 128
+    /// How many lines each emitting thread's ring holds (at least 16, at most
+    /// [`TraceBuilder::MAX_CAPACITY`]: more is refused when the trace is opened), counted as lines of 128
     /// bytes (an event with two fields): the ring takes `lines * 128` bytes, rounded up to a
     /// power of two, and a line takes only what it uses (a record with a name and type and no
     /// fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
@@ -752,6 +758,13 @@ impl TraceBuilder {
 
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
         fence::init();
+        if self.ring_capacity > TraceBuilder::MAX_CAPACITY {
+            return Err(Error::InvalidArgument(format!(
+                "a ring of {} lines is more than the largest, {} (8 GiB a thread)",
+                self.ring_capacity,
+                TraceBuilder::MAX_CAPACITY
+            )));
+        }
         let capture = match self.capture {
             Some(c) => c,
             None => Capture::from_env()

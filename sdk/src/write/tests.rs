@@ -538,3 +538,20 @@ fn deferred_records_judged_by_their_type_are_moved_into_their_box() {
 fn record_lines(lines: &[String]) -> Vec<&String> {
     lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect()
 }
+
+/// A ring too large for any machine is refused when the trace is opened, rather than aborting
+/// in the allocator at a thread's first line (or, multiplied past `usize`, wrapping to a tiny
+/// ring); the largest allowed opens.
+#[test]
+fn a_ring_larger_than_the_largest_is_refused_at_open() {
+    for lines in [TraceBuilder::MAX_CAPACITY + 1, usize::MAX / 8, usize::MAX] {
+        let Err(e) = TraceBuilder::new().capacity(lines).writer(Buf::default(), Metadata::new())
+        else {
+            panic!("a ring of {lines} lines is refused");
+        };
+        let want = format!("invalid argument: a ring of {lines} lines is more than the largest");
+        assert!(e.to_string().starts_with(&want), "{e}");
+    }
+    let largest = TraceBuilder::new().capacity(TraceBuilder::MAX_CAPACITY);
+    largest.writer(Buf::default(), Metadata::new()).expect("open").close().expect("close");
+}
