@@ -173,8 +173,8 @@ impl Capture {
     /// trigger by a line to apply to, and that a delayed dump comes while the trigger line is
     /// still in a `recorder=CYCLES` window (CAP-REC-3, CAP-WIN-2, CAP-REC-5, CAP-REC-6); and,
     /// for a setting made in code, the values the grammar refuses: an empty window or list, an
-    /// empty name, a 1-of-0 sample or one of a type sampled twice, a recorder of 0 (CAP-ENV-1). [`Capture::parse`] calls it, and so does opening a
-    /// trace with a setting made in code.
+    /// empty name, a 1-of-0 sample or one of a type sampled twice, a recorder of 0 (CAP-ENV-1).
+    /// [`Capture::parse`] calls it, and so does opening a trace with a setting made in code.
     ///
     /// ```
     /// use jets::capture::{Capture, Recorder, Trigger};

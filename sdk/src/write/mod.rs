@@ -657,9 +657,9 @@ impl TraceBuilder {
         self
     }
     /// How many lines each emitting thread's ring holds (at least 16, at most
-    /// [`TraceBuilder::MAX_CAPACITY`]: more is refused when the trace is opened), counted as lines of 128
-    /// bytes (an event with two fields): the ring takes `lines * 128` bytes, rounded up to a
-    /// power of two, and a line takes only what it uses (a record with a name and type and no
+    /// [`TraceBuilder::MAX_CAPACITY`]: more is refused when the trace is opened), counted as
+    /// lines of 128 bytes (an event with two fields): the ring takes `lines * 128` bytes, rounded
+    /// up to a power of two, and a line takes only what it uses (a record with a name and type and no
     /// fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
     /// policy applies. A smaller one than the default (`1 << 14`, 2 MiB) fills while the writer
     /// naps between batches, and the emitting thread then waits too ([`Summary::waited_for_room`]
