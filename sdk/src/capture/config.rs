@@ -191,40 +191,48 @@ impl Capture {
     /// );
     /// ```
     pub fn check(&self) -> Result<(), CaptureError> {
-        let named = |clause: String| move |reason| CaptureError { clause, reason };
+        // A clause is named as the footer spells it: by a setting that holds it alone.
+        let named =
+            |alone: Capture| move |reason| CaptureError { clause: alone.to_string(), reason };
+        let none = Capture::default;
         // The values each clause's grammar refuses, for a setting made in code: first, since
         // the checks below compute with them.
         if let Some(w) = &self.window {
-            check_window(w).map_err(named(format!("clk={}..{}", w.start, w.end)))?;
+            check_window(w).map_err(named(Capture { window: Some(w.clone()), ..none() }))?;
         }
         if let Some(t) = &self.types {
-            check_names(t, "record_type").map_err(named(format!("types={}", t.join(","))))?;
+            check_names(t, "record_type")
+                .map_err(named(Capture { types: Some(t.clone()), ..none() }))?;
         }
         if let Some(e) = &self.events {
-            check_names(e, "event name").map_err(named(format!("events={}", e.join(","))))?;
+            check_names(e, "event name")
+                .map_err(named(Capture { events: Some(e.clone()), ..none() }))?;
         }
         if self.units.as_ref().is_some_and(Vec::is_empty) {
-            return Err(named("units=".into())("the list of unit_ids is empty".into()));
+            let alone = Capture { units: Some(vec![]), ..none() };
+            return Err(named(alone)("the list of unit_ids is empty".into()));
         }
-        for (i, (ty, n)) in self.samples.iter().enumerate() {
-            check_sample(&self.samples[..i], ty, *n).map_err(named(format!("sample={ty}:{n}")))?;
+        for (i, sample) in self.samples.iter().enumerate() {
+            let (ty, n) = sample;
+            check_sample(&self.samples[..i], ty, *n)
+                .map_err(named(Capture { samples: vec![sample.clone()], ..none() }))?;
         }
-        if let Some(r) = &self.recorder {
-            check_recorder(r).map_err(named(format!("recorder={r}")))?;
+        if let Some(r) = self.recorder {
+            check_recorder(&r).map_err(named(Capture { recorder: Some(r), ..none() }))?;
         }
         if self.recorder.is_none() && !self.triggers.is_empty() {
-            let clause = self.triggers.iter().map(|t| format!("trigger={t}")).collect::<Vec<_>>();
+            let alone = Capture { triggers: self.triggers.clone(), ..none() };
             let reason = "a trigger dumps the flight recorder: add a `recorder=` clause";
-            return Err(named(clause.join(";"))(reason.into()));
+            return Err(named(alone)(reason.into()));
         }
         if let Some(p) = self.every {
-            self.check_every(p).map_err(named(format!("every={p}")))?;
+            self.check_every(p).map_err(named(Capture { every: Some(p), ..none() }))?;
         }
         if let Some(p) = self.post_trigger {
-            self.check_post(p).map_err(named(format!("post={p}")))?;
+            self.check_post(p).map_err(named(Capture { post_trigger: Some(p), ..none() }))?;
         }
         if let Some(n) = self.trigger_dumps {
-            self.check_dumps(n).map_err(named(format!("dumps={n}")))?;
+            self.check_dumps(n).map_err(named(Capture { trigger_dumps: Some(n), ..none() }))?;
         }
         Ok(())
     }
