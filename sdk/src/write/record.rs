@@ -1030,17 +1030,8 @@ fn defer_fields<const N: usize>(
     record_type: Str,
     fields: impl FieldArray<N>,
 ) -> NonNull<Node> {
-    let mut slot = ring::take_spare().unwrap_or_else(pool::take_more);
-    // SAFETY: the box's line is ours and uninitialized (see `Pending::fill`). Only the caller's
-    // closure may unwind below: the box is then freed with its line in it not dropped (its name
-    // and record type leak, which is safe).
-    let l = unsafe { Line::init(slot.line.as_mut_ptr(), Kind::Record, 0, name, Some(after)) };
-    l.clk = clk;
-    l.parent = Some(parent);
-    l.hold = true;
-    // SAFETY: a new line's record type is the static empty text, which needs no drop.
-    unsafe { line::store_str(&mut l.record_type, record_type) };
-    l.data.push_all(fields.into_fields());
+    let fill = |data: &mut Data| data.push_all(fields.into_fields());
+    let slot = deferred_line(name, record_type, Some(after), clk, parent, fill);
     deferred_word(inner, slot, clk, bits::PASSES)
 }
 
@@ -1048,23 +1039,39 @@ fn defer_fields<const N: usize>(
 /// record keeps beside its node. Out of line: every record before a capture window comes here.
 #[inline(never)]
 fn boxed_record<F: PlainFields>(line: &mut ManuallyDrop<PlainRecord<F>>) -> Box<Slot> {
+    debug_assert!(line.hold, "only a held record is deferred");
     // SAFETY: the line is given up: its texts and fields are moved out exactly once, here, and
     // the rest of it (plain values, and the borrow of the caller's array) needs no drop.
     let (name, record_type) =
         unsafe { (std::ptr::read(&line.name), std::ptr::read(&line.record_type)) };
+    let (after, clk, parent) = (line.after, line.clk, line.parent);
+    // SAFETY: the fields are moved out once (see above).
+    let fill = |data: &mut Data| unsafe { line.fields.move_into(data) };
+    deferred_line(name, record_type, after, clk, parent, fill)
+}
+
+/// A deferred record's line (CAP-DEFER-1, held), made in a pooled box, its data filled by
+/// `fill`: inlined into each caller, so that fields made by `fill` are made where they go.
+#[inline(always)]
+fn deferred_line(
+    name: Str,
+    record_type: Str,
+    after: Option<Pos>,
+    clk: u64,
+    parent: u64,
+    fill: impl FnOnce(&mut Data),
+) -> Box<Slot> {
     let mut slot = ring::take_spare().unwrap_or_else(pool::take_more);
-    // SAFETY: the box's line is ours and uninitialized (see `Pending::fill`); nothing below
-    // unwinds before the box is returned, initialized, to the caller, which keeps it.
-    unsafe {
-        let l = Line::init(slot.line.as_mut_ptr(), Kind::Record, 0, name, line.after);
-        l.clk = line.clk;
-        l.parent = Some(line.parent);
-        l.hold = line.hold;
-        // A new line's record type is the static empty text, which needs no drop.
-        line::store_str(&mut l.record_type, record_type);
-        // The fields are moved out once (see above).
-        line.fields.move_into(&mut l.data);
-    }
+    // SAFETY: the box's line is ours and uninitialized (see `Pending::fill`), and whole once
+    // `Line::init` returns. Only `fill` may unwind below (a caller's closure): the box is then
+    // freed with its line in it not dropped (its texts leak, which is safe).
+    let l = unsafe { Line::init(slot.line.as_mut_ptr(), Kind::Record, 0, name, after) };
+    l.clk = clk;
+    l.parent = Some(parent);
+    l.hold = true;
+    // SAFETY: a new line's record type is the static empty text, which needs no drop.
+    unsafe { line::store_str(&mut l.record_type, record_type) };
+    fill(&mut l.data);
     slot
 }
 
