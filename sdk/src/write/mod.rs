@@ -658,9 +658,9 @@ impl TraceBuilder {
     }
     /// How many lines each emitting thread's ring holds (at least 16, at most
     /// [`TraceBuilder::MAX_CAPACITY`]: more is refused when the trace is opened), counted as
-    /// lines of 128 bytes (an event with two fields): the ring takes `lines * 128` bytes, rounded
-    /// up to a power of two, and a line takes only what it uses (a record with a name and type and no
-    /// fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
+    /// lines of 128 bytes (an event with two fields): the ring takes `lines * 128` bytes,
+    /// rounded up to a power of two, and a line takes only what it uses (a record with a name
+    /// and type and no fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
     /// policy applies. A smaller one than the default (`1 << 14`, 2 MiB) fills while the writer
     /// naps between batches, and the emitting thread then waits too ([`Summary::waited_for_room`]
     /// says how long): on the project's 2-core VM, 512 KiB made a traced Tiny5 run nearly twice
@@ -759,10 +759,11 @@ impl TraceBuilder {
     fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
         fence::init();
         if self.ring_capacity > TraceBuilder::MAX_CAPACITY {
+            let most = TraceBuilder::MAX_CAPACITY;
+            let gib = (most * WORDS_PER_LINE * 8) >> 30;
             return Err(Error::InvalidArgument(format!(
-                "a ring of {} lines is more than the largest, {} (8 GiB a thread)",
-                self.ring_capacity,
-                TraceBuilder::MAX_CAPACITY
+                "a ring of {} lines is more than the largest, {most} ({gib} GiB a thread)",
+                self.ring_capacity
             )));
         }
         let capture = match self.capture {
