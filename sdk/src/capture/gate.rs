@@ -27,6 +27,18 @@ pub(crate) mod bits {
     pub(crate) const PASSES: u8 = MATCH | UNIT;
 }
 
+/// What capture says of a child record at its cycle, before its fields are made
+/// ([`Gate::child_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChildAt {
+    /// Left out, with its subtree.
+    Leave,
+    /// Made, and judged when written ([`Gate::record`]); `sampled`: its 1-of-N sample was taken.
+    Make { sampled: bool },
+    /// Held by its cycle alone ([`Verdict::Hold`], [`bits::PASSES`]).
+    HeldByCycle,
+}
+
 /// What happens to a `record` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -247,26 +259,38 @@ impl Gate {
         clk: u64,
         record_type: &Str,
     ) -> Option<bool> {
-        if !self.on() {
-            return None;
+        match self.child_at(parent_start, clk, record_type) {
+            ChildAt::Leave => None,
+            ChildAt::Make { sampled } => Some(sampled),
+            ChildAt::HeldByCycle => Some(false),
         }
-        if !self.filtering {
-            return Some(false);
-        }
-        if self.cycles_only {
-            return (parent_start < self.end && clk < self.end).then_some(false);
-        }
-        self.record_at_filtered(parent_start, clk, record_type)
     }
 
-    /// Whether a record that [`Gate::may_record_at`] let through at `clk` is held by its cycle
-    /// alone: the setting has no type, unit or sample clause, and `clk` is before the window (or
-    /// in a gap between its repeats, or outside the regions of interest). [`Gate::record`] would
-    /// then say [`Verdict::Hold`] with [`bits::PASSES`] whatever the record's type and fields,
-    /// so its fields can be made straight into the box it is deferred in.
+    /// [`Gate::may_record_at`], telling apart a record held by its cycle alone: a setting with
+    /// no type, unit or sample clause, and `clk` before the window (or in a gap between its
+    /// repeats, or outside the regions of interest). [`Gate::record`] would then say
+    /// [`Verdict::Hold`] with [`bits::PASSES`] whatever the record's type and fields, so its
+    /// fields can be made straight into the box it is deferred in. Asked in the same branches,
+    /// so that a setting that holds nothing back pays nothing for it.
     #[inline(always)]
-    pub(crate) fn holds_at(&self, clk: u64) -> bool {
-        self.filtering && self.cycles_only && !self.in_region(clk)
+    pub(crate) fn child_at(&self, parent_start: u64, clk: u64, record_type: &Str) -> ChildAt {
+        if !self.on() {
+            return ChildAt::Leave;
+        }
+        if !self.filtering {
+            return ChildAt::Make { sampled: false };
+        }
+        if self.cycles_only {
+            return match parent_start < self.end && clk < self.end {
+                false => ChildAt::Leave,
+                true if self.in_region(clk) => ChildAt::Make { sampled: false },
+                true => ChildAt::HeldByCycle,
+            };
+        }
+        match self.record_at_filtered(parent_start, clk, record_type) {
+            None => ChildAt::Leave,
+            Some(sampled) => ChildAt::Make { sampled },
+        }
     }
 
     #[cold]

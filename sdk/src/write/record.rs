@@ -28,7 +28,7 @@ use super::lease::{self, Lease};
 use super::line::{self, Kind, Line, Plain, PlainFields, PlainRecord};
 use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
-use crate::capture::gate::{self, bits, Verdict};
+use crate::capture::gate::{self, bits, ChildAt, Verdict};
 use crate::error::Error;
 use crate::format::{Color, Data, Field, MarkerStyle, Severity, Status, Str, Value};
 
@@ -507,17 +507,17 @@ impl RecordHandle {
         };
         let record_type = record_type.into();
         let shared = n.shared();
-        let Some(sampled) = shared.gate.may_record_at(self.start, clk, &record_type) else {
-            return Ok(not_written());
-        };
-        if shared.gate.holds_at(clk) && shared.policy == Policy::Block {
+        let sampled = match shared.gate.child_at(self.start, clk, &record_type) {
+            ChildAt::Leave => return Ok(not_written()),
+            ChildAt::Make { sampled } => sampled,
             // Held by its cycle (before the window, in a gap, outside the regions of interest):
             // deferred, with its fields made in the box it waits in.
-            let after = *n.pushed(self.word)?;
-            let name = name.into();
-            let word = defer_fields(&n.inner, n.raw_id(), after, clk, name, record_type, fields);
-            return Ok(RecordHandle { word, start: clk });
-        }
+            ChildAt::HeldByCycle if shared.policy == Policy::Block => {
+                let word = defer_fields(n, self.word, clk, name.into(), record_type, fields)?;
+                return Ok(RecordHandle { word, start: clk });
+            }
+            ChildAt::HeldByCycle => false,
+        };
         // Made only now (a closure runs here), and wrapped at once: see `emit_event_fields_at`.
         let mut fields = ManuallyDrop::new(fields.into_fields());
         let after = match n.pushed(self.word) {
@@ -1017,22 +1017,24 @@ fn begin_plain<F: PlainFields>(
 }
 
 /// The word of a child record that a capture window holds by its cycle alone
-/// ([`gate::Gate::holds_at`]), deferred (CAP-DEFER-1) as [`begin_plain`] defers one: its line is
-/// made in a pooled box, its fields made there by `fields` rather than on the caller's stack and
-/// copied over, which is most of what a record before the window costs.
+/// ([`gate::ChildAt::HeldByCycle`]), deferred (CAP-DEFER-1) as [`begin_plain`] defers one: its
+/// line is made in a pooled box, its fields made there by `fields` rather than on the caller's
+/// stack and copied over, which is most of what a record before the window costs.
+/// `parent` is the parent's node and `word` its handle's word (see [`Node::pushed`]). Out of line
+/// and given few values, so that the paths that do not defer keep theirs in registers.
 #[inline(never)]
 fn defer_fields<const N: usize>(
-    inner: &Arc<Inner>,
-    parent: u64,
-    after: Pos,
+    parent: &Node,
+    word: NonNull<Node>,
     clk: u64,
     name: Str,
     record_type: Str,
     fields: impl FieldArray<N>,
-) -> NonNull<Node> {
+) -> Result<NonNull<Node>, Error> {
+    let after = *parent.pushed(word)?;
     let fill = |data: &mut Data| data.push_all(fields.into_fields());
-    let slot = deferred_line(name, record_type, Some(after), clk, parent, fill);
-    deferred_word(inner, slot, clk, bits::PASSES)
+    let slot = deferred_line(name, record_type, Some(after), clk, parent.raw_id(), fill);
+    Ok(deferred_word(&parent.inner, slot, clk, bits::PASSES))
 }
 
 /// A [`PlainRecord`] (consumed) as a builder's record line in a pooled box: the line a deferred
