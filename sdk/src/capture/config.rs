@@ -151,18 +151,26 @@ impl Capture {
         }
     }
 
-    /// Parses the `JETS_CAPTURE` grammar: clauses separated by `;`, each one of `off`,
+    /// Parses the `JETS_CAPTURE` grammar: `full` (everything, the default; alone), or clauses
+    /// separated by `;`, each one of `off`,
     /// `clk=A..B`, `every=P`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
     /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`,
     /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `dumps=N`, `count`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
         let mut c = Capture::default();
-        for raw in text.split(';') {
-            let clause = raw.trim();
-            if clause.is_empty() {
+        let clauses = text.split(';').map(str::trim).filter(|c| !c.is_empty());
+        // `full`, the spelling of the default (the footer writes it), reads back as it, and
+        // only alone: beside another clause it would say two things at once.
+        let several = clauses.clone().nth(1).is_some();
+        for clause in clauses {
+            let fail = |reason| CaptureError { clause: clause.into(), reason };
+            if clause == "full" {
+                if several {
+                    return Err(fail("`full` (everything) stands alone".into()));
+                }
                 continue;
             }
-            c.clause(clause).map_err(|reason| CaptureError { clause: clause.into(), reason })?;
+            c.clause(clause).map_err(fail)?;
         }
         c.check()?;
         Ok(c)
@@ -351,7 +359,7 @@ impl Capture {
             "dumps" => once(&mut self.trigger_dumps, key, || number(need(value)?, "dump count"))?,
             _ => {
                 return Err(format!(
-                    "unknown clause `{key}` (expected off, clk=A..B, every=P, roi, types=, \
+                    "unknown clause `{key}` (expected full, off, clk=A..B, every=P, roi, types=, \
                      events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, \
                      trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"
                 ))
@@ -572,6 +580,9 @@ mod tests {
             vec![Trigger::Signal(DumpSignal::Usr1), Trigger::Signal(DumpSignal::Usr2)]
         );
         assert_eq!(signals.to_string(), "recorder=10;trigger=SIGUSR1;trigger=SIGUSR2");
+        // The default is spelled `full` (so the footer says it), and reads back as the default.
+        assert_eq!(Capture::default().to_string(), "full");
+        assert_eq!(Capture::parse(" full ;").unwrap(), Capture::default());
         // A size-bounded recorder takes any delay: its window is bytes, not cycles.
         let sized = Capture::parse("recorder=64MiB;trigger=Fault;post=5000000").unwrap();
         assert_eq!(sized.to_string(), "recorder=64MiB;trigger=Fault;post=5000000");
@@ -600,8 +611,10 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected off, clk=A..B, every=P, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected full, off, clk=A..B, every=P, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
+            ("full;clk=1..2", "JETS_CAPTURE clause `full`: `full` (everything) stands alone"),
+            ("roi; full", "JETS_CAPTURE clause `full`: `full` (everything) stands alone"),
             ("every=1000", "JETS_CAPTURE clause `every=1000`: `every=` repeats a window: add a `clk=A..B` clause"),
             ("clk=0..100;every=0", "JETS_CAPTURE clause `every=0`: the period must be longer than the window (100 cycles), or the windows would touch"),
             ("clk=0..100;every=100", "JETS_CAPTURE clause `every=100`: the period must be longer than the window (100 cycles), or the windows would touch"),
