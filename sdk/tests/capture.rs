@@ -512,6 +512,62 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     assert_eq!(f["recorder_dumps"], 3);
 }
 
+/// CAP-WIN-3: the last cycle, `u64::MAX`, is a cycle like any other (the spec's range ends
+/// there). A flight recorder given a line at that cycle spun its writer for ever (its "no dump
+/// due" was that cycle; found by the fuzz target `capture`), a recorder window near it kept
+/// nothing but the newest line (the cycle plus the window saturated), and `roi`, `types=`,
+/// `events=`, `units=` and `sample=` without a window left every line at that cycle out (their
+/// window ended there, excluded). Each is checked against what it should write.
+#[test]
+fn the_last_cycle_is_captured_like_any_other() {
+    const LAST: u64 = u64::MAX;
+    // A record two cycles before the last, with an event at the last; the trace's lines.
+    let run = |c: Capture| {
+        let (t, buf) = open(c);
+        t.roi_begin();
+        let core = t.root("core", "Core").field("unit_id", 3u64).begin_at(LAST - 2).unwrap();
+        core.event("early").emit_at(LAST - 1).unwrap();
+        core.event("last").emit_at(LAST).unwrap();
+        t.dump().unwrap();
+        core.end_at(LAST).unwrap();
+        t.close().unwrap();
+        valid(&buf.text())
+    };
+    let recorder = |n| Capture { recorder: Some(Recorder::Cycles(n)), ..Capture::default() };
+    for c in [
+        recorder(10),
+        recorder(u64::MAX),
+        Capture { roi: true, ..Capture::default() },
+        Capture { types: Some(vec!["Core".into()]), ..Capture::default() },
+        Capture { events: Some(vec!["early".into(), "last".into()]), ..Capture::default() },
+        Capture { units: Some(vec![3]), ..Capture::default() },
+        Capture { samples: vec![("Core".into(), 1)], ..Capture::default() },
+    ] {
+        let lines = run(c.clone());
+        assert_eq!(names(&lines, "record"), ["core"], "{c}");
+        assert_eq!(names(&lines, "event"), ["early", "last"], "{c}");
+        assert_eq!(lines.iter().filter(|l| l["type"] == "record_end").count(), 1, "{c}");
+        assert_eq!(lines[1]["clk"], LAST - 2, "{c}: the record at its cycle");
+    }
+    // A window of one cycle, the last: the record is written as the event's ancestor.
+    let lines = run(Capture { window: Some(LAST - 1..LAST), ..Capture::default() });
+    assert_eq!(names(&lines, "event"), ["early"]);
+    // A recorder of 2 cycles: the lines of the last two (the record as their ancestor).
+    let lines = run(recorder(2));
+    assert_eq!(names(&lines, "event"), ["early", "last"]);
+    let lines = run(recorder(1));
+    assert_eq!(names(&lines, "event"), ["last"]);
+    // A trigger delayed past the last cycle is due at it (the first line at or after it).
+    let c = Capture {
+        triggers: vec![Trigger::Event("early".into())],
+        post_trigger: Some(5),
+        ..recorder(10)
+    };
+    let lines = run(c);
+    assert_eq!(names(&lines, "event"), ["early", "last"]);
+    assert_eq!(footer(&lines)["recorder_dumps"], 3);
+}
+
 /// CAP-REC-5: with `post=20`, the trigger at cycle 402 dumps once the writer is given a line at
 /// cycle 422 or later (the end of i42, at 425), before that line: the window then holds what came
 /// after the trigger (up to i42's event at 421) as well as what led to it (from i37's end at 375,

@@ -69,9 +69,11 @@ pub(crate) struct Gate {
     /// (CAP-WIN-2).
     window: Range<u64>,
     every: Period,
-    /// The end of the last window: nothing at or after it is captured (`u64::MAX` for a
-    /// repeated window, which has no last).
-    end: u64,
+    /// The last cycle of the last window: nothing after it is captured (`u64::MAX` without a
+    /// window, or for a repeated one, which has no last). Inclusive, so that a line at cycle
+    /// `u64::MAX`, which the spec allows, is in a setting without a window; an exclusive end of
+    /// `u64::MAX` left it out of every filtering setting (`roi`, `types=` ...; CAP-WIN-3).
+    last: u64,
     roi: bool,
     roi_depth: AtomicI64,
     types: Option<Vec<String>>,
@@ -143,8 +145,9 @@ impl Gate {
             cycles_only: c.types.is_none() && c.units.is_none() && c.samples.is_empty(),
             window: c.window.clone().unwrap_or(0..u64::MAX),
             every: Period::new(c.every.unwrap_or(0)),
-            end: match (&c.window, c.every) {
-                (Some(w), None) => w.end,
+            // A window holds a cycle at least (`Capture::check`): its end is above 0.
+            last: match (&c.window, c.every) {
+                (Some(w), None) => w.end - 1,
                 _ => u64::MAX,
             },
             roi: c.roi,
@@ -222,10 +225,10 @@ impl Gate {
     #[inline(always)]
     fn in_window(&self, clk: u64) -> bool {
         // A single window's own test first: most lines outside it fail the first comparison,
-        // as before there were repeats (`end` is the window's end then).
+        // as before there were repeats (`last` is the window's last cycle then).
         let Range { start, end } = self.window;
         clk >= start
-            && clk < self.end
+            && clk <= self.last
             && (self.every.0 == 0 || self.every.rem(clk - start) < end - start)
     }
 
@@ -245,7 +248,7 @@ impl Gate {
     /// the last window's end (a child cannot begin before its parent). The builder is then inert.
     #[inline(always)]
     pub(crate) fn may_record(&self, parent_start: u64) -> bool {
-        self.on() && (!self.filtering || parent_start < self.end)
+        self.on() && (!self.filtering || parent_start <= self.last)
     }
 
     /// As [`Gate::may_record`], for a child of `record_type` that begins at `clk` (CAP-AT-1):
@@ -281,7 +284,7 @@ impl Gate {
             return ChildAt::Make { sampled: false };
         }
         if self.cycles_only {
-            return match parent_start < self.end && clk < self.end {
+            return match parent_start <= self.last && clk <= self.last {
                 false => ChildAt::Leave,
                 true if self.in_region(clk) => ChildAt::Make { sampled: false },
                 true => ChildAt::HeldByCycle,
@@ -295,7 +298,7 @@ impl Gate {
 
     #[cold]
     fn record_at_filtered(&self, parent_start: u64, clk: u64, record_type: &Str) -> Option<bool> {
-        if parent_start >= self.end || clk >= self.end {
+        if parent_start > self.last || clk > self.last {
             return None;
         }
         match self.sample_clause(record_type) {
@@ -314,7 +317,7 @@ impl Gate {
         }
         !self.filtering
             || (rec & bits::MATCH != 0
-                && start < self.end
+                && start <= self.last
                 && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name)))
     }
 
@@ -340,7 +343,7 @@ impl Gate {
         if self.cycles_only {
             // As `record_filtered` with no type, unit or sample clause.
             return match clk {
-                _ if clk >= self.end => (Verdict::Leave, bits::LEFT),
+                _ if clk > self.last => (Verdict::Leave, bits::LEFT),
                 _ if self.in_region(clk) => (Verdict::Select, bits::PASSES),
                 _ => (Verdict::Hold, bits::PASSES),
             };
@@ -357,7 +360,7 @@ impl Gate {
         parent: impl FnOnce() -> u8,
         sampled: bool,
     ) -> (Verdict, u8) {
-        if clk >= self.end {
+        if clk > self.last {
             // Nothing under it can be in the window either (children start at or after it).
             return (Verdict::Leave, bits::LEFT);
         }

@@ -992,7 +992,9 @@ impl Ring {
     #[inline]
     fn is_old(&self) -> bool {
         match self.limit {
-            Recorder::Cycles(n) => self.index.front_clk.saturating_add(n) <= self.max_clk,
+            // CYCLES or more below the largest seen; a difference, since the cycle plus the
+            // window saturates near `u64::MAX`, where everything would look old.
+            Recorder::Cycles(n) => self.max_clk.saturating_sub(self.index.front_clk) >= n,
             // The memory the recorder keeps: its lines as queued (not as encoded).
             Recorder::Bytes(n) => self.words * 8 > n,
         }
@@ -1021,7 +1023,7 @@ impl Ring {
         let mut words = 0;
         while len > floor {
             let item = items[head & mask];
-            if item.flags() & FAST == 0 || clk.saturating_add(n) > self.max_clk {
+            if item.flags() & FAST == 0 || self.max_clk.saturating_sub(clk) < n {
                 break;
             }
             // SAFETY: the entry ends within its chunk (`FAST`: the next one starts there).
@@ -1135,8 +1137,10 @@ pub(crate) struct Keeper {
     /// without the clause).
     trigger_dumps_left: u64,
     /// The cycle at which a delayed trigger's dump is due: the first line the writer offers at
-    /// or after it dumps the recorder, before that line is taken. `u64::MAX` when none is.
-    due: u64,
+    /// or after it dumps the recorder, before that line is taken. Not a `u64::MAX` sentinel:
+    /// a line may be at that cycle, and would then find a dump due forever (the writer spun
+    /// at every recorder's first such line; found by the fuzz target `capture`).
+    due: Option<u64>,
 }
 
 /// Calls `f` with the node of each record in the batches of `expiring` due by `horizon` (their
@@ -1202,7 +1206,7 @@ impl Keeper {
             dumping: false,
             post_trigger: c.post_trigger,
             trigger_dumps_left: c.trigger_dumps.unwrap_or(u64::MAX),
-            due: u64::MAX,
+            due: None,
         })
     }
 
@@ -1241,8 +1245,8 @@ impl Keeper {
     pub(crate) unsafe fn line(&mut self, at: *mut u64, out: &mut dyn Out) -> bool {
         // SAFETY: the caller's contract; `m` is not used once the entry is moved.
         let m = unsafe { Entry::head(at) };
-        if m.clk >= self.due {
-            self.due = u64::MAX;
+        if self.due.is_some_and(|due| m.clk >= due) {
+            self.due = None;
             self.dump(out);
             return false;
         }
@@ -1258,7 +1262,7 @@ impl Keeper {
                 // SAFETY: the caller's contract; kept, so the caller leaves it.
                 unsafe { self.record(EVENT, m.clk, NONE, m.owns_nothing, at, m.words) };
                 // A trigger while a delayed dump is due is in that dump (CAP-REC-5).
-                if trigger && self.due == u64::MAX {
+                if trigger && self.due.is_none() {
                     // CAP-REC-6: `dumps=` counts the dumps triggers make.
                     self.trigger_dumps_left -= 1;
                     match self.post_trigger {
@@ -1271,7 +1275,7 @@ impl Keeper {
                         // CAP-REC-5: or once the recorder has seen `post` cycles more, the
                         // trigger line kept until then (it is the newest now).
                         Some(post) => {
-                            self.due = m.clk.saturating_add(post);
+                            self.due = Some(m.clk.saturating_add(post));
                             if let Some(ring) = self.ring.as_mut() {
                                 ring.pin = ring.kept - 1;
                             }
