@@ -118,6 +118,12 @@ struct Lane {
     floor: u64,
 }
 
+/// The starts of the slices a slice over `[s, e]` holds: `s..e`, or `s` alone when `e <= s`.
+/// Inclusive, so that a slice ending at the last cycle (`u64::MAX`) needs no `e + 1`.
+fn starts_within(s: u64, e: u64) -> std::ops::RangeInclusive<u64> {
+    s..=e.saturating_sub(1).max(s)
+}
+
 impl Lane {
     /// Whether `[s, e]` of record `id` nests here: it partially overlaps no maximal slice, lies
     /// inside none, and contains only slices of its own descendants (a viewer draws a slice
@@ -136,7 +142,7 @@ impl Lane {
                 return false;
             }
         }
-        self.maximal.range(s..e.max(s + 1)).all(|(_, &(me, m))| me <= e && descends(m, id))
+        self.maximal.range(starts_within(s, e)).all(|(_, &(me, m))| me <= e && descends(m, id))
     }
 
     /// Whether open parent `p` (started at `ps`) could later be placed here with a child ending
@@ -152,14 +158,14 @@ impl Lane {
             }
         }
         self.maximal
-            .range(ps..e.max(ps + 1))
+            .range(starts_within(ps, e))
             .rev()
             .take(PREFER_SCAN)
             .all(|(_, &(me, m))| me <= e && descends(m, p))
     }
 
     fn place(&mut self, s: u64, e: u64, id: u64) {
-        let inside: Vec<u64> = self.maximal.range(s..e.max(s + 1)).map(|(&k, _)| k).collect();
+        let inside: Vec<u64> = self.maximal.range(starts_within(s, e)).map(|(&k, _)| k).collect();
         for k in inside {
             self.maximal.remove(&k);
         }
