@@ -275,10 +275,16 @@ impl<W: Write> Emitter<W> {
             later.extend(next_cycle.into_iter().map(|k| (id, k)));
         }
         if !later.is_empty() {
-            if next == Some(clk + 1) {
+            let Some(after) = clk.checked_add(1) else {
+                bail!(
+                    "a stage ends in cycle {clk}, the last a u64 holds: it cannot be drawn one \
+                     cycle longer (CV-KANATA-5)"
+                )
+            };
+            if next == Some(after) {
                 self.batch = later;
             } else {
-                self.advance(clk + 1)?;
+                self.advance(after)?;
                 for (id, k) in later {
                     self.write(id, k)?;
                 }
