@@ -270,6 +270,7 @@ pub struct Timeline<S> {
     processes: u64,
     end_clk: u64,
     footer_end: Option<u64>,
+    header_seen: bool,
 }
 
 impl<S: TimelineSink> Timeline<S> {
@@ -284,11 +285,22 @@ impl<S: TimelineSink> Timeline<S> {
             processes: 0,
             end_clk: 0,
             footer_end: None,
+            header_seen: false,
         }
     }
 
     /// Feeds one line.
     pub fn line(&mut self, line: Line<'_>) -> Result<()> {
+        // The sinks write their file's opening from the header: without a header first, or with
+        // a second one, what they write would not be a file of their format (E005, E008).
+        match (&line, self.header_seen) {
+            (Line::Header(_), true) => {
+                bail!("a second header: the header must be the first line only")
+            }
+            (Line::Header(_), false) => self.header_seen = true,
+            (_, false) => bail!("the trace does not start with a header line"),
+            (_, true) => {}
+        }
         if let Some(clk) = line.clk() {
             self.end_clk = self.end_clk.max(clk);
         }
