@@ -119,22 +119,37 @@ impl<W: Write> DftracerSink<W> {
 
     /// A cycle as an integer time in the file's unit (CV-DFT-2): nanoseconds rounded, which
     /// keeps one cycle at least 1 ns at clocks up to 1 GHz; the cycle itself above that.
-    fn time(&self, clk: u64) -> u64 {
+    /// An error past what a `u64` holds (a cast would wrap).
+    fn time(&self, clk: u64) -> Result<u64> {
         if self.real_ns {
-            ((cycles_to_ps(clk, self.mhz) + 500) / 1000) as u64
+            u64::try_from((cycles_to_ps(clk, self.mhz) + 500) / 1000).map_err(|_| {
+                anyhow::anyhow!(
+                    "cycle {clk} at {} MHz is past the largest DFTracer time (2^64 ns)",
+                    self.mhz
+                )
+            })
         } else {
-            clk
+            Ok(clk)
         }
     }
 
-    fn complete(&mut self, name: &str, cat: &str, pid: u64, tid: u64, start: u64, end: u64) {
+    fn complete(
+        &mut self,
+        name: &str,
+        cat: &str,
+        pid: u64,
+        tid: u64,
+        start: u64,
+        end: u64,
+    ) -> Result<()> {
+        let (s, e) = (self.time(start)?, self.time(end)?);
         self.start(name, cat, pid, tid);
-        let (s, e) = (self.time(start), self.time(end));
         json::write_key(&mut self.buf, "ts");
         json::write_u64(&mut self.buf, s);
         json::write_key(&mut self.buf, "dur");
         json::write_u64(&mut self.buf, e.saturating_sub(s));
         self.buf.extend_from_slice(b",\"ph\":\"X\",\"args\":");
+        Ok(())
     }
 }
 
@@ -203,7 +218,7 @@ impl<W: Write> TimelineSink for DftracerSink<W> {
         if !s.ended {
             args.insert("jets_unended".into(), true.into());
         }
-        self.complete(&r.name, &r.record_type, s.pid, s.lane as u64, r.start, s.end);
+        self.complete(&r.name, &r.record_type, s.pid, s.lane as u64, r.start, s.end)?;
         json::write_object(&mut self.buf, &args);
         self.buf.extend_from_slice(b"}\n");
         self.flush_if_full()
@@ -219,7 +234,7 @@ impl<W: Write> TimelineSink for DftracerSink<W> {
         if let Some(d) = &e.data {
             args.insert("jets_data".into(), d.clone());
         }
-        self.complete(&e.name, EVENT_CATEGORY, i.pid, 0, e.clk, e.clk);
+        self.complete(&e.name, EVENT_CATEGORY, i.pid, 0, e.clk, e.clk)?;
         json::write_object(&mut self.buf, &args);
         self.buf.extend_from_slice(b"}\n");
         self.flush_if_full()

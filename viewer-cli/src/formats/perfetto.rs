@@ -242,8 +242,14 @@ impl<W: Write> PerfettoSink<W> {
         self.out
     }
 
-    fn ns(&self, clk: u64) -> u64 {
-        ((cycles_to_ps(clk, self.mhz) + 500) / 1000) as u64
+    /// Cycle `clk` in ns; an error past what Perfetto's `u64` timestamps hold (a cast would wrap).
+    fn ns(&self, clk: u64) -> Result<u64> {
+        u64::try_from((cycles_to_ps(clk, self.mhz) + 500) / 1000).map_err(|_| {
+            anyhow::anyhow!(
+                "cycle {clk} at {} MHz is past the largest Perfetto timestamp (2^64 ns)",
+                self.mhz
+            )
+        })
     }
 
     fn emit(&mut self, sequence: u64, flags: Option<u64>, body: &[u8]) -> Result<()> {
@@ -534,7 +540,7 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
     }
 
     fn begin(&mut self, pid: u64, r: &OpenRecord) -> Result<()> {
-        let ts = self.ns(r.start);
+        let ts = self.ns(r.start)?;
         self.open.insert((ts, r.id));
         self.open_info.insert(r.id, (pid, r.name.clone(), r.record_type.clone(), ts));
         Ok(())
@@ -542,7 +548,7 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
 
     fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
         let r = s.record;
-        let (begin, end) = (self.ns(r.start), self.ns(s.end));
+        let (begin, end) = (self.ns(r.start)?, self.ns(s.end)?);
         if self.open_info.remove(&r.id).is_some() {
             self.open.remove(&(begin, r.id));
         }
@@ -591,7 +597,7 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
 
     fn instant(&mut self, i: &Instant<'_>) -> Result<()> {
         let e = i.event;
-        let ts = self.ns(e.clk);
+        let ts = self.ns(e.clk)?;
         if e.name == jets_host::sync::SYNC_EVENT {
             if let Some(Ok(p)) = jets_host::sync::SyncPoint::from_event(e) {
                 let mut cs = Vec::new();
