@@ -738,7 +738,8 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
         for (i, (m, &clk)) in samples.iter().zip(&clks).enumerate() {
             host.event(HOST_SAMPLE_EVENT)
                 .data_json(&serde_json::to_string(&host_sample(m, *tree))?)
-                .emit_at(clk)?;
+                .emit_at(clk)
+                .with_context(|| format!("{}: sample {}", path.display(), i + 1))?;
             summary.events += 1;
             for c in f.tree_children.get(i).into_iter().flatten() {
                 let (rec, seen) = match procs.entry(c.pid) {
@@ -754,7 +755,10 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
                 one.perf_sw = c.metrics.perf_sw;
                 rec.event(HOST_SAMPLE_EVENT)
                     .data_json(&serde_json::to_string(&host_sample(&one, false))?)
-                    .emit_at(clk)?;
+                    .emit_at(clk)
+                    .with_context(|| {
+                        format!("{}: sample {} of child process {}", path.display(), i + 1, c.pid)
+                    })?;
                 *seen = clk;
                 summary.events += 1;
             }
@@ -771,10 +775,11 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
         }
         for pid in order {
             if let Some((rec, seen)) = procs.remove(&pid) {
-                rec.end_at(seen)?;
+                rec.end_at(seen)
+                    .with_context(|| format!("{}: child process {pid}", path.display()))?;
             }
         }
-        host.end_at(last)?;
+        host.end_at(last).with_context(|| format!("{}: HostProcess record", path.display()))?;
         summary.complete_events += samples.len() as u64;
     }
     trace.close().with_context(|| format!("writing {}", output.display()))?;

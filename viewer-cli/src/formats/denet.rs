@@ -4,8 +4,10 @@
 //! (`kind`: env, metadata, child, tree, sample, exit) and the legacy untagged shapes (no `kind`;
 //! `net_*` instead of `sys_net_*`) are both read, following denet 0.10's reader: a tree line counts
 //! through its `aggregated` metrics (its per-child metrics are kept beside them), a line with
-//! `aggregated: null` (the process had exited) is skipped; `child` and `exit` lines are kept. Unlike denet, which skips what it cannot parse, a line that is not JSON, or a
-//! `sample`/`tree` line without the fields of one, is an error naming the file and line.
+//! `aggregated: null` (the process had exited) is skipped; `child` and `exit` lines are kept.
+//! Unlike denet, which skips what it cannot parse, a line that is not JSON, a `sample`/`tree` line
+//! without the fields of one, or a sample earlier than the one before it, is an error naming the
+//! file and line.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -43,6 +45,8 @@ fn parse<T: serde::de::DeserializeOwned>(v: Value, path: &Path, n: usize, what: 
 pub fn read(path: &Path) -> Result<DenetFile> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut out = DenetFile::default();
+    // The previous sample's ts_ms and line.
+    let mut previous: Option<(u64, usize)> = None;
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let n = i + 1;
         let line = line.with_context(|| format!("{}:{n}: reading", path.display()))?;
@@ -53,6 +57,7 @@ pub fn read(path: &Path) -> Result<DenetFile> {
             .with_context(|| format!("{}:{n}: not JSON", path.display()))?;
         let Some(obj) = v.as_object() else { bail!("{}:{n}: not a JSON object", path.display()) };
         let sim_clk = obj.get("sim_clk").and_then(Value::as_u64);
+        let (metrics, aggregated) = (out.metrics.len(), out.aggregated.len());
         match obj.get("kind").map(|k| k.as_str()) {
             Some(Some("env")) => out.env = Some(obj.clone()),
             Some(Some("metadata")) => out.metadata = Some(parse(v, path, n, "metadata line")?),
@@ -79,8 +84,39 @@ pub fn read(path: &Path) -> Result<DenetFile> {
                 bail!("{}:{n}: neither a denet sample, tree, header nor child line", path.display())
             }
         }
+        let ts = if out.metrics.len() > metrics {
+            out.metrics.last().map(|m| m.ts_ms)
+        } else if out.aggregated.len() > aggregated {
+            out.aggregated.last().map(|a| a.ts_ms)
+        } else {
+            None
+        };
+        if let Some(ts) = ts {
+            check_time(ts, previous, path, n)?;
+            previous = Some((ts, n));
+        }
     }
     Ok(out)
+}
+
+/// A sample's `ts_ms` must not go back from the previous sample's (denet writes them in time
+/// order: samples out of order would be drawn at the wrong time), and must fit `real_ns` (ns since
+/// 1970 in a `u64`, which `jets import` writes).
+fn check_time(ts: u64, previous: Option<(u64, usize)>, path: &Path, n: usize) -> Result<()> {
+    if ts > u64::MAX / 1_000_000 {
+        bail!(
+            "{}:{n}: ts_ms {ts} is past the year 2554 (ns since 1970 overflow 64 bits)",
+            path.display()
+        );
+    }
+    if let Some((p, line)) = previous.filter(|&(p, _)| ts < p) {
+        bail!(
+            "{}:{n}: ts_ms {ts} is earlier than the previous sample's ({p}, line {line}): denet \
+             writes samples in time order",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 fn push_tree(
