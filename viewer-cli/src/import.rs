@@ -123,6 +123,8 @@ struct Node {
     data: Map<String, Value>,
     annotations: Vec<(String, String, Value)>,
     depth: u32,
+    /// Where it comes from (`file:line`), for the errors.
+    at: String,
 }
 
 /// An event to write.
@@ -133,6 +135,8 @@ struct Ev {
     name: String,
     description: String,
     data: Option<Value>,
+    /// Where it comes from (`file:line`), for the errors.
+    at: String,
 }
 
 /// Imports DFTracer files into the JETS trace `output`.
@@ -160,7 +164,8 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
     summary.complete_events =
         events.iter().filter(|(_, e)| e.kind == DfKind::Complete).count() as u64;
     if summary.complete_events == 0 {
-        bail!("no complete event in {} input file(s): nothing to import", inputs.len());
+        let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        bail!("no complete event in {}: nothing to import", names.join(", "));
     }
     let header = events.iter().find_map(|(_, e)| {
         (e.kind == DfKind::Metadata && e.name == dftracer::HEADER_EVENT)
@@ -198,9 +203,15 @@ fn at(file: &str, e: &DfEvent) -> String {
     format!("{file}:{}", e.line)
 }
 
-/// Cycles from a DFTracer time (`scale` cycles per unit).
-fn clk(t: f64, scale: f64) -> u64 {
-    (t * scale).round() as u64
+/// Cycles from a DFTracer time (`scale` cycles per unit) of the event at `place`: an error past
+/// the last cycle a `u64` holds (a cast would silently make it that last cycle).
+fn clk(t: f64, scale: f64, place: &str) -> Result<u64> {
+    let c = (t * scale).round();
+    if c.is_finite() && (0.0..u64::MAX as f64).contains(&c) {
+        Ok(c as u64)
+    } else {
+        bail!("{place}: time {t} is past the last cycle a JETS trace holds (2^64 - 1)")
+    }
 }
 
 /// The data of a foreign complete event: its args, with hashed names resolved next to them.
@@ -250,17 +261,19 @@ fn build_from_jets(
         if index.insert(id, nodes.len()).is_some() {
             bail!("{}: jets_id {id} appears twice", at(file, e));
         }
-        parents.push((e.args.get("jets_parent_id").and_then(Value::as_u64), at(file, e)));
+        let place = at(file, e);
+        parents.push((e.args.get("jets_parent_id").and_then(Value::as_u64), place.clone()));
         nodes.push(Node {
             parent: None,
             name: e.name.clone(),
             record_type: e.cat.clone(),
             description: description.to_owned(),
-            start: clk(e.ts, scale),
-            end: (!unended).then(|| clk(e.ts + e.dur, scale)),
+            start: clk(e.ts, scale, &place)?,
+            end: (!unended).then(|| clk(e.ts + e.dur, scale, &place)).transpose()?,
             data: e.args.get("jets_data").and_then(Value::as_object).cloned().unwrap_or_default(),
             annotations,
             depth: 0,
+            at: place,
         });
     }
     for (i, (p, place)) in parents.iter().enumerate() {
@@ -284,7 +297,7 @@ fn build_from_jets(
                 };
                 evs.push(Ev {
                     record,
-                    clk: clk(e.ts, scale),
+                    clk: clk(e.ts, scale, &at(file, e))?,
                     name: e.name.clone(),
                     description: e
                         .args
@@ -293,6 +306,7 @@ fn build_from_jets(
                         .unwrap_or("")
                         .to_owned(),
                     data: e.args.get("jets_data").cloned(),
+                    at: at(file, e),
                 });
             }
             DfKind::Metadata if e.name == "jets_annotation" => {
@@ -328,7 +342,11 @@ fn set_depths(nodes: &mut [Node]) -> Result<()> {
                 None => break 0,
                 Some(p) => {
                     if chain.len() > nodes.len() {
-                        bail!("the jets_parent_id links form a cycle (record {:?})", nodes[i].name);
+                        bail!(
+                            "{}: the jets_parent_id links form a cycle (record {:?})",
+                            nodes[i].at,
+                            nodes[i].name
+                        );
                     }
                     chain.push(p)
                 }
@@ -361,10 +379,11 @@ fn build_foreign(
     let mut process_names: HashMap<u64, String> = HashMap::new();
     let mut thread_names: HashMap<(u64, u64), String> = HashMap::new();
     let mut process_notes: HashMap<u64, Vec<(String, String, Value)>> = HashMap::new();
-    let mut threads: std::collections::BTreeMap<(u64, u64), Vec<&DfEvent>> = Default::default();
-    for (_, e) in events {
+    let mut threads: std::collections::BTreeMap<(u64, u64), Vec<(&str, &DfEvent)>> =
+        Default::default();
+    for (file, e) in events {
         match e.kind {
-            DfKind::Complete => threads.entry((e.pid, e.tid)).or_default().push(e),
+            DfKind::Complete => threads.entry((e.pid, e.tid)).or_default().push((file, e)),
             DfKind::Metadata => {
                 let name = e.args.get("name").and_then(Value::as_str);
                 match (e.name.as_str(), name) {
@@ -389,11 +408,16 @@ fn build_foreign(
     let mut nodes: Vec<Node> = Vec::new();
     let mut process_node: HashMap<u64, usize> = HashMap::new();
     for (&(pid, tid), list) in &mut threads {
-        list.sort_by(|a, b| {
+        list.sort_by(|(_, a), (_, b)| {
             a.ts.total_cmp(&b.ts).then(b.dur.total_cmp(&a.dur)).then(a.line.cmp(&b.line))
         });
-        let start = clk(list[0].ts, 1.0);
-        let end = list.iter().map(|e| clk(e.ts + e.dur, 1.0)).max().unwrap_or(start);
+        // The process and thread records come from the thread's first event.
+        let first = at(list[0].0, list[0].1);
+        let start = clk(list[0].1.ts, 1.0, &first)?;
+        let mut end = start;
+        for &(file, e) in list.iter() {
+            end = end.max(clk(e.ts + e.dur, 1.0, &at(file, e))?);
+        }
         let p = *process_node.entry(pid).or_insert_with(|| {
             nodes.push(Node {
                 parent: None,
@@ -405,6 +429,7 @@ fn build_foreign(
                 data: Map::from_iter([("pid".to_owned(), pid.into())]),
                 annotations: process_notes.remove(&pid).unwrap_or_default(),
                 depth: 0,
+                at: first.clone(),
             });
             nodes.len() - 1
         });
@@ -421,11 +446,13 @@ fn build_foreign(
             data: Map::from_iter([("pid".to_owned(), pid.into()), ("tid".to_owned(), tid.into())]),
             annotations: Vec::new(),
             depth: 1,
+            at: first,
         });
         // Nesting by time containment: the stack holds the enclosing events.
         let mut stack: Vec<(usize, u64)> = Vec::new();
-        for e in list.iter() {
-            let (s, en) = (clk(e.ts, 1.0), clk(e.ts + e.dur, 1.0));
+        for &(file, e) in list.iter() {
+            let place = at(file, e);
+            let (s, en) = (clk(e.ts, 1.0, &place)?, clk(e.ts + e.dur, 1.0, &place)?);
             while let Some(&(_, top_end)) = stack.last() {
                 if en <= top_end {
                     break;
@@ -449,6 +476,7 @@ fn build_foreign(
                 data,
                 annotations: Vec::new(),
                 depth: nodes[parent].depth + 1,
+                at: place,
             });
             stack.push((nodes.len() - 1, en));
         }
@@ -494,7 +522,8 @@ fn write_trace(
     let mut ends: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::new();
     let end = |i: usize, handles: &mut Vec<Option<RecordHandle>>| -> Result<()> {
         if let (Some(h), Some(at)) = (handles[i].take(), nodes[i].end) {
-            h.end_at(at).with_context(|| format!("ending record {:?}", nodes[i].name))?;
+            h.end_at(at)
+                .with_context(|| format!("{}: ending record {:?}", nodes[i].at, nodes[i].name))?;
         }
         Ok(())
     };
@@ -515,7 +544,7 @@ fn write_trace(
             let builder = match n.parent {
                 Some(p) => match &handles[p] {
                     Some(h) => h.child(n.name.clone(), n.record_type.clone()),
-                    None => bail!("record {:?} begins before its parent", n.name),
+                    None => bail!("{}: record {:?} begins before its parent", n.at, n.name),
                 },
                 None => trace.root(n.name.clone(), n.record_type.clone()),
             };
@@ -523,13 +552,15 @@ fn write_trace(
             if !n.data.is_empty() {
                 builder = builder.data_json(&serde_json::to_string(&n.data)?);
             }
-            let h = builder.begin_at(n.start).with_context(|| format!("record {:?}", n.name))?;
+            let h = builder
+                .begin_at(n.start)
+                .with_context(|| format!("{}: record {:?}", n.at, n.name))?;
             for (name, description, data) in &n.annotations {
                 h.annotation(name.clone())
                     .description(description.clone())
                     .data_json(&serde_json::to_string(data)?)
                     .emit()
-                    .with_context(|| format!("annotation {name:?} on {:?}", n.name))?;
+                    .with_context(|| format!("{}: annotation {name:?} on {:?}", n.at, n.name))?;
             }
             handles[i] = Some(h);
             if let Some(e) = n.end {
@@ -539,13 +570,22 @@ fn write_trace(
         } else {
             let e = &evs[i];
             let Some(h) = &handles[e.record] else {
-                bail!("event {:?} comes after its record ended", e.name)
+                let r = &nodes[e.record];
+                bail!(
+                    "{}: event {:?} at cycle {} is outside its record {:?} (cycles {} to {})",
+                    e.at,
+                    e.name,
+                    e.clk,
+                    r.name,
+                    r.start,
+                    r.end.map_or_else(|| "the end of the trace".to_owned(), |c| c.to_string())
+                )
             };
             let mut b = h.event(e.name.clone()).description(e.description.clone());
             if let Some(d) = &e.data {
                 b = b.data_json(&serde_json::to_string(d)?);
             }
-            b.emit_at(e.clk).with_context(|| format!("event {:?}", e.name))?;
+            b.emit_at(e.clk).with_context(|| format!("{}: event {:?}", e.at, e.name))?;
             Some(e.record)
         };
         if let Some(p) = owner {
