@@ -82,3 +82,35 @@ fn a_broken_line_is_an_error_naming_file_and_line() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("t.jets") && err.contains("line 7"), "{err}");
 }
+
+/// CV-UNIT-2: sums of durations that pass the 64-bit range (two records of almost the whole
+/// range on one unit) are exact in the text report and `null` in JSON, where a cast wrapped the
+/// total to 2^64 - 2 and an addition wrapped (or, in a debug build, panicked on) a unit's busy
+/// cycles.
+#[test]
+fn sums_past_the_64_bit_range_are_exact_or_null_never_wrapped() {
+    const MAX: u64 = u64::MAX;
+    let dir = std::env::temp_dir().join(format!("jets-stats-sums-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("sums.jets");
+    let mut text = String::from(r#"{"type":"header","version":"2.0","metadata":{}}"#);
+    for id in 1..=2u64 {
+        text += &format!(
+            "\n{{\"type\":\"record\",\"clk\":0,\"id\":{id},\"name\":\"c{id}\",\"parent_id\":null,\
+             \"record_type\":\"Core\",\"description\":\"\",\"data\":{{\"unit_id\":0}}}}"
+        );
+    }
+    for id in 1..=2u64 {
+        text += &format!("\n{{\"type\":\"record_end\",\"clk\":{MAX},\"record_id\":{id}}}");
+    }
+    std::fs::write(&file, text + "\n").expect("write");
+    let v: Value = serde_json::from_str(&stats(&file, true)).expect("json");
+    let d = &v["record_types"]["Core"]["duration_cycles"];
+    assert_eq!((d["total"].clone(), d["max"].as_u64()), (Value::Null, Some(MAX)));
+    assert_eq!(v["units"]["0"]["busy_cycles"], Value::Null);
+    assert_eq!(v["units"]["0"]["records"], 2);
+    let human = stats(&file, false);
+    let exact = (2 * u128::from(MAX)).to_string();
+    assert_eq!(human.matches(&exact).count(), 2, "total and busy cycles, exact:\n{human}");
+    std::fs::remove_dir_all(&dir).ok();
+}

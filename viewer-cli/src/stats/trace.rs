@@ -14,6 +14,13 @@ use jets::capture::{FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT, FOOTER_RECORD
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
 
+/// A sum of cycles in the JSON report: the number while it fits the 64-bit range JETS integers
+/// live in, `null` past it (possible only with durations near that range; CV-UNIT-2). The text
+/// report prints it exactly; a cast wrapped it into a wrong total.
+fn json_u64(sum: u128) -> Value {
+    u64::try_from(sum).map_or(Value::Null, Value::from)
+}
+
 /// Sub-buckets per power of two above the exact range.
 const SUB: u64 = 64;
 /// Values below this are counted exactly.
@@ -123,7 +130,9 @@ pub struct TraceStats {
     types: Vec<(String, TypeStats)>,
     type_index: HashMap<String, usize>,
     events: HashMap<String, u64>,
-    units: BTreeMap<u64, (u64, u64)>,
+    /// Per unit: busy cycles (a sum of durations, which may pass the 64-bit range: CV-UNIT-2),
+    /// records.
+    units: BTreeMap<u64, (u128, u64)>,
     open: HashMap<u64, Open>,
     footer: Option<jets::format::Footer>,
     unended_examples: Vec<u64>,
@@ -171,7 +180,7 @@ impl TraceStats {
                     if o.outermost {
                         if let Some(u) = o.unit {
                             let slot = self.units.entry(u).or_default();
-                            slot.0 += d;
+                            slot.0 += u128::from(d);
                             slot.1 += 1;
                         }
                     }
@@ -272,7 +281,7 @@ impl TraceStats {
                 json!({
                     "count": t.records, "ended": h.count, "unended": t.unended,
                     "duration_cycles": {
-                        "total": h.total as u64, "min": h.min, "mean": h.mean(),
+                        "total": json_u64(h.total), "min": h.min, "mean": h.mean(),
                         "p50": h.quantile(0.5), "p95": h.quantile(0.95), "p99": h.quantile(0.99),
                         "max": h.max,
                     }
@@ -285,7 +294,7 @@ impl TraceStats {
             let util = if extent > 0 { *busy as f64 / extent as f64 } else { 0.0 };
             units.insert(
                 u.to_string(),
-                json!({"busy_cycles": busy, "records": n, "utilization": util}),
+                json!({"busy_cycles": json_u64(*busy), "records": n, "utilization": util}),
             );
         }
         let mut events: Vec<(&String, &u64)> = self.events.iter().collect();
