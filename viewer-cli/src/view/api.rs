@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::build::Shared;
-use super::index::{wire_code, Index, Item, Marker, MARKER_PX, NONE, OPEN};
+use super::index::{wire_code, Index, Item, Marker, MARKER_PX, NONE};
 
 /// Labels are read back from the trace only for bars at least this many pixels wide.
 const LABEL_MIN_PX: f64 = 24.0;
@@ -623,7 +623,7 @@ pub fn node(ix: &Index, rec: u32) -> Node {
         name: ix.names.get(r.name).to_owned(),
         rtype: ix.types.get(look.rtype).to_owned(),
         start: bar.start,
-        end: (bar.end != OPEN).then_some(bar.end),
+        end: bar.end,
         row: r.row,
         has_children: ix.has_children(rec),
         status: wire_code(look.status),
@@ -728,7 +728,7 @@ pub fn record(shared: &Shared, p: &Params) -> Result<RecordOut, ApiError> {
 pub fn record_of(shared: &Shared, ix: &Index, rec: u32) -> RecordOut {
     let r = ix.recs[rec as usize];
     let bar = ix.bar(rec);
-    let end = (bar.end != OPEN).then_some(bar.end);
+    let end = bar.end;
     let anns = ix.annotations_of(rec);
     let evs = ix.events_of(rec, MAX_DETAIL_LINES);
     RecordOut {
@@ -875,10 +875,10 @@ pub fn bars(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
         .filter_map(|id| ix.rec_by_id(id).map(|rec| (id, rec)))
         .map(|(id, rec)| {
             let bar = ix.bar(rec);
-            let end = if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end };
+            let end = bar.end.unwrap_or(ix.now().max(bar.start));
             let mut bars = Vec::new();
             if bar.start < t1 && end >= t0 {
-                let it = Item { start: bar.start, end, rec, count: 1, open: bar.end == OPEN };
+                let it = Item { start: bar.start, end, rec, count: 1, open: bar.end.is_none() };
                 let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
                 let label = if wide { bar_label(shared, ix.rec_offset(rec)) } else { None };
                 bars.push(bar_out(&ix, &it, label));
@@ -992,8 +992,8 @@ pub fn pipe_rows(ix: &Index, seq: u32, range: std::ops::Range<usize>, cpp: f64) 
                 id: ix.rec_id(rec).to_string(),
                 name: ix.names.get(r.name).to_owned(),
                 start: bar.start,
-                end: if bar.end == OPEN { ix.now().max(bar.start) } else { bar.end },
-                open: bar.end == OPEN,
+                end: bar.end.unwrap_or(ix.now().max(bar.start)),
+                open: bar.end.is_none(),
                 status: wire_code(ix.look(rec).status),
                 stages,
                 markers: markers.iter().map(|m| marker_out(ix, m)).collect(),

@@ -36,8 +36,6 @@ use serde_json::{Map, Value};
 
 /// "No entry" in the `u32` links.
 pub const NONE: u32 = u32::MAX;
-/// The end of a record that has not ended yet.
-pub const OPEN: u64 = u64::MAX;
 /// Markers closer than this many pixels are one marker: they are drawn about that wide.
 pub const MARKER_PX: f64 = 8.0;
 /// How many line errors are kept with their text (all are counted).
@@ -103,8 +101,9 @@ pub struct Look {
 pub struct Bar {
     /// Start cycle.
     pub start: u64,
-    /// End cycle, or [`OPEN`].
-    pub end: u64,
+    /// End cycle; `None` while open. Not a `u64::MAX` sentinel: a record may end at that cycle
+    /// (the spec's range ends there), and was then shown as never ended.
+    pub end: Option<u64>,
     /// Index of the record.
     pub rec: u32,
 }
@@ -247,9 +246,9 @@ impl Row {
     pub fn bar(&self, i: usize) -> Bar {
         let s = self.bars[i];
         let end = match s.dur {
-            OPEN_DUR => OPEN,
-            FAR => self.far_end.get(&(i as u32)).copied().unwrap_or(OPEN),
-            d => s.start + u64::from(d),
+            OPEN_DUR => None,
+            FAR => self.far_end.get(&(i as u32)).copied(),
+            d => Some(s.start + u64::from(d)),
         };
         Bar { start: s.start, end, rec: s.rec }
     }
@@ -261,7 +260,7 @@ impl Row {
     fn push_bar(&mut self, start: u64, rec: u32) -> u32 {
         let i = self.bars.len();
         // A row takes a bar only when its last one has ended by the new start (`take_row`).
-        let gap = self.last().map_or(0, |p| start.saturating_sub(p.end));
+        let gap = self.last().and_then(|p| p.end).map_or(0, |e| start.saturating_sub(e));
         self.bars.push(Slot { start, dur: OPEN_DUR, rec });
         self.summaries.resize_with(LEVELS, Vec::new);
         let mut size = 1;
@@ -306,7 +305,7 @@ impl Row {
         if b_is_wide(&self.bar(i), wide, width) {
             return i + 1;
         }
-        let open_last = self.last().is_some_and(|b| b.end == OPEN);
+        let open_last = self.last().is_some_and(|b| b.end.is_none());
         let mut k = i + 1;
         let mut prev_end = self.bar(i).end;
         'walk: while k < n {
@@ -328,7 +327,7 @@ impl Row {
                 size /= FAN;
             }
             let b = self.bar(k);
-            let g = b.start.saturating_sub(prev_end);
+            let g = prev_end.map_or(0, |e| b.start.saturating_sub(e));
             if b.start >= t1 || g as f64 >= gap || b_is_wide(&b, wide, width) {
                 return k;
             }
@@ -340,7 +339,7 @@ impl Row {
 }
 
 fn b_is_wide(b: &Bar, wide: f64, width: impl Fn(&Bar) -> f64) -> bool {
-    b.end == OPEN || width(b) >= wide
+    b.end.is_none() || width(b) >= wide
 }
 
 /// A host sample from a `HostSync` event.
@@ -722,7 +721,7 @@ pub struct RowWindow {
 pub struct Item {
     /// Start cycle.
     pub start: u64,
-    /// End cycle ([`OPEN`] bars end at the last cycle seen).
+    /// End cycle (an open bar ends at the last cycle seen).
     pub end: u64,
     /// The first record (the only one when `count` is 1).
     pub rec: u32,
@@ -1001,7 +1000,7 @@ impl Index {
         }
         let found = l.free[d].iter().copied().find(|&slot| {
             let row = l.depths[d][slot as usize];
-            rows[row as usize].last().is_none_or(|b| b.end <= start)
+            rows[row as usize].last().is_none_or(|b| b.end.is_some_and(|e| e <= start))
         });
         if let Some(slot) = found {
             l.free[d].remove(&slot);
@@ -1019,7 +1018,7 @@ impl Index {
         };
         let r = self.recs[rec as usize];
         let row = &mut self.rows[r.row as usize];
-        if row.bar(r.pos as usize).end != OPEN {
+        if row.bar(r.pos as usize).end.is_some() {
             return self.error(line, || format!("record {id} ends twice"));
         }
         row.end_bar(r.pos, clk);
@@ -1304,11 +1303,7 @@ fn merge_markers(mut all: Vec<Marker>, reach: f64) -> Vec<Marker> {
 }
 
 fn end_of(b: &Bar, now: u64) -> u64 {
-    if b.end == OPEN {
-        now.max(b.start)
-    } else {
-        b.end
-    }
+    b.end.unwrap_or(now.max(b.start))
 }
 
 /// See [`Index::window`]. Bars of a row are sorted by start and do not overlap, so their ends are
@@ -1323,7 +1318,7 @@ fn bars_in(row: &Row, t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
     while lo < hi {
         let mid = (lo + hi) / 2;
         let b = row.bar(mid);
-        if b.end != OPEN && b.end < t0 {
+        if b.end.is_some_and(|e| e < t0) {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -1338,7 +1333,7 @@ fn bars_in(row: &Row, t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
             end: end_of(&last, now),
             rec: first.rec,
             count: (k - i) as u32,
-            open: last.end == OPEN,
+            open: last.end.is_none(),
         });
         i = k;
     }
@@ -1419,7 +1414,7 @@ mod tests {
         for row in &ix.rows {
             for i in 1..row.bar_count() {
                 let (a, b) = (row.bar(i - 1), row.bar(i));
-                assert!(a.end <= b.start, "{a:?} overlaps {b:?}");
+                assert!(a.end.is_some_and(|e| e <= b.start), "{a:?} overlaps {b:?}");
             }
         }
     }
@@ -1658,9 +1653,9 @@ mod tests {
         // A bar longer than 4 G cycles.
         ix.apply(parse(&end(big + 3, 1)), 6, big + 60);
         ix.apply(parse(&end(9, 2)), 7, big + 70);
-        assert_eq!((ix.bar(0).start, ix.bar(0).end), (0, big + 3));
-        assert_eq!((ix.bar(1).start, ix.bar(1).end), (7, 9));
-        assert_eq!(ix.bar(2).end, OPEN);
+        assert_eq!((ix.bar(0).start, ix.bar(0).end), (0, Some(big + 3)));
+        assert_eq!((ix.bar(1).start, ix.bar(1).end), (7, Some(9)));
+        assert_eq!(ix.bar(2).end, None);
         // More event kinds than 16 bits hold.
         for i in 0..70_000u64 {
             ix.apply(parse(&ev(big + 2, &format!("k{i}"))), 8 + i, big + 100 + i);
@@ -1668,6 +1663,10 @@ mod tests {
         assert_eq!(ix.kinds.items.len(), 70_001);
         let last = ix.evs.len() as u32 - 1;
         assert_eq!(ix.event_names.get(ix.kind(last).name), "k69999");
+        // A record that ends at the last cycle has ended (it was shown as open: its end was the
+        // sentinel for none).
+        ix.apply(parse(&end(u64::MAX, 3)), 80_000, big + 200_000);
+        assert_eq!(ix.bar(2).end, Some(u64::MAX));
         assert_eq!(ix.event_names.get(ix.kind(1).name), "k0");
     }
 }
