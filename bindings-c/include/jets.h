@@ -639,7 +639,8 @@ int jets_set_enabled(struct jets_trace *t, bool on);
 jets_domain jets_domain_create(struct jets_trace *t, const char *name);
 
 /**
- * Enables or disables the lines of `domain`.
+ * Enables or disables the lines of `domain`. A handle `jets_domain_create` did not return for
+ * `t` (0 included) is refused with `JETS_ERR_INVALID_ARGUMENT`, whether tracing is on or off.
  *
  * # Safety
  * `t` is NULL or a handle from `jets_open`.

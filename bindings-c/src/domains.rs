@@ -55,13 +55,23 @@ impl Switches {
         if domain == 0 {
             return Ok(Some(None));
         }
-        let i = domain as usize - 1;
-        let name = self.published.get(i).and_then(|n| n.get()).ok_or(Failure::invalid(Msg::Id(
-            "domain",
-            u64::from(domain),
-            " was never created in this trace",
-        )))?;
-        Ok(self.enabled[i].load(Ordering::Relaxed).then_some(Some(*name)))
+        let (i, name) = self.created(domain)?;
+        Ok(self.enabled[i].load(Ordering::Relaxed).then_some(Some(name)))
+    }
+
+    /// The index and name of a domain `jets_domain_create` made; 0 ("none") and any other handle
+    /// are refused, whether the trace is on or off.
+    #[inline(always)]
+    fn created(&self, domain: jets_domain) -> Result<(usize, &'static str), Failure> {
+        let i = (domain as usize).wrapping_sub(1);
+        match self.published.get(i).and_then(|n| n.get()) {
+            Some(name) => Ok((i, name)),
+            None => Err(Failure::invalid(Msg::Id(
+                "domain",
+                u64::from(domain),
+                " was never created in this trace",
+            ))),
+        }
     }
 }
 
@@ -114,7 +124,8 @@ pub unsafe extern "C" fn jets_domain_create(
     .unwrap_or(0)
 }
 
-/// Enables or disables the lines of `domain`.
+/// Enables or disables the lines of `domain`. A handle `jets_domain_create` did not return for
+/// `t` (0 included) is refused with `JETS_ERR_INVALID_ARGUMENT`, whether tracing is on or off.
 ///
 /// # Safety
 /// `t` is NULL or a handle from `jets_open`.
@@ -127,8 +138,8 @@ pub unsafe extern "C" fn jets_domain_set_enabled(
     status("jets_domain_set_enabled", || {
         // SAFETY: forwarded from the caller.
         let t = unsafe { trace(t) }?;
-        t.switches.route(domain)?; // refuses unknown domains
-        t.switches.enabled[domain as usize - 1].store(on, Ordering::Relaxed);
+        let (i, _) = t.switches.created(domain)?;
+        t.switches.enabled[i].store(on, Ordering::Relaxed);
         Ok(())
     })
 }

@@ -671,3 +671,32 @@ fn text_of_a_line_capture_leaves_out_is_not_parsed() {
         .map(|k| footer[k].as_u64().unwrap_or_else(|| panic!("no {k} in {footer}")));
     assert_eq!(left_out, [3, 1, 1], "{footer}");
 }
+
+/// Found by the `c_api` fuzz target: `jets_domain_set_enabled` indexed its table with `domain - 1`
+/// after a check that let domain 0 through (it means "none" to a line) and let any handle through
+/// while tracing was off, so 0 (subtraction overflow) and 256 or more (out of bounds) panicked
+/// (`JETS_ERR_INTERNAL`), and a never-created handle below 256 was accepted while off.
+#[test]
+fn domain_set_enabled_refuses_handles_it_never_made_whether_on_or_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = open(&dir.path().join("t.jets")).0;
+    // SAFETY: `t` is open until the jets_close at the end of the block; the strings are C-string
+    // literals.
+    unsafe {
+        let d = jets_domain_create(t, c(c"mem"));
+        assert_eq!(d, 1, "{}", last_error());
+        for on in [true, false] {
+            assert_eq!(jets_set_enabled(t, on), JETS_OK);
+            for bad in [0, 2, 255, 256, u32::MAX] {
+                assert_eq!(
+                    jets_domain_set_enabled(t, bad, true),
+                    JETS_ERR_INVALID_ARGUMENT,
+                    "domain {bad}, tracing {on}: {}",
+                    last_error()
+                );
+            }
+            assert_eq!(jets_domain_set_enabled(t, d, on), JETS_OK);
+        }
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+}
