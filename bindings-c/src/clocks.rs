@@ -10,6 +10,10 @@ use crate::cstr;
 use crate::failure::{run, status, Failure, Msg};
 use crate::types::*;
 
+/// 2^64 as a float: every product of a clock conversion below it casts to a cycle below
+/// `JETS_CLK_NOW` (the largest double below 2^64 is 2^64 - 2048).
+const TRACE_CYCLES_END: f64 = 18_446_744_073_709_551_616.0;
+
 /// Most clocks a trace can have.
 const MAX_CLOCKS: usize = 64;
 
@@ -40,15 +44,23 @@ impl Clocks {
         let ratio = self.ratio.get(c as usize - 1).and_then(|r| r.get()).ok_or(
             Failure::invalid(Msg::Id("clock", u64::from(c), " was never created in this trace")),
         )?;
-        // Exact for products below 2^53 cycles; beyond that within one part in 2^53.
-        Ok((clk as f64 * ratio) as u64)
+        // Exact for products below 2^53 cycles; beyond that within one part in 2^53. A product
+        // of 2^64 or more is no cycle (a cast would make it u64::MAX, JETS_CLK_NOW): CA-CLK-4.
+        let at = clk as f64 * ratio;
+        if !(0.0..TRACE_CYCLES_END).contains(&at) {
+            return Err(Failure::invalid(format!(
+                "clk {clk} of clock {c} is {at} trace cycles, not a cycle from 0 to below 2^64"
+            )));
+        }
+        Ok(at as u64)
     }
 }
 
 /// Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):
 /// pass it in `jets_attrs.clock`, or to `jets_clock_set`, to give cycles of that clock; they are
 /// written in cycles of the trace's clock, whose rate is the header's `clock_frequency_mhz` (which
-/// `jets_open` must have been given). Returns 0 on failure.
+/// `jets_open` must have been given). Returns 0 on failure. A `clk` of that clock whose trace
+/// cycle would be 2^64 or more is refused with `JETS_ERR_INVALID_ARGUMENT` (CA-CLK-4).
 ///
 /// # Safety
 /// `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.

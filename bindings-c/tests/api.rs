@@ -700,3 +700,58 @@ fn domain_set_enabled_refuses_handles_it_never_made_whether_on_or_off() {
         assert_eq!(jets_close(t), JETS_OK);
     }
 }
+
+/// Rule CA-CLK-4: a `clk` of another clock whose trace cycle is 2^64 or more is refused. A cast
+/// saturated it to `u64::MAX` (`JETS_CLK_NOW`), so lines were written at that cycle (which
+/// CA-CLK-1 keeps out of the C API) and `jets_clock_set` set the trace clock to it.
+#[test]
+fn a_clk_in_another_clock_past_64_bits_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let mut t = std::ptr::null_mut();
+    // SAFETY: `p` and the strings are NUL-terminated; `t` is a writable out pointer, then open
+    // until the jets_close at the end of the block; `a` outlives the calls that read it.
+    unsafe {
+        let meta = c(c"{\"clock_frequency_mhz\":1000}");
+        assert_eq!(jets_open(p.as_ptr(), meta, &mut t), JETS_OK, "{}", last_error());
+        let slow = jets_clock_create(t, c(c"slow"), 1.0);
+        assert_ne!(slow, 0, "{}", last_error());
+        let root = jets_record_begin(t, 0, 5, c(c"root"), c(c"Root"), null(), null());
+        let a = jets_attrs {
+            size: std::mem::size_of::<jets_attrs>() as u32,
+            name: jets_intern(c(c"e")),
+            record_type: jets_intern(c(c"E")),
+            description: 0,
+            fields: null(),
+            field_count: 0,
+            data_json: null(),
+            domain: 0,
+            clock: slow,
+        };
+        let far = u64::MAX / 1000 + 1; // 1000 trace cycles each: past 2^64
+        assert_eq!(jets_clock_set(t, slow, far), JETS_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("not a cycle"), "{}", last_error());
+        assert_eq!(jets_event_ex(t, root, far, &a), JETS_ERR_INVALID_ARGUMENT);
+        assert_eq!(jets_record_begin_ex(t, root, far, &a), 0);
+        assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_ARGUMENT);
+        assert_eq!(jets_push(t, far, &a), 0);
+        assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_ARGUMENT);
+        // One that fits still converts (2^63 trace cycles and a little), and the clock set from
+        // it is a cycle, not JETS_CLK_NOW.
+        let near = (1 << 63) / 1000;
+        assert_eq!(jets_event_ex(t, root, near, &a), JETS_OK, "{}", last_error());
+        assert_eq!(jets_clock_set(t, slow, near), JETS_OK);
+        assert_eq!(jets_event(t, root, JETS_CLK_NOW, c(c"now"), null(), null()), JETS_OK);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    let clks: Vec<u64> = all
+        .iter()
+        .filter(|l| l["type"] == "event")
+        .map(|l| l["clk"].as_u64().expect("clk"))
+        .collect();
+    assert_eq!(clks.len(), 2, "{all:#?}");
+    let want = (((1u64 << 63) / 1000) as f64 * 1000.0) as u64;
+    assert_eq!(clks, [want, want]);
+}
