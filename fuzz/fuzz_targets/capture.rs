@@ -110,6 +110,20 @@ enum Op {
         name: u8,
         value: Option<u64>,
     },
+    /// An event and a child record through the builders without a cycle: at the trace clock's
+    /// cycle, which `Clock` sets (anywhere, before a record's start too).
+    EventNow {
+        record: u8,
+        name: u8,
+    },
+    BeginNow {
+        parent: u8,
+        name: u8,
+    },
+    Clock {
+        dt: u16,
+        back: bool,
+    },
     Annotate {
         record: u8,
     },
@@ -138,6 +152,8 @@ struct Input {
     drop: bool,
     /// The program's first cycle: anywhere, so that windows and recorders meet `u64::MAX`.
     start: u64,
+    /// Closed with `close_at` (its cycle ends the records still open) rather than `close`.
+    close_at: Option<u64>,
     ops: Vec<Op>,
 }
 
@@ -187,10 +203,9 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => panic!("opening with {capture:?}: {e}"),
     };
     let mut clk = input.start;
-    let mut open: Vec<(RecordHandle, u64)> = Vec::new();
-    let pick = |open: &Vec<(RecordHandle, u64)>, i: u8| {
-        (!open.is_empty()).then(|| usize::from(i) % open.len())
-    };
+    let mut open: Vec<RecordHandle> = Vec::new();
+    let pick =
+        |open: &Vec<RecordHandle>, i: u8| (!open.is_empty()).then(|| usize::from(i) % open.len());
     for op in &input.ops {
         // Errors (a cycle before a record's start, one past u64::MAX) are the API's answer to
         // a bad call, not a failure here; panics and invalid files are.
@@ -198,7 +213,7 @@ fuzz_target!(|data: &[u8]| {
             Op::Begin { parent, dt, name: n, unit } => {
                 clk = clk.saturating_add(u64::from(dt));
                 let builder = match pick(&open, parent) {
-                    Some(p) => open[p].0.child_at(clk, name(n), name(n)),
+                    Some(p) => open[p].child_at(clk, name(n), name(n)),
                     None => trace.root(name(n), name(n)),
                 };
                 let builder = match unit {
@@ -206,15 +221,15 @@ fuzz_target!(|data: &[u8]| {
                     None => builder,
                 };
                 if let Ok(h) = builder.begin_at(clk) {
-                    open.push((h, clk));
+                    open.push(h);
                 }
             }
             Op::BeginFields { parent, dt, name: n, unit } => {
                 clk = clk.saturating_add(u64::from(dt));
                 if let Some(p) = pick(&open, parent) {
                     let fields = || [("unit_id", u64::from(unit).into()), ("pc", clk.into())];
-                    if let Ok(h) = open[p].0.begin_child_fields_at(clk, name(n), name(n), fields) {
-                        open.push((h, clk));
+                    if let Ok(h) = open[p].begin_child_fields_at(clk, name(n), name(n), fields) {
+                        open.push(h);
                     }
                 }
             }
@@ -222,28 +237,47 @@ fuzz_target!(|data: &[u8]| {
                 clk = clk.saturating_add(u64::from(dt));
                 if let Some(r) = pick(&open, record) {
                     let _ = match value {
-                        Some(v) => open[r].0.emit_event_fields_at(clk, name(n), [("v", v.into())]),
-                        None => open[r].0.emit_event_at(clk, name(n)),
+                        Some(v) => open[r].emit_event_fields_at(clk, name(n), [("v", v.into())]),
+                        None => open[r].emit_event_at(clk, name(n)),
                     };
                 }
             }
             Op::Event { record, dt, name: n, error } => {
                 clk = clk.saturating_add(u64::from(dt));
                 if let Some(r) = pick(&open, record) {
-                    let e = open[r].0.event_at(clk, name(n));
+                    let e = open[r].event_at(clk, name(n));
                     let e = if error { e.severity(Severity::Error) } else { e };
                     let _ = e.emit();
                 }
             }
+            Op::EventNow { record, name: n } => {
+                if let Some(r) = pick(&open, record) {
+                    let _ = open[r].event(name(n)).emit();
+                }
+            }
+            Op::BeginNow { parent, name: n } => {
+                if let Some(p) = pick(&open, parent) {
+                    if let Ok(h) = open[p].child(name(n), name(n)).begin() {
+                        open.push(h);
+                    }
+                }
+            }
+            Op::Clock { dt, back } => {
+                let now = trace.clock().now();
+                trace.clock().set(match back {
+                    true => now.saturating_sub(u64::from(dt)),
+                    false => clk.saturating_add(u64::from(dt)),
+                });
+            }
             Op::Annotate { record } => {
                 if let Some(r) = pick(&open, record) {
-                    let _ = open[r].0.annotation("note").field("k", 1u64).emit();
+                    let _ = open[r].annotation("note").field("k", 1u64).emit();
                 }
             }
             Op::End { record, dt, flushed } => {
                 clk = clk.saturating_add(u64::from(dt));
                 if let Some(r) = pick(&open, record) {
-                    let (h, _) = open.swap_remove(r);
+                    let h = open.swap_remove(r);
                     let _ = match flushed {
                         true => h.end_with_status_at(clk, Status::Flushed),
                         false => h.end_at(clk),
@@ -266,7 +300,11 @@ fuzz_target!(|data: &[u8]| {
     }
     // Records left open are closed with the trace (their ends written at its last cycle).
     drop(open);
-    trace.close().unwrap_or_else(|e| panic!("closing with {capture:?}: {e}"));
+    let closed = match input.close_at {
+        Some(at) => trace.close_at(at),
+        None => trace.close(),
+    };
+    closed.unwrap_or_else(|e| panic!("closing with {capture:?}: {e}"));
     let bytes = out.0.lock().unwrap().clone();
     let (diagnostics, report) = jets_read::validate::validate_bytes(&bytes);
     assert_eq!(
