@@ -59,7 +59,7 @@ impl Clocks {
 /// Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):
 /// pass it in `jets_attrs.clock`, or to `jets_clock_set`, to give cycles of that clock; they are
 /// written in cycles of the trace's clock, whose rate is the header's `clock_frequency_mhz` (which
-/// `jets_open` must have been given). Returns 0 on failure. A `clk` of that clock whose trace
+/// `jets_open` must have been given, a positive number). Returns 0 on failure. A `clk` of that clock whose trace
 /// cycle would be 2^64 or more is refused with `JETS_ERR_INVALID_ARGUMENT` (CA-CLK-4).
 ///
 /// # Safety
@@ -80,6 +80,14 @@ pub unsafe extern "C" fn jets_clock_create(
         let base = c.base_mhz.ok_or(Failure::invalid(
             "the trace has no clock_frequency_mhz in its header metadata: give it to jets_open to use more than one clock",
         ))?;
+        // The header's rate is whatever JSON number `jets_open` was given: 0 would map every
+        // cycle of this clock to cycle 0, and a negative or infinite one to nothing real.
+        if !(base.is_finite() && base > 0.0) {
+            return Err(Failure::invalid(format!(
+                "the trace's clock_frequency_mhz {base} is not a positive frequency: no clock \
+                 converts to its cycles"
+            )));
+        }
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(Failure::invalid(format!("mhz {mhz} is not a positive frequency")));
         }

@@ -755,3 +755,32 @@ fn a_clk_in_another_clock_past_64_bits_is_refused() {
     let want = (((1u64 << 63) / 1000) as f64 * 1000.0) as u64;
     assert_eq!(clks, [want, want]);
 }
+
+/// CA-CLK-3: another clock converts to the trace's cycles by the header's `clock_frequency_mhz`,
+/// which `jets_open` takes as any JSON number: 0 mapped every cycle of the other clock to cycle
+/// 0, and a negative rate to nothing real. Such a rate is refused when the clock is made.
+#[test]
+fn a_clock_needs_a_positive_trace_rate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for rate in ["0", "-5", "1e-320"] {
+        let path = dir.path().join(format!("t{rate}.jets"));
+        let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+        let meta = CString::new(format!("{{\"clock_frequency_mhz\":{rate}}}")).expect("meta");
+        let mut t = std::ptr::null_mut();
+        // SAFETY: `p` and the strings are NUL-terminated; `t` is a writable out pointer, then
+        // open until the jets_close at the end of the block.
+        unsafe {
+            assert_eq!(jets_open(p.as_ptr(), meta.as_ptr(), &mut t), JETS_OK, "{}", last_error());
+            let clock = jets_clock_create(t, c(c"slow"), 1.0);
+            if rate == "1e-320" {
+                // Positive, if tiny: a rate, and a clock of it.
+                assert_ne!(clock, 0, "{}", last_error());
+            } else {
+                assert_eq!(clock, 0, "rate {rate}");
+                assert_eq!(jets_last_error_code(), JETS_ERR_INVALID_ARGUMENT);
+                assert!(last_error().contains("not a positive frequency"), "{}", last_error());
+            }
+            assert_eq!(jets_close(t), JETS_OK);
+        }
+    }
+}
