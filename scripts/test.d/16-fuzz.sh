@@ -5,12 +5,15 @@
 # - capture: any JETS_CAPTURE text, setting made in code and single-threaded program must neither
 #   panic nor leave a file the validator finds an error in (and a text that parses must spell
 #   back to the same setting).
-#   JETS_FUZZ_SECONDS   how long libFuzzer runs each target (default 45)
+# - c_api: libjets driven through its Rust rlib with any contract-respecting calls (ids, cycles,
+#   texts, options, clocks, domains, capture) on two traces and NULL: no panic, only documented
+#   status codes, files that validate.
+#   JETS_FUZZ_SECONDS   how long libFuzzer runs each target (default 30)
 # Installs what it needs: a nightly toolchain (rustup) and cargo-fuzz (crates.io). When it cannot,
 # it says why and fails: a fuzz run that silently did not happen would read as a clean one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-seconds="${JETS_FUZZ_SECONDS:-45}"
+seconds="${JETS_FUZZ_SECONDS:-30}"
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 cannot() {
     echo "16-fuzz: CANNOT RUN the fuzz target: $*" >&2
@@ -29,8 +32,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 # Seeds of the validator: the conformance traces (valid and invalid); each corpus grows under the
-# target dir. The capture target's inputs are structured (arbitrary's), so it starts from none.
-mkdir -p "$target_dir/fuzz-corpus/validate" "$target_dir/fuzz-corpus/capture"
+# target dir. The other targets' inputs are structured (arbitrary's): they start from none.
+mkdir -p "$target_dir/fuzz-corpus/validate" "$target_dir/fuzz-corpus/capture" "$target_dir/fuzz-corpus/c_api"
 cp spec/conformance/valid/* spec/conformance/invalid/* "$target_dir/fuzz-corpus/validate/" 2>/dev/null || true
 
 echo "16-fuzz: $(cargo fuzz --version), $(rustup run nightly rustc --version)"
@@ -56,3 +59,4 @@ fuzz() {
 }
 fuzz validate "the validator and repair"
 fuzz capture "capture control (JETS_CAPTURE, settings made in code, programs under them)"
+fuzz c_api "the C API (libjets)"
