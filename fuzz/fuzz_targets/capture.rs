@@ -298,7 +298,8 @@ fuzz_target!(|data: &[u8]| {
             Op::Off => trace.capture_off(),
         }
     }
-    // Records left open are closed with the trace (their ends written at its last cycle).
+    // Handles dropped without an end leave their records open, as a simulator stopped mid-run
+    // does: the footer counts them (`open_records`).
     drop(open);
     let closed = match input.close_at {
         Some(at) => trace.close_at(at),
