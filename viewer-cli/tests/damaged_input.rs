@@ -671,6 +671,16 @@ const DENET_REGRESSIONS: &[Regression] = &[
     },
 ];
 
+/// A temporary directory with `in/` for the damaged inputs and `work/` for the runs' outputs
+/// (the directory goes when the first value is dropped).
+fn scratch() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (inputs, work) = (dir.path().join("in"), dir.path().join("work"));
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    (dir, inputs, work)
+}
+
 #[test]
 fn the_undamaged_inputs_convert_and_import() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -720,10 +730,7 @@ fn denet_files() -> [&'static str; 4] {
 
 #[test]
 fn damaged_jets_traces_convert_or_fail_cleanly() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let (inputs, work) = (dir.path().join("in"), dir.path().join("work"));
-    std::fs::create_dir_all(&inputs).expect("mkdir");
-    std::fs::create_dir_all(&work).expect("mkdir");
+    let (_dir, inputs, work) = scratch();
     let mut cases = Vec::new();
     let mut n = 0;
     let sources: [(&str, Vec<u8>, usize, bool); 3] = [
@@ -774,10 +781,7 @@ fn damaged_jets_traces_convert_or_fail_cleanly() {
 
 #[test]
 fn damaged_dftracer_files_import_or_fail_cleanly() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let (inputs, work) = (dir.path().join("in"), dir.path().join("work"));
-    std::fs::create_dir_all(&inputs).expect("mkdir");
-    std::fs::create_dir_all(&work).expect("mkdir");
+    let (_dir, inputs, work) = scratch();
     // DFTracer files this tool writes: the importer restores the JETS hierarchy from them.
     let mut sources: Vec<(String, Vec<u8>, bool)> = Vec::new();
     for name in ["small.jets", "rjets_tests_trace.jets"] {
@@ -828,10 +832,7 @@ fn damaged_dftracer_files_import_or_fail_cleanly() {
 
 #[test]
 fn damaged_denet_files_import_or_fail_cleanly() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let (inputs, work) = (dir.path().join("in"), dir.path().join("work"));
-    std::fs::create_dir_all(&inputs).expect("mkdir");
-    std::fs::create_dir_all(&work).expect("mkdir");
+    let (_dir, inputs, work) = scratch();
     let mut cases = Vec::new();
     let mut n = 0;
     let denet_cases = |what: &str, input: PathBuf, refused_by: &[&str]| {
