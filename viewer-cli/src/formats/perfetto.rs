@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::chrome::record_args;
 use super::timeline::{
-    cycles_to_ps, read_trace, Instant, OpenRecord, Process, Slice, Timeline, TimelineSink,
+    cycles_to_ns, read_trace, Instant, OpenRecord, Process, Slice, Timeline, TimelineSink,
 };
 use crate::convert::Output;
 
@@ -244,7 +244,7 @@ impl<W: Write> PerfettoSink<W> {
 
     /// Cycle `clk` in ns; an error past what Perfetto's `u64` timestamps hold (a cast would wrap).
     fn ns(&self, clk: u64) -> Result<u64> {
-        u64::try_from((cycles_to_ps(clk, self.mhz) + 500) / 1000).map_err(|_| {
+        cycles_to_ns(clk, self.mhz).ok_or_else(|| {
             anyhow::anyhow!(
                 "cycle {clk} at {} MHz is past the largest Perfetto timestamp (2^64 ns)",
                 self.mhz

@@ -476,6 +476,12 @@ pub fn cycles_to_ps(clk: u64, mhz: f64) -> u128 {
     (clk as f64 * 1e6 / mhz).round() as u128
 }
 
+/// Cycles to nanoseconds at `mhz` (rounded to the nearest), for the formats whose times are
+/// integer ns (Perfetto, DFTracer); `None` past what a `u64` holds (a cast would wrap).
+pub fn cycles_to_ns(clk: u64, mhz: f64) -> Option<u64> {
+    u64::try_from((cycles_to_ps(clk, mhz) + 500) / 1000).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
