@@ -203,14 +203,14 @@ fn at(file: &str, e: &DfEvent) -> String {
     format!("{file}:{}", e.line)
 }
 
-/// Cycles from a DFTracer time (`scale` cycles per unit) of the event at `place`: an error past
-/// the last cycle a `u64` holds (a cast would silently make it that last cycle).
+/// Cycles from a DFTracer time (`scale` cycles per unit) of the event at `place`: an error
+/// outside the cycles a `u64` holds (a cast would silently make it 0 or the last cycle).
 fn clk(t: f64, scale: f64, place: &str) -> Result<u64> {
     let c = (t * scale).round();
     if c.is_finite() && (0.0..u64::MAX as f64).contains(&c) {
         Ok(c as u64)
     } else {
-        bail!("{place}: time {t} is past the last cycle a JETS trace holds (2^64 - 1)")
+        bail!("{place}: time {t} is outside the cycles a JETS trace holds (0 to 2^64 - 1)")
     }
 }
 
@@ -295,9 +295,10 @@ fn build_from_jets(
                 let Some(&record) = index.get(&rid) else {
                     bail!("{}: event on record {rid}, which is not in the trace", at(file, e))
                 };
+                let place = at(file, e);
                 evs.push(Ev {
                     record,
-                    clk: clk(e.ts, scale, &at(file, e))?,
+                    clk: clk(e.ts, scale, &place)?,
                     name: e.name.clone(),
                     description: e
                         .args
@@ -306,7 +307,7 @@ fn build_from_jets(
                         .unwrap_or("")
                         .to_owned(),
                     data: e.args.get("jets_data").cloned(),
-                    at: at(file, e),
+                    at: place,
                 });
             }
             DfKind::Metadata if e.name == "jets_annotation" => {

@@ -84,6 +84,7 @@ pub fn read(path: &Path) -> Result<DenetFile> {
                 bail!("{}:{n}: neither a denet sample, tree, header nor child line", path.display())
             }
         }
+        // A sample line, or a tree line with its aggregated metrics, added a sample: its time.
         let ts = if out.metrics.len() > metrics {
             out.metrics.last().map(|m| m.ts_ms)
         } else if out.aggregated.len() > aggregated {
