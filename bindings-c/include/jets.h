@@ -596,15 +596,14 @@ int jets_dump(struct jets_trace *t);
  * Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):
  * pass it in `jets_attrs.clock`, or to `jets_clock_set`, to give cycles of that clock; they are
  * written in cycles of the trace's clock, whose rate is the header's `clock_frequency_mhz` (which
- * `jets_open` must have been given, a positive number). Returns 0 on failure. A `clk` of that clock whose trace
- * cycle would be 2^64 or more is refused with `JETS_ERR_INVALID_ARGUMENT` (CA-CLK-4).
+ * `jets_open` must have been given, a positive number). Returns 0 on failure. A `clk` of that
+ * clock whose trace cycle would be 2^64 or more is refused with `JETS_ERR_INVALID_ARGUMENT`
+ * (CA-CLK-4).
  *
  * # Safety
  * `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.
  */
-jets_clock jets_clock_create(struct jets_trace *t,
-                             const char *name,
-                             double mhz);
+jets_clock jets_clock_create(struct jets_trace *t, const char *name, double mhz);
 
 /**
  * `jets_set_clock` in cycles of `clock` (converted to the trace's clock).

@@ -56,11 +56,21 @@ impl Clocks {
     }
 }
 
+/// A rate `what` is a positive, finite frequency, or it converts no cycle.
+fn positive(mhz: f64, what: &str) -> Result<(), Failure> {
+    if mhz.is_finite() && mhz > 0.0 {
+        Ok(())
+    } else {
+        Err(Failure::invalid(format!("{what} {mhz} is not a positive frequency")))
+    }
+}
+
 /// Creates a clock of `t` running at `mhz` (the same handle again for the same name and rate):
 /// pass it in `jets_attrs.clock`, or to `jets_clock_set`, to give cycles of that clock; they are
 /// written in cycles of the trace's clock, whose rate is the header's `clock_frequency_mhz` (which
-/// `jets_open` must have been given, a positive number). Returns 0 on failure. A `clk` of that clock whose trace
-/// cycle would be 2^64 or more is refused with `JETS_ERR_INVALID_ARGUMENT` (CA-CLK-4).
+/// `jets_open` must have been given, a positive number). Returns 0 on failure. A `clk` of that
+/// clock whose trace cycle would be 2^64 or more is refused with `JETS_ERR_INVALID_ARGUMENT`
+/// (CA-CLK-4).
 ///
 /// # Safety
 /// `t` is NULL or a handle from `jets_open`; `name` is NULL or NUL-terminated.
@@ -82,15 +92,8 @@ pub unsafe extern "C" fn jets_clock_create(
         ))?;
         // The header's rate is whatever JSON number `jets_open` was given: 0 would map every
         // cycle of this clock to cycle 0, and a negative or infinite one to nothing real.
-        if !(base.is_finite() && base > 0.0) {
-            return Err(Failure::invalid(format!(
-                "the trace's clock_frequency_mhz {base} is not a positive frequency: no clock \
-                 converts to its cycles"
-            )));
-        }
-        if !(mhz.is_finite() && mhz > 0.0) {
-            return Err(Failure::invalid(format!("mhz {mhz} is not a positive frequency")));
-        }
+        positive(base, "the trace's clock_frequency_mhz")?;
+        positive(mhz, "mhz")?;
         let mut names = c.names.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = names.iter().position(|(n, _)| *n == name) {
             if names[i].1 != mhz {
