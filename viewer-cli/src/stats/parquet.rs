@@ -95,7 +95,11 @@ fn write_rows(runs: &[(String, &PathBuf)], path: &Path) -> Result<u64> {
             // it either (PQ-INT-1).
             let dur = |k: &str| {
                 d.map(|d| match d[k].is_null() {
-                    true => bail!("{k} of the durations is beyond 64-bit integers (PQ-INT-1)"),
+                    true => bail!(
+                        "{}: the {k} of the {} durations is beyond 64-bit integers (PQ-INT-1)",
+                        file.display(),
+                        record_type.unwrap_or("")
+                    ),
                     false => num(d, &[k]).and_then(|v| int(v, k)),
                 })
                 .transpose()
