@@ -660,11 +660,11 @@ impl TraceBuilder {
     /// [`TraceBuilder::MAX_CAPACITY`]: more is refused when the trace is opened), counted as
     /// lines of 128 bytes (an event with two fields): the ring takes `lines * 128` bytes,
     /// rounded up to a power of two, and a line takes only what it uses (a record with a name
-    /// and type and no fields about 100 bytes, 40 more per field). A larger ring absorbs longer bursts before the
-    /// policy applies. A smaller one than the default (`1 << 14`, 2 MiB) fills while the writer
-    /// naps between batches, and the emitting thread then waits too ([`Summary::waited_for_room`]
-    /// says how long): on the project's 2-core VM, 512 KiB made a traced Tiny5 run nearly twice
-    /// as long as 1 or 2 MiB.
+    /// and type and no fields about 100 bytes, 40 more per field). A larger ring absorbs longer
+    /// bursts before the policy applies. A smaller one than the default (`1 << 14`, 2 MiB) fills
+    /// while the writer naps between batches, and the emitting thread then waits too
+    /// ([`Summary::waited_for_room`] says how long): on the project's 2-core VM, 512 KiB made a
+    /// traced Tiny5 run nearly twice as long as 1 or 2 MiB.
     pub fn capacity(mut self, lines: usize) -> Self {
         self.ring_capacity = lines.max(16);
         self
