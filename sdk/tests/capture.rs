@@ -824,6 +824,33 @@ fn a_sink_failing_in_a_large_dump_is_reported_and_leaves_a_valid_prefix() {
     }
 }
 
+/// A sink's panic that the SDK catches and reports as that trace's error is not the program
+/// failing: it dumps no other trace's flight recorder from the panic hook (CAP-REC-7). Before,
+/// a trace whose sink panicked dumped every recorder of the process, which made another test's
+/// count of dumps wrong one run in ten when the two ran at once.
+#[test]
+fn a_sink_that_panics_dumps_no_other_trace() {
+    let (recorded, buf) = open(recorder_setting());
+    let core = recorded.root("core", "Core").begin_at(0).unwrap();
+    for i in 0..100u64 {
+        instruction(&core, i, u64::MAX);
+    }
+    recorded.flush().unwrap();
+    // Room for the header only: the first batch panics on the writer thread.
+    let sink = common::Failing::new(500, true);
+    let failing = TraceBuilder::new().writer(sink, Metadata::new()).expect("open");
+    let other = failing.root("other", "Other").begin_at(0).unwrap();
+    for clk in 0..100 {
+        other.emit_event_at(clk, "busy").unwrap();
+    }
+    let err = failing.close().expect_err("the panic is reported");
+    assert!(err.to_string().contains("sink exploded"), "{err}");
+    core.end_at(1000).unwrap();
+    recorded.close().unwrap();
+    let lines = valid(&buf.text());
+    assert_eq!(footer(&lines)["recorder_dumps"], 1, "the close's dump alone");
+}
+
 /// A record ended on one thread stays available as an ancestor for a line another thread
 /// pushed on it before the end, however long after the end the writer takes that line. Here the
 /// other thread's ring comes first in the writer's walk and holds 10 000 lines before the one

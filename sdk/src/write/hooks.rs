@@ -14,6 +14,7 @@
 //! still open counted in the footer. A signal that ends the process is served elsewhere
 //! (`signals.rs`): a handler can take no lock, as this list's.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -96,6 +97,27 @@ fn live<T>(pick: impl Fn(&Open) -> Option<T>, patience: Duration) -> Vec<(Arc<In
     }
 }
 
+thread_local! {
+    /// Set while this thread runs code whose panic the SDK catches and reports as an error of
+    /// one trace ([`caught`]): such a panic is not the program failing.
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, a user's code whose panic the caller catches and reports as its trace's error (a
+/// sink's `Write` on the writer or dump thread): a panic in it does not flush or dump the
+/// process's traces from the panic hook (CAP-REC-7). Before, a sink that panicked in one trace
+/// dumped the flight recorder of every other trace in the process, a dump nobody asked for.
+pub(super) fn caught<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = CATCHING.try_with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(CATCHING.try_with(|c| c.replace(true)).unwrap_or(false));
+    f()
+}
+
 /// True when `trace`'s own writer thread is this one (a user `Write` that panics or exits runs
 /// there), which cannot wait for itself.
 fn on_its_writer(trace: &Inner) -> bool {
@@ -104,6 +126,9 @@ fn on_its_writer(trace: &Inner) -> bool {
 }
 
 fn flush_all() {
+    if CATCHING.try_with(Cell::get).unwrap_or(false) {
+        return;
+    }
     // A panic may come from this thread while it holds the list: no waiting.
     for (trace, dump) in live(|o| o.on_panic, Duration::ZERO) {
         if on_its_writer(&trace) {

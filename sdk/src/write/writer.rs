@@ -138,7 +138,7 @@ impl Drop for Exit {
 /// Runs `f`, which calls into the user's `Write`, turning a panic into an I/O error: a panicking
 /// sink must fail the trace like a failing one, not kill the writer thread.
 fn guarded<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+    super::hooks::caught(|| catch_unwind(AssertUnwindSafe(f))).unwrap_or_else(|payload| {
         let why = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
