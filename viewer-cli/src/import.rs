@@ -24,12 +24,12 @@ use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use jets::{Metadata, RecordHandle, Trace};
 use serde_json::{Map, Value};
 
-use crate::formats::dftracer::{self, DfEvent, DfKind, Hashes};
+use crate::formats::dftracer::{self, DfEvent, DfKind, Hashes, Time};
 
 /// The formats `jets import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -204,13 +204,21 @@ fn at(file: &str, e: &DfEvent) -> String {
 }
 
 /// Cycles from a DFTracer time (`scale` cycles per unit) of the event at `place`: an error
-/// outside the cycles a `u64` holds (a cast would silently make it 0 or the last cycle).
-fn clk(t: f64, scale: f64, place: &str) -> Result<u64> {
-    let c = (t * scale).round();
-    if c.is_finite() && (0.0..u64::MAX as f64).contains(&c) {
-        Ok(c as u64)
-    } else {
-        bail!("{place}: time {t} is outside the cycles a JETS trace holds (0 to 2^64 - 1)")
+/// outside the cycles a `u64` holds (a cast would silently make it 0 or the last cycle), or
+/// where the cycle cannot be worked out exactly ([`Time::cycles`], CV-DFT-3).
+fn clk(t: Time, scale: f64, place: &str) -> Result<u64> {
+    t.cycles(scale).map_err(|why| anyhow!("{place}: time {t}: {why}"))
+}
+
+/// The end (`ts + dur`) of the event at `place`, in cycles (see [`clk`]).
+fn end_clk(e: &DfEvent, scale: f64, place: &str) -> Result<u64> {
+    match e.ts.plus(e.dur) {
+        Some(t) => clk(t, scale, place),
+        None => bail!(
+            "{place}: ts {} + dur {} is outside the cycles a JETS trace holds (0 to 2^64 - 1)",
+            e.ts,
+            e.dur
+        ),
     }
 }
 
@@ -269,7 +277,7 @@ fn build_from_jets(
             record_type: e.cat.clone(),
             description: description.to_owned(),
             start: clk(e.ts, scale, &place)?,
-            end: (!unended).then(|| clk(e.ts + e.dur, scale, &place)).transpose()?,
+            end: (!unended).then(|| end_clk(e, scale, &place)).transpose()?,
             data: e.args.get("jets_data").and_then(Value::as_object).cloned().unwrap_or_default(),
             annotations,
             depth: 0,
@@ -410,14 +418,14 @@ fn build_foreign(
     let mut process_node: HashMap<u64, usize> = HashMap::new();
     for (&(pid, tid), list) in &mut threads {
         list.sort_by(|(_, a), (_, b)| {
-            a.ts.total_cmp(&b.ts).then(b.dur.total_cmp(&a.dur)).then(a.line.cmp(&b.line))
+            a.ts.cmp(b.ts).then(b.dur.cmp(a.dur)).then(a.line.cmp(&b.line))
         });
         // The process and thread records come from the thread's first event.
         let first = at(list[0].0, list[0].1);
         let start = clk(list[0].1.ts, 1.0, &first)?;
         let mut end = start;
         for &(file, e) in list.iter() {
-            end = end.max(clk(e.ts + e.dur, 1.0, &at(file, e))?);
+            end = end.max(end_clk(e, 1.0, &at(file, e))?);
         }
         let p = *process_node.entry(pid).or_insert_with(|| {
             nodes.push(Node {
@@ -453,7 +461,7 @@ fn build_foreign(
         let mut stack: Vec<(usize, u64)> = Vec::new();
         for &(file, e) in list.iter() {
             let place = at(file, e);
-            let (s, en) = (clk(e.ts, 1.0, &place)?, clk(e.ts + e.dur, 1.0, &place)?);
+            let (s, en) = (clk(e.ts, 1.0, &place)?, end_clk(e, 1.0, &place)?);
             while let Some(&(_, top_end)) = stack.last() {
                 if en <= top_end {
                     break;

@@ -151,3 +151,38 @@ fn several_files_make_one_trace_and_bad_input_names_file_and_line() {
     assert!(err.contains("bad.pfw:2") && err.contains("\"dur\""), "{err}");
     assert!(!dir.path().join("bad.jets").exists(), "no partial output");
 }
+
+/// DFTracer times are integers; past 2^53 (nanoseconds since the epoch are about 1.7e18) a
+/// double no longer holds them, and `ts + dur` past 2^64 - 1 is no cycle (CV-DFT-3).
+#[test]
+fn times_past_2_53_are_exact_or_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let event = |ts: &str, dur: &str| {
+        format!(
+            "[\n{{\"id\":1,\"name\":\"read\",\"cat\":\"POSIX\",\"pid\":1,\"tid\":1,\
+             \"ts\":{ts},\"dur\":{dur},\"ph\":\"X\",\"args\":{{}}}}\n]\n"
+        )
+    };
+    let run = |name: &str, text: String| {
+        let input = dir.path().join(format!("{name}.pfw"));
+        std::fs::write(&input, text).expect("write");
+        let out = dir.path().join(format!("{name}.jets"));
+        (import(&[&input], &out), out)
+    };
+    // Odd, and 2^53 + 1 apart from a double: any rounding shows.
+    for (ts, dur) in [("1727286231145000123", "7"), ("18446744073709540001", "5001")] {
+        let (o, out) = run("exact", event(ts, dur));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&out).expect("read");
+        let (start, end): (u64, u64) = (ts.parse().unwrap(), dur.parse().unwrap());
+        let posix = text.lines().find(|l| l.contains("\"POSIX\"")).expect("the call's record");
+        assert!(posix.starts_with(&format!("{{\"clk\":{start},")), "{posix}");
+        let end_line = format!("{{\"clk\":{},\"type\":\"record_end\"", start + end);
+        assert!(text.contains(&end_line), "{text}");
+    }
+    let (o, out) = run("past", event("18446744073709551000", "1000"));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("past.pfw:2") && err.contains("outside the cycles"), "{err}");
+    assert!(!out.exists(), "no partial output");
+}

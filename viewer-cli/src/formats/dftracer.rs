@@ -282,13 +282,100 @@ pub struct DfEvent {
     /// Complete or metadata.
     pub kind: DfKind,
     /// `ts` (in the trace's time metric, µs unless a `CM` event says `NS`).
-    pub ts: f64,
+    pub ts: Time,
     /// `dur`, same unit.
-    pub dur: f64,
+    pub dur: Time,
     /// `args`.
     pub args: Map<String, Value>,
     /// The line it came from (1-based).
     pub line: u64,
+}
+
+/// A DFTracer time (`ts`, `dur`) as the file writes it: an integer, kept exact, or a number
+/// with a fraction (CV-DFT-3). Read as a float, a time in nanoseconds since the epoch (about
+/// 1.7e18, past the 2^53 a double holds exactly) came out up to 256 ns off, silently.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Time {
+    /// A non-negative integer.
+    Int(u64),
+    /// A non-negative number with a fraction (or an integer past 2^64 - 1).
+    Frac(f64),
+}
+
+impl Time {
+    /// Beyond this a double no longer holds every integer.
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+
+    /// The time from a JSON number; `None` for a negative one.
+    pub fn of(n: &serde_json::Number) -> Option<Time> {
+        match n.as_u64() {
+            Some(u) => Some(Time::Int(u)),
+            None => n.as_f64().filter(|x| *x >= 0.0).map(Time::Frac),
+        }
+    }
+
+    /// As a float, for an ordering (exact below 2^53).
+    fn approx(self) -> f64 {
+        match self {
+            Time::Int(u) => u as f64,
+            Time::Frac(x) => x,
+        }
+    }
+
+    /// `self + other`, exact for integers (`None` past 2^64 - 1).
+    pub fn plus(self, other: Time) -> Option<Time> {
+        match (self, other) {
+            (Time::Int(a), Time::Int(b)) => a.checked_add(b).map(Time::Int),
+            (a, b) => Some(Time::Frac(a.approx() + b.approx())),
+        }
+    }
+
+    /// Orders two times: exactly when both are integers.
+    pub fn cmp(self, other: Time) -> std::cmp::Ordering {
+        match (self, other) {
+            (Time::Int(a), Time::Int(b)) => a.cmp(&b),
+            (a, b) => a.approx().total_cmp(&b.approx()),
+        }
+    }
+
+    /// The time in cycles at `scale` cycles per unit, rounded to the nearest, or why it has
+    /// none. Exact for integers at a whole scale (a foreign file's 1, a clock of whole MHz) and
+    /// at a whole number of units per cycle (whole nanoseconds per cycle); otherwise worked out
+    /// in floating point, and refused past 2^53, where that would round.
+    pub fn cycles(self, scale: f64) -> Result<u64, &'static str> {
+        const OUTSIDE: &str = "outside the cycles a JETS trace holds (0 to 2^64 - 1)";
+        let whole = |x: f64| x >= 1.0 && x.fract() == 0.0 && x < Time::EXACT;
+        match self {
+            Time::Int(t) if whole(scale) => t.checked_mul(scale as u64).ok_or(OUTSIDE),
+            Time::Int(t) if scale > 0.0 && whole(1.0 / scale) => {
+                let n = (1.0 / scale) as u64;
+                // Rounded half up, in 128 bits so that `t + n / 2` cannot overflow.
+                Ok(((u128::from(t) + u128::from(n / 2)) / u128::from(n)) as u64)
+            }
+            _ => {
+                let t = self.approx();
+                let c = (t * scale).round();
+                if !(c.is_finite() && (0.0..u64::MAX as f64).contains(&c)) {
+                    Err(OUTSIDE)
+                } else if t >= Time::EXACT || c >= Time::EXACT {
+                    Err("past 2^53, where floating point no longer holds every integer, at a \
+                         scale that is no whole number of cycles or units: its cycle cannot be \
+                         worked out exactly")
+                } else {
+                    Ok(c as u64)
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Time {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Time::Int(u) => write!(f, "{u}"),
+            Time::Frac(x) => write!(f, "{x}"),
+        }
+    }
 }
 
 /// The two event kinds DFTracer writes.
@@ -351,9 +438,9 @@ impl Reader {
                 None => bail!("{}: missing \"{k}\"", at()),
             }
         };
-        let num = |o: &Map<String, Value>, k: &str| -> Result<f64> {
+        let num = |o: &Map<String, Value>, k: &str| -> Result<Time> {
             match o.get(k) {
-                Some(v) => v.as_f64().filter(|x| *x >= 0.0).with_context(|| {
+                Some(v) => v.as_number().and_then(Time::of).with_context(|| {
                     format!("{}: \"{k}\" is not a non-negative number: {v}", at())
                 }),
                 None => bail!("{}: complete event without \"{k}\"", at()),
@@ -365,7 +452,7 @@ impl Reader {
         };
         let (ts, dur) = match kind {
             DfKind::Complete => (num(&o, "ts")?, num(&o, "dur")?),
-            DfKind::Metadata => (0.0, 0.0),
+            DfKind::Metadata => (Time::Int(0), Time::Int(0)),
         };
         let args = match o.remove("args") {
             Some(Value::Object(m)) => m,
