@@ -662,3 +662,29 @@ fn idle_and_slow_clients_do_not_stall_others() {
     );
     drop(idle);
 }
+
+/// Cycles past 2^53 are more than a browser's numbers hold: the page says so rather than show
+/// rounded cycles as if they were exact (VW-NUM-1); a trace below it gets no such note.
+#[test]
+fn cycles_past_2_53_are_said_to_be_rounded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (clk, step) in [(1u64 << 60, Some(256)), ((1u64 << 53) - 10, None)] {
+        let path = dir.path().join(format!("at-{clk}.jets"));
+        let trace = jets::Trace::create(&path, jets::Metadata::new()).expect("create");
+        let r = trace.root("r", "Core").begin_at(clk).expect("begin");
+        r.emit_event_at(clk + 3, "tick").expect("event");
+        r.end_at(clk + 9).expect("end");
+        trace.close().expect("close");
+        let v = start(&path);
+        let s = wait_for(&v, "the index", |s| s["done"] == true);
+        assert_eq!(s["extent"][1], clk + 9, "{s}");
+        let note = s["note"].as_str().unwrap_or("");
+        match step {
+            Some(step) => assert!(
+                note.contains("past 2^53") && note.contains(&format!("nearest {step} cycles")),
+                "{s}"
+            ),
+            None => assert!(!note.contains("2^53"), "{s}"),
+        }
+    }
+}

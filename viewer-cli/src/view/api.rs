@@ -394,12 +394,13 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
             GroupOut { seq: s, rtype: seq.rtype, parent, label, count: seq.recs.len() as u64 }
         })
         .collect();
+    let extent = (ix.first_clk.unwrap_or(0), ix.now().max(ix.first_clk.unwrap_or(0)));
     Ok(Summary {
         file: shared.path.display().to_string(),
         version: ix.version,
         metadata: ix.metadata.clone(),
         footer: ix.footer.is_some(),
-        extent: (ix.first_clk.unwrap_or(0), ix.now().max(ix.first_clk.unwrap_or(0))),
+        extent,
         counts: CountsOut {
             lines: c.lines,
             records: c.records,
@@ -442,7 +443,26 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
         following: state.following,
         done: state.done,
         build_error: state.error,
-        note: state.note,
+        note: [state.note, rounding_note(extent.1)]
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| a + "; " + &b),
+    })
+}
+
+/// The largest integer up to which a browser's numbers (IEEE doubles) hold every integer.
+const PAGE_EXACT: u64 = 1 << 53;
+
+/// What the page must say of a trace whose cycles reach `last` (VW-NUM-1): past 2^53 its
+/// numbers hold only every 2nd, 4th, … cycle, so cycles shown and bar positions are rounded.
+fn rounding_note(last: u64) -> Option<String> {
+    (last > PAGE_EXACT).then(|| {
+        // The spacing of doubles at `last`: 2^(bits of `last` - 53).
+        let step = 1u64 << (64 - last.leading_zeros() - 53);
+        format!(
+            "cycles reach {last}, past 2^53: this page's numbers hold them to the nearest {step} \
+             cycles, so cycles shown here are rounded (jets stats and jets tree give them exactly)"
+        )
     })
 }
 
