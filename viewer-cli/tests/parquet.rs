@@ -357,4 +357,19 @@ fn stats_summary_of_many_runs() {
     assert!(msg.contains("would both be run \"a\""), "{msg}");
     let msg = err(&jets(&["stats", a, b]));
     assert!(msg.contains("--format parquet"), "{msg}");
+
+    // PQ-INT-1: a cycle beyond INT64 in a summary is refused, naming the file and the figure.
+    let late = [
+        r#"{"type":"header","version":"2.0","metadata":{}}"#,
+        r#"{"clk":9223372036854775809,"type":"record","name":"i","record_type":"Instruction","id":1,"parent_id":null,"description":""}"#,
+        r#"{"clk":9223372036854775810,"type":"record_end","record_id":1}"#,
+        "",
+    ]
+    .join("\n");
+    let late = write(tmp.path(), "late.jets", &late);
+    let msg = err(&jets(&["stats", late.to_str().unwrap(), "--format", "parquet", "-o", o]));
+    assert!(
+        msg.contains("late.jets: first_clk 9223372036854775809") && msg.contains("PQ-INT-1"),
+        "{msg}"
+    );
 }

@@ -21,9 +21,14 @@ fn num(v: &Value, path: &[&str]) -> Result<u64> {
     at.as_u64().ok_or_else(|| anyhow!("internal error: stats report has no {}", path.join(".")))
 }
 
-fn int(v: u64, what: &str) -> Result<i64> {
-    i64::try_from(v)
-        .map_err(|_| anyhow!("{what} {v} is beyond Parquet's signed 64-bit integers (PQ-INT-1)"))
+/// `v` as a Parquet INT64, or an error naming the trace `file` and what `v` is (PQ-INT-1).
+fn int(file: &Path, what: &str, v: u64) -> Result<i64> {
+    i64::try_from(v).map_err(|_| {
+        anyhow!(
+            "{}: {what} {v} is beyond Parquet's signed 64-bit integers (PQ-INT-1)",
+            file.display()
+        )
+    })
 }
 
 /// Writes the summary of `files` to `out`; returns the number of rows. Each run is named after its
@@ -68,12 +73,14 @@ fn write_rows(runs: &[(String, &PathBuf)], path: &Path) -> Result<u64> {
         })?;
         stats.finish();
         let report = stats.to_json();
-        let opt = |v: &Value| v.as_u64().map(|v| int(v, "clk")).transpose();
-        let first_clk = opt(&report["time"]["first_clk"])?;
-        let last_clk = opt(&report["time"]["last_clk"])?;
-        let extent = int(num(&report, &["time", "extent_cycles"])?, "extent")?;
+        let opt = |k: &str| report["time"][k].as_u64().map(|v| int(file, k, v)).transpose();
+        let first_clk = opt("first_clk")?;
+        let last_clk = opt("last_clk")?;
+        let extent = int(file, "the extent", num(&report, &["time", "extent_cycles"])?)?;
         let mhz = report["time"]["clock_frequency_mhz"].as_f64();
-        let lines = |t: &str| num(&report, &["lines", t]).and_then(|n| int(n, "count"));
+        let lines = |t: &str| {
+            num(&report, &["lines", t]).and_then(|n| int(file, &format!("the {t} lines' count"), n))
+        };
         let (records, events, annotations) =
             (lines("record")?, lines("event")?, lines("annotation")?);
         let file_text = file.display().to_string();
@@ -89,6 +96,9 @@ fn write_rows(runs: &[(String, &PathBuf)], path: &Path) -> Result<u64> {
                 Some(t) => (num(t, &["count"])?, num(t, &["ended"])?, num(t, &["unended"])?),
                 None => (0, 0, 0),
             };
+            let typed = |what: &str, v: u64| {
+                int(file, &format!("the {what} of record_type {:?}", record_type.unwrap_or("")), v)
+            };
             // Durations exist only for records that ended.
             let d = t.filter(|_| ended > 0).map(|t| &t["duration_cycles"]);
             // A total past the 64-bit range is `null` in the report (CV-UNIT-2): no INT64 holds
@@ -100,7 +110,7 @@ fn write_rows(runs: &[(String, &PathBuf)], path: &Path) -> Result<u64> {
                         file.display(),
                         record_type.unwrap_or("")
                     ),
-                    false => num(d, &[k]).and_then(|v| int(v, k)),
+                    false => num(d, &[k]).and_then(|v| typed(&format!("{k} duration"), v)),
                 })
                 .transpose()
             };
@@ -109,9 +119,9 @@ fn write_rows(runs: &[(String, &PathBuf)], path: &Path) -> Result<u64> {
                 .text(Some(run))
                 .text(Some(&file_text))
                 .text(record_type)
-                .int(Some(int(count, "count")?))
-                .int(Some(int(ended, "count")?))
-                .int(Some(int(unended, "count")?))
+                .int(Some(typed("count", count)?))
+                .int(Some(typed("ended count", ended)?))
+                .int(Some(typed("unended count", unended)?))
                 .int(dur("total")?)
                 .int(dur("min")?)
                 .float(d.and_then(|d| d["mean"].as_f64()))
