@@ -677,6 +677,50 @@ fn kanata_reorders_lines_written_out_of_time_order() {
     assert!(text.starts_with("Kanata\t0004\nC=\t0\nC\t10\nI\t1\t"), "{text}");
 }
 
+/// The Kanata writer's own refusals (a line further back in time than its reorder buffer
+/// reaches, a line on an instruction before the instruction begins) name the input line that
+/// caused them, which is not the line being read when the buffer finds out.
+#[test]
+fn kanata_refusals_name_the_line_that_caused_them() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let refused = |name: &str, lines: &[String]| {
+        let input = dir.path().join(format!("{name}.jets"));
+        std::fs::write(&input, lines.join("\n") + "\n").expect("write");
+        let out = dir.path().join(format!("{name}.kanata"));
+        let o = jets(&[
+            "convert",
+            input.to_str().unwrap(),
+            "--to",
+            "kanata",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{name}");
+        assert!(!out.exists(), "{name}: partial output removed");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let header = r#"{"type":"header","version":"2.0","metadata":{}}"#.to_owned();
+    let insn = |id: u64, clk: u64| {
+        format!(
+            r#"{{"clk":{clk},"type":"record","name":"i{id}","record_type":"Instruction","id":{id},"parent_id":null,"description":""}}"#
+        )
+    };
+    let event = |id: u64, clk: u64| {
+        format!(r#"{{"clk":{clk},"type":"event","name":"F","record_id":{id},"description":""}}"#)
+    };
+    // An event of instruction 1 at cycle 5, before it begins at 10: line 3.
+    let err = refused("early", &[header.clone(), insn(1, 10), event(1, 5)]);
+    assert!(err.contains("line 3") && err.contains("before its start"), "{err}");
+    // Instruction 1 at cycle 1 000 000 and many events after it, then one at cycle 3 on
+    // instruction 2, once the buffer has written far past it.
+    let mut lines = vec![header, insn(1, 1_000_000), insn(2, 0)];
+    lines.extend((0..300_000).map(|i| event(1, 1_000_000 + i)));
+    lines.push(event(2, 3));
+    let back = lines.len();
+    let err = refused("back", &lines);
+    assert!(err.contains(&format!("line {back}")) && err.contains("back in time"), "{err}");
+}
+
 #[test]
 fn bad_input_is_an_error_naming_file_and_line_and_leaves_no_output() {
     let dir = tempfile::tempdir().expect("tmp");

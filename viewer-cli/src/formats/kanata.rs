@@ -83,6 +83,16 @@ struct Cmd {
     seq: u64,
     record: u64,
     kind: Kind,
+    /// The input line that made it (0: made at the end of the trace, for what was left open).
+    line: u64,
+}
+
+/// Where a command came from, for an error about it.
+fn origin(line: u64) -> String {
+    match line {
+        0 => "the end of the trace".to_owned(),
+        n => format!("line {n}"),
+    }
 }
 
 /// An event stage still open: name and note.
@@ -187,6 +197,8 @@ struct Emitter<W: Write> {
     staged: HashSet<u64>,
     next_id: u64,
     next_retire: u64,
+    /// The input line being converted (0 once the input is read), given to its commands.
+    line: u64,
 }
 
 impl<W: Write> Emitter<W> {
@@ -203,12 +215,13 @@ impl<W: Write> Emitter<W> {
             // Konata reports the last id as the number of instructions (CV-KANATA-3).
             next_id: 1,
             next_retire: 1,
+            line: 0,
         }
     }
 
     fn push(&mut self, clk: u64, record: u64, kind: Kind) -> Result<()> {
         self.seq += 1;
-        self.heap.push(Reverse(Cmd { clk, seq: self.seq, record, kind }));
+        self.heap.push(Reverse(Cmd { clk, seq: self.seq, record, kind, line: self.line }));
         if self.heap.len() > REORDER_WINDOW {
             self.pop()?;
         }
@@ -219,9 +232,10 @@ impl<W: Write> Emitter<W> {
         let Some(Reverse(cmd)) = self.heap.pop() else { return Ok(()) };
         match self.batch_clk {
             Some(now) if cmd.clk < now => bail!(
-                "the trace goes back in time from cycle {now} to {} (record {}) by more than \
-                 the {REORDER_WINDOW} commands the Kanata writer can reorder",
+                "the trace goes back in time from cycle {now} to {} ({}, record {}) by more \
+                 than the {REORDER_WINDOW} commands the Kanata writer can reorder",
                 cmd.clk,
+                origin(cmd.line),
                 cmd.record
             ),
             Some(now) if cmd.clk > now => self.end_cycle(Some(cmd.clk))?,
@@ -237,9 +251,12 @@ impl<W: Write> Emitter<W> {
             }
             _ => match self.kanata_ids.get(&cmd.record) {
                 Some(&id) => id,
-                None => {
-                    bail!("record {} has a line before its start at cycle {}", cmd.record, cmd.clk)
-                }
+                None => bail!(
+                    "record {} has a line ({}) before its start at cycle {}",
+                    cmd.record,
+                    origin(cmd.line),
+                    cmd.clk
+                ),
             },
         };
         if matches!(cmd.kind, Kind::Retire { .. }) {
@@ -419,7 +436,8 @@ pub fn convert(input: &Path, out: Output, record_type: &str) -> Result<()> {
     let mut threads = Threads::default();
     let mut end_clk = 0u64;
     let mut found = 0u64;
-    read_trace(input, |_, line| {
+    read_trace(input, |number, line| {
+        em.line = number;
         if let Some(c) = line.clk() {
             end_clk = end_clk.max(c);
         }
