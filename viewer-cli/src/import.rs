@@ -418,7 +418,7 @@ fn build_foreign(
     let mut process_node: HashMap<u64, usize> = HashMap::new();
     for (&(pid, tid), list) in &mut threads {
         list.sort_by(|(_, a), (_, b)| {
-            a.ts.cmp(b.ts).then(b.dur.cmp(a.dur)).then(a.line.cmp(&b.line))
+            a.ts.total_cmp(b.ts).then(b.dur.total_cmp(a.dur)).then(a.line.cmp(&b.line))
         });
         // The process and thread records come from the thread's first event.
         let first = at(list[0].0, list[0].1);

@@ -331,7 +331,7 @@ impl Time {
     }
 
     /// Orders two times: exactly when both are integers.
-    pub fn cmp(self, other: Time) -> std::cmp::Ordering {
+    pub fn total_cmp(self, other: Time) -> std::cmp::Ordering {
         match (self, other) {
             (Time::Int(a), Time::Int(b)) => a.cmp(&b),
             (a, b) => a.approx().total_cmp(&b.approx()),
