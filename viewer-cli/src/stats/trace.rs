@@ -134,6 +134,9 @@ pub struct TraceStats {
     /// records.
     units: BTreeMap<u64, (u128, u64)>,
     open: HashMap<u64, Open>,
+    /// Records whose id a later record took while they were open (a duplicate id, E013): they
+    /// never end (CV-DUP-1).
+    displaced: u64,
     footer: Option<jets::format::Footer>,
     unended_examples: Vec<u64>,
 }
@@ -163,7 +166,7 @@ impl TraceStats {
                 // A parent on the same unit covers this record's time already.
                 let covered = unit.is_some() && parent.is_some_and(|p| p.unit == unit);
                 let inherited = unit.or_else(|| parent.and_then(|p| p.unit));
-                self.open.insert(
+                let earlier = self.open.insert(
                     r.id,
                     Open {
                         record_type: t,
@@ -172,6 +175,13 @@ impl TraceStats {
                         outermost: unit.is_some() && !covered,
                     },
                 );
+                // A duplicate id while the first record is open: the id's `record_end` ends the
+                // later record, so the earlier one never ends. Counted as unended, so that every
+                // record is either ended or unended (CV-DUP-1); dropped, it was neither.
+                if let Some(earlier) = earlier {
+                    self.types[earlier.record_type].1.unended += 1;
+                    self.displaced += 1;
+                }
             }
             Line::RecordEnd(e) => {
                 if let Some(o) = self.open.remove(&e.record_id) {
@@ -206,6 +216,11 @@ impl TraceStats {
         for o in self.open.values() {
             self.types[o.record_type].1.unended += 1;
         }
+    }
+
+    /// Records never ended: those open at the end, and those a duplicate id displaced.
+    fn unended(&self) -> u64 {
+        self.open.len() as u64 + self.displaced
     }
 
     fn extent(&self) -> u64 {
@@ -323,7 +338,7 @@ impl TraceStats {
             "events": events,
             "units": units,
             "unended_records": {
-                "count": self.open.len(), "first_ids": self.unended_examples,
+                "count": self.unended(), "first_ids": self.unended_examples,
             },
             "footer": footer,
             "capture": self.capture().map(|(setting, left, counted)| {
@@ -418,7 +433,7 @@ impl TraceStats {
                 let _ = writeln!(s, "{u:<10} {n:>10} {busy:>14} {:>11.1}%", util * 100.0);
             }
         }
-        let _ = writeln!(s, "\nunended records: {}", self.open.len());
+        let _ = writeln!(s, "\nunended records: {}", self.unended());
         if !self.unended_examples.is_empty() {
             let ids: Vec<String> = self.unended_examples.iter().map(u64::to_string).collect();
             let _ = writeln!(s, "  first ids: {}", ids.join(", "));
@@ -509,6 +524,27 @@ mod tests {
         assert!((p50 - exact).abs() / exact < 0.016, "{p50}");
         assert_eq!(h.max, 99_999_000);
         assert_eq!(h.quantile(1.0), 99_999_000);
+    }
+
+    #[test]
+    fn a_duplicate_id_of_an_open_record_leaves_the_earlier_unended() {
+        let mut st = TraceStats::default();
+        for l in [
+            r#"{"type":"header","version":"2.0","metadata":{}}"#,
+            r#"{"clk":0,"type":"record","name":"a","record_type":"T","id":1,"parent_id":null,"description":""}"#,
+            r#"{"clk":2,"type":"record","name":"b","record_type":"U","id":1,"parent_id":null,"description":""}"#,
+            r#"{"clk":5,"type":"record_end","record_id":1}"#,
+        ] {
+            st.line(Line::parse(l).expect("line"));
+        }
+        st.finish();
+        let v = st.to_json();
+        // CV-DUP-1: every record is ended or unended; the end is the later record's.
+        assert_eq!(v["record_types"]["T"]["unended"], 1);
+        assert_eq!(v["record_types"]["U"]["ended"], 1);
+        assert_eq!(v["record_types"]["U"]["duration_cycles"]["total"], 3);
+        assert_eq!(v["unended_records"]["count"], 1);
+        assert!(st.to_text().contains("unended records: 1"));
     }
 
     #[test]
