@@ -121,10 +121,14 @@ pub fn render(path: &Path, filter: &Filter) -> Result<String> {
             Line::Record(r) => {
                 let parent = match r.parent_id {
                     None => None,
-                    // A parent not stored is below the depth limit, and so is its child.
                     Some(p) => match index.get(&p) {
                         Some(&i) => Some(i),
-                        None => return Ok(()),
+                        // A parent not stored is below the depth limit, and so is its child.
+                        None if filter.depth.is_some() => return Ok(()),
+                        // Without a limit every record is stored: the parent is unknown (a lost
+                        // or later line), and skipping the record would hide its subtree from
+                        // the tree without a word (CV-TREE-1).
+                        None => bail!("record {} refers to parent {p}, not seen before it", r.id),
                     },
                 };
                 let depth = parent.map_or(0, |p| nodes[p].depth + 1);
