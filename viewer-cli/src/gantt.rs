@@ -77,7 +77,9 @@ pub fn page(shared: &build::Shared, max_records: u64) -> Result<String> {
     }
     let rows: Vec<u32> = (0..ix.rows.len() as u32).collect();
     let t0 = ix.first_clk.unwrap_or(0);
-    let t1 = ix.now().max(t0) + 1;
+    // A window is [t0, t1): one past the last cycle, or, for a trace reaching u64::MAX, a window
+    // ending there, which holds that cycle too (VW-END-3).
+    let t1 = ix.now().max(t0).saturating_add(1);
     // Less than a cycle per pixel (for any trace shorter than 4 G cycles): no bars are merged.
     let px = u32::MAX;
     let window = api::window_of(shared, &ix, t0, t1, px, &rows, true);

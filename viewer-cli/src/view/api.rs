@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::build::Shared;
-use super::index::{wire_code, Index, Item, Marker, MARKER_PX, NONE};
+use super::index::{before_end, wire_code, Index, Item, Marker, MARKER_PX, NONE};
 
 /// Labels are read back from the trace only for bars at least this many pixels wide.
 const LABEL_MIN_PX: f64 = 24.0;
@@ -897,7 +897,7 @@ pub fn bars(shared: &Shared, p: &Params) -> Result<WindowOut, ApiError> {
             let bar = ix.bar(rec);
             let end = bar.end.unwrap_or(ix.now().max(bar.start));
             let mut bars = Vec::new();
-            if bar.start < t1 && end >= t0 {
+            if before_end(bar.start, t1) && end >= t0 {
                 let it = Item { start: bar.start, end, rec, count: 1, open: bar.end.is_none() };
                 let wide = (end - bar.start) as f64 >= LABEL_MIN_PX * cpp;
                 let label = if wide { bar_label(shared, ix.rec_offset(rec)) } else { None };

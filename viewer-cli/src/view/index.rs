@@ -316,7 +316,7 @@ impl Row {
                     let s = level[k / size];
                     let skip = (s.gap as f64) < gap
                         && (s.width as f64) < wide
-                        && { self.bars[end - 1].start } < t1
+                        && before_end(self.bars[end - 1].start, t1)
                         && !(open_last && end == n);
                     if skip {
                         k = end;
@@ -328,7 +328,7 @@ impl Row {
             }
             let b = self.bar(k);
             let g = prev_end.map_or(0, |e| b.start.saturating_sub(e));
-            if b.start >= t1 || g as f64 >= gap || b_is_wide(&b, wide, width) {
+            if !before_end(b.start, t1) || g as f64 >= gap || b_is_wide(&b, wide, width) {
                 return k;
             }
             prev_end = b.end;
@@ -336,6 +336,13 @@ impl Row {
         }
         n
     }
+}
+
+/// Whether cycle `clk` lies before the end `t1` of a window `[t0, t1)`. A window ending at
+/// `u64::MAX` holds that cycle too: no `t1` lies past it, and a trace may have records and events
+/// there, which `jets gantt`'s whole-trace window would otherwise leave out (VW-END-3).
+pub fn before_end(clk: u64, t1: u64) -> bool {
+    clk < t1 || t1 == u64::MAX
 }
 
 fn b_is_wide(b: &Bar, wide: f64, width: impl Fn(&Bar) -> f64) -> bool {
@@ -1105,7 +1112,7 @@ impl Index {
     /// bars closer than one pixel are merged into clusters, markers closer than a marker's width,
     /// so each row answers at most about one item per pixel and one marker per 8 pixels.
     pub fn window(&self, t0: u64, t1: u64, px: u32, rows: &[u32]) -> Vec<RowWindow> {
-        let t1 = t1.max(t0 + 1);
+        let t1 = t1.max(t0.saturating_add(1));
         let cpp = ((t1 - t0) as f64 / f64::from(px.max(1))).max(f64::MIN_POSITIVE);
         let now = self.now();
         rows.iter()
@@ -1126,7 +1133,7 @@ impl Index {
         for (sev, list) in row.markers.iter().enumerate() {
             let clk = |&e: &u32| self.ev_clk(e);
             let mut i = list.partition_point(|e| clk(e) < t0);
-            while i < list.len() && clk(&list[i]) < t1 {
+            while i < list.len() && before_end(clk(&list[i]), t1) {
                 let c = clk(&list[i]);
                 let limit = (c as f64 + reach).min(u64::MAX as f64) as u64;
                 let k = gallop(list, i + 1, |e| clk(e) < limit);
@@ -1147,7 +1154,7 @@ impl Index {
         let all = evs
             .iter()
             .map(|&e| (e, self.ev_clk(e)))
-            .filter(|&(_, c)| c >= t0 && c < t1)
+            .filter(|&(_, c)| c >= t0 && before_end(c, t1))
             .map(|(ev, clk)| Marker { clk, ev, count: 1, severity: self.kind(ev).severity })
             .collect();
         merge_markers(all, reach)
@@ -1325,7 +1332,7 @@ fn bars_in(row: &Row, t0: u64, t1: u64, cpp: f64, now: u64) -> Vec<Item> {
         }
     }
     let mut i = lo;
-    while i < row.bar_count() && { row.bars[i].start } < t1 {
+    while i < row.bar_count() && before_end(row.bars[i].start, t1) {
         let k = row.cluster_end(i, t1, cpp, cpp * WIDE_PX, now);
         let (first, last) = (row.bar(i), row.bar(k - 1));
         out.push(Item {
