@@ -1,0 +1,1054 @@
+//! Damaged JETS traces never crash the commands that read them: `jets validate`, `jets repair`,
+//! `jets stats` (text and JSON), `jets tree` (whole and filtered), `jets gantt` and, with the
+//! `parquet` feature, the run comparison of "Comparing runs" in the README (`jets convert --to
+//! parquet` and `jets stats --format parquet`). `tests/damaged_input.rs` does the same for `jets
+//! import` and `jets convert`; the damages are the same kinds, from the same kind of generator.
+//!
+//! The inputs: the JETS traces of `tests/data/trace` (see its README.md), traces written here with
+//! the SDK (`jets::Trace`: deep nesting, many open records, cycles up to `u64::MAX`, and `.gz` and
+//! `.zst` files), and hand-written traces that break one structural rule each (a record ending
+//! before it begins, lines naming unknown records, duplicate ids, a missing or second header or
+//! footer, footer totals that disagree, ...). Each is damaged deterministically (a xorshift
+//! generator with a fixed seed): cut, bytes flipped or replaced, a line deleted, doubled or
+//! swapped, a number made huge, negative or text, a brace dropped; compressed files are damaged as
+//! compressed bytes too.
+//!
+//! The rule checked on every input and command: the process exits by itself within [`TIMEOUT`]
+//! (no hang, no signal), never panics (no `panicked` or `RUST_BACKTRACE` on stderr), and when it
+//! fails its error names the input (`jets validate` names it in its diagnostics). Beyond it:
+//! `jets repair`'s output passes `jets validate` with a footer that agrees with it; every line of
+//! `jets validate --format json` and the whole of `jets stats --format json` is well-formed JSON;
+//! and the numbers agree where they can be checked: the stats counts add up (count = ended +
+//! unended per record_type, the types sum to the record lines, text and JSON say the same), and
+//! on a trace `jets validate` accepts, the record, event and annotation counts of `stats`,
+//! `tree`, `gantt`, `repair` (nothing dropped) and the Parquet tables equal the validator's; on
+//! the undamaged traces, the footer's totals agree with the counted lines.
+//!
+//! [`REGRESSIONS`] replays the inputs that broke the rule once. `JETS_DAMAGE_SCALE=10` runs ten
+//! times as many random damages (the first ones unchanged), to hunt for more.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use jets::{Metadata, Trace};
+use serde_json::Value;
+
+mod common;
+use common::data;
+
+/// How long one run of `jets` may take before it counts as a hang.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The generator's seed: the damages are the same on every run.
+const SEED: u64 = 0x4a45_5453_2052_4541;
+
+/// `n` damages of an input, times `JETS_DAMAGE_SCALE` when it is set (the first `n` are the same
+/// either way).
+fn rounds(n: usize) -> usize {
+    let scale = std::env::var("JETS_DAMAGE_SCALE").ok().and_then(|s| s.parse().ok());
+    n * scale.unwrap_or(1)
+}
+
+/// A xorshift64 generator.
+struct Rng(u64);
+
+impl Rng {
+    fn new(stream: u64) -> Rng {
+        // Different streams for different inputs, never the all-zero state.
+        let mut r = Rng((SEED ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1);
+        for _ in 0..8 {
+            r.next();
+        }
+        r
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// What replaces a number: out of every range the readers use, not a number, or not finite.
+const BAD_NUMBERS: &[&str] = &[
+    "18446744073709551615",
+    "18446744073709551614",
+    "18446744073709551616",
+    "99999999999999999999999999",
+    "9223372036854775807",
+    "9007199254740993",
+    "4294967296",
+    "-1",
+    "NaN",
+    "1e400",
+    "1e19",
+    "-0",
+    "0",
+    "\"17\"",
+    "null",
+];
+
+/// Bytes a replacement draws from: JSON syntax, line breaks, a NUL, invalid UTF-8.
+const BAD_BYTES: &[u8] = b"{}[]\",:\n\r\t 0-9.eE\\x\0\xff\xc3";
+
+/// The lines of `text`, each with its `\n` when it has one.
+fn lines_of(text: &[u8]) -> Vec<&[u8]> {
+    text.split_inclusive(|&b| b == b'\n').collect()
+}
+
+/// The spans of the numbers in `text` (a digit run with its sign, fraction and exponent).
+fn numbers(text: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if text[i].is_ascii_digit() {
+            let mut s = i;
+            if s > 0 && text[s - 1] == b'-' {
+                s -= 1;
+            }
+            let mut e = i;
+            while e < text.len() && (text[e].is_ascii_digit() || b".eE+-".contains(&text[e])) {
+                e += 1;
+            }
+            out.push((s, e));
+            i = e;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// One damage to a trace's text, or now and then two, and what they did.
+fn damage_text(text: &[u8], rng: &mut Rng) -> (Vec<u8>, String) {
+    let (once, what) = damage_text_once(text, rng);
+    if rng.below(5) != 0 || once.is_empty() {
+        return (once, what);
+    }
+    let (twice, then) = damage_text_once(&once, rng);
+    (twice, format!("{what}, then {then}"))
+}
+
+/// One damage to a trace's text, and what it did.
+fn damage_text_once(text: &[u8], rng: &mut Rng) -> (Vec<u8>, String) {
+    let mut out = text.to_vec();
+    let lines = lines_of(text);
+    let what = match rng.below(10) {
+        0 => {
+            let at = rng.below(text.len());
+            out.truncate(at);
+            format!("cut at byte {at}")
+        }
+        1 => {
+            let mut places = Vec::new();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(out.len());
+                out[at] ^= 1 << rng.below(8);
+                places.push(at);
+            }
+            format!("bits flipped at bytes {places:?}")
+        }
+        2 => {
+            let mut places = Vec::new();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(out.len());
+                out[at] = *rng.pick(BAD_BYTES);
+                places.push((at, out[at] as char));
+            }
+            format!("bytes replaced: {places:?}")
+        }
+        3 => {
+            let n = rng.below(lines.len());
+            out = lines
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != n)
+                .flat_map(|(_, l)| *l)
+                .copied()
+                .collect();
+            format!("line {} deleted", n + 1)
+        }
+        4 => {
+            let n = rng.below(lines.len());
+            let mut v: Vec<&[u8]> = lines.clone();
+            let mut dup = lines[n].to_vec();
+            if !dup.ends_with(b"\n") {
+                dup.push(b'\n');
+                v[n] = &dup;
+            }
+            v.insert(n, &dup);
+            out = v.concat();
+            format!("line {} duplicated", n + 1)
+        }
+        5 => {
+            let (a, b) = (rng.below(lines.len()), rng.below(lines.len()));
+            let mut v: Vec<Vec<u8>> = lines.iter().map(|l| l.to_vec()).collect();
+            for l in &mut v {
+                if !l.ends_with(b"\n") {
+                    l.push(b'\n');
+                }
+            }
+            v.swap(a, b);
+            out = v.concat();
+            format!("lines {} and {} swapped", a + 1, b + 1)
+        }
+        6..=8 => {
+            let spans = numbers(text);
+            if spans.is_empty() {
+                return damage_text_once(text, rng);
+            }
+            let (s, e) = *rng.pick(&spans);
+            let with = *rng.pick(BAD_NUMBERS);
+            out.splice(s..e, with.bytes());
+            format!(
+                "number {:?} at byte {s} replaced by {with}",
+                String::from_utf8_lossy(&text[s..e])
+            )
+        }
+        _ => {
+            let braces: Vec<usize> =
+                text.iter().enumerate().filter(|&(_, &b)| b == b'}').map(|(i, _)| i).collect();
+            if braces.is_empty() {
+                return damage_text_once(text, rng);
+            }
+            let at = *rng.pick(&braces);
+            out.remove(at);
+            format!("closing brace at byte {at} dropped")
+        }
+    };
+    (out, what)
+}
+
+/// One damage to compressed bytes: cut, flipped or replaced bytes.
+fn damage_bytes(bytes: &[u8], rng: &mut Rng) -> (Vec<u8>, String) {
+    let mut out = bytes.to_vec();
+    let what = match rng.below(3) {
+        0 => {
+            let at = rng.below(bytes.len());
+            out.truncate(at);
+            format!("compressed bytes cut at {at}")
+        }
+        1 => {
+            let at = rng.below(bytes.len());
+            out[at] ^= 1 << rng.below(8);
+            format!("compressed bit flipped at byte {at}")
+        }
+        _ => {
+            let at = rng.below(bytes.len());
+            let n = 1 + rng.below(8);
+            for b in out.iter_mut().skip(at).take(n) {
+                *b = rng.next() as u8;
+            }
+            format!("{n} compressed bytes replaced at {at}")
+        }
+    };
+    (out, what)
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).expect("gzip");
+    e.finish().expect("gzip")
+}
+
+/// How a run of `jets` ended.
+struct Run {
+    status: Option<ExitStatus>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+}
+
+/// Runs `jets args`, its output in files of `work`, killing it after [`TIMEOUT`].
+fn jets(args: &[OsString], work: &Path) -> Run {
+    let (out, err) = (work.join("stdout"), work.join("stderr"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jets"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("run jets");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for jets") {
+            break Some(s);
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let read =
+        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+    Run { status, stdout: read(&out), stderr: read(&err) }
+}
+
+/// Arguments of mixed types (text, paths) as the `OsString`s of a command line.
+fn os(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    args.iter().map(|a| a.as_ref().to_owned()).collect()
+}
+
+/// What is known of an input beyond the rule every input keeps.
+#[derive(Clone, Copy, Default)]
+struct Expect {
+    /// Undamaged: valid, and its footer's totals agree with its lines.
+    whole: bool,
+    /// The commands that must refuse it (a regression that once gave a wrong answer).
+    refused_by: &'static [&'static str],
+}
+
+/// The figures `jets validate --format json` counted in a trace it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counted {
+    records: u64,
+    events: u64,
+    annotations: u64,
+}
+
+/// Notes a broken rule: the command's arguments, what broke.
+type Note<'a> = dyn FnMut(&[OsString], String) + 'a;
+
+/// Runs a command (named as in [`Regression::refused_by`]) and checks the rule every run keeps:
+/// whether it kept it, and the run.
+type Ran<'a> = dyn Fn(&str, Vec<OsString>, &mut Note<'_>) -> (bool, Run) + 'a;
+
+/// The filters `jets tree` is run with (one per input, in turn), besides no filter at all.
+const TREE_FILTERS: &[&[&str]] = &[
+    &["--depth", "2"],
+    &["--clk", "0..100"],
+    &["--type", "Instruction"],
+    &["--depth", "1", "--clk", "..5"],
+    &["--name", "^i", "--depth", "3"],
+    &["--clk", "18446744073709551610.."],
+    &["--type", "T", "--clk", "5..18446744073709551615"],
+];
+
+/// Checks every command on `input`; the broken rules, each with the command that broke it.
+fn check_input(what: &str, input: &Path, work: &Path, n: usize, expect: Expect) -> Vec<String> {
+    let mut problems = Vec::new();
+    let name = input.display().to_string();
+    let mut note = |cmd: &[OsString], p: String| {
+        problems.push(format!("{what}\n    jets {cmd:?}\n    {p}"));
+    };
+    // The rule every run keeps; false when it was broken (and noted).
+    let ran = |cmd: &str, args: Vec<OsString>, note: &mut Note<'_>| {
+        let run = jets(&args, work);
+        let head: String = run.stderr.lines().take(4).collect::<Vec<_>>().join(" | ");
+        let refused = expect.refused_by.contains(&cmd);
+        let problem = match run.status {
+            None => Some(format!("hung: killed after {TIMEOUT:?}")),
+            Some(s) if s.code().is_none() => Some(format!("killed by a signal: {s}")),
+            Some(_) if run.stderr.contains("panicked") || run.stderr.contains("RUST_BACKTRACE") => {
+                Some(format!("panicked: {head}"))
+            }
+            Some(s) if s.success() && refused => {
+                Some("succeeded on an input it must refuse".to_owned())
+            }
+            // `jets validate` names the file in each diagnostic (stdout), the others on stderr.
+            Some(s)
+                if !s.success() && !run.stderr.contains(&name) && !run.stdout.contains(&name) =>
+            {
+                Some(format!("failed ({s}) without naming {name}: {head}"))
+            }
+            Some(_) => None,
+        };
+        let ok = problem.is_none();
+        if let Some(p) = problem {
+            note(&args, p);
+        }
+        (ok, run)
+    };
+
+    // validate: every line JSON; the summary's counts when the trace is valid.
+    let args = os(&[&"validate", &"--format", &"json", &input]);
+    let (_, run) = ran("validate", args.clone(), &mut note);
+    let mut counted = None;
+    for line in run.stdout.lines() {
+        match serde_json::from_str::<Value>(line) {
+            Err(e) => note(&args, format!("a malformed JSON line ({e}): {line}")),
+            Ok(v) if v["type"] == "summary" && v["valid"] == true => {
+                let n = |k: &str| v[k].as_u64().unwrap_or(u64::MAX);
+                counted = Some(Counted {
+                    records: n("records"),
+                    events: n("events"),
+                    annotations: n("annotations"),
+                });
+            }
+            Ok(_) => {}
+        }
+    }
+    if expect.whole && (counted.is_none() || !run.ok()) {
+        note(&args, format!("an undamaged trace is not valid: {}", run.stdout));
+    }
+
+    // repair (every other input with --end-open, every third to a .gz): its output validates,
+    // with a footer that agrees; nothing of a valid trace is dropped.
+    let repaired = work.join(if n % 3 == 0 { "repaired.jets.gz" } else { "repaired.jets" });
+    let _ = std::fs::remove_file(&repaired);
+    let mut args = os(&[&"repair", &input, &"-o", &repaired]);
+    if n % 2 == 0 {
+        args.push("--end-open".into());
+    }
+    let (ok, run) = ran("repair", args.clone(), &mut note);
+    if ok && run.ok() {
+        if counted.is_some() && run.stderr.contains("dropped") {
+            note(&args, format!("dropped lines of a valid trace: {}", run.stderr.trim()));
+        }
+        let check = os(&[&"validate", &"--format", &"json", &repaired]);
+        let v = jets(&check, work);
+        let footer = v.stdout.lines().any(|l| l.contains(r#""code":"W004""#))
+            || v.stdout.lines().any(|l| l.contains(r#""code":"W005""#));
+        if !v.ok() || footer {
+            let first: Vec<&str> = v.stdout.lines().take(3).collect();
+            note(&args, format!("wrote a trace `jets validate` refuses: {first:?}"));
+        } else if let Some(c) = counted {
+            let summary = v.stdout.lines().last().unwrap_or_default();
+            let s: Value = serde_json::from_str(summary).unwrap_or_default();
+            let got = (s["records"].as_u64(), s["events"].as_u64(), s["annotations"].as_u64());
+            if got != (Some(c.records), Some(c.events), Some(c.annotations)) {
+                note(&args, format!("repaired a valid trace into other counts: {got:?}, {c:?}"));
+            }
+        }
+    }
+
+    // stats, text and JSON: the same counts in both, which add up.
+    let text_args = os(&[&"stats", &input]);
+    let (_, text) = ran("stats", text_args, &mut note);
+    let args = os(&[&"stats", &"--format", &"json", &input]);
+    let (ok, run) = ran("stats", args.clone(), &mut note);
+    if ok && run.ok() {
+        match serde_json::from_str::<Value>(&run.stdout) {
+            Err(e) => note(&args, format!("malformed JSON: {e}")),
+            Ok(v) => {
+                for p in stats_problems(&v, counted, expect.whole) {
+                    note(&args, p);
+                }
+                if text.ok() {
+                    let lines = &v["lines"];
+                    let said = format!(
+                        "lines     header {} record {} record_end {} annotation {} event {} \
+                         footer {}",
+                        lines["header"],
+                        lines["record"],
+                        lines["record_end"],
+                        lines["annotation"],
+                        lines["event"],
+                        lines["footer"]
+                    );
+                    if !text.stdout.contains(&said) {
+                        note(&args, format!("the text report does not say {said:?}"));
+                    }
+                }
+            }
+        }
+    }
+
+    // tree: every record once on a valid trace; a filter too.
+    let args = os(&[&"tree", &input]);
+    let (ok, run) = ran("tree", args.clone(), &mut note);
+    if let (true, true, Some(c)) = (ok, run.ok(), counted) {
+        let shown = tree_records(&run.stdout);
+        if shown != c.records {
+            note(&args, format!("shows {shown} records of the {} the trace has", c.records));
+        }
+    }
+    let mut args = os(&[&"tree", &input]);
+    args.extend(TREE_FILTERS[n % TREE_FILTERS.len()].iter().map(OsString::from));
+    ran("tree-filtered", args, &mut note);
+
+    // gantt: a page whose data is JSON, with the validator's counts and no skipped line.
+    let page = work.join("page.html");
+    let _ = std::fs::remove_file(&page);
+    let args = os(&[&"gantt", &input, &"-o", &page]);
+    let (ok, run) = ran("gantt", args.clone(), &mut note);
+    if ok && run.ok() {
+        match gantt_counts(&page) {
+            Err(p) => note(&args, p),
+            Ok(got) => {
+                if let Some(c) = counted {
+                    let want = (c.records, c.events, c.annotations, 0);
+                    if got != want {
+                        note(&args, format!("counts (records, events, annotations, errors) {got:?}, want {want:?}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "parquet")]
+    parquet::check(input, work, counted, &ran, &mut note);
+
+    problems
+}
+
+/// What is wrong with a `jets stats --format json` report: counts that do not add up, counts that
+/// differ from the validator's (`counted`, on a valid trace), a footer that disagrees (`whole`).
+fn stats_problems(v: &Value, counted: Option<Counted>, whole: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let lines = |k: &str| v["lines"][k].as_u64();
+    let (mut count, mut unended) = (0u64, 0u64);
+    match v["record_types"].as_object() {
+        None => out.push("no record_types object".to_owned()),
+        Some(types) => {
+            for (t, s) in types {
+                let (c, e, u) = (s["count"].as_u64(), s["ended"].as_u64(), s["unended"].as_u64());
+                let (Some(c), Some(e), Some(u)) = (c, e, u) else {
+                    out.push(format!("record_type {t:?}: counts missing: {s}"));
+                    continue;
+                };
+                if c != e + u {
+                    out.push(format!("record_type {t:?}: count {c} != ended {e} + unended {u}"));
+                }
+                count += c;
+                unended += u;
+            }
+        }
+    }
+    if lines("record") != Some(count) {
+        out.push(format!("{count} records by type, {:?} record lines", lines("record")));
+    }
+    if v["unended_records"]["count"].as_u64() != Some(unended) {
+        out.push(format!(
+            "{unended} unended by type, {} in unended_records",
+            v["unended_records"]["count"]
+        ));
+    }
+    if let Some(c) = counted {
+        let got = (lines("record"), lines("event"), lines("annotation"));
+        if got != (Some(c.records), Some(c.events), Some(c.annotations)) {
+            out.push(format!("lines {got:?}, the validator counted {c:?}"));
+        }
+    }
+    if whole {
+        let checks = v["footer"].as_array().map_or(&[][..], Vec::as_slice);
+        if checks.len() != 4 || checks.iter().any(|c| c["agrees"] != true) {
+            out.push(format!("the footer of an undamaged trace: {}", v["footer"]));
+        }
+    }
+    out
+}
+
+/// The record lines of a `jets tree` output.
+fn tree_records(out: &str) -> u64 {
+    let re = regex::Regex::new(r"\] #\d+  clk \d").expect("regex");
+    re.find_iter(out).count() as u64
+}
+
+/// (records, events, annotations, skipped lines) of a `jets gantt` page's data.
+fn gantt_counts(page: &Path) -> Result<(u64, u64, u64, u64), String> {
+    let html = std::fs::read_to_string(page).map_err(|e| format!("page unreadable: {e}"))?;
+    let open = r#"<script type="application/json" id="jets-data">"#;
+    let start = html.find(open).ok_or("no data in the page")? + open.len();
+    let len = html[start..].find("</script>").ok_or("the data does not end")?;
+    if !html.trim_end().ends_with("</html>") {
+        return Err("the page does not end with </html>".into());
+    }
+    let v: Value = serde_json::from_str(&html[start..start + len])
+        .map_err(|e| format!("the page's data is malformed JSON: {e}"))?;
+    let c = &v["summary"]["counts"];
+    let n = |k: &str| c[k].as_u64().ok_or(format!("no count {k} in {c}"));
+    let counts = (n("records")?, n("events")?, n("annotations")?, n("errors")?);
+    // The page's window is the whole trace: every record a bar (`count` is the bar's 8th field),
+    // every event a marker (its 3rd).
+    let rows = v["window"]["rows"].as_array().ok_or("no window rows in the page")?;
+    let sum = |key: &str, at: usize| -> u64 {
+        let items = rows.iter().filter_map(|r| r[key].as_array()).flatten();
+        items.map(|i| i[at].as_u64().unwrap_or(0)).sum()
+    };
+    let (bars, markers) = (sum("bars", 7), sum("markers", 2));
+    if (bars, markers) != (counts.0, counts.1) {
+        return Err(format!(
+            "the page's window shows {bars} records and {markers} events of {} and {}",
+            counts.0, counts.1
+        ));
+    }
+    Ok(counts)
+}
+
+#[cfg(feature = "parquet")]
+mod parquet {
+    //! The run comparison of "Comparing runs": one run of a dataset and a stats summary.
+
+    use std::path::Path;
+
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    use super::{os, Counted, Note, Ran};
+
+    fn rows(path: &Path) -> Result<i64, String> {
+        let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let reader =
+            SerializedFileReader::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(reader.metadata().file_metadata().num_rows())
+    }
+
+    pub fn check(
+        input: &Path,
+        work: &Path,
+        counted: Option<Counted>,
+        ran: &Ran<'_>,
+        note: &mut Note<'_>,
+    ) {
+        let dataset = work.join("sweep");
+        let _ = std::fs::remove_dir_all(&dataset);
+        let args = os(&[&"convert", &input, &"--to", &"parquet", &"--run", &"r", &"-o", &dataset]);
+        let (ok, run) = ran("parquet", args.clone(), note);
+        if ok && run.ok() {
+            let dir = dataset.join("run=r");
+            for (table, want) in [
+                ("records", counted.map(|c| c.records)),
+                ("events", counted.map(|c| c.events)),
+                ("annotations", counted.map(|c| c.annotations)),
+            ] {
+                match rows(&dir.join(format!("{table}.parquet"))) {
+                    Err(e) => note(&args, format!("succeeded but {e}")),
+                    Ok(n) => {
+                        if want.is_some_and(|w| w as i64 != n) {
+                            note(
+                                &args,
+                                format!("{table}: {n} rows, the validator counted {want:?}"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let summary = work.join("summary.parquet");
+        let _ = std::fs::remove_file(&summary);
+        let args = os(&[&"stats", &input, &"--format", &"parquet", &"-o", &summary]);
+        let (ok, run) = ran("stats-parquet", args.clone(), note);
+        if ok && run.ok() {
+            if let Err(e) = rows(&summary) {
+                note(&args, format!("succeeded but {e}"));
+            }
+        }
+    }
+}
+
+/// Runs [`check_input`] on every input; panics listing every broken rule.
+fn check_all(inputs: &[(String, PathBuf, Expect)], work: &Path) {
+    let mut problems = Vec::new();
+    for (n, (what, input, expect)) in inputs.iter().enumerate() {
+        problems.extend(check_input(what, input, work, n, *expect));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} broken rules on {} damaged traces:\n{}",
+        problems.len(),
+        inputs.len(),
+        problems.join("\n")
+    );
+}
+
+/// Writes `bytes` to `dir/case<n>_<name>` (a name of its own, for the error to name).
+fn write_input(dir: &Path, n: usize, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(format!("case{n}_{name}"));
+    std::fs::write(&p, bytes).expect("write damaged input");
+    p
+}
+
+/// A temporary directory with `in/` for the inputs and `work/` for the runs' outputs (the
+/// directory goes when the first value is dropped).
+fn scratch() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (inputs, work) = (dir.path().join("in"), dir.path().join("work"));
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    (dir, inputs, work)
+}
+
+/// The last cycle a trace can name.
+const MAX: u64 = u64::MAX;
+
+/// A trace nested `depth` levels deep, an event and an annotation on every level.
+fn deep_trace(path: &Path, depth: u64) {
+    let t = Trace::create(path, Metadata::new().clock_frequency_mhz(500.0)).expect("create");
+    let mut handles = vec![t.root("top", "Core").unit_id(0).begin_at(0).expect("root")];
+    for d in 1..depth {
+        let parent = handles.last().expect("a parent");
+        let kind = if d % 2 == 0 { "Instruction" } else { "Stage" };
+        let h = parent.child(format!("i{d}"), kind).begin_at(d).expect("child");
+        h.event("e").emit_at(d).expect("event");
+        h.annotation("a").data_json(r#"{"d":1}"#).emit().expect("annotation");
+        handles.push(h);
+    }
+    let mut clk = depth;
+    while let Some(h) = handles.pop() {
+        h.end_at(clk).expect("end");
+        clk += 1;
+    }
+    t.close_at(clk).expect("close");
+}
+
+/// A trace with `n` records never ended, children of a few roots, some with events.
+fn open_trace(path: &Path, n: u64) {
+    let t = Trace::create(path, Metadata::new()).expect("create");
+    let roots: Vec<_> = (0..4)
+        .map(|u| t.root(format!("core{u}"), "Core").unit_id(u).begin_at(0).expect("root"))
+        .collect();
+    for i in 0..n {
+        let r = roots[(i % 4) as usize]
+            .child(format!("i{i}"), "Instruction")
+            .begin_at(i)
+            .expect("child");
+        if i % 7 == 0 {
+            r.event("F").emit_at(i + 1).expect("event");
+        }
+        drop(r); // never ended
+    }
+    for (k, r) in roots.into_iter().enumerate() {
+        if k % 2 == 0 {
+            r.end_at(n + 10).expect("end");
+        }
+    }
+    t.close_at(n + 10).expect("close");
+}
+
+/// A trace in the last cycles a `u64` holds, ending at `u64::MAX`, on units.
+fn last_cycles_trace(path: &Path) {
+    let meta = Metadata::new().clock_frequency_mhz(2000.0);
+    let t = Trace::create(path, meta).expect("create");
+    let core = t.root("core0", "Core").unit_id(0).begin_at(0).expect("root");
+    let late = t.root("late", "Memory").unit_id(1).begin_at(MAX - 100).expect("root");
+    for i in 0..20u64 {
+        let at = MAX - 60 + i * 3;
+        let ins = core.child(format!("i{i}"), "Instruction").unit_id(2).begin_at(at).expect("i");
+        ins.event("F").emit_at(at).expect("e");
+        ins.event("W").emit_at(MAX).expect("e");
+        ins.end_at(if i % 3 == 0 { MAX } else { at + 1 }).expect("end");
+    }
+    let req = late.child("req", "MemRequest").begin_at(MAX).expect("req");
+    req.end_at(MAX).expect("end");
+    late.end_at(MAX).expect("end");
+    core.end_at(MAX).expect("end");
+    t.close_at(MAX).expect("close");
+}
+
+/// The header every hand-written trace starts with.
+const HEADER: &str =
+    r#"{"type":"header","version":"2.0","metadata":{"clock_frequency_mhz":1000.0}}"#;
+
+/// A record line.
+fn rec(clk: u64, id: u64, parent: Option<u64>, kind: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| p.to_string());
+    format!(
+        r#"{{"clk":{clk},"type":"record","name":"r{id}","record_type":"{kind}","id":{id},"parent_id":{parent},"description":""}}"#
+    )
+}
+
+fn end(clk: u64, id: u64) -> String {
+    format!(r#"{{"clk":{clk},"type":"record_end","record_id":{id}}}"#)
+}
+
+fn event(clk: u64, id: u64) -> String {
+    format!(r#"{{"clk":{clk},"type":"event","name":"F","record_id":{id},"description":""}}"#)
+}
+
+fn annotation(id: u64) -> String {
+    format!(
+        r#"{{"type":"annotation","name":"a","record_id":{id},"description":"","data":{{"k":1}}}}"#
+    )
+}
+
+fn footer(end: u64, records: u64, events: u64, annotations: u64) -> String {
+    format!(
+        r#"{{"type":"footer","capture_end_clk":{end},"total_records":{records},"total_events":{events},"total_annotations":{annotations}}}"#
+    )
+}
+
+/// Hand-written traces, each breaking one rule of the format's structure (or, for the first, none).
+fn structural_traces() -> Vec<(&'static str, String)> {
+    let body = vec![
+        HEADER.to_owned(),
+        rec(0, 1, None, "Core"),
+        rec(2, 2, Some(1), "Instruction"),
+        event(3, 2),
+        annotation(2),
+        rec(4, 3, Some(2), "Stage"),
+        end(6, 3),
+        end(9, 2),
+        rec(10, 4, Some(1), "Instruction"),
+        event(11, 4),
+        end(20, 1),
+    ];
+    let with = |edit: &dyn Fn(&mut Vec<String>)| {
+        let mut lines = body.clone();
+        edit(&mut lines);
+        lines.join("\n") + "\n"
+    };
+    let ok_footer = footer(20, 4, 2, 1);
+    vec![
+        ("well_formed", with(&|l| l.push(ok_footer.clone()))),
+        ("end_before_begin", with(&|l| l[6] = end(1, 3))),
+        ("end_before_root_begins", with(&|l| l[10] = end(0, 1))),
+        ("event_on_unknown_record", with(&|l| l.insert(4, event(5, 99)))),
+        ("annotation_on_unknown_record", with(&|l| l.insert(4, annotation(77)))),
+        ("end_of_unknown_record", with(&|l| l.insert(4, end(5, 55)))),
+        ("end_before_its_record", with(&|l| l.insert(1, end(0, 4)))),
+        ("event_before_its_record", with(&|l| l.insert(1, event(0, 4)))),
+        ("parent_unknown", with(&|l| l.insert(9, rec(10, 5, Some(42), "Instruction")))),
+        ("parent_after_child", with(&|l| l.insert(1, rec(0, 6, Some(1), "Instruction")))),
+        ("own_parent", with(&|l| l.insert(9, rec(10, 5, Some(5), "Instruction")))),
+        ("duplicate_open_id", with(&|l| l.insert(3, rec(2, 2, Some(1), "Instruction")))),
+        ("duplicate_ended_id", with(&|l| l.insert(8, rec(9, 3, Some(1), "Stage")))),
+        ("duplicate_root_id", with(&|l| l.insert(2, rec(1, 1, None, "Memory")))),
+        ("ended_twice", with(&|l| l.insert(8, end(9, 2)))),
+        ("no_header", with(&|l| drop(l.remove(0)))),
+        ("header_twice", with(&|l| l.insert(0, HEADER.to_owned()))),
+        ("header_late", with(&|l| l.swap(0, 3))),
+        ("header_only", HEADER.to_owned() + "\n"),
+        ("footer_only", ok_footer.clone() + "\n"),
+        ("footer_twice", with(&|l| l.extend([ok_footer.clone(), ok_footer.clone()]))),
+        ("footer_first", with(&|l| l.insert(1, ok_footer.clone()))),
+        ("line_after_footer", with(&|l| l.extend([ok_footer.clone(), event(20, 1)]))),
+        ("footer_totals_off", with(&|l| l.push(footer(5, 9, 0, 7)))),
+        ("footer_totals_past_range", with(&|l| l.push(footer(MAX, MAX, MAX, MAX)))),
+        (
+            "footer_open_records_off",
+            with(&|l| {
+                l.push(ok_footer.replace('}', r#","open_records":3}"#));
+            }),
+        ),
+        (
+            "record_at_last_cycle",
+            with(&|l| {
+                l.insert(10, rec(MAX, 5, Some(1), "Instruction"));
+                l.insert(11, event(MAX, 5));
+                l.insert(12, end(MAX, 5));
+                l[13] = end(MAX, 1);
+            }),
+        ),
+        (
+            "root_spans_every_cycle",
+            with(&|l| {
+                l[1] = rec(0, 1, None, "Core")
+                    .replace(r#""description":"""#, r#""description":"","data":{"unit_id":0}"#);
+                l[10] = end(MAX, 1);
+            }),
+        ),
+        ("no_lines_at_all", String::new()),
+        ("blank_lines", with(&|l| l.insert(3, String::new()))),
+    ]
+}
+
+/// Undamaged inputs: the data traces, the SDK's traces (plain and compressed), and the
+/// structural traces, each checked whole.
+#[test]
+fn undamaged_and_structurally_broken_traces() {
+    let (_dir, inputs, work) = scratch();
+    let mut cases: Vec<(String, PathBuf, Expect)> = Vec::new();
+    let whole = Expect { whole: true, refused_by: &[] };
+    for name in ["small.jets", "rjets_tests_trace.jets", "rjets_tests_trace.jets.br"] {
+        cases.push((name.to_owned(), data(&format!("trace/{name}")), whole));
+    }
+    for name in ["deep.jets", "deep.jets.gz", "open.jets.zst", "last.jets", "last.jets.gz"] {
+        let p = inputs.join(name);
+        match name.split('.').next() {
+            Some("deep") => deep_trace(&p, 300),
+            Some("open") => open_trace(&p, 2000),
+            _ => last_cycles_trace(&p),
+        }
+        cases.push((name.to_owned(), p, whole));
+    }
+    for (k, (name, text)) in structural_traces().into_iter().enumerate() {
+        let expect = if name == "well_formed" { whole } else { Expect::default() };
+        let p = write_input(&inputs, k, &format!("{name}.jets"), text.as_bytes());
+        cases.push((name.to_owned(), p, expect));
+        // And compressed, which takes the readers' other path.
+        let p = write_input(&inputs, k, &format!("{name}.jets.gz"), &gzip(text.as_bytes()));
+        cases.push((format!("{name} (gzip)"), p, expect));
+    }
+    check_all(&cases, &work);
+}
+
+/// The texts every damage starts from: the data traces, the SDK's and the structural traces.
+fn sources(dir: &Path) -> Vec<(String, Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    for (name, n) in [("small.jets", 12), ("rjets_tests_trace.jets", 8)] {
+        out.push((
+            name.to_owned(),
+            std::fs::read(data(&format!("trace/{name}"))).expect("read"),
+            n,
+        ));
+    }
+    let deep = dir.join("deep.jets");
+    deep_trace(&deep, 40);
+    let open = dir.join("open.jets");
+    open_trace(&open, 60);
+    let last = dir.join("last.jets");
+    last_cycles_trace(&last);
+    for (p, n) in [(deep, 6), (open, 6), (last, 8)] {
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        out.push((name, std::fs::read(&p).expect("read"), n));
+    }
+    let structural = structural_traces();
+    for (name, text) in structural.into_iter().filter(|(_, t)| !t.is_empty()) {
+        out.push((format!("{name}.jets"), text.into_bytes(), 1));
+    }
+    out
+}
+
+/// Damaged texts, plain and now and then gzip-compressed.
+#[test]
+fn damaged_traces_read_or_fail_cleanly() {
+    let (_dir, inputs, work) = scratch();
+    let mut cases = Vec::new();
+    let mut n = 0;
+    for (k, (name, text, count)) in sources(&inputs).into_iter().enumerate() {
+        let mut rng = Rng::new(k as u64);
+        for _ in 0..rounds(count) {
+            let (bytes, what) = damage_text(&text, &mut rng);
+            n += 1;
+            let (bytes, name) = if n % 5 == 0 {
+                (gzip(&bytes), format!("{name}.gz"))
+            } else {
+                (bytes, name.clone())
+            };
+            let input = write_input(&inputs, n, &name, &bytes);
+            cases.push((format!("{name}: {what}"), input, Expect::default()));
+        }
+    }
+    check_all(&cases, &work);
+}
+
+/// Compressed traces damaged as compressed bytes: gzip and zstd from the SDK, brotli from rjets.
+#[test]
+fn damaged_compressed_traces_read_or_fail_cleanly() {
+    let (_dir, inputs, work) = scratch();
+    let gz = inputs.join("deep.jets.gz");
+    deep_trace(&gz, 30);
+    let zst = inputs.join("open.jets.zst");
+    open_trace(&zst, 50);
+    let compressed = [
+        ("deep.jets.gz", std::fs::read(&gz).expect("read")),
+        ("open.jets.zst", std::fs::read(&zst).expect("read")),
+        (
+            "rjets_tests_trace.jets.br",
+            std::fs::read(data("trace/rjets_tests_trace.jets.br")).expect("read"),
+        ),
+    ];
+    let mut cases = Vec::new();
+    let mut n = 0;
+    for (k, (name, bytes)) in compressed.iter().enumerate() {
+        let mut rng = Rng::new(100 + k as u64);
+        for _ in 0..rounds(5) {
+            let (bytes, what) = damage_bytes(bytes, &mut rng);
+            n += 1;
+            let input = write_input(&inputs, n, name, &bytes);
+            cases.push((format!("{name}: {what}"), input, Expect::default()));
+        }
+    }
+    check_all(&cases, &work);
+}
+
+/// A fixed damage that once broke the rule, replayed on every run.
+struct Regression {
+    /// A name for the input file.
+    name: &'static str,
+    /// What it found (and what fixed it).
+    found: &'static str,
+    /// The trace's text.
+    text: fn() -> String,
+    /// The commands (`validate`, `repair`, `stats`, `tree`, `tree-filtered`, `gantt`, `parquet`,
+    /// `stats-parquet`) that must refuse it.
+    refused_by: &'static [&'static str],
+}
+
+/// The inputs that broke the rule once.
+const REGRESSIONS: &[Regression] = &[
+    Regression {
+        name: "record_at_last_cycle.jets",
+        found: "a record and events at u64::MAX: `jets gantt` panicked (overflow computing the \
+                page's window end, `now + 1`); then its page left them out (a window [t0, t1) \
+                cannot hold u64::MAX) (VW-END-3)",
+        text: || structural("record_at_last_cycle"),
+        refused_by: &[],
+    },
+    Regression {
+        name: "all_at_last_cycle.jets",
+        found: "every line at u64::MAX: `jets gantt` panicked (overflow in the index's window, \
+                `t0 + 1`, t0 being the first cycle) (VW-END-3)",
+        text: || {
+            [HEADER.to_owned(), rec(MAX, 1, None, "Core"), event(MAX, 1), end(MAX, 1)].join("\n")
+                + "\n"
+        },
+        refused_by: &[],
+    },
+    Regression {
+        name: "duplicate_open_id.jets",
+        found: "a record id used again while its record is open: `jets stats` dropped the \
+                earlier record, neither ended nor unended (count > ended + unended) (CV-DUP-1)",
+        text: || structural("duplicate_open_id"),
+        refused_by: &[],
+    },
+    Regression {
+        name: "parent_unknown.jets",
+        found: "a record whose parent never appeared (its line lost): `jets tree` left it and \
+                its subtree out of the tree without a word (CV-TREE-1)",
+        text: || structural("parent_unknown"),
+        refused_by: &["validate", "tree"],
+    },
+    Regression {
+        name: "parent_line_deleted.jets",
+        found: "small.jets with the line of `ld` (the parent of `dcache`) deleted: `jets tree` \
+                showed 6 of its 7 records and exited 0 (CV-TREE-1)",
+        text: || {
+            let text = std::fs::read_to_string(data("trace/small.jets")).expect("read");
+            text.lines().filter(|l| !l.contains(r#""name":"ld""#)).collect::<Vec<_>>().join("\n")
+                + "\n"
+        },
+        refused_by: &["validate", "tree"],
+    },
+    Regression {
+        name: "own_parent.jets",
+        found: "a record naming itself as its parent: `jets tree` left it out without a word \
+                (CV-TREE-1)",
+        text: || structural("own_parent"),
+        refused_by: &["validate", "tree"],
+    },
+];
+
+/// The structural trace called `name`.
+fn structural(name: &str) -> String {
+    let all = structural_traces();
+    all.into_iter().find(|(n, _)| *n == name).expect("a structural trace").1
+}
+
+#[test]
+fn regressions_stay_fixed() {
+    let (_dir, inputs, work) = scratch();
+    let cases: Vec<(String, PathBuf, Expect)> = REGRESSIONS
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let input = write_input(&inputs, k, r.name, (r.text)().as_bytes());
+            let expect = Expect { whole: false, refused_by: r.refused_by };
+            (format!("regression {k}: {}", r.found), input, expect)
+        })
+        .collect();
+    check_all(&cases, &work);
+}
