@@ -6,7 +6,8 @@
 //!
 //! The inputs: the JETS traces of `tests/data/trace` (see its README.md), traces written here with
 //! the SDK (`jets::Trace`: deep nesting, many open records, cycles up to `u64::MAX`, and `.gz` and
-//! `.zst` files), and hand-written traces that break one structural rule each (a record ending
+//! `.zst` files), a trace with host samples (`HostSync`, from cycle 0 and near `u64::MAX`), and
+//! hand-written traces that break one structural rule each (a record ending
 //! before it begins, lines naming unknown records, duplicate ids, a missing or second header or
 //! footer, footer totals that disagree, ...). Each is damaged deterministically (a xorshift
 //! generator with a fixed seed): cut, bytes flipped or replaced, a line deleted, doubled or
@@ -15,14 +16,18 @@
 //!
 //! The rule checked on every input and command: the process exits by itself within [`TIMEOUT`]
 //! (no hang, no signal), never panics (no `panicked` or `RUST_BACKTRACE` on stderr), and when it
-//! fails its error names the input (`jets validate` names it in its diagnostics). Beyond it:
+//! fails its error names the input (`jets validate` names it in its diagnostics). `validate` runs
+//! with its options in turn, `repair` with `--end-open` or not, to a file, a `.gz` or standard
+//! output, `tree` whole and with a filter in turn. Beyond the rule:
 //! `jets repair`'s output passes `jets validate` with a footer that agrees with it; every line of
 //! `jets validate --format json` and the whole of `jets stats --format json` is well-formed JSON;
 //! and the numbers agree where they can be checked: the stats counts add up (count = ended +
 //! unended per record_type, the types sum to the record lines, text and JSON say the same), and
 //! on a trace `jets validate` accepts, the record, event and annotation counts of `stats`,
-//! `tree`, `gantt`, `repair` (nothing dropped) and the Parquet tables equal the validator's; on
-//! the undamaged traces, the footer's totals agree with the counted lines.
+//! `tree`, `gantt` (its summary, and the bars and markers of its whole-trace window), `repair`
+//! (nothing dropped) and the Parquet tables equal the validator's; on the undamaged traces, the
+//! footer's totals agree with the counted lines. About 170 inputs and 1,500 runs of `jets` by
+//! default (more with the `parquet` feature).
 //!
 //! [`REGRESSIONS`] replays the inputs that broke the rule once. `JETS_DAMAGE_SCALE=10` runs ten
 //! times as many random damages (the first ones unchanged), to hunt for more.
@@ -336,6 +341,10 @@ type Note<'a> = dyn FnMut(&[OsString], String) + 'a;
 /// whether it kept it, and the run.
 type Ran<'a> = dyn Fn(&str, Vec<OsString>, &mut Note<'_>) -> (bool, Run) + 'a;
 
+/// The options `jets validate` is run with (one per input, in turn), besides `--format json`.
+const VALIDATE_OPTIONS: &[&[&str]] =
+    &[&[], &["--strict"], &["--max-errors", "1"], &["--allow", "W013", "--allow", "E018"]];
+
 /// The filters `jets tree` is run with (one per input, in turn), besides no filter at all.
 const TREE_FILTERS: &[&[&str]] = &[
     &["--depth", "2"],
@@ -405,15 +414,28 @@ fn check_input(what: &str, input: &Path, work: &Path, n: usize, expect: Expect) 
         note(&args, format!("an undamaged trace is not valid: {}", run.stdout));
     }
 
-    // repair (every other input with --end-open, every third to a .gz): its output validates,
-    // with a footer that agrees; nothing of a valid trace is dropped.
+    // validate's options, in turn, on the text output.
+    let mut args = os(&[&"validate", &input]);
+    args.extend(VALIDATE_OPTIONS[n % VALIDATE_OPTIONS.len()].iter().map(OsString::from));
+    ran("validate", args, &mut note);
+
+    // repair (every other input with --end-open, every third to a .gz, every fifth to standard
+    // output): its output validates, with a footer that agrees; nothing of a valid trace is
+    // dropped.
     let repaired = work.join(if n % 3 == 0 { "repaired.jets.gz" } else { "repaired.jets" });
     let _ = std::fs::remove_file(&repaired);
-    let mut args = os(&[&"repair", &input, &"-o", &repaired]);
+    let to_stdout = n % 5 == 4;
+    let out: &dyn AsRef<std::ffi::OsStr> = if to_stdout { &"-" } else { &repaired };
+    let mut args = os(&[&"repair", &input, &"-o", out]);
     if n % 2 == 0 {
         args.push("--end-open".into());
     }
     let (ok, run) = ran("repair", args.clone(), &mut note);
+    if ok && run.ok() && to_stdout {
+        let repaired = work.join("repaired.jets");
+        std::fs::write(&repaired, &run.stdout).expect("write the repaired trace");
+    }
+    let repaired = if to_stdout { work.join("repaired.jets") } else { repaired };
     if ok && run.ok() {
         if counted.is_some() && run.stderr.contains("dropped") {
             note(&args, format!("dropped lines of a valid trace: {}", run.stderr.trim()));
@@ -573,16 +595,18 @@ fn gantt_counts(page: &Path) -> Result<(u64, u64, u64, u64), String> {
     let n = |k: &str| c[k].as_u64().ok_or(format!("no count {k} in {c}"));
     let counts = (n("records")?, n("events")?, n("annotations")?, n("errors")?);
     // The page's window is the whole trace: every record a bar (`count` is the bar's 8th field),
-    // every event a marker (its 3rd).
+    // every event a marker (its 3rd) but the host samples, which are the host tracks' (VW-HOST-1).
     let rows = v["window"]["rows"].as_array().ok_or("no window rows in the page")?;
     let sum = |key: &str, at: usize| -> u64 {
         let items = rows.iter().filter_map(|r| r[key].as_array()).flatten();
         items.map(|i| i[at].as_u64().unwrap_or(0)).sum()
     };
     let (bars, markers) = (sum("bars", 7), sum("markers", 2));
-    if (bars, markers) != (counts.0, counts.1) {
+    let samples = n("host_samples")?;
+    if (bars, markers + samples) != (counts.0, counts.1) {
         return Err(format!(
-            "the page's window shows {bars} records and {markers} events of {} and {}",
+            "the page's window shows {bars} records and {markers} events (and {samples} host \
+             samples) of {} and {}",
             counts.0, counts.1
         ));
     }
@@ -748,6 +772,40 @@ fn last_cycles_trace(path: &Path) {
     t.close_at(MAX).expect("close");
 }
 
+/// A trace with host samples (spec/host-sync.md, what `jets stats` and `jets gantt` read into
+/// host figures), from cycle `base` on: a `HostProcess` record with 20 `HostSync` events 100
+/// cycles (10 ms of host time) apart, and a core running a 50-cycle instruction per sample. As
+/// `tests/damaged_input.rs` writes it, by hand so that it is the same on every run.
+fn host_trace(base: u64) -> String {
+    let mut t = vec![
+        concat!(
+            r#"{"type":"header","version":"2.0","metadata":{"tool":"damaged_traces test","#,
+            r#""clock_frequency_mhz":1000.0}}"#
+        )
+        .to_owned(),
+        format!(
+            r#"{{"clk":{base},"type":"record","name":"sim","record_type":"HostProcess","id":1,"parent_id":null,"description":"","data":{{"pid":4242,"command":"sim"}}}}"#
+        ),
+        r#"{"type":"annotation","name":"HostEnv","record_id":1,"description":"","data":{"hostname":"h","cpus":2}}"#.to_owned(),
+        rec(base, 2, None, "Core"),
+    ];
+    for i in 0..20u64 {
+        let (clk, id) = (base + i * 100, 3 + i);
+        let (mono, real) =
+            (5_000_000_000 + i * 10_000_000, 1_700_000_000_000_000_000 + i * 10_000_000);
+        let (cpu, usage, rss) = (i * 9_000_000, 10 + i, 20_000 + i * 64);
+        t.push(format!(
+            r#"{{"clk":{clk},"type":"event","name":"HostSync","record_id":1,"description":"","data":{{"mono_ns":{mono},"real_ns":{real},"cpu_ns":{cpu},"cpu_usage":{usage}.5,"mem_rss_kb":{rss}}}}}"#
+        ));
+        t.push(rec(clk + 1, id, Some(2), "Instruction"));
+        t.push(end(clk + 51, id));
+    }
+    t.push(end(base + 2000, 2));
+    t.push(end(base + 2000, 1));
+    t.push(footer(base + 2000, 22, 20, 1));
+    t.join("\n") + "\n"
+}
+
 /// The header every hand-written trace starts with.
 const HEADER: &str =
     r#"{"type":"header","version":"2.0","metadata":{"clock_frequency_mhz":1000.0}}"#;
@@ -874,6 +932,10 @@ fn undamaged_and_structurally_broken_traces() {
         }
         cases.push((name.to_owned(), p, whole));
     }
+    for (k, base) in [0, MAX - 2000].into_iter().enumerate() {
+        let p = write_input(&inputs, 100 + k, "host.jets", host_trace(base).as_bytes());
+        cases.push((format!("host trace from cycle {base}"), p, whole));
+    }
     for (k, (name, text)) in structural_traces().into_iter().enumerate() {
         let expect = if name == "well_formed" { whole } else { Expect::default() };
         let p = write_input(&inputs, k, &format!("{name}.jets"), text.as_bytes());
@@ -905,6 +967,8 @@ fn sources(dir: &Path) -> Vec<(String, Vec<u8>, usize)> {
         let name = p.file_name().expect("name").to_string_lossy().into_owned();
         out.push((name, std::fs::read(&p).expect("read"), n));
     }
+    out.push(("host.jets".to_owned(), host_trace(0).into_bytes(), 8));
+    out.push(("host_late.jets".to_owned(), host_trace(MAX - 2000).into_bytes(), 4));
     let structural = structural_traces();
     for (name, text) in structural.into_iter().filter(|(_, t)| !t.is_empty()) {
         out.push((format!("{name}.jets"), text.into_bytes(), 1));
