@@ -338,7 +338,8 @@ struct Counted {
 type Note<'a> = dyn FnMut(&[OsString], String) + 'a;
 
 /// Runs a command (named as in [`Regression::refused_by`]) and checks the rule every run keeps:
-/// whether it kept it, and the run.
+/// whether it kept it, and the run. Named for the Parquet checks, which take it as an argument.
+#[cfg(feature = "parquet")]
 type Ran<'a> = dyn Fn(&str, Vec<OsString>, &mut Note<'_>) -> (bool, Run) + 'a;
 
 /// The options `jets validate` is run with (one per input, in turn), besides `--format json`.
