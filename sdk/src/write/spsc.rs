@@ -163,7 +163,8 @@ const AHEAD: usize = 256;
 /// recorder 1300`, simulator pinned to CPU 0, six alternated pairs, Intel Xeon VM, idle,
 /// 2026-11-30 00:56 UTC): 1.678 -> 1.572 s (median), faster in six pairs of six, its waits for
 /// room 0.078 -> 0.040 s; `count` 1.55 -> 1.50 s (four of four). 128 and 1024 words ahead did
-/// alike (five rounds each).
+/// alike (five rounds each). On the 6502 emulator's recorder (`mos6502-trace`, four alternated
+/// pairs, 02:20 UTC) 64 words did worse (4.98-5.11 s against 4.52-4.81 s) and 512 alike.
 const READ_AHEAD: usize = 256;
 
 // SAFETY: the pointers are into a buffer that is `Send + Sync`; the cursor is used by one
