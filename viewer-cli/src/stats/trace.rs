@@ -185,6 +185,8 @@ impl TraceStats {
             }
             Line::RecordEnd(e) => {
                 if let Some(o) = self.open.remove(&e.record_id) {
+                    // An end before the record's start (W001) lasts 0 cycles, as the viewer
+                    // draws it (CV-END-1, VW-END-2).
                     let d = e.clk.saturating_sub(o.start);
                     self.types[o.record_type].1.durations.add(d);
                     if o.outermost {
@@ -545,6 +547,30 @@ mod tests {
         assert_eq!(v["record_types"]["U"]["duration_cycles"]["total"], 3);
         assert_eq!(v["unended_records"]["count"], 1);
         assert!(st.to_text().contains("unended records: 1"));
+    }
+
+    /// CV-END-1: a record that ends before it begins (W001) counts as ended, 0 cycles long.
+    #[test]
+    fn an_end_before_the_start_lasts_zero_cycles() {
+        let mut st = TraceStats::default();
+        for l in [
+            r#"{"type":"header","version":"2.0","metadata":{}}"#,
+            r#"{"clk":10,"type":"record","name":"a","record_type":"T","id":1,"parent_id":null,"description":""}"#,
+            r#"{"clk":4,"type":"record_end","record_id":1}"#,
+            r#"{"clk":20,"type":"record","name":"b","record_type":"T","id":2,"parent_id":null,"description":""}"#,
+            r#"{"clk":26,"type":"record_end","record_id":2}"#,
+        ] {
+            st.line(Line::parse(l).expect("line"));
+        }
+        st.finish();
+        let t = &st.to_json()["record_types"]["T"];
+        assert_eq!((t["ended"].as_u64(), t["unended"].as_u64()), (Some(2), Some(0)), "{t}");
+        let d = &t["duration_cycles"];
+        assert_eq!(
+            (d["min"].as_u64(), d["max"].as_u64(), d["total"].as_u64()),
+            (Some(0), Some(6), Some(6)),
+            "{d}"
+        );
     }
 
     #[test]
