@@ -108,14 +108,7 @@ thread_local! {
 /// process's traces from the panic hook (CAP-REC-7). Before, a sink that panicked in one trace
 /// dumped the flight recorder of every other trace in the process, a dump nobody asked for.
 pub(super) fn caught<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            let _ = CATCHING.try_with(|c| c.set(self.0));
-        }
-    }
-    let _reset = Reset(CATCHING.try_with(|c| c.replace(true)).unwrap_or(false));
-    f()
+    super::with_flag(&CATCHING, f)
 }
 
 /// True when `trace`'s own writer thread is this one (a user `Write` that panics or exits runs

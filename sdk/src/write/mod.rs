@@ -33,9 +33,11 @@ mod streamed;
 pub(crate) mod tests;
 mod writer;
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::thread::LocalKey;
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
 
@@ -1047,4 +1049,19 @@ impl Trace {
     pub fn close_at(&self, clk: u64) -> Result<Summary, Error> {
         self.0.close(Some(clk))
     }
+}
+
+/// Runs `f` with this thread's `flag` set, and puts the flag back as it was when `f` returns or
+/// unwinds: for the thread-local switches that say what the code below may do (a signal-safe
+/// call, a user `Write` whose panic is caught). Once the thread's storage is torn down the flag
+/// is neither read nor set.
+pub(crate) fn with_flag<R>(flag: &'static LocalKey<Cell<bool>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(&'static LocalKey<Cell<bool>>, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = self.0.try_with(|c| c.set(self.1));
+        }
+    }
+    let _restore = Restore(flag, flag.try_with(|c| c.replace(true)).unwrap_or(false));
+    f()
 }

@@ -411,14 +411,7 @@ thread_local! {
 /// # Ok::<(), jets::Error>(())
 /// ```
 pub fn signal_safe<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = SIGNAL_SAFE.try_with(|s| s.set(self.0));
-        }
-    }
-    let _restore = Restore(SIGNAL_SAFE.try_with(|s| s.replace(true)).unwrap_or(true));
-    f()
+    super::with_flag(&SIGNAL_SAFE, f)
 }
 
 /// Whether a push that waits for room may encode a batch meanwhile.
