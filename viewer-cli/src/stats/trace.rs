@@ -530,16 +530,12 @@ mod tests {
 
     #[test]
     fn a_duplicate_id_of_an_open_record_leaves_the_earlier_unended() {
-        let mut st = TraceStats::default();
-        for l in [
+        let st = stats_of(&[
             r#"{"type":"header","version":"2.0","metadata":{}}"#,
             r#"{"clk":0,"type":"record","name":"a","record_type":"T","id":1,"parent_id":null,"description":""}"#,
             r#"{"clk":2,"type":"record","name":"b","record_type":"U","id":1,"parent_id":null,"description":""}"#,
             r#"{"clk":5,"type":"record_end","record_id":1}"#,
-        ] {
-            st.line(Line::parse(l).expect("line"));
-        }
-        st.finish();
+        ]);
         let v = st.to_json();
         // CV-DUP-1: every record is ended or unended; the end is the later record's.
         assert_eq!(v["record_types"]["T"]["unended"], 1);
@@ -549,20 +545,26 @@ mod tests {
         assert!(st.to_text().contains("unended records: 1"));
     }
 
+    /// The figures of the trace made of `lines`, finished.
+    fn stats_of(lines: &[&str]) -> TraceStats {
+        let mut st = TraceStats::default();
+        for l in lines {
+            st.line(Line::parse(l).expect("line"));
+        }
+        st.finish();
+        st
+    }
+
     /// CV-END-1: a record that ends before it begins (W001) counts as ended, 0 cycles long.
     #[test]
     fn an_end_before_the_start_lasts_zero_cycles() {
-        let mut st = TraceStats::default();
-        for l in [
+        let st = stats_of(&[
             r#"{"type":"header","version":"2.0","metadata":{}}"#,
             r#"{"clk":10,"type":"record","name":"a","record_type":"T","id":1,"parent_id":null,"description":""}"#,
             r#"{"clk":4,"type":"record_end","record_id":1}"#,
             r#"{"clk":20,"type":"record","name":"b","record_type":"T","id":2,"parent_id":null,"description":""}"#,
             r#"{"clk":26,"type":"record_end","record_id":2}"#,
-        ] {
-            st.line(Line::parse(l).expect("line"));
-        }
-        st.finish();
+        ]);
         let t = &st.to_json()["record_types"]["T"];
         assert_eq!((t["ended"].as_u64(), t["unended"].as_u64()), (Some(2), Some(0)), "{t}");
         let d = &t["duration_cycles"];
