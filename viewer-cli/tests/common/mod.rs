@@ -1,6 +1,8 @@
 //! What the CLI's integration tests share: running the `jets` binary and finding test data.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod damage;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
