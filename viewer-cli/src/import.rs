@@ -29,7 +29,7 @@ use clap::ValueEnum;
 use jets::{Metadata, RecordHandle, Trace};
 use serde_json::{Map, Value};
 
-use crate::formats::dftracer::{self, DfEvent, DfKind, Hashes, Time};
+use crate::formats::dftracer::{self, DfEvent, DfKind, Hashes, Scale, Time};
 
 /// The formats `jets import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -179,8 +179,8 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
                 || e.args.contains_key("jets_record_id")
         });
     let (metadata, nodes, evs) = if let (true, Some(meta)) = (from_jets, header) {
-        // Cycles per unit of `ts`/`dur`: one over the ns per cycle the writer states (CV-DFT-2),
-        // else the clock in cycles per µs (files from before integer ns).
+        // The ns per cycle the writer states (CV-DFT-2), as it stands, else the clock in cycles
+        // per µs (files from before integer ns).
         let per_cycle = events.iter().find_map(|(_, e)| {
             (e.kind == DfKind::Metadata && e.name == dftracer::HEADER_EVENT)
                 .then(|| e.args.get(dftracer::NS_PER_CYCLE).and_then(Value::as_f64))
@@ -188,7 +188,8 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
                 .filter(|n| *n > 0.0)
         });
         let mhz = meta.get("clock_frequency_mhz").and_then(Value::as_f64).filter(|f| *f > 0.0);
-        let scale = per_cycle.map_or(mhz.unwrap_or(1.0), |ns| 1.0 / ns);
+        let scale =
+            per_cycle.map_or(Scale::CyclesPerUnit(mhz.unwrap_or(1.0)), Scale::UnitsPerCycle);
         build_from_jets(meta, &events, &hashes, scale)?
     } else {
         build_foreign(&events, &hashes)?
@@ -199,19 +200,22 @@ pub fn import_dftracer(inputs: &[PathBuf], output: &std::path::Path) -> Result<I
     Ok(summary)
 }
 
+/// A foreign file's scale: 1 cycle per unit of its `ts`/`dur` (CV-DFT-1).
+const FOREIGN: Scale = Scale::CyclesPerUnit(1.0);
+
 fn at(file: &str, e: &DfEvent) -> String {
     format!("{file}:{}", e.line)
 }
 
-/// Cycles from a DFTracer time (`scale` cycles per unit) of the event at `place`: an error
-/// outside the cycles a `u64` holds (a cast would silently make it 0 or the last cycle), or
-/// where the cycle cannot be worked out exactly ([`Time::cycles`], CV-DFT-3).
-fn clk(t: Time, scale: f64, place: &str) -> Result<u64> {
+/// Cycles from a DFTracer time (at `scale`) of the event at `place`: an error outside the cycles
+/// a `u64` holds (a cast would silently make it 0 or the last cycle), or where the cycle cannot
+/// be worked out exactly ([`Time::cycles`], CV-DFT-3).
+fn clk(t: Time, scale: Scale, place: &str) -> Result<u64> {
     t.cycles(scale).map_err(|why| anyhow!("{place}: time {t}: {why}"))
 }
 
 /// The end (`ts + dur`) of the event at `place`, in cycles (see [`clk`]).
-fn end_clk(e: &DfEvent, scale: f64, place: &str) -> Result<u64> {
+fn end_clk(e: &DfEvent, scale: Scale, place: &str) -> Result<u64> {
     match e.ts.plus(e.dur) {
         Some(t) => clk(t, scale, place),
         None => bail!(
@@ -236,12 +240,12 @@ fn resolved_args(args: &Map<String, Value>, hashes: &Hashes) -> Map<String, Valu
     data
 }
 
-/// The original tree of a file `jets convert --to dftracer` wrote; `scale` is cycles per unit.
+/// The original tree of a file `jets convert --to dftracer` wrote, its times at `scale`.
 fn build_from_jets(
     meta: Map<String, Value>,
     events: &[(String, DfEvent)],
     hashes: &Hashes,
-    scale: f64,
+    scale: Scale,
 ) -> Result<(Metadata, Vec<Node>, Vec<Ev>)> {
     let mut index: HashMap<u64, usize> = HashMap::new();
     let mut nodes = Vec::new();
@@ -422,10 +426,10 @@ fn build_foreign(
         });
         // The process and thread records come from the thread's first event.
         let first = at(list[0].0, list[0].1);
-        let start = clk(list[0].1.ts, 1.0, &first)?;
+        let start = clk(list[0].1.ts, FOREIGN, &first)?;
         let mut end = start;
         for &(file, e) in list.iter() {
-            end = end.max(end_clk(e, 1.0, &at(file, e))?);
+            end = end.max(end_clk(e, FOREIGN, &at(file, e))?);
         }
         let p = *process_node.entry(pid).or_insert_with(|| {
             nodes.push(Node {
@@ -461,7 +465,7 @@ fn build_foreign(
         let mut stack: Vec<(usize, u64)> = Vec::new();
         for &(file, e) in list.iter() {
             let place = at(file, e);
-            let (s, en) = (clk(e.ts, 1.0, &place)?, end_clk(e, 1.0, &place)?);
+            let (s, en) = (clk(e.ts, FOREIGN, &place)?, end_clk(e, FOREIGN, &place)?);
             while let Some(&(_, top_end)) = stack.last() {
                 if en <= top_end {
                     break;

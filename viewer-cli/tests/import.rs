@@ -186,3 +186,57 @@ fn times_past_2_53_are_exact_or_refused() {
     assert!(err.contains("past.pfw:2") && err.contains("outside the cycles"), "{err}");
     assert!(!out.exists(), "no partial output");
 }
+
+/// A file `jets convert --to dftracer` wrote states the nanoseconds a cycle lasts
+/// (`jets_ns_per_cycle`, CV-DFT-2); the import reads that number as it stands (CV-DFT-3). Taken
+/// as cycles per ns (1 / 98) and inverted back, 98 came out 98.00000000000001: no whole number
+/// of ns per cycle, so a time past 2^53 was refused and a time half way between two cycles
+/// (147 ns = 1.5 cycles) went down through floating point where a whole scale rounds it up.
+#[test]
+fn ns_per_cycle_is_read_as_the_file_states_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // One record at `ts`, `dur` in a file with `ns` ns per cycle; its start and end cycles.
+    let cycles = |ns: &str, ts: u64, dur: u64| -> Result<(u64, u64), String> {
+        let text = format!(
+            "[\n\
+             {{\"id\":1,\"name\":\"CM\",\"cat\":\"dftracer\",\"pid\":0,\"tid\":0,\"ph\":\"M\",\
+             \"args\":{{\"name\":\"time_metric\",\"value\":\"NS\"}}}}\n\
+             {{\"id\":2,\"name\":\"JETS\",\"cat\":\"dftracer\",\"pid\":0,\"tid\":0,\"ph\":\"M\",\
+             \"args\":{{\"name\":\"header\",\"value\":{{}},\"jets_ns_per_cycle\":{ns}}}}}\n\
+             {{\"id\":3,\"name\":\"core\",\"cat\":\"Core\",\"pid\":1,\"tid\":1,\"ts\":{ts},\
+             \"dur\":{dur},\"ph\":\"X\",\"args\":{{\"jets_id\":1,\"jets_parent_id\":null}}}}\n]\n"
+        );
+        let input = dir.path().join("scaled.pfw");
+        std::fs::write(&input, text).expect("write");
+        let out = dir.path().join("scaled.jets");
+        let o = import(&[&input], &out);
+        if !o.status.success() {
+            return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+        }
+        let text = std::fs::read_to_string(&out).expect("read");
+        let (mut start, mut end) = (None, None);
+        for l in text.lines() {
+            match Line::parse(l).expect("line") {
+                Line::Record(r) => start = Some(r.clk),
+                Line::RecordEnd(e) => end = Some(e.clk),
+                _ => {}
+            }
+        }
+        Ok((start.expect("the record"), end.expect("its end")))
+    };
+    // 98 ns per cycle: past 2^53, exact (cycle 10^17 + 3 is 98 * (10^17 + 3) ns).
+    let k = 100_000_000_000_000_003u64;
+    assert_eq!(cycles("98", 98 * k, 98 * 5), Ok((k, k + 5)));
+    assert_eq!(cycles("98.0", 98 * k, 98 * 5), Ok((k, k + 5)));
+    // Half way (1.5 and 2.5 cycles) rounds up, as at any whole number of ns per cycle.
+    assert_eq!(cycles("98", 147, 98), Ok((2, 3)));
+    assert_eq!(cycles("4", 6, 4), Ok((2, 3)));
+    // Unchanged where the two steps were exact: 3 ns per cycle, and 0.1 (10 cycles per ns).
+    assert_eq!(cycles("3", 3 * k + 1, 3), Ok((k, k + 1)));
+    let ts = 100_000_000_000_000_007;
+    assert_eq!(cycles("0.1", ts, 2), Ok((10 * ts, 10 * ts + 20)));
+    // No whole number either way: floating point, one division, refused past 2^53.
+    assert_eq!(cycles("2.5", 25, 10), Ok((10, 14)));
+    let err = cycles("2.5", 25 * k, 10).expect_err("past 2^53 at 2.5 ns per cycle");
+    assert!(err.contains("scaled.pfw:4") && err.contains("cannot be worked out exactly"), "{err}");
+}

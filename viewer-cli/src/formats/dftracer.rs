@@ -338,23 +338,37 @@ impl Time {
         }
     }
 
-    /// The time in cycles at `scale` cycles per unit, rounded to the nearest, or why it has
-    /// none. Exact for integers at a whole scale (a foreign file's 1, a clock of whole MHz) and
-    /// at a whole number of units per cycle (whole nanoseconds per cycle); otherwise worked out
-    /// in floating point, and refused past 2^53, where that would round.
-    pub fn cycles(self, scale: f64) -> Result<u64, &'static str> {
+    /// The time in cycles at `scale`, rounded to the nearest (half up), or why it has none.
+    /// Exact for integers at a whole number of cycles per unit (a foreign file's 1, a clock of
+    /// whole MHz) and at a whole number of units per cycle (whole nanoseconds per cycle), each
+    /// read as the file states it, in one step; otherwise worked out in floating point (one
+    /// multiplication or division), and refused past 2^53, where that would round (CV-DFT-3).
+    pub fn cycles(self, scale: Scale) -> Result<u64, &'static str> {
         const OUTSIDE: &str = "outside the cycles a JETS trace holds (0 to 2^64 - 1)";
         let whole = |x: f64| x >= 1.0 && x.fract() == 0.0 && x < Time::EXACT;
-        match self {
-            Time::Int(t) if whole(scale) => t.checked_mul(scale as u64).ok_or(OUTSIDE),
-            Time::Int(t) if scale > 0.0 && whole(1.0 / scale) => {
-                let n = (1.0 / scale) as u64;
-                // Rounded half up, in 128 bits so that `t + n / 2` cannot overflow.
-                Ok(((u128::from(t) + u128::from(n / 2)) / u128::from(n)) as u64)
+        // Rounded half up, in 128 bits so that `t + n / 2` cannot overflow.
+        let divide = |t: u64, n: u64| ((u128::from(t) + u128::from(n / 2)) / u128::from(n)) as u64;
+        match (self, scale) {
+            (Time::Int(t), Scale::CyclesPerUnit(c)) if whole(c) => {
+                t.checked_mul(c as u64).ok_or(OUTSIDE)
+            }
+            (Time::Int(t), Scale::UnitsPerCycle(u)) if whole(u) => Ok(divide(t, u as u64)),
+            // A fraction of a unit per cycle that is one over a whole number (0.5, 0.1 ns per
+            // cycle: 2, 10 cycles per ns), and the other way round (a clock of 0.5 MHz in a
+            // file from before `jets_ns_per_cycle`: 2 µs per cycle).
+            (Time::Int(t), Scale::UnitsPerCycle(u)) if u > 0.0 && whole(1.0 / u) => {
+                t.checked_mul((1.0 / u) as u64).ok_or(OUTSIDE)
+            }
+            (Time::Int(t), Scale::CyclesPerUnit(c)) if c > 0.0 && whole(1.0 / c) => {
+                Ok(divide(t, (1.0 / c) as u64))
             }
             _ => {
                 let t = self.approx();
-                let c = (t * scale).round();
+                let c = match scale {
+                    Scale::CyclesPerUnit(c) => t * c,
+                    Scale::UnitsPerCycle(u) => t / u,
+                }
+                .round();
                 if !(c.is_finite() && (0.0..u64::MAX as f64).contains(&c)) {
                     Err(OUTSIDE)
                 } else if t >= Time::EXACT || c >= Time::EXACT {
@@ -367,6 +381,17 @@ impl Time {
             }
         }
     }
+}
+
+/// How a DFTracer file's time unit (`ts`, `dur`) relates to a cycle, as the file states it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scale {
+    /// So many cycles per unit: 1 for a foreign file (1 cycle = 1 µs or 1 ns, CV-DFT-1), the
+    /// clock in MHz for a file `jets convert` wrote before `jets_ns_per_cycle` (unit: the µs).
+    CyclesPerUnit(f64),
+    /// So many units per cycle: the `jets_ns_per_cycle` of a file `jets convert` wrote
+    /// (CV-DFT-2), used as it stands rather than inverted twice.
+    UnitsPerCycle(f64),
 }
 
 impl std::fmt::Display for Time {
