@@ -231,7 +231,7 @@ fn describe(n: &Node, matched: bool, mhz: Option<f64>) -> String {
             let d = e.saturating_sub(n.start);
             let _ = write!(s, "clk {}..{} ({d} cycles", n.start, e);
             if let Some(f) = mhz {
-                let _ = write!(s, ", {}", crate::human::seconds(d as f64 / (f * 1e6)));
+                let _ = write!(s, ", {}", crate::human::cycles_time(d, f));
             }
             s.push(')');
         }

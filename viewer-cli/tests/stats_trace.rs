@@ -114,3 +114,68 @@ fn sums_past_the_64_bit_range_are_exact_or_null_never_wrapped() {
     assert_eq!(human.matches(&exact).count(), 2, "total and busy cycles, exact:\n{human}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// CV-TIME-3: `clock_frequency_mhz` is free-form metadata, and `jets validate` accepts any
+/// positive double there, so `jets stats` and `jets tree` print times readably at any such
+/// clock: before, 1e-300 MHz printed a duration of 296 digits (and the clock of 301 with
+/// `{}`), 1e300 MHz "0.0 ns", 5e-324 MHz "inf s", and the JSON report's `extent_seconds` was
+/// 0 at 1e305 MHz (`mhz * 1e6` overflowed).
+#[test]
+fn extreme_clocks_print_readable_times() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cases = [
+        // (clock, stats' time line, tree's root, JSON extent_seconds)
+        ("1e-300", "40 cycles, 4.000e295 s at 1e-300 MHz", "(40 cycles, 4.000e295 s)", Some(4e295)),
+        (
+            "1e300",
+            "40 cycles, 4.000e-305 s at 1e300 MHz",
+            "(40 cycles, 4.000e-305 s)",
+            Some(4e-305),
+        ),
+        ("1e305", "40 cycles, 4.000e-310 s at 1e305 MHz", "(40 cycles, 4.000e-310 s)", None),
+        ("5e-324", "40 cycles, 8.096e318 s at 5e-324 MHz", "(40 cycles, 8.096e318 s)", None),
+        (
+            "1.7976931348623157e308",
+            "40 cycles, 2.225e-313 s at 1.7976931348623157e308 MHz",
+            "(40 cycles, 2.225e-313 s)",
+            None,
+        ),
+        ("2000", "40 cycles, 20.0 ns at 2000 MHz", "(40 cycles, 20.0 ns)", Some(2e-8)),
+        ("1e5", "40 cycles, 400.0 ps at 100000 MHz", "(40 cycles, 400.0 ps)", Some(4e-10)),
+    ];
+    for (mhz, time, root, seconds) in cases {
+        let path = dir.path().join(format!("clock_{mhz}.jets"));
+        let text = std::fs::read_to_string(data("small.jets")).expect("read");
+        let header = text.lines().next().expect("header");
+        let clocked = header
+            .replace(r#""clock_frequency_mhz":1000.0"#, &format!(r#""clock_frequency_mhz":{mhz}"#));
+        assert_ne!(clocked, header, "small.jets states its clock");
+        std::fs::write(&path, text.replacen(header, &clocked, 1)).expect("write");
+        // The spec allows the header: the validator says nothing of it.
+        let o = Command::new(env!("CARGO_BIN_EXE_jets"))
+            .args(["validate", path.to_str().expect("utf8")])
+            .output()
+            .expect("run");
+        assert!(o.status.success(), "{mhz}: {}", String::from_utf8_lossy(&o.stdout));
+        let human = stats(&path, false);
+        assert!(human.contains(time), "{mhz}: {human}");
+        let tree = Command::new(env!("CARGO_BIN_EXE_jets"))
+            .args(["tree", path.to_str().expect("utf8")])
+            .output()
+            .expect("run");
+        let tree = String::from_utf8_lossy(&tree.stdout).into_owned();
+        assert!(tree.lines().next().is_some_and(|l| l.ends_with(root)), "{mhz}: {tree}");
+        for line in human.lines().chain(tree.lines()) {
+            assert!(line.chars().count() < 200, "{mhz}: a long line: {line}");
+            assert!(!line.contains(" 0.0 ns") && !line.contains("inf"), "{mhz}: {line}");
+        }
+        let v: Value = serde_json::from_str(&stats(&path, true)).expect("json");
+        let got = v["time"]["extent_seconds"].as_f64();
+        let close = match (got, seconds) {
+            (Some(g), Some(w)) => ((g - w) / w).abs() < 1e-12,
+            (g, w) => g == w,
+        };
+        assert!(close, "{mhz}: extent_seconds {got:?}, want {seconds:?}");
+        assert_eq!(v["time"]["clock_frequency_mhz"].as_f64(), mhz.parse().ok(), "{mhz}");
+    }
+}

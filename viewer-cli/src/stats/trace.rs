@@ -333,7 +333,7 @@ impl TraceStats {
             "time": {
                 "first_clk": self.first_clk, "last_clk": self.last_clk, "extent_cycles": extent,
                 "clock_frequency_mhz": self.mhz,
-                "extent_seconds": self.mhz.map(|f| extent as f64 / (f * 1e6)),
+                "extent_seconds": self.mhz.and_then(|f| extent_seconds(extent, f)),
             },
             "lines": lines,
             "record_types": types,
@@ -366,8 +366,9 @@ impl TraceStats {
                 if let Some(mhz) = self.mhz {
                     let _ = write!(
                         s,
-                        ", {} at {mhz} MHz",
-                        crate::human::seconds(extent as f64 / (mhz * 1e6))
+                        ", {} at {} MHz",
+                        crate::human::cycles_time(extent, mhz),
+                        crate::human::number(mhz)
                     );
                 }
                 let _ = writeln!(s, ")");
@@ -498,6 +499,15 @@ impl TraceStats {
 
 /// Line counts per kind from the footer: (`records`, `events`, `annotations`, `record_ends`).
 type Counts = Vec<(&'static str, u64)>;
+
+/// The JSON report's `extent_seconds`: `None` (null) where the seconds are no normal double, past
+/// 1.8e308 or below 2.2e-308 at an extreme clock (CV-TIME-3), rather than infinity or a
+/// rounded-off 0 or subnormal, which would be a wrong number. `cycles / (mhz * 1e6)` gave 0 for
+/// a clock of 1e305 MHz.
+fn extent_seconds(extent: u64, mhz: f64) -> Option<f64> {
+    let s = extent as f64 / mhz / 1e6;
+    (extent == 0 || s.is_normal()).then_some(s)
+}
 
 #[cfg(test)]
 mod tests {
