@@ -1,7 +1,7 @@
 //! `jets tree FILE`: the record hierarchy with durations, annotations and event counts.
 //!
-//! Filters: `--depth N` keeps the top N levels (records below them are not even stored, so memory
-//! stays small on huge traces), `--type`, `--name REGEX` and `--clk FROM..TO` keep the records that
+//! Filters: `--depth N` keeps the top N levels (records below them are not stored, only their ids
+//! in a compact set, so memory stays small on huge traces), `--type`, `--name REGEX` and `--clk FROM..TO` keep the records that
 //! match, shown with their ancestors for context (ancestors that do not match themselves are
 //! marked `·`).
 
@@ -109,11 +109,72 @@ struct Node {
     parent: Option<usize>,
 }
 
+/// A set of record ids, kept compact: what `jets tree --depth` remembers of the records it leaves
+/// out, to tell a parent below the limit (its child is left out too) from a parent never seen (an
+/// error, CV-TREE-1) without storing the records.
+///
+/// Memory: ids go in chunks of 65,536 (keyed by their high 48 bits); a chunk holds a sorted list
+/// of 16-bit offsets (2 bytes an id) up to 4,096 ids, then a bitmap (8 KiB for the chunk: 1 bit
+/// an id or less). The SDK's writer numbers records 1, 2, 3, ..., so on a huge trace the chunks
+/// fill and a billion records left out cost about 16 MiB (2 bytes a record at worst), where
+/// storing them would cost a hundred bytes each. Ids scattered over the whole range cost a chunk
+/// each (about 50 bytes): less than the record line that names one.
+#[derive(Debug, Default)]
+struct IdSet {
+    chunks: HashMap<u64, Chunk>,
+}
+
+/// The ids of an [`IdSet`] sharing their high 48 bits.
+#[derive(Debug)]
+enum Chunk {
+    /// Sorted low 16 bits, at most [`Chunk::SPARSE_MAX`].
+    Sparse(Vec<u16>),
+    /// One bit per low 16 bits.
+    Dense(Box<[u64; 1024]>),
+}
+
+impl Chunk {
+    /// Where a sparse chunk becomes a bitmap: 4,096 offsets take the bitmap's 8 KiB.
+    const SPARSE_MAX: usize = 4096;
+}
+
+impl IdSet {
+    fn insert(&mut self, id: u64) {
+        let (high, low) = (id >> 16, id as u16);
+        let chunk = self.chunks.entry(high).or_insert_with(|| Chunk::Sparse(Vec::new()));
+        match chunk {
+            Chunk::Sparse(list) => match list.binary_search(&low) {
+                Ok(_) => {}
+                Err(at) if list.len() < Chunk::SPARSE_MAX => list.insert(at, low),
+                Err(_) => {
+                    let mut bits = Box::new([0u64; 1024]);
+                    for &l in list.iter().chain([&low]) {
+                        bits[usize::from(l / 64)] |= 1 << (l % 64);
+                    }
+                    *chunk = Chunk::Dense(bits);
+                }
+            },
+            Chunk::Dense(bits) => bits[usize::from(low / 64)] |= 1 << (low % 64),
+        }
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        let (high, low) = (id >> 16, id as u16);
+        match self.chunks.get(&high) {
+            None => false,
+            Some(Chunk::Sparse(list)) => list.binary_search(&low).is_ok(),
+            Some(Chunk::Dense(bits)) => bits[usize::from(low / 64)] & (1 << (low % 64)) != 0,
+        }
+    }
+}
+
 /// Builds the tree of `path` and renders it.
 pub fn render(path: &Path, filter: &Filter) -> Result<String> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut index: HashMap<u64, usize> = HashMap::new();
     let mut roots = Vec::new();
+    // The ids of the records left out below `--depth`: only their ids, compactly (see IdSet).
+    let mut below = IdSet::default();
     let mut mhz = None;
     read_trace(path, |_, line| {
         match line {
@@ -123,16 +184,20 @@ pub fn render(path: &Path, filter: &Filter) -> Result<String> {
                     None => None,
                     Some(p) => match index.get(&p) {
                         Some(&i) => Some(i),
-                        // A parent not stored is below the depth limit, and so is its child.
-                        None if filter.depth.is_some() => return Ok(()),
-                        // Without a limit every record is stored: the parent is unknown (a lost
-                        // or later line), and skipping the record would hide its subtree from
-                        // the tree without a word (CV-TREE-1).
+                        // A parent left out below the depth limit: so is its child.
+                        None if below.contains(p) => {
+                            below.insert(r.id);
+                            return Ok(());
+                        }
+                        // A parent never seen (a lost or later line, or the record itself):
+                        // skipping the record would hide its subtree from the tree without a
+                        // word, with `--depth` or without (CV-TREE-1).
                         None => bail!("record {} refers to parent {p}, not seen before it", r.id),
                     },
                 };
                 let depth = parent.map_or(0, |p| nodes[p].depth + 1);
                 if filter.depth.is_some_and(|d| depth >= d) {
+                    below.insert(r.id);
                     return Ok(());
                 }
                 let i = nodes.len();
@@ -264,4 +329,28 @@ pub fn run(args: Args) -> Result<ExitCode> {
     out.text(&text)?;
     out.finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IdSet;
+
+    #[test]
+    fn an_id_set_holds_what_was_put_in_sparse_or_dense() {
+        let mut set = IdSet::default();
+        let ids: Vec<u64> = (0..10_000u64).map(|i| i * 3).chain([u64::MAX, 1 << 40]).collect();
+        for &id in ids.iter().rev() {
+            set.insert(id);
+            set.insert(id);
+        }
+        for &id in &ids {
+            assert!(set.contains(id), "{id}");
+            if let Some(next) = id.checked_add(1) {
+                assert!(!set.contains(next), "{next}");
+            }
+        }
+        assert!(!set.contains(u64::MAX - 1) && !set.contains((1 << 40) + 65_536));
+        // 0..30,000 by 3: the first chunk passes 4,096 ids and is a bitmap.
+        assert!(matches!(set.chunks.get(&0), Some(super::Chunk::Dense(_))));
+    }
 }

@@ -51,3 +51,58 @@ fn bad_filters_are_usage_errors() {
         assert!(!o.stderr.is_empty());
     }
 }
+
+/// CV-TREE-1 with `--depth`: a record whose parent never appeared is an error naming the file
+/// and line at any depth limit, as without one (before, `--depth` hid it and its subtree without
+/// a word), while records whose parent was left out below the limit are left out too.
+#[test]
+fn depth_tells_a_parent_below_the_limit_from_one_never_seen() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rec = |id: u64, parent: Option<u64>| {
+        let parent = parent.map_or("null".to_owned(), |p| p.to_string());
+        format!(
+            r#"{{"clk":{id},"type":"record","name":"r{id}","record_type":"T","id":{id},"parent_id":{parent},"description":""}}"#
+        )
+    };
+    // 1 > 2 > 3 > 4 and 5.
+    let mut lines = vec![
+        r#"{"type":"header","version":"2.0","metadata":{}}"#.to_owned(),
+        rec(1, None),
+        rec(2, Some(1)),
+        rec(3, Some(2)),
+        rec(4, Some(3)),
+        rec(5, Some(3)),
+    ];
+    let good = dir.path().join("good.jets");
+    std::fs::write(&good, lines.join("\n") + "\n").expect("write");
+    for (depth, shown) in [("1", 1), ("2", 2), ("3", 3), ("4", 5)] {
+        let out = tree(&good, &["--depth", depth]);
+        assert_eq!(out.matches("[T]").count(), shown, "--depth {depth}: {out}");
+    }
+    // Line 7: record 6 names parent 42, which never appeared, or itself; then record 7 under 4.
+    for (name, line, parent) in [("lost", 7, 42), ("own", 7, 6)] {
+        lines.truncate(6);
+        lines.push(rec(6, Some(parent)));
+        lines.push(rec(7, Some(4)));
+        let bad = dir.path().join(format!("{name}.jets"));
+        std::fs::write(&bad, lines.join("\n") + "\n").expect("write");
+        for depth in [None, Some("1"), Some("2"), Some("3"), Some("9")] {
+            let mut args = vec!["tree", bad.to_str().expect("utf8")];
+            args.extend(depth.iter().flat_map(|d| ["--depth", *d]));
+            let o = Command::new(env!("CARGO_BIN_EXE_jets")).args(&args).output().expect("run");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !o.status.success(),
+                "{name} {depth:?}: {}",
+                String::from_utf8_lossy(&o.stdout)
+            );
+            assert!(
+                err.contains(&format!("{name}.jets:{line}: "))
+                    && err.contains(&format!(
+                        "record 6 refers to parent {parent}, not seen before it"
+                    )),
+                "{name} {depth:?}: {err}"
+            );
+        }
+    }
+}
