@@ -27,7 +27,10 @@
 //! `tree`, `gantt` (its summary, and the bars and markers of its whole-trace window), `repair`
 //! (nothing dropped) and the Parquet tables equal the validator's; on the undamaged traces, the
 //! footer's totals agree with the counted lines. About 170 inputs and 1,500 runs of `jets` by
-//! default (more with the `parquet` feature).
+//! default (more with the `parquet` feature). `jets validate --follow`, which waits for a footer
+//! by design, runs on the plain traces that have one and a complete last line: it must end by
+//! itself with a plain run's exit status and diagnostics
+//! ([`validate_follow_ends_with_the_verdict_of_a_plain_run`]).
 //!
 //! [`REGRESSIONS`] replays the inputs that broke the rule once. `JETS_DAMAGE_SCALE=10` runs ten
 //! times as many random damages (the first ones unchanged), to hunt for more.
@@ -41,7 +44,9 @@ use serde_json::Value;
 mod common;
 #[cfg(feature = "parquet")]
 use common::damage::Run;
-use common::damage::{damage_bytes, damage_text, gzip, jets, os, rounds, Damages, Rng, TIMEOUT};
+use common::damage::{
+    damage_bytes, damage_text, gzip, jets, jets_within, os, rounds, Damages, Rng, TIMEOUT,
+};
 use common::data;
 
 /// The generator's seed: the damages are the same on every run.
@@ -780,6 +785,69 @@ fn damaged_compressed_traces_read_or_fail_cleanly() {
         }
     }
     check_all(&cases, &work);
+}
+
+/// How long `jets validate --follow` may take on a trace that ends (a footer, a last newline):
+/// it stops waiting at the footer, so a run that lasts longer is one that waits for good.
+const FOLLOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether `jets validate --follow` has an end to come to in `bytes`: a complete line that is a
+/// footer, and a last line that is complete (`--follow` waits for the rest of a last line
+/// without `\n`, which it takes for a line still being written and never reports, E018, W013).
+fn follow_ends(bytes: &[u8]) -> bool {
+    bytes.ends_with(b"\n")
+        && bytes
+            .split(|&b| b == b'\n')
+            .any(|line| serde_json::from_slice::<Value>(line).is_ok_and(|v| v["type"] == "footer"))
+}
+
+/// `jets validate --follow` on the damaged and structurally broken traces that have an end to
+/// come to (see [`follow_ends`]; compressed traces are refused by `--follow`, and the others
+/// wait for their footer by design): it ends by itself within [`FOLLOW_TIMEOUT`], with the exit
+/// status and the diagnostics of a plain `jets validate` (E017 included: it checks what the file
+/// already holds after the footer).
+#[test]
+fn validate_follow_ends_with_the_verdict_of_a_plain_run() {
+    let (_dir, inputs, work) = scratch();
+    let mut cases: Vec<(String, PathBuf)> = Vec::new();
+    for (k, (name, text)) in structural_traces().into_iter().enumerate() {
+        cases.push((
+            name.to_owned(),
+            write_input(&inputs, k, &format!("{name}.jets"), text.as_bytes()),
+        ));
+    }
+    let mut n = 1000;
+    for (k, (name, text, count)) in sources(&inputs).into_iter().enumerate() {
+        let mut rng = Rng::new(SEED, 200 + k as u64);
+        for _ in 0..rounds(count) {
+            let (bytes, what) = damage_text(&text, &mut rng, &DAMAGES);
+            n += 1;
+            cases.push((format!("{name}: {what}"), write_input(&inputs, n, &name, &bytes)));
+        }
+    }
+    let mut problems = Vec::new();
+    let mut followed = 0;
+    for (what, input) in &cases {
+        if !follow_ends(&std::fs::read(input).expect("read")) {
+            continue;
+        }
+        followed += 1;
+        let plain = jets(&os(&[&"validate", &"--format", &"json", input]), &work);
+        let args = os(&[&"validate", &"--follow", &"--format", &"json", input]);
+        let follow = jets_within(&args, &work, FOLLOW_TIMEOUT);
+        let problem = match (follow.status, plain.status) {
+            (None, _) => format!("hung: killed after {FOLLOW_TIMEOUT:?}"),
+            (Some(f), Some(p)) if f.code() != p.code() => format!("exit {f}, plain {p}"),
+            _ if follow.stdout != plain.stdout => {
+                format!("diagnostics differ:\n{}\n    plain:\n{}", follow.stdout, plain.stdout)
+            }
+            _ => continue,
+        };
+        problems.push(format!("{what}\n    jets {args:?}\n    {problem}"));
+    }
+    // Enough of them end for the check to mean something (the seed makes this the same each run).
+    assert!(followed >= 40, "only {followed} of {} traces end", cases.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 /// A fixed damage that once broke the rule, replayed on every run.

@@ -240,6 +240,12 @@ impl Run {
 
 /// Runs `jets args`, its output in files of `work`, killing it after [`TIMEOUT`].
 pub fn jets(args: &[OsString], work: &Path) -> Run {
+    jets_within(args, work, TIMEOUT)
+}
+
+/// Runs `jets args`, its output in files of `work`, killing it after `timeout` (its status is
+/// then `None`).
+pub fn jets_within(args: &[OsString], work: &Path, timeout: Duration) -> Run {
     let (out, err) = (work.join("stdout"), work.join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_jets"))
         .args(args)
@@ -254,7 +260,7 @@ pub fn jets(args: &[OsString], work: &Path) -> Run {
         if let Some(s) = child.try_wait().expect("wait for jets") {
             break Some(s);
         }
-        if start.elapsed() > TIMEOUT {
+        if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
             break None;
