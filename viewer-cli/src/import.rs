@@ -676,6 +676,9 @@ fn host_sample(m: &jets_host::denet::AggregatedMetrics, tree: bool) -> Map<Strin
 pub const HOST_SAMPLE_EVENT: &str = "HostSample";
 
 /// Imports denet JSON Lines files into the JETS trace `output`: one `HostProcess` record each.
+/// The writer's errors name the input file and the line the refused item comes from (a
+/// sample's `sample`/`tree` line, a descendant's `child` line, the `env`, `metadata` or `exit`
+/// line), as the reader's do.
 pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<ImportSummary> {
     use crate::formats::denet;
     use jets_host::denet::AggregatedMetrics;
@@ -723,118 +726,211 @@ pub fn import_denet(inputs: &[PathBuf], output: &std::path::Path) -> Result<Impo
         } else {
             samples.iter().map(|m| m.ts_ms.saturating_sub(t0).saturating_mul(1000)).collect()
         };
-        let (first, last) = (clks[0], clks[clks.len() - 1]);
-        let mut rec = trace.root("host", jets_host::sync::HOST_RECORD_TYPE).description(format!(
-            "denet file {}",
-            path.file_name()
-                .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-        ));
-        if let Some(m) = &f.metadata {
-            let command = std::path::Path::new(&m.executable)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .or_else(|| m.cmd.first().cloned())
-                .unwrap_or_default();
-            rec = rec.field("pid", u64::from(m.pid)).field("command", command);
-        }
-        let host = rec
-            .begin_at(first)
-            .with_context(|| format!("{}: HostProcess record", path.display()))?;
-        summary.records += 1;
-        if let Some(env) = &f.env {
-            let mut env = env.clone();
-            env.remove("kind");
-            host.annotation(jets_host::sync::ENV_ANNOTATION)
-                .description("denet env record")
-                .data_json(&serde_json::to_string(&env)?)
-                .emit()?;
-        }
-        if let Some(m) = &f.metadata {
-            if let Some(caps) = &m.capabilities {
-                host.annotation(jets_host::sync::CAPABILITIES_ANNOTATION)
-                    .description("denet metadata capabilities")
-                    .data_json(&serde_json::to_string(caps)?)
-                    .emit()?;
-            }
-            let about =
-                serde_json::json!({"cmd": m.cmd, "executable": m.executable, "t0_ms": m.t0_ms});
-            host.annotation("DenetMetadata").data_json(&about.to_string()).emit()?;
-        }
-        if let Some(exit) = &f.exit {
-            let mut exit = exit.clone();
-            exit.remove("kind");
-            host.annotation("DenetExit").data_json(&serde_json::to_string(&exit)?).emit()?;
-        }
-        // Each descendant is a HostProcess record under the monitored one (flat, its `ppid` in
-        // its data, so a process that outlives its parent still nests), with its own HostSample
-        // events: the per-child metrics of the tree lines, and what its `child` line said.
-        let started: HashMap<u32, &jets_host::denet::ChildStart> =
-            f.children.iter().map(|c| (c.pid, c)).collect();
-        let mut procs: HashMap<u32, (RecordHandle, u64)> = HashMap::new();
-        let mut order: Vec<u32> = Vec::new();
-        let begin_child = |pid: u32, command: &str, clk: u64| -> Result<RecordHandle> {
-            let mut data = Map::new();
-            data.insert("pid".into(), pid.into());
-            data.insert("command".into(), command.into());
-            if let Some(s) = started.get(&pid) {
-                data.insert("ppid".into(), s.ppid.into());
-                data.insert("cmd".into(), s.cmd.clone().into());
-                data.insert("exe".into(), s.exe.clone().into());
-                data.insert("started_ms".into(), s.ts_ms.into());
-            }
-            host.child(command.to_owned(), jets_host::sync::HOST_RECORD_TYPE)
-                .description(format!("child process {pid}"))
-                .data_json(&serde_json::to_string(&data)?)
-                .begin_at(clk)
-                .with_context(|| format!("{}: child process {pid}", path.display()))
-        };
-        for (i, (m, &clk)) in samples.iter().zip(&clks).enumerate() {
-            host.event(HOST_SAMPLE_EVENT)
-                .data_json(&serde_json::to_string(&host_sample(m, *tree))?)
-                .emit_at(clk)
-                .with_context(|| format!("{}: sample {}", path.display(), i + 1))?;
-            summary.events += 1;
-            for c in f.tree_children.get(i).into_iter().flatten() {
-                let (rec, seen) = match procs.entry(c.pid) {
-                    Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => {
-                        order.push(c.pid);
-                        summary.records += 1;
-                        e.insert((begin_child(c.pid, &c.command, clk)?, clk))
-                    }
-                };
-                let mut one = AggregatedMetrics::from_metrics(c.metrics.ts_ms, [&c.metrics]);
-                one.perf = c.metrics.perf;
-                one.perf_sw = c.metrics.perf_sw;
-                rec.event(HOST_SAMPLE_EVENT)
-                    .data_json(&serde_json::to_string(&host_sample(&one, false))?)
-                    .emit_at(clk)
-                    .with_context(|| {
-                        format!("{}: sample {} of child process {}", path.display(), i + 1, c.pid)
-                    })?;
-                *seen = clk;
-                summary.events += 1;
-            }
-        }
-        // Descendants seen only by a `child` line (gone before a sample included them).
-        for s in &f.children {
-            if let Entry::Vacant(e) = procs.entry(s.pid) {
-                let at = samples.iter().position(|m| m.ts_ms >= s.ts_ms).unwrap_or(clks.len() - 1);
-                let command = s.cmd.first().map_or("", |c| c.rsplit('/').next().unwrap_or(c));
-                e.insert((begin_child(s.pid, command, clks[at])?, clks[at]));
-                order.push(s.pid);
-                summary.records += 1;
-            }
-        }
-        for pid in order {
-            if let Some((rec, seen)) = procs.remove(&pid) {
-                rec.end_at(seen)
-                    .with_context(|| format!("{}: child process {pid}", path.display()))?;
-            }
-        }
-        host.end_at(last).with_context(|| format!("{}: HostProcess record", path.display()))?;
+        let file = DenetSamples { path, f, samples, tree: *tree, clks: &clks };
+        write_denet_file(&trace, &file, &mut summary)?;
         summary.complete_events += samples.len() as u64;
     }
     trace.close().with_context(|| format!("writing {}", output.display()))?;
     Ok(summary)
+}
+
+/// One denet file, read, with its samples and their cycles.
+struct DenetSamples<'a> {
+    path: &'a std::path::Path,
+    f: &'a crate::formats::denet::DenetFile,
+    /// The aggregated metrics of each sample (not empty).
+    samples: &'a [jets_host::denet::AggregatedMetrics],
+    /// Whether the samples are `tree` lines (else `sample` lines).
+    tree: bool,
+    /// The cycle of each sample.
+    clks: &'a [u64],
+}
+
+impl DenetSamples<'_> {
+    /// `file:line` of line `n` (0: a line the file does not have, named by the file alone).
+    fn at(&self, n: usize) -> String {
+        match n {
+            0 => self.path.display().to_string(),
+            n => format!("{}:{n}", self.path.display()),
+        }
+    }
+
+    /// `file:line` of sample `i`'s line.
+    fn sample_at(&self, i: usize) -> String {
+        let lines = if self.tree { &self.f.lines.aggregated } else { &self.f.lines.metrics };
+        self.at(lines.get(i).copied().unwrap_or(0))
+    }
+}
+
+/// Writes one denet file into `trace`: its `HostProcess` record, annotations, samples and
+/// descendants (CV-DENET-1, CV-DENET-2). Every error names the file and line it comes from.
+fn write_denet_file(
+    trace: &Trace,
+    d: &DenetSamples<'_>,
+    summary: &mut ImportSummary,
+) -> Result<()> {
+    use jets_host::denet::AggregatedMetrics;
+    let (path, f, samples, clks) = (d.path, d.f, d.samples, d.clks);
+    let (first, last) = (clks[0], clks[clks.len() - 1]);
+    let mut rec = trace.root("host", jets_host::sync::HOST_RECORD_TYPE).description(format!(
+        "denet file {}",
+        path.file_name()
+            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    ));
+    if let Some(m) = &f.metadata {
+        let command = std::path::Path::new(&m.executable)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .or_else(|| m.cmd.first().cloned())
+            .unwrap_or_default();
+        rec = rec.field("pid", u64::from(m.pid)).field("command", command);
+    }
+    // The record begins at the first sample and ends at the last.
+    let host =
+        rec.begin_at(first).with_context(|| format!("{}: HostProcess record", d.sample_at(0)))?;
+    summary.records += 1;
+    if let Some(env) = &f.env {
+        let mut env = env.clone();
+        env.remove("kind");
+        host.annotation(jets_host::sync::ENV_ANNOTATION)
+            .description("denet env record")
+            .data_json(&serde_json::to_string(&env)?)
+            .emit()
+            .with_context(|| format!("{}: env line", d.at(f.lines.env)))?;
+    }
+    if let Some(m) = &f.metadata {
+        let place = || format!("{}: metadata line", d.at(f.lines.metadata));
+        if let Some(caps) = &m.capabilities {
+            host.annotation(jets_host::sync::CAPABILITIES_ANNOTATION)
+                .description("denet metadata capabilities")
+                .data_json(&serde_json::to_string(caps)?)
+                .emit()
+                .with_context(place)?;
+        }
+        let about = serde_json::json!({"cmd": m.cmd, "executable": m.executable, "t0_ms": m.t0_ms});
+        host.annotation("DenetMetadata")
+            .data_json(&about.to_string())
+            .emit()
+            .with_context(place)?;
+    }
+    if let Some(exit) = &f.exit {
+        let mut exit = exit.clone();
+        exit.remove("kind");
+        host.annotation("DenetExit")
+            .data_json(&serde_json::to_string(&exit)?)
+            .emit()
+            .with_context(|| format!("{}: exit line", d.at(f.lines.exit)))?;
+    }
+    // Each descendant is a HostProcess record under the monitored one (flat, its `ppid` in
+    // its data, so a process that outlives its parent still nests), with its own HostSample
+    // events: the per-child metrics of the tree lines, and what its `child` line said.
+    let started: HashMap<u32, &jets_host::denet::ChildStart> =
+        f.children.iter().map(|c| (c.pid, c)).collect();
+    // pid -> (record, last cycle seen, where it was last seen)
+    let mut procs: HashMap<u32, (RecordHandle, u64, String)> = HashMap::new();
+    let mut order: Vec<u32> = Vec::new();
+    let begin_child = |pid: u32, command: &str, clk: u64, place: &str| -> Result<RecordHandle> {
+        let mut data = Map::new();
+        data.insert("pid".into(), pid.into());
+        data.insert("command".into(), command.into());
+        if let Some(s) = started.get(&pid) {
+            data.insert("ppid".into(), s.ppid.into());
+            data.insert("cmd".into(), s.cmd.clone().into());
+            data.insert("exe".into(), s.exe.clone().into());
+            data.insert("started_ms".into(), s.ts_ms.into());
+        }
+        host.child(command.to_owned(), jets_host::sync::HOST_RECORD_TYPE)
+            .description(format!("child process {pid}"))
+            .data_json(&serde_json::to_string(&data)?)
+            .begin_at(clk)
+            .with_context(|| format!("{place}: child process {pid}"))
+    };
+    for (i, (m, &clk)) in samples.iter().zip(clks).enumerate() {
+        let place = d.sample_at(i);
+        host.event(HOST_SAMPLE_EVENT)
+            .data_json(&serde_json::to_string(&host_sample(m, d.tree))?)
+            .emit_at(clk)
+            .with_context(|| format!("{place}: {HOST_SAMPLE_EVENT} event"))?;
+        summary.events += 1;
+        for c in f.tree_children.get(i).into_iter().flatten() {
+            let (rec, seen, seen_at) = match procs.entry(c.pid) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    order.push(c.pid);
+                    summary.records += 1;
+                    e.insert((begin_child(c.pid, &c.command, clk, &place)?, clk, place.clone()))
+                }
+            };
+            let mut one = AggregatedMetrics::from_metrics(c.metrics.ts_ms, [&c.metrics]);
+            one.perf = c.metrics.perf;
+            one.perf_sw = c.metrics.perf_sw;
+            rec.event(HOST_SAMPLE_EVENT)
+                .data_json(&serde_json::to_string(&host_sample(&one, false))?)
+                .emit_at(clk)
+                .with_context(|| {
+                    format!("{place}: {HOST_SAMPLE_EVENT} event of child process {}", c.pid)
+                })?;
+            *seen = clk;
+            seen_at.clone_from(&place);
+            summary.events += 1;
+        }
+    }
+    // Descendants seen only by a `child` line (gone before a sample included them).
+    for (k, s) in f.children.iter().enumerate() {
+        if let Entry::Vacant(e) = procs.entry(s.pid) {
+            let at = samples.iter().position(|m| m.ts_ms >= s.ts_ms).unwrap_or(clks.len() - 1);
+            let command = s.cmd.first().map_or("", |c| c.rsplit('/').next().unwrap_or(c));
+            let place = d.at(f.lines.children.get(k).copied().unwrap_or(0));
+            e.insert((begin_child(s.pid, command, clks[at], &place)?, clks[at], place));
+            order.push(s.pid);
+            summary.records += 1;
+        }
+    }
+    for pid in order {
+        if let Some((rec, seen, place)) = procs.remove(&pid) {
+            rec.end_at(seen).with_context(|| format!("{place}: end of child process {pid}"))?;
+        }
+    }
+    host.end_at(last).with_context(|| {
+        format!("{}: end of the HostProcess record", d.sample_at(samples.len() - 1))
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use jets::{Metadata, Trace};
+
+    use super::{write_denet_file, DenetSamples, ImportSummary};
+
+    /// The writer's errors on a denet file name the file and the line of what it refused, as the
+    /// reader's do. Input cannot reach them (the reader refuses samples out of time order, and
+    /// the cycles it gives never go back), so this hands the writer cycles that do and a closed
+    /// trace. Before, they named the sample's number ("sample 2"), not its line.
+    #[test]
+    fn the_writer_s_errors_name_the_denet_file_and_line() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/denet/cli_write_env_children.jsonl");
+        let f = crate::formats::denet::read(&path).expect("read");
+        // Lines 9, 10 and 11 are its tree samples (1-8: env, metadata, child lines; 12: exit).
+        assert_eq!(f.lines.aggregated, [9, 10, 11]);
+        let name = path.display().to_string();
+        let write = |clks: &[u64], closed: bool| {
+            let trace = Trace::to_writer(std::io::sink(), Metadata::new()).expect("trace");
+            if closed {
+                trace.close().expect("close");
+            }
+            let d = DenetSamples { path: &path, f: &f, samples: &f.aggregated, tree: true, clks };
+            let e = write_denet_file(&trace, &d, &mut ImportSummary::default()).expect_err("fails");
+            format!("{e:#}")
+        };
+        let e = write(&[10, 5, 20], false);
+        assert!(e.starts_with(&format!("{name}:10: HostSample event: clk 5 is before")), "{e}");
+        let e = write(&[10, 20, 5], false);
+        assert!(e.starts_with(&format!("{name}:11: HostSample event: clk 5 is before")), "{e}");
+        let e = write(&[10, 20, 30], true);
+        assert!(e.starts_with(&format!("{name}:9: HostProcess record: ")), "{e}");
+    }
 }

@@ -35,6 +35,26 @@ pub struct DenetFile {
     pub exit: Option<Map<String, Value>>,
     /// `sim_clk` of each sample in order, when a clock beacon was connected (a JETS extension).
     pub sim_clks: Vec<Option<u64>>,
+    /// Where each line kept came from (1-based line numbers), for errors that name it.
+    pub lines: Lines,
+}
+
+/// The line numbers of a [`DenetFile`]'s parts: one per entry of `metrics`, `aggregated` and
+/// `children`, and the line of the `env`, `metadata` and `exit` lines kept (0 when absent).
+#[derive(Clone, Debug, Default)]
+pub struct Lines {
+    /// The line of each entry of [`DenetFile::metrics`].
+    pub metrics: Vec<usize>,
+    /// The line of each entry of [`DenetFile::aggregated`] (and of `tree_children`).
+    pub aggregated: Vec<usize>,
+    /// The line of each entry of [`DenetFile::children`].
+    pub children: Vec<usize>,
+    /// The `env` line.
+    pub env: usize,
+    /// The `metadata` line (or the legacy header).
+    pub metadata: usize,
+    /// The `exit` line.
+    pub exit: usize,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(v: Value, path: &Path, n: usize, what: &str) -> Result<T> {
@@ -59,10 +79,22 @@ pub fn read(path: &Path) -> Result<DenetFile> {
         let sim_clk = obj.get("sim_clk").and_then(Value::as_u64);
         let (metrics, aggregated) = (out.metrics.len(), out.aggregated.len());
         match obj.get("kind").map(|k| k.as_str()) {
-            Some(Some("env")) => out.env = Some(obj.clone()),
-            Some(Some("metadata")) => out.metadata = Some(parse(v, path, n, "metadata line")?),
-            Some(Some("child")) => out.children.push(parse(v, path, n, "child line")?),
-            Some(Some("exit")) => out.exit = Some(obj.clone()),
+            Some(Some("env")) => {
+                out.env = Some(obj.clone());
+                out.lines.env = n;
+            }
+            Some(Some("metadata")) => {
+                out.metadata = Some(parse(v, path, n, "metadata line")?);
+                out.lines.metadata = n;
+            }
+            Some(Some("child")) => {
+                out.children.push(parse(v, path, n, "child line")?);
+                out.lines.children.push(n);
+            }
+            Some(Some("exit")) => {
+                out.exit = Some(obj.clone());
+                out.lines.exit = n;
+            }
             Some(Some("sample")) => {
                 out.metrics.push(parse(v, path, n, "sample")?);
                 out.sim_clks.push(sim_clk);
@@ -76,7 +108,8 @@ pub fn read(path: &Path) -> Result<DenetFile> {
             }
             // Legacy header (pid, cmd, t0_ms).
             None if obj.contains_key("t0_ms") => {
-                out.metadata = Some(parse(v, path, n, "metadata line")?)
+                out.metadata = Some(parse(v, path, n, "metadata line")?);
+                out.lines.metadata = n;
             }
             // Legacy new-child (pid, ppid) and env lines.
             None if obj.contains_key("pid") || obj.contains_key("host") => {}
@@ -86,8 +119,10 @@ pub fn read(path: &Path) -> Result<DenetFile> {
         }
         // A sample line, or a tree line with its aggregated metrics, added a sample: its time.
         let ts = if out.metrics.len() > metrics {
+            out.lines.metrics.push(n);
             out.metrics.last().map(|m| m.ts_ms)
         } else if out.aggregated.len() > aggregated {
+            out.lines.aggregated.push(n);
             out.aggregated.last().map(|a| a.ts_ms)
         } else {
             None
