@@ -30,10 +30,7 @@ use crate::write::Policy;
 ///
 /// Its description is empty, as that of a record begun with
 /// [`RecordHandle::begin_child_fields_at`]; `fields` are its typed data fields, hints included
-/// (`display_label`, `unit_id`, `color`...). Its events' fields are kept one after another in
-/// `event_fields`: the first event has the first [`CompleteEvent::fields`] of them, the next event
-/// the next ones, and so on. So a simulator can keep what it learns of an instruction in two
-/// vectors that it clears and fills again for the next, without allocating.
+/// (`display_label`, `unit_id`, `color`...).
 #[derive(Clone, Debug)]
 pub struct CompleteRecord<'a> {
     /// The record's name.
@@ -45,9 +42,7 @@ pub struct CompleteRecord<'a> {
     /// Its typed data fields (cloned into the trace; the caller keeps them).
     pub fields: &'a [Field],
     /// Its events, written in this order: none before `start`.
-    pub events: &'a [CompleteEvent],
-    /// The events' typed data fields, in the events' order (cloned into the trace).
-    pub event_fields: &'a [Field],
+    pub events: &'a [CompleteEvent<'a>],
     /// The cycle it ended at: not before `start`.
     pub end: u64,
     /// A final status for its `record_end` line, as [`RecordHandle::end_with_status_at`] gives.
@@ -56,29 +51,13 @@ pub struct CompleteRecord<'a> {
 
 /// An event of a [`CompleteRecord`], with an empty description.
 #[derive(Clone, Debug)]
-pub struct CompleteEvent {
+pub struct CompleteEvent<'a> {
     /// The cycle it happened at.
     pub clk: u64,
     /// Its name.
     pub name: Str,
-    /// How many of the record's `event_fields` are this event's, after those of the events
-    /// before it: its typed data fields, hints included (`severity`, `icon`, `marker_style`,
-    /// `color`).
-    pub fields: usize,
-}
-
-/// Each of `events` with its fields, taken in turn from `fields`.
-fn with_fields<'a>(
-    events: &'a [CompleteEvent],
-    fields: &'a [Field],
-) -> impl Iterator<Item = (&'a CompleteEvent, &'a [Field])> {
-    let mut rest = fields;
-    events.iter().map(move |e| {
-        // `last_clk` checked that the counts add up to the fields given.
-        let (mine, after) = rest.split_at(e.fields.min(rest.len()));
-        rest = after;
-        (e, mine)
-    })
+    /// Its typed data fields, hints included (`severity`, `icon`, `marker_style`, `color`).
+    pub fields: &'a [Field],
 }
 
 impl RecordHandle {
@@ -98,9 +77,8 @@ impl RecordHandle {
     /// simulator crashes before it is over is not in the trace (its handle's lines would be).
     ///
     /// Errors, with nothing written: `start` before this record's start
-    /// ([`Error::ClkBeforeStart`]); an event or the end before `start`, or events whose field
-    /// counts do not add up to `event_fields` ([`Error::InvalidArgument`]). Then what the handle
-    /// calls return.
+    /// ([`Error::ClkBeforeStart`]), an event or the end before `start`
+    /// ([`Error::InvalidArgument`]), and what the handle calls return.
     ///
     /// ```
     /// use jets::format::Status;
@@ -109,12 +87,12 @@ impl RecordHandle {
     /// let core = trace.root("core0", "Core").begin_at(0).unwrap();
     /// // Kept by the simulator while the instruction flies...
     /// let fields = [("pc", 0x40u64.into()), ("display_label", "addi".into())];
+    /// let mem = [("addr", 0x1000u64.into())];
     /// let events = [
-    ///     CompleteEvent { clk: 12, name: "IF".into(), fields: 0 },
-    ///     CompleteEvent { clk: 13, name: "ID".into(), fields: 0 },
-    ///     CompleteEvent { clk: 15, name: "MEM".into(), fields: 1 },
+    ///     CompleteEvent { clk: 12, name: "IF".into(), fields: &[] },
+    ///     CompleteEvent { clk: 13, name: "ID".into(), fields: &[] },
+    ///     CompleteEvent { clk: 15, name: "MEM".into(), fields: &mem },
     /// ];
-    /// let event_fields = [("addr", 0x1000u64.into())];
     /// // ...and written when it retires.
     /// core.write_complete_child(CompleteRecord {
     ///     name: "addi".into(),
@@ -122,7 +100,6 @@ impl RecordHandle {
     ///     start: 12,
     ///     fields: &fields,
     ///     events: &events,
-    ///     event_fields: &event_fields,
     ///     end: 17,
     ///     status: None,
     /// })
@@ -168,14 +145,12 @@ impl RecordHandle {
         let Some(fields) = Copied::new(record.fields) else {
             return self.write_by_lines(record);
         };
-        let copied =
-            |(e, f): (&CompleteEvent, &[Field])| e.name.is_static() && Copied::new(f).is_some();
-        if !with_fields(record.events, record.event_fields).all(copied) {
+        if !record.events.iter().all(|e| e.name.is_static() && Copied::new(e.fields).is_some()) {
             return self.write_by_lines(record);
         }
         let after = *n.pushed(self.word)?;
         let shared = n.shared();
-        let (events, event_fields) = (record.events, record.event_fields);
+        let events = record.events;
         let (end, status) = (record.end, record.status);
         let mut line = ManuallyDrop::new(PlainRecord {
             clk: record.start,
@@ -195,11 +170,11 @@ impl RecordHandle {
                 shared.count_drop(DROP_END);
                 return Ok(());
             };
-            for (e, fields) in with_fields(events, event_fields) {
+            for e in events {
                 // SAFETY: a static name (checked above) owns nothing: copying it is a clone.
                 let name = unsafe { std::ptr::read(&e.name) };
                 // Checked above: they own nothing and fit.
-                let fields = Copied(fields);
+                let fields = Copied(e.fields);
                 let mut event = ManuallyDrop::new(Plain {
                     kind: Kind::Event,
                     clk: e.clk,
@@ -260,7 +235,6 @@ impl RecordHandle {
                     start: line.clk,
                     fields: line.fields.0,
                     events,
-                    event_fields,
                     end,
                     status,
                 };
@@ -277,9 +251,9 @@ impl RecordHandle {
             child = child.field(*k, v.clone());
         }
         let handle = child.begin()?;
-        for (e, fields) in with_fields(record.events, record.event_fields) {
+        for e in record.events {
             let mut event = handle.event_at(e.clk, e.name.clone());
-            for (k, v) in fields {
+            for (k, v) in e.fields {
                 event = event.field(*k, v.clone());
             }
             event.emit()?;
@@ -291,8 +265,7 @@ impl RecordHandle {
     }
 }
 
-/// The last cycle of `record`'s lines, once they are found not to go before its start and its
-/// events to take the fields given.
+/// The last cycle of `record`'s lines, once they are found not to go before its start.
 fn last_clk(record: &CompleteRecord<'_>) -> Result<u64, Error> {
     let before = |what: String, clk: u64| {
         Error::InvalidArgument(format!(
@@ -304,20 +277,11 @@ fn last_clk(record: &CompleteRecord<'_>) -> Result<u64, Error> {
     if record.end < record.start {
         return Err(before("the end".to_owned(), record.end));
     }
-    let mut fields = 0usize;
     for e in record.events {
         if e.clk < record.start {
             return Err(before(format!("event {:?}", &*e.name), e.clk));
         }
         last = last.max(e.clk);
-        fields = fields.saturating_add(e.fields);
-    }
-    if fields != record.event_fields.len() {
-        return Err(Error::InvalidArgument(format!(
-            "the events of record {:?} take {fields} fields, and {} are given: nothing written",
-            &*record.name,
-            record.event_fields.len()
-        )));
     }
     Ok(last)
 }
