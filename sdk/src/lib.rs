@@ -49,8 +49,8 @@ pub use jets_format as format;
 pub use clock::SimClock;
 pub use error::Error;
 pub use write::{
-    CompleteEvent, CompleteRecord, FieldArray, Metadata, Policy, RecordHandle, Roi, Summary, Trace,
-    TraceBuilder, WRITE_BATCH_BYTES,
+    FieldArray, Metadata, Policy, RecordHandle, Roi, Summary, Trace, TraceBuilder,
+    WRITE_BATCH_BYTES,
 };
 
 /// True when this build traces: jets-sdk's `enabled` feature is on (the default). Without it

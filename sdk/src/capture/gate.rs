@@ -50,20 +50,6 @@ pub(crate) enum Verdict {
     Leave,
 }
 
-/// What capture makes of a record told whole ([`Gate::whole`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Whole {
-    /// Every line left out.
-    Leave,
-    /// Every line left out, as those of a record deferred and ended before anything under it
-    /// was captured (CAP-DEFER-1): deferring a record pushes its parent's line first.
-    Defer,
-    /// Every line written.
-    Write,
-    /// Each line judged as a handle's would be.
-    Judge,
-}
-
 /// Line kinds, as indices of the left-out counters.
 pub(crate) const RECORD: usize = 0;
 pub(crate) const EVENT: usize = 1;
@@ -449,39 +435,6 @@ impl Gate {
             && self.events.as_ref().is_none_or(|e| e.iter().any(|e| **e == **name))
     }
 
-    /// What capture makes of a child record told whole (`RecordHandle::write_complete_child`)
-    /// that begins at `start` and whose lines all lie at or before `last` (its end, its events):
-    /// every line left out, every line written, or each to be judged as the lines of a handle
-    /// made now would be. The first two only where they are sure to give what the third would:
-    /// capture off; no filter at all; or a single window and no type, unit or sample clause, the
-    /// record beginning after the window's last cycle (left out with everything under it,
-    /// CAP-AT-1), lying wholly before the window (deferred, then nothing under it captured,
-    /// so left out, CAP-DEFER-1: under the block policy, which defers) or wholly inside it with
-    /// no ROI or `events=` clause (written whole). `block`: the trace's policy blocks.
-    #[inline(always)]
-    pub(crate) fn whole(&self, start: u64, last: u64, block: bool) -> Whole {
-        if !self.on() {
-            return Whole::Leave;
-        }
-        if !self.filtering {
-            return Whole::Write;
-        }
-        if start > self.last {
-            // Whatever the clauses: `child_at` leaves out a record begun after the last window.
-            return Whole::Leave;
-        }
-        if !self.cycles_only || self.every.0 != 0 {
-            return Whole::Judge;
-        }
-        if block && last < self.window.start {
-            return Whole::Defer;
-        }
-        if !self.roi && self.events.is_none() && start >= self.window.start && last <= self.last {
-            return Whole::Write;
-        }
-        Whole::Judge
-    }
-
     /// Whether an annotation on a record with bits `rec` is queued (the writer then keeps it
     /// with its record: CAP-ANN-1).
     #[inline(always)]
@@ -670,12 +623,6 @@ pub(crate) mod left {
     #[inline(always)]
     pub(crate) fn count(trace: u64, kind: usize) {
         add(trace, kind, 1);
-    }
-
-    /// Counts `n` lines of `kind` left out of `trace` by capture.
-    #[inline(always)]
-    pub(crate) fn count_many(trace: u64, kind: usize, n: u64) {
-        add(trace, kind, n);
     }
 
     /// Takes back a count: a deferred record, counted as left out, was pushed after all

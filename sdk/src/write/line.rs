@@ -302,35 +302,6 @@ impl<const N: usize> PlainFields for &mut ManuallyDrop<[Field; N]> {
     }
 }
 
-/// Fields borrowed from the caller that own nothing (numbers, flags, colors, static texts),
-/// at most [`Data::INLINE`] of them: copied into the entry bitwise, which for such values is a
-/// clone, so the caller keeps its own (a record told whole, `record::complete`). Made by
-/// [`Copied::new`], which checks both, or directly from fields that it has checked.
-pub(crate) struct Copied<'a>(pub(crate) &'a [Field]);
-
-impl<'a> Copied<'a> {
-    /// `fields`, if they own nothing and fit inline.
-    #[inline(always)]
-    pub(crate) fn new(fields: &'a [Field]) -> Option<Copied<'a>> {
-        (fields.len() <= Data::INLINE && own_nothing(fields)).then_some(Copied(fields))
-    }
-}
-
-impl PlainFields for Copied<'_> {
-    #[inline(always)]
-    fn as_slice(&self) -> &[Field] {
-        self.0
-    }
-    #[inline(always)]
-    unsafe fn drop_unwritten(&mut self) {}
-    #[inline(always)]
-    unsafe fn move_into(&mut self, data: &mut Data) {
-        for (k, v) in self.0 {
-            data.push(*k, v.clone());
-        }
-    }
-}
-
 impl<F: PlainFields> Drop for Plain<F> {
     #[inline(always)]
     fn drop(&mut self) {
@@ -343,7 +314,7 @@ impl<F: PlainFields> Drop for Plain<F> {
 /// Whether `fields` own nothing: their values are numbers, flags, colors or static texts. Known
 /// at compile time where the array is made in view (most calls), so the test folds away.
 #[inline(always)]
-pub(crate) fn own_nothing(fields: &[Field]) -> bool {
+fn own_nothing(fields: &[Field]) -> bool {
     fields.iter().all(|(_, v)| !matches!(v, Value::Str(s) if !s.is_static()))
 }
 

@@ -48,10 +48,7 @@ use crate::capture::{Capture, LeftOut};
 use crate::clock::SimClock;
 use crate::error::Error;
 use crate::format::Header;
-pub use record::{
-    AnnotationBuilder, CompleteEvent, CompleteRecord, EventBuilder, FieldArray, RecordBuilder,
-    RecordHandle,
-};
+pub use record::{AnnotationBuilder, EventBuilder, FieldArray, RecordBuilder, RecordHandle};
 pub use ring::signal_safe;
 use ring::{LocalRing, Slot};
 use sink::Sink;

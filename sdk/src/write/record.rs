@@ -24,10 +24,6 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-mod complete;
-
-pub use complete::{CompleteEvent, CompleteRecord};
-
 use super::lease::{self, Lease};
 use super::line::{self, Kind, Line, Plain, PlainFields, PlainRecord};
 use super::ring::{self, Pos};

@@ -238,54 +238,6 @@ impl LocalRing {
     }
 }
 
-impl LocalRing {
-    /// Runs `f` with this ring announced busy and the trace found open, once for all the lines
-    /// `f` pushes ([`push_group`]); `Err(Closed)` without running `f` when the trace is closed.
-    #[inline(always)]
-    fn group<R>(
-        &mut self,
-        shared: &Shared,
-        f: impl FnOnce(&mut Group<'_>) -> R,
-    ) -> Result<R, Refused> {
-        self.slot.busy.store(true, Ordering::Relaxed);
-        fence::light();
-        // Made before `closed` is read: its drop clears busy on every way out.
-        let mut group = Group { ring: self, shared };
-        if shared.closed.load(Ordering::Relaxed) {
-            return Err(Refused::Closed);
-        }
-        // As in `LocalRing::push`: busy is set and the trace was not closed, so the producer end
-        // is there until the group clears busy.
-        Ok(f(&mut group))
-    }
-}
-
-/// Lines pushed as one group ([`push_group`]): on one ring, which stays announced busy until the
-/// group is dropped, so that a close waits for all of them or finds none.
-pub(crate) struct Group<'a> {
-    ring: &'a mut LocalRing,
-    shared: &'a Shared,
-}
-
-impl Group<'_> {
-    /// Pushes `line` as [`push`] does (consumed whatever it returns), without looking again for
-    /// the ring or announcing the push: the group did that once.
-    #[inline(always)]
-    pub(crate) fn push<const RECORD: bool, L: Queued>(
-        &mut self,
-        line: &mut ManuallyDrop<L>,
-    ) -> Pushed {
-        self.ring.push_to::<RECORD, L>(self.shared, line)
-    }
-}
-
-impl Drop for Group<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.ring.slot.busy.store(false, Ordering::Release);
-    }
-}
-
 /// The ring has less room than the largest entry `line` could make: room for its own size, or
 /// else the drop policy's answer (`Err`: what the push returns), or room after waiting.
 #[cold]
@@ -648,31 +600,6 @@ fn push_local<const RECORD: bool, L: Queued>(
     };
     drop(entered);
     pushed
-}
-
-/// Runs `f` on this thread's ring for `shared`, which pushes several lines through the
-/// [`Group`] it is given: the ring is found, announced busy and the trace checked open once for
-/// all of them, rather than once a line (a record told whole, `record::complete`). `None` when
-/// this thread has no usable ring (it is being torn down): the caller then pushes line by line,
-/// which falls back on the shared ring. `Err` (nothing run) as a push refuses.
-#[inline(always)]
-pub(crate) fn push_group<R>(
-    shared: &Arc<Shared>,
-    f: impl FnOnce(&mut Group<'_>) -> R,
-) -> Option<Result<R, Refused>> {
-    let Some(entered) = Entered::enter() else {
-        return Some(Err(Refused::Reentrant));
-    };
-    let result = match LOCAL.try_with(|l| l as *const Local) {
-        Ok(local) => {
-            // SAFETY: as in `push_local`.
-            let rings = unsafe { &mut *(*local).rings.get() };
-            Some(local_ring(rings, shared).and_then(|ring| ring.group(shared, f)))
-        }
-        Err(_) => None,
-    };
-    drop(entered);
-    result
 }
 
 /// No usable thread-local ring (this thread is being torn down): use the trace's shared ring
