@@ -186,7 +186,7 @@ impl TraceStats {
             Line::RecordEnd(e) => {
                 if let Some(o) = self.open.remove(&e.record_id) {
                     // An end before the record's start (W001) lasts 0 cycles, as the viewer
-                    // draws it (CV-END-1, VW-END-2).
+                    // draws it (CV-END-2, VW-END-2).
                     let d = e.clk.saturating_sub(o.start);
                     self.types[o.record_type].1.durations.add(d);
                     if o.outermost {
@@ -565,7 +565,7 @@ mod tests {
         st
     }
 
-    /// CV-END-1: a record that ends before it begins (W001) counts as ended, 0 cycles long.
+    /// CV-END-2: a record that ends before it begins (W001) counts as ended, 0 cycles long.
     #[test]
     fn an_end_before_the_start_lasts_zero_cycles() {
         let st = stats_of(&[
