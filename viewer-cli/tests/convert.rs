@@ -164,6 +164,50 @@ fn chrome_without_clock_says_one_cycle_is_one_microsecond() {
     assert_eq!((x["ts"].as_u64(), x["dur"].as_u64()), (Some(5), Some(3)));
 }
 
+/// CV-TIME-3: the clock the Chrome and Perfetto files state reads short at any
+/// `clock_frequency_mhz` the validator accepts (`{}` wrote 1e300 in 301 digits). CV-TIME-4: a
+/// cycle whose time is past what the format holds is an error naming the line, with no output
+/// (a cast saturated, and the sum after it overflowed: a panic, or in a release build a
+/// timestamp of 0).
+#[test]
+fn extreme_clocks_state_a_short_clock_and_refuse_times_past_the_format() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let trace = |mhz: f64, end: u64| {
+        let input = dir.path().join("clock.jets");
+        let t = Trace::create(&input, Metadata::new().clock_frequency_mhz(mhz)).expect("create");
+        let r = t.root("r", "Top").begin_at(0).expect("r");
+        r.end_at(end).expect("end");
+        t.close().expect("close");
+        input
+    };
+    for (mhz, cycle) in [(1e300, "1.000e-306 s"), (1e-300, "1.000e294 s"), (1000.0, "1.0 ns")] {
+        let input = trace(mhz, 0);
+        let out = dir.path().join("o.json");
+        convert(&input, "chrome", &out, &[]);
+        let doc: Value = serde_json::from_str(&read(&out)).expect("json");
+        let unit = doc["otherData"]["time_unit"].as_str().expect("unit");
+        assert!(unit.starts_with(&format!("1 cycle = {cycle} (clock_frequency_mhz ")), "{unit}");
+        assert!(unit.len() < 80, "{unit}");
+        let out = dir.path().join("o.perfetto-trace");
+        convert(&input, "perfetto", &out, &[]);
+        let bytes = std::fs::read(&out).expect("read");
+        let note = format!("JETS trace; 1 cycle = {cycle} (clock_frequency_mhz ");
+        assert!(bytes.windows(note.len()).any(|w| w == note.as_bytes()), "{mhz}: no {note:?}");
+    }
+    // Cycle 5 at 1e-300 MHz is 5e306 ps: past 2^128 ps (Chrome) and 2^64 ns (Perfetto).
+    let input = trace(1e-300, 5);
+    for (to, what) in [("chrome", "Chrome time"), ("perfetto", "Perfetto timestamp")] {
+        let out = dir.path().join(format!("past.{to}"));
+        let args = ["convert", input.to_str().unwrap(), "--to", to, "-o", out.to_str().unwrap()];
+        let o = jets(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && !err.contains("panicked"), "{to}: {err}");
+        assert!(err.contains("clock.jets:3: cycle 5 at 1e-300 MHz is past the largest"), "{err}");
+        assert!(err.contains(what), "{to}: {err}");
+        assert!(!out.exists(), "{to}: output left behind");
+    }
+}
+
 #[test]
 fn kanata_snapshot() {
     let dir = tempfile::tempdir().expect("tmp");

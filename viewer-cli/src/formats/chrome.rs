@@ -66,9 +66,22 @@ impl<W: Write> ChromeSink<W> {
         Ok(())
     }
 
-    fn ts(&mut self, key: &str, clk: u64) {
+    /// Cycle `clk` in ps; an error past what this writer states (2^128 ps, CV-TIME-4).
+    fn ps(&self, clk: u64) -> Result<u128> {
+        cycles_to_ps(clk, self.mhz).ok_or_else(|| {
+            anyhow::anyhow!(
+                "cycle {clk} at {} MHz is past the largest Chrome time this writer states \
+                 (2^128 ps)",
+                crate::human::number(self.mhz)
+            )
+        })
+    }
+
+    fn ts(&mut self, key: &str, clk: u64) -> Result<()> {
+        let ps = self.ps(clk)?;
         json::write_key(&mut self.buf, key);
-        write_us(&mut self.buf, cycles_to_ps(clk, self.mhz));
+        write_us(&mut self.buf, ps);
+        Ok(())
     }
 
     fn metadata(&mut self, name: &str, pid: u64, tid: Option<u32>, arg: &str, value: Value) {
@@ -134,7 +147,10 @@ impl<W: Write> TimelineSink for ChromeSink<W> {
         other.insert(
             "time_unit".into(),
             if stated {
-                format!("1 cycle = {} µs (clock_frequency_mhz {mhz})", 1.0 / mhz).into()
+                // Short at any clock (CV-TIME-3): `{}` writes 1e300 in 301 digits.
+                let cycle = crate::human::cycles_time(1, mhz);
+                format!("1 cycle = {cycle} (clock_frequency_mhz {})", crate::human::number(mhz))
+                    .into()
             } else {
                 "1 cycle = 1 µs (the trace gives no clock_frequency_mhz)".into()
             },
@@ -180,8 +196,8 @@ impl<W: Write> TimelineSink for ChromeSink<W> {
         json::write_u64(&mut self.buf, s.pid);
         json::write_key(&mut self.buf, "tid");
         json::write_u64(&mut self.buf, s.lane as u64);
-        self.ts("ts", r.start);
-        let dur = cycles_to_ps(s.end, self.mhz) - cycles_to_ps(r.start, self.mhz);
+        self.ts("ts", r.start)?;
+        let dur = self.ps(s.end)? - self.ps(r.start)?;
         json::write_key(&mut self.buf, "dur");
         write_us(&mut self.buf, dur);
         json::write_key(&mut self.buf, "args");
@@ -198,7 +214,7 @@ impl<W: Write> TimelineSink for ChromeSink<W> {
         json::write_key(&mut self.buf, "pid");
         json::write_u64(&mut self.buf, i.pid);
         self.buf.extend_from_slice(b",\"tid\":0");
-        self.ts("ts", e.clk);
+        self.ts("ts", e.clk)?;
         self.buf.extend_from_slice(b",\"args\":{\"record_id\":");
         json::write_u64(&mut self.buf, e.record_id);
         if let Some(name) = i.record_name {

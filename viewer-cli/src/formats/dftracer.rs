@@ -125,7 +125,7 @@ impl<W: Write> DftracerSink<W> {
             cycles_to_ns(clk, self.mhz).ok_or_else(|| {
                 anyhow::anyhow!(
                     "cycle {clk} at {} MHz is past the largest DFTracer time (2^64 ns)",
-                    self.mhz
+                    crate::human::number(self.mhz)
                 )
             })
         } else {

@@ -247,7 +247,7 @@ impl<W: Write> PerfettoSink<W> {
         cycles_to_ns(clk, self.mhz).ok_or_else(|| {
             anyhow::anyhow!(
                 "cycle {clk} at {} MHz is past the largest Perfetto timestamp (2^64 ns)",
-                self.mhz
+                crate::human::number(self.mhz)
             )
         })
     }
@@ -514,7 +514,9 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
     fn header(&mut self, header: &Header<'_>, mhz: f64, stated: bool) -> Result<()> {
         self.mhz = mhz;
         self.unit_note = if stated {
-            format!("JETS trace; 1 cycle = {} ns (clock_frequency_mhz {mhz})", 1000.0 / mhz)
+            // Short at any clock (CV-TIME-3), as in `jets stats`.
+            let (cycle, mhz) = (crate::human::cycles_time(1, mhz), crate::human::number(mhz));
+            format!("JETS trace; 1 cycle = {cycle} (clock_frequency_mhz {mhz})")
         } else {
             "JETS trace; 1 cycle = 1 µs (the trace gives no clock_frequency_mhz)".to_owned()
         };

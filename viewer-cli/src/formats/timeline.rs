@@ -464,22 +464,27 @@ pub fn write_us(out: &mut Vec<u8>, ps: u128) {
     }
 }
 
-/// Cycles to picoseconds at `mhz` (rounded to the nearest picosecond).
-pub fn cycles_to_ps(clk: u64, mhz: f64) -> u128 {
+/// Cycles to picoseconds at `mhz` (rounded to the nearest picosecond); `None` past what a `u128`
+/// holds (about 3.4e38 ps), which a clock far below 1 MHz reaches (`jets validate` accepts any
+/// positive `clock_frequency_mhz`): a cast would saturate, and a sum after it wrap (CV-TIME-4).
+pub fn cycles_to_ps(clk: u64, mhz: f64) -> Option<u128> {
     if (mhz - 1.0).abs() < f64::EPSILON {
-        return clk as u128 * 1_000_000;
+        return Some(clk as u128 * 1_000_000);
     }
     if mhz.fract() == 0.0 && mhz <= 1e6 {
         let m = mhz as u128;
-        return (clk as u128 * 1_000_000 + m / 2) / m;
+        return Some((clk as u128 * 1_000_000 + m / 2) / m);
     }
-    (clk as f64 * 1e6 / mhz).round() as u128
+    let ps = (clk as f64 * 1e6 / mhz).round();
+    // 2^128, exactly a double: below it, the cast is exact to the double's precision.
+    (ps.is_finite() && ps < 340_282_366_920_938_463_463_374_607_431_768_211_456.0)
+        .then_some(ps as u128)
 }
 
 /// Cycles to nanoseconds at `mhz` (rounded to the nearest), for the formats whose times are
 /// integer ns (Perfetto, DFTracer); `None` past what a `u64` holds (a cast would wrap).
 pub fn cycles_to_ns(clk: u64, mhz: f64) -> Option<u64> {
-    u64::try_from((cycles_to_ps(clk, mhz) + 500) / 1000).ok()
+    u64::try_from(cycles_to_ps(clk, mhz)?.checked_add(500)? / 1000).ok()
 }
 
 #[cfg(test)]
@@ -542,13 +547,13 @@ mod tests {
     #[test]
     fn microseconds_are_exact() {
         let mut out = Vec::new();
-        write_us(&mut out, cycles_to_ps(1003, 1000.0));
+        write_us(&mut out, cycles_to_ps(1003, 1000.0).unwrap());
         assert_eq!(out, b"1.003");
         out.clear();
-        write_us(&mut out, cycles_to_ps(5, 1.0));
+        write_us(&mut out, cycles_to_ps(5, 1.0).unwrap());
         assert_eq!(out, b"5");
         out.clear();
-        write_us(&mut out, cycles_to_ps(2520, 2520.0));
+        write_us(&mut out, cycles_to_ps(2520, 2520.0).unwrap());
         assert_eq!(out, b"1");
     }
 }
