@@ -52,7 +52,8 @@ use common::data;
 /// The generator's seed: the damages are the same on every run.
 const SEED: u64 = 0x4a45_5453_2052_4541;
 
-/// What replaces a number: out of every range the readers use, not a number, or not finite.
+/// What replaces a number: out of every range the readers use, not a number, not finite, or so
+/// small (a clock of 1e-300 MHz) that the times made of it are past every format's range.
 const BAD_NUMBERS: &[&str] = &[
     "18446744073709551615",
     "18446744073709551614",
@@ -65,6 +66,8 @@ const BAD_NUMBERS: &[&str] = &[
     "NaN",
     "1e400",
     "1e19",
+    "1e-300",
+    "5e-324",
     "-0",
     "0",
     "\"17\"",
