@@ -33,6 +33,17 @@ fn convert(input: &Path, to: &str, out: &Path, extra: &[&str]) {
     assert!(o.status.success(), "jets {args:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// Runs `jets convert` where it must fail: asserts that it did and left no output, and gives
+/// back what it said.
+fn convert_refused(input: &Path, to: &str, out: &Path) -> String {
+    let args =
+        ["convert", input.to_str().expect("utf8"), "--to", to, "-o", out.to_str().expect("utf8")];
+    let o = jets(&args);
+    assert!(!o.status.success(), "jets {args:?} succeeded");
+    assert!(!out.exists(), "jets {args:?}: partial output left behind");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 /// Writes the small test trace with the SDK writer.
 fn small_trace(path: &Path) {
     let meta = Metadata::new().hardware_model("Test core").clock_frequency_mhz(1000.0);
@@ -197,14 +208,10 @@ fn extreme_clocks_state_a_short_clock_and_refuse_times_past_the_format() {
     // Cycle 5 at 1e-300 MHz is 5e306 ps: past 2^128 ps (Chrome) and 2^64 ns (Perfetto).
     let input = trace(1e-300, 5);
     for (to, what) in [("chrome", "Chrome time"), ("perfetto", "Perfetto timestamp")] {
-        let out = dir.path().join(format!("past.{to}"));
-        let args = ["convert", input.to_str().unwrap(), "--to", to, "-o", out.to_str().unwrap()];
-        let o = jets(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && !err.contains("panicked"), "{to}: {err}");
+        let err = convert_refused(&input, to, &dir.path().join(format!("past.{to}")));
+        assert!(!err.contains("panicked"), "{to}: {err}");
         assert!(err.contains("clock.jets:3: cycle 5 at 1e-300 MHz is past the largest"), "{err}");
         assert!(err.contains(what), "{to}: {err}");
-        assert!(!out.exists(), "{to}: output left behind");
     }
 }
 
@@ -730,18 +737,7 @@ fn kanata_refusals_name_the_line_that_caused_them() {
     let refused = |name: &str, lines: &[String]| {
         let input = dir.path().join(format!("{name}.jets"));
         std::fs::write(&input, lines.join("\n") + "\n").expect("write");
-        let out = dir.path().join(format!("{name}.kanata"));
-        let o = jets(&[
-            "convert",
-            input.to_str().unwrap(),
-            "--to",
-            "kanata",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        assert!(!o.status.success(), "{name}");
-        assert!(!out.exists(), "{name}: partial output removed");
-        String::from_utf8_lossy(&o.stderr).into_owned()
+        convert_refused(&input, "kanata", &dir.path().join(format!("{name}.kanata")))
     };
     let header = r#"{"type":"header","version":"2.0","metadata":{}}"#.to_owned();
     let insn = |id: u64, clk: u64| {
