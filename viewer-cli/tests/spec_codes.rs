@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
-/// The code families of the decision tables (`spec/*-decisions.md`).
-const CODE: &str = r"\b(?:CA|CAP|CV|IN|PQ|VW|WR)-[A-Z0-9]+(?:-[A-Z0-9]+)*\b";
+/// A decision code: a family of the decision tables (`spec/*-decisions.md`), a word, a number
+/// (`CV-END-2`). The number is required, so that text such as `IN-OUT` in a generated file is not
+/// taken for a code.
+const CODE: &str = r"\b(?:CA|CAP|CV|IN|PQ|VW|WR)(?:-[A-Z0-9]+)*-[0-9]+\b";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf()
