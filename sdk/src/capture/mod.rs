@@ -28,11 +28,14 @@
 //! `count`, nothing is written and `counted_*` count what would have been.
 
 mod config;
+mod footer;
 pub(crate) mod gate;
 pub(crate) mod keep;
 pub(crate) mod stock;
 
 pub use config::{Capture, CaptureError, DumpSignal, Recorder, Trigger, ENV};
+pub(crate) use footer::COMPILED_OUT;
+pub use footer::{FooterCapture, FOOTER_CAPTURE};
 
 /// Exact counts of lines per kind: those capture control left out of the file
 /// ([`crate::Summary::left_out`]), or, with the `count` clause, those it counted instead of writing

@@ -16,7 +16,9 @@ use super::WRITE_BATCH_BYTES as BATCH_BYTES;
 use super::{Control, Helper, Policy, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
-use crate::capture::{LeftOut, FOOTER_COUNTED, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS};
+use crate::capture::{
+    LeftOut, COMPILED_OUT, FOOTER_CAPTURE, FOOTER_COUNTED, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS,
+};
 use crate::error::Error;
 use crate::format::{self, Footer};
 
@@ -976,13 +978,13 @@ impl Writer {
         let capture = &self.shared.capture;
         if !cfg!(feature = "enabled") {
             // Built without the `enabled` feature: nothing was emitted, and nothing counted.
-            footer.extra.insert("capture".into(), "compiled out".into());
+            footer.extra.insert(FOOTER_CAPTURE.into(), COMPILED_OUT.into());
             return;
         }
         if capture.is_full() && !capture.off && !capture.count && left.total() == 0 {
             return;
         }
-        footer.extra.insert("capture".into(), capture.to_string().into());
+        footer.extra.insert(FOOTER_CAPTURE.into(), capture.to_string().into());
         insert_counts(footer, FOOTER_LEFT_OUT, &left);
         if capture.recorder.is_some() {
             footer.extra.insert(FOOTER_RECORDER_DUMPS.into(), s.dumps.into());

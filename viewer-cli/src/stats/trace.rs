@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use jets::capture::{FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS};
+use jets::capture::{FooterCapture, LeftOut};
 use jets::format::{Line, LineType};
 use serde_json::{json, Map, Value};
 
@@ -259,19 +259,10 @@ impl TraceStats {
         out
     }
 
-    /// The capture setting and left-out counts the SDK writes in the footer (CAP-FOOT-1), when the
-    /// trace is not the whole run, and the counts of a `count` setting (CAP-COUNT-1): (setting,
-    /// [(kind, left out)], [(kind, counted)]).
-    fn capture(&self) -> Option<(String, Counts, Counts)> {
-        let extra = &self.footer.as_ref()?.extra;
-        let setting = extra.get("capture")?.as_str()?.to_owned();
-        let counts = |prefix: &str| -> Counts {
-            FOOTER_KINDS
-                .into_iter()
-                .filter_map(|k| Some((k, extra.get(&format!("{prefix}{k}"))?.as_u64()?)))
-                .collect()
-        };
-        Some((setting, counts(FOOTER_LEFT_OUT), counts(FOOTER_COUNTED)))
+    /// What the footer says of capture control (CAP-FOOT-1, CAP-COUNT-1), when the trace is not
+    /// the whole run.
+    fn capture(&self) -> Option<FooterCapture> {
+        FooterCapture::read(self.footer.as_ref()?)
     }
 
     /// Whether a footer check passes. `capture_end_clk` may lie after the last line (a simulation
@@ -343,15 +334,20 @@ impl TraceStats {
                 "count": self.unended(), "first_ids": self.unended_examples,
             },
             "footer": footer,
-            "capture": self.capture().map(|(setting, left, counted)| {
-                let map = |counts: Counts| -> Map<String, Value> {
-                    counts.into_iter().map(|(k, n)| (k.to_owned(), n.into())).collect()
+            "capture": self.capture().map(|c| {
+                let map = |counts: &LeftOut| -> Map<String, Value> {
+                    counts.by_kind().into_iter().map(|(k, n)| (k.to_owned(), n.into())).collect()
                 };
-                let mut c = json!({"setting": setting, "left_out": map(left)});
-                if !counted.is_empty() {
-                    c["counted"] = Value::Object(map(counted));
+                let mut out = json!({
+                    "setting": c.spelled, "left_out": map(&c.left_out), "text": c.describe(),
+                });
+                if let Some(counted) = &c.counted {
+                    out["counted"] = Value::Object(map(counted));
                 }
-                c
+                if let Some(n) = c.recorder_dumps {
+                    out["recorder_dumps"] = n.into();
+                }
+                out
             }),
         })
     }
@@ -457,48 +453,18 @@ impl TraceStats {
                 } else {
                     let _ = writeln!(s, "footer: DISAGREES: {}", bad.join("; "));
                 }
-                if let Some((setting, left, counted)) = self.capture() {
-                    let list = |counts: Counts| {
-                        counts
-                            .iter()
-                            .map(|(k, n)| format!("{n} {k}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    };
-                    // A flight recorder's file is its dumps, one after another.
-                    let dumps = self
-                        .footer
-                        .as_ref()
-                        .and_then(|f| f.extra.get(FOOTER_RECORDER_DUMPS)?.as_u64())
-                        .map_or(String::new(), |n| {
-                            let s = if n == 1 { "" } else { "s" };
-                            format!("; written by {n} dump{s} of the flight recorder")
-                        });
-                    if counted.is_empty() {
-                        let _ = writeln!(
-                            s,
-                            "capture: {setting}: a PART of the run (left out: {}{dumps}); figures \
-                             above describe the captured lines only",
-                            list(left)
-                        );
-                    } else {
-                        let _ = writeln!(
-                            s,
-                            "capture: {setting}: lines COUNTED, not written (counted: {}; left \
-                             out: {}); the file holds no lines",
-                            list(counted),
-                            list(left)
-                        );
+                if let Some(c) = self.capture() {
+                    s.push_str(&c.describe());
+                    if c.counted.is_none() && !c.compiled_out() {
+                        s.push_str("; figures above describe the captured lines only");
                     }
+                    s.push('\n');
                 }
             }
         }
         s
     }
 }
-
-/// Line counts per kind from the footer: (`records`, `events`, `annotations`, `record_ends`).
-type Counts = Vec<(&'static str, u64)>;
 
 /// The JSON report's `extent_seconds`: `None` (null) where the seconds are no normal double, past
 /// 1.8e308 or below 2.2e-308 at an extreme clock (CV-TIME-3), rather than infinity or a
