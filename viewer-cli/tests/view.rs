@@ -688,3 +688,45 @@ fn cycles_past_2_53_are_said_to_be_rounded() {
         }
     }
 }
+
+/// A trace that is a part of its run says so in the summary, with the window the page shades
+/// (VW-CAP-1); the whole run has no `capture`.
+#[test]
+fn a_windowed_trace_is_said_to_be_a_part_of_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, (setting, window, every)) in [
+        (Some("clk=100..200;every=1000"), Some((100, 200)), Some(1000)),
+        (Some("types=Core"), None, None),
+        (None, None, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.path().join(format!("part-{i}.jets"));
+        let mut builder = jets::TraceBuilder::new();
+        if let Some(s) = setting {
+            builder = builder.capture(s.parse().expect("a setting"));
+        }
+        let trace = builder.create(&path, jets::Metadata::new()).expect("create");
+        let core = trace.root("core", "Core").begin_at(0).expect("begin");
+        for i in 0..3000u64 {
+            let insn = core.child_at(i, "add", "Instruction").begin().expect("insn");
+            insn.emit_event_at(i, "IF").expect("event");
+            insn.end_at(i + 1).expect("end");
+        }
+        core.end_at(3001).expect("end");
+        trace.close_at(3001).expect("close");
+        let v = start(&path);
+        let s = wait_for(&v, "the index", |s| s["done"] == true);
+        let Some(setting) = setting else {
+            assert_eq!(s["capture"], Value::Null, "{s}");
+            continue;
+        };
+        let c = &s["capture"];
+        assert_eq!(c["setting"], setting, "{s}");
+        let text = c["text"].as_str().expect("text");
+        assert!(text.contains("a PART of the run") && text.contains("records"), "{text}");
+        assert_eq!(c["window"], window.map_or(Value::Null, |(a, b)| serde_json::json!([a, b])));
+        assert_eq!(c["every"], every.map_or(Value::Null, Value::from));
+    }
+}

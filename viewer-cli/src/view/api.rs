@@ -301,6 +301,34 @@ pub struct GroupOut {
     pub count: u64,
 }
 
+/// A trace that is a part of its run (`summary.capture`, VW-CAP-1): what the page says of it, and
+/// the cycle window its setting selects, which the timeline marks.
+#[derive(Serialize)]
+pub struct CaptureOut {
+    /// The setting as the footer spells it.
+    pub setting: String,
+    /// One line for the status bar ([`jets::capture::FooterCapture::describe`]).
+    pub text: String,
+    /// The `clk=A..B` window, as numbers (`null` without one).
+    pub window: Option<(u64, u64)>,
+    /// The window's period (`every=P`), `null` when it does not repeat.
+    pub every: Option<u64>,
+}
+
+impl CaptureOut {
+    fn read(footer: &jets::format::Footer) -> Option<CaptureOut> {
+        let c = jets::capture::FooterCapture::read(footer)?;
+        let setting = c.setting();
+        let window = setting.as_ref().and_then(|s| s.window.clone()).map(|w| (w.start, w.end));
+        Some(CaptureOut {
+            text: c.describe(),
+            window,
+            every: setting.and_then(|s| s.every),
+            setting: c.spelled,
+        })
+    }
+}
+
 /// `summary`: header, extent, counts, lanes, types, pipeline groups, vocabularies, build state.
 #[derive(Serialize)]
 pub struct Summary {
@@ -312,6 +340,8 @@ pub struct Summary {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// Whether the footer was read.
     pub footer: bool,
+    /// What the footer says of capture control, when the trace is a part of the run (VW-CAP-1).
+    pub capture: Option<CaptureOut>,
     /// First and last cycle.
     pub extent: (u64, u64),
     /// Counts.
@@ -400,6 +430,7 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
         version: ix.version,
         metadata: ix.metadata.clone(),
         footer: ix.footer.is_some(),
+        capture: ix.footer.as_ref().and_then(CaptureOut::read),
         extent,
         counts: CountsOut {
             lines: c.lines,

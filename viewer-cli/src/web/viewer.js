@@ -467,6 +467,45 @@
     ctx.fill(); ctx.stroke();
   }
 
+  // The cycles in [a, b) that a capture window left out (VW-CAP-1): outside `clk=A..B`, or, with
+  // `every=P`, outside every [A + kP, B + kP). Nothing was captured there, so a record that spans
+  // them (an ancestor begun before the window) says nothing of what ran. At most `max` gaps.
+  function captureGaps(a, b, max) {
+    const cap = S.sum && S.sum.capture;
+    if (!cap || !cap.window) return [];
+    const [start, end] = cap.window;
+    const every = cap.every || 0;
+    const gaps = [];
+    let at = a;
+    // The first window that ends after `a`, then each next one while they start in view.
+    for (let k = every ? Math.max(0, Math.floor((a - end) / every) + 1) : 0; at < b && gaps.length < max; k++) {
+      const ws = start + k * every, we = end + k * every;
+      if (ws > at) gaps.push([at, Math.min(ws, b)]);
+      at = Math.max(at, we);
+      if (!every) {
+        if (at < b) gaps.push([at, b]);
+        break;
+      }
+    }
+    return gaps.filter(([x, y]) => y > x);
+  }
+
+  // Shades what `captureGaps` finds in view; returns how many gaps it shaded. Gaps narrower than a
+  // pixel apart (a period shorter than the view's pixels) are not drawn one by one: the status bar
+  // says the trace is a part of the run.
+  function shadeOutsideCapture(ctx, w, h) {
+    const cap = S.sum && S.sum.capture;
+    if (!cap || !cap.window) return 0;
+    if (cap.every && (S.t1 - S.t0) / cap.every > w / 4) return 0;
+    const gaps = captureGaps(S.t0, S.t1, 1000);
+    ctx.fillStyle = 'rgba(100, 116, 139, 0.14)';
+    for (const [a, b] of gaps) {
+      const x0 = Math.max(0, xOf(a, w)), x1 = Math.min(w, xOf(b, w));
+      if (x1 > x0) ctx.fillRect(x0, 0, x1 - x0, h);
+    }
+    return gaps.length;
+  }
+
   function draw() {
     const [ctx, w, h] = prep(canvas);
     const step = drawAxis();
@@ -481,6 +520,7 @@
       const x = Math.round(xOf(c, w)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, h); ctx.stroke();
     }
+    drawn.outside = shadeOutsideCapture(ctx, w, h);
     const rows = new Map();
     if (S.win) for (const r of S.win.rows) rows.set(String(r.row), r);
     ctx.font = '11px system-ui, sans-serif';
@@ -865,6 +905,11 @@
     const parts = [fmtNum(c.records) + ' records', fmtNum(c.open) + ' open', fmtNum(c.events) + ' events',
       fmtNum(c.annotations) + ' annotations', 'cycles ' + fmtNum(S.extent[0]) + '–' + fmtNum(S.extent[1])];
     if (S.mhz) parts.push(S.mhz + ' MHz');
+    const cap = S.sum.capture;
+    if (cap) parts.push(cap.text);
+    const part = $('part');
+    part.hidden = !cap;
+    if (cap) part.title = cap.text;
     if (S.sum.note) parts.push(S.sum.note);
     if (S.sum.build_error) parts.push('read error: ' + S.sum.build_error);
     if (S.error) parts.push(S.error);

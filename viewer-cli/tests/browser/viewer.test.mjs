@@ -398,6 +398,33 @@ test('pipeline mode on the demo trace: stage names per cycle, D-cache misses as 
   await page.close();
 });
 
+test('a trace of a capture window says it is a part of the run and shades the cycles outside it', async () => {
+  const dir = fs.mkdtempSync(path.join(work, 'demo-window-'));
+  execFileSync(JETS, ['demo', '--out', dir, '--words', '24'], { stdio: 'ignore', env: { ...process.env, JETS_CAPTURE: 'clk=2000..3000' } });
+  const { page, errors } = await openPage(await view(path.join(dir, 'pipeline.jets')));
+  await page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 60000 });
+  let s = await settled(page);
+  assert.equal(await page.isVisible('#part'), true, 'the header says: part of the run');
+  assert.match(await page.textContent('#status-text'), /capture: clk=2000\.\.3000: a PART of the run \(left out: \d+ records/);
+  // The whole run: before the window and after it are shaded (its ancestors began at cycle 0).
+  assert.ok(s.t0 < 2000 && s.t1 > 3000, `view ${s.t0}..${s.t1}`);
+  assert.equal(s.drawn.outside, 2, JSON.stringify(s.drawn));
+  await shot(page, 'capture-window.png');
+  // Inside the window: nothing shaded; across its start: one gap.
+  await page.evaluate(() => window.jetsViewer.setView(2200, 2800));
+  s = await settled(page);
+  assert.equal(s.drawn.outside, 0, JSON.stringify(s.drawn));
+  await page.evaluate(() => window.jetsViewer.setView(1900, 2100));
+  s = await settled(page);
+  assert.equal(s.drawn.outside, 1, JSON.stringify(s.drawn));
+  await page.click('#mode-pipeline');
+  await page.waitForFunction(() => window.jetsViewer.state().pipe.rows.length > 0);
+  s = await settled(page);
+  assert.equal(s.drawn.outside, 1, 'pipeline mode shades it too: ' + JSON.stringify(s.drawn));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('jets gantt: the same pipeline mode on the demo trace (stage names, stalls hatched, flushes marked, jump)', async () => {
   const file = demoTrace(24);
   const miss = firstLine(file, /"name":"DCacheMiss"/);
