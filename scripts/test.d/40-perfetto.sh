@@ -5,7 +5,8 @@
 # For the rjets test trace and the `jets demo` trace (longer than the writer's hold-back buffer):
 # tracks defined before use, every track named, slices balanced, packet timestamps never
 # decreasing on a sequence (CV-PERFETTO-1), lanes named after the core/thread/unit records on them
-# (CV-NEST-2), one slice per record and one instant per event.
+# (CV-NEST-2), one slice per record and one instant per event; and for a capture window's trace,
+# a `capture` track marking the window's edges (CV-CAP-1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/real-clients.bash
@@ -15,8 +16,9 @@ trap 'rm -rf "$out"' EXIT
 cargo build -q --locked -p jets-cli
 jets="${CARGO_TARGET_DIR:-$PWD/target}/debug/jets"
 "$jets" demo --out "$out/demo" --words 32 >/dev/null
+JETS_CAPTURE="clk=2000..3000" "$jets" demo --out "$out/window" --words 32 >/dev/null
 cp viewer-cli/tests/data/trace/rjets_tests_trace.jets "$out/rjets.jets"
-for t in rjets demo/pipeline; do
+for t in rjets demo/pipeline window/pipeline; do
     "$jets" convert "$out/$t.jets" --to perfetto -o "$out/$t.pftrace"
 done
 "$REAL_CLIENTS_PY" - "$out" <<'PY'
@@ -77,7 +79,32 @@ def check(base, root_name, want_names):
           f"sequence(s) in time order, {len(tracks)} named tracks, {slices} slices, "
           f"{instants} instants: ok")
 
+def check_capture(base):
+    """A capture window's export (CV-CAP-1): a root track named `capture` whose description says
+    the trace is a part of the run, holding an instant at each edge of the window (1 cycle = 1 ns
+    in the demo), and nothing else."""
+    t = Trace()
+    t.ParseFromString(open(base + ".pftrace", "rb").read())
+    tracks, names, marks = {}, {}, []
+    for p in t.packet:
+        if p.HasField("track_descriptor"):
+            tracks[p.track_descriptor.uuid] = p.track_descriptor
+        for n in p.interned_data.event_names:
+            names[(p.trusted_packet_sequence_id, n.iid)] = n.name
+        if p.HasField("track_event") and tracks[p.track_event.track_uuid].name == "capture":
+            e = p.track_event
+            name = e.name if e.HasField("name") else names[(p.trusted_packet_sequence_id, e.name_iid)]
+            marks.append((p.timestamp, name, e.type))
+    capture = [d for d in tracks.values() if d.name == "capture"]
+    assert len(capture) == 1 and not capture[0].HasField("parent_uuid"), capture
+    assert "clk=2000..3000: a PART of the run" in capture[0].description, capture[0].description
+    want = [(2000, "capture window begins", TrackEvent.TYPE_INSTANT),
+            (3000, "capture window ends", TrackEvent.TYPE_INSTANT)]
+    assert sorted(marks) == want, marks
+    print(f"perfetto: a capture window's export: a `capture` track with its edges: ok")
+
 d = sys.argv[1]
+check_capture(d + "/window/pipeline")
 check(d + "/rjets", "cluster_0 (Cluster)", ["core_0 (Core)"])
 check(d + "/demo/pipeline", "core0 (Core)",
       ["IF (PipelineStage)", "WB (PipelineStage)", "dcache (Cache)"])

@@ -7,7 +7,8 @@
 #     `jets stats`, the `child` lines name every descendant with its command line, and
 #     `jets import --from denet` keeps each child's samples.
 #   * Chrome JSON: DevTools' trace engine (npm `@paulirish/trace_engine`) loads the demo's Chrome
-#     trace: one slice per record, one instant per event, every thread named by our metadata.
+#     trace: one slice per record, one instant per event, every thread named by our metadata; and
+#     the same for a capture window's demo, whose export also marks the window (CV-CAP-1).
 # Perfetto (its own protos) is scripts/test.d/40-perfetto.sh; Konata, which no registry has, is
 # viewer-cli/tests/kanata_konata.rs. Installs are cached under target/real-clients
 # (scripts/lib/real-clients.bash).
@@ -132,6 +133,10 @@ PY
 
 echo "--- Chrome JSON: DevTools' trace engine 0.0.65 loads jets convert --to chrome"
 "$jets" convert "$trace" --to chrome -o "$work/demo.json"
+# A capture window's trace, whose export also marks the window's edges with global instants
+# (CV-CAP-1): the engine must load it as it loads the rest.
+JETS_CAPTURE="clk=2000..3000" "$jets" demo --out "$work/window" --words 32 >/dev/null
+"$jets" convert "$work/window/pipeline.jets" --to chrome -o "$work/window.json"
 "$jets" convert viewer-cli/tests/data/trace/rjets_tests_trace.jets --to chrome -o "$work/rjets.json"
 cat >"$work/engine.mjs" <<'JS'
 import fs from 'node:fs';
@@ -155,10 +160,10 @@ for (const [pid, proc] of data.Renderer.processes) {
 }
 console.log(JSON.stringify(out));
 JS
-for t in demo rjets; do
+for t in demo rjets window; do
     node "$work/engine.mjs" "$engine" "$work/$t.json" >"$work/$t.engine.json"
 done
-"$venv_py" - "$trace" "$work/demo.engine.json" viewer-cli/tests/data/trace/rjets_tests_trace.jets "$work/rjets.engine.json" <<'PY'
+"$venv_py" - "$trace" "$work/demo.engine.json" viewer-cli/tests/data/trace/rjets_tests_trace.jets "$work/rjets.engine.json" "$work/window/pipeline.jets" "$work/window.engine.json" <<'PY'
 import json, sys
 
 def counts(path):
@@ -172,6 +177,7 @@ def counts(path):
 for jets, engine, names in [
     (sys.argv[1], sys.argv[2], ["IF (PipelineStage)", "WB (PipelineStage)", "dcache (Cache)"]),
     (sys.argv[3], sys.argv[4], ["core_0 (Core)"]),
+    (sys.argv[5], sys.argv[6], ["MEM (PipelineStage)", "dcache (Cache)"]),
 ]:
     got = json.load(open(engine))
     records, events = counts(jets)

@@ -803,3 +803,56 @@ fn compressed_traces_convert_like_plain_ones() {
         assert_eq!(read(&packed), read(&plain), "{ext}");
     }
 }
+
+/// A trace of a capture window says so in the Chrome export: global instants at the window's
+/// edges, carrying the line `jets stats` prints (CV-CAP-1); a repeated window gets one mark at
+/// the first cycle, and a whole run none.
+#[test]
+fn chrome_marks_where_a_capture_window_begins_and_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // (setting, the marks: name and cycle)
+    type Case = (Option<&'static str>, &'static [(&'static str, u64)]);
+    let cases: [Case; 3] = [
+        (Some("clk=100..200"), &[("capture window begins", 100), ("capture window ends", 200)]),
+        (Some("clk=100..150;every=300"), &[("capture: a part of the run", 0)]),
+        (None, &[]),
+    ];
+    for (i, (setting, want)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("w{i}.jets"));
+        let mut builder = jets::TraceBuilder::new();
+        if let Some(s) = setting {
+            builder = builder.capture(s.parse().expect("a setting"));
+        }
+        let meta = Metadata::new().clock_frequency_mhz(1000.0);
+        let trace = builder.create(&path, meta).expect("create");
+        let core = trace.root("core", "Core").begin_at(0).expect("core");
+        for c in 0..1000u64 {
+            let insn = core.child_at(c, "add", "Instruction").begin().expect("insn");
+            insn.emit_event_at(c, "IF").expect("event");
+            insn.end_at(c + 1).expect("end");
+        }
+        core.end_at(1001).expect("end");
+        trace.close_at(1001).expect("close");
+        let out = dir.path().join(format!("w{i}.json"));
+        convert(&path, "chrome", &out, &[]);
+        let doc: Value = serde_json::from_str(&read(&out)).expect("json");
+        let marks: Vec<(String, i128, String)> = doc["traceEvents"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["s"] == "g")
+            .map(|e| {
+                let text = e["args"]["capture"].as_str().expect("the capture line").to_owned();
+                (e["name"].as_str().expect("name").to_owned(), ps(&e["ts"]), text)
+            })
+            .collect();
+        let got: Vec<(&str, i128)> = marks.iter().map(|(n, t, _)| (n.as_str(), *t)).collect();
+        // 1 cycle = 1 ns at 1000 MHz.
+        let want: Vec<(&str, i128)> =
+            want.iter().map(|&(n, c)| (n, i128::from(c) * 1000)).collect();
+        assert_eq!(got, want, "{setting:?}");
+        for (_, _, text) in &marks {
+            assert!(text.starts_with(&format!("capture: {}: a PART of the run", setting.unwrap())));
+        }
+    }
+}

@@ -20,7 +20,8 @@ use jets::format::{Annotation, Header};
 use serde_json::{Map, Value};
 
 use super::timeline::{
-    cycles_to_ps, read_trace, write_us, Instant, Process, Slice, Timeline, TimelineSink,
+    cycles_to_ps, read_trace, write_us, CaptureMark, Instant, Process, Slice, Timeline,
+    TimelineSink,
 };
 use crate::convert::Output;
 
@@ -230,6 +231,21 @@ impl<W: Write> TimelineSink for ChromeSink<W> {
             json::write_value(&mut self.buf, d);
         }
         self.buf.extend_from_slice(b"}}");
+        self.flush_if_full()
+    }
+
+    fn capture(&mut self, marks: &[CaptureMark]) -> Result<()> {
+        // Global instants (`"s":"g"`): drawn across every process and thread.
+        for m in marks {
+            self.begin_event();
+            self.buf.extend_from_slice(b"{\"ph\":\"i\",\"s\":\"g\",\"name\":");
+            json::write_str(&mut self.buf, m.name);
+            self.buf.extend_from_slice(b",\"pid\":0,\"tid\":0");
+            self.ts("ts", m.clk)?;
+            self.buf.extend_from_slice(b",\"args\":{\"capture\":");
+            json::write_str(&mut self.buf, &m.text);
+            self.buf.extend_from_slice(b"}}");
+        }
         self.flush_if_full()
     }
 

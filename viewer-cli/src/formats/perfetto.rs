@@ -27,12 +27,16 @@ use serde_json::{Map, Value};
 
 use super::chrome::record_args;
 use super::timeline::{
-    cycles_to_ns, read_trace, Instant, OpenRecord, Process, Slice, Timeline, TimelineSink,
+    cycles_to_ns, read_trace, CaptureMark, Instant, OpenRecord, Process, Slice, Timeline,
+    TimelineSink,
 };
 use crate::convert::Output;
 
 /// The main packet sequence (late packets get sequences of their own, numbered after it).
 const SEQUENCE: u64 = 1;
+/// The key of the track that says a trace is a part of its run (CV-CAP-1): root records have
+/// ids from 1, so process 0 is nobody's.
+const CAPTURE_TRACK: (u64, u32) = (0, 0);
 /// Names interned at most; later new names are written inline (unique record names would
 /// otherwise make the table grow with the trace).
 const MAX_INTERNED: usize = 1 << 17;
@@ -654,6 +658,29 @@ impl<W: Write> TimelineSink for PerfettoSink<W> {
         let name = format!("annotation {}", a.name);
         let body = Body::Event { track, kind: INSTANT, name, category: None, annotations: ann };
         self.hold(vec![(0, body)])
+    }
+
+    fn capture(&mut self, marks: &[CaptureMark]) -> Result<()> {
+        // A track of its own, first of all, named and described so that the Perfetto UI says
+        // what the trace is; its instants mark the window's edges.
+        let Some(first) = marks.first() else { return Ok(()) };
+        let uuid = self.track(CAPTURE_TRACK, None, "capture", i64::MIN, Some(&first.text), true)?;
+        for m in marks {
+            let mut args = Map::new();
+            args.insert("capture".into(), m.text.clone().into());
+            let mut ann = Vec::new();
+            annotations(&mut ann, &args);
+            let body = Body::Event {
+                track: uuid,
+                kind: INSTANT,
+                name: m.name.to_owned(),
+                category: None,
+                annotations: ann,
+            };
+            let ts = self.ns(m.clk)?;
+            self.hold(vec![(ts, body)])?;
+        }
+        Ok(())
     }
 
     fn finish(&mut self, _end_clk: u64) -> Result<()> {

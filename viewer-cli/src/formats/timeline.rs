@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
+use jets::capture::FooterCapture;
 use jets::format::{Header, Line};
 use serde_json::{Map, Value};
 
@@ -86,8 +87,47 @@ pub trait TimelineSink {
     fn instant(&mut self, i: &Instant<'_>) -> Result<()>;
     /// An annotation whose record had already ended (so it could not go into the slice's args).
     fn late_annotation(&mut self, pid: u64, a: &jets::format::Annotation<'_>) -> Result<()>;
+    /// Where a trace that is a part of its run says so (CV-CAP-1), once, before
+    /// [`TimelineSink::finish`]; a sink that has no way to show it leaves this as it is.
+    fn capture(&mut self, _marks: &[CaptureMark]) -> Result<()> {
+        Ok(())
+    }
     /// The end of the trace.
     fn finish(&mut self, end_clk: u64) -> Result<()>;
+}
+
+/// A moment a converter marks across the whole timeline of a trace that capture control made a
+/// part of its run (CV-CAP-1): a `clk=A..B` window's edges, or, for any other setting, the first
+/// cycle, each named and carrying the line `jets stats` prints
+/// ([`jets::capture::FooterCapture::describe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureMark {
+    /// Its cycle.
+    pub clk: u64,
+    /// `capture window begins`, `capture window ends`, or `capture: a part of the run`.
+    pub name: &'static str,
+    /// What the footer says of capture.
+    pub text: String,
+}
+
+/// The marks of a trace whose footer says `capture` and whose lines span `first..=end`: the
+/// edges of a single `clk=` window that lie in that span, or else one mark at `first`. A
+/// repeated window (`every=`) gets the one mark: its edges may be millions.
+pub fn capture_marks(capture: &FooterCapture, first: u64, end: u64) -> Vec<CaptureMark> {
+    let text = capture.describe();
+    let setting = capture.setting();
+    let mut marks = Vec::new();
+    if let Some(w) = setting.as_ref().filter(|s| s.every.is_none()).and_then(|s| s.window.clone()) {
+        for (clk, name) in [(w.start, "capture window begins"), (w.end, "capture window ends")] {
+            if (first..=end).contains(&clk) {
+                marks.push(CaptureMark { clk, name, text: text.clone() });
+            }
+        }
+    }
+    if marks.is_empty() {
+        marks.push(CaptureMark { clk: first, name: "capture: a part of the run", text });
+    }
+    marks
 }
 
 /// A record that has begun and not yet become a slice.
@@ -268,8 +308,12 @@ pub struct Timeline<S> {
     lane_names: HashMap<(u64, u32), LaneName>,
     packers: HashMap<u64, LanePacker>,
     processes: u64,
+    /// The first and the last cycle of the lines.
+    first_clk: Option<u64>,
     end_clk: u64,
     footer_end: Option<u64>,
+    /// What the footer says of capture control (CV-CAP-1).
+    capture: Option<FooterCapture>,
     header_seen: bool,
 }
 
@@ -283,8 +327,10 @@ impl<S: TimelineSink> Timeline<S> {
             lane_names: HashMap::new(),
             packers: HashMap::new(),
             processes: 0,
+            first_clk: None,
             end_clk: 0,
             footer_end: None,
+            capture: None,
             header_seen: false,
         }
     }
@@ -303,6 +349,7 @@ impl<S: TimelineSink> Timeline<S> {
         }
         if let Some(clk) = line.clk() {
             self.end_clk = self.end_clk.max(clk);
+            self.first_clk = Some(self.first_clk.map_or(clk, |f| f.min(clk)));
         }
         match line {
             Line::Header(h) => {
@@ -366,7 +413,10 @@ impl<S: TimelineSink> Timeline<S> {
                 let record_name = self.open.get(&e.record_id).map(|r| r.name.as_str());
                 self.sink.instant(&Instant { pid, event: &e, record_name })?;
             }
-            Line::Footer(f) => self.footer_end = f.capture_end_clk,
+            Line::Footer(f) => {
+                self.footer_end = f.capture_end_clk;
+                self.capture = FooterCapture::read(&f);
+            }
         }
         Ok(())
     }
@@ -407,6 +457,9 @@ impl<S: TimelineSink> Timeline<S> {
         open.sort_by(|a, b| b.start.cmp(&a.start).then(b.id.cmp(&a.id)));
         for rec in &open {
             self.emit_slice(rec, end, false)?;
+        }
+        if let Some(c) = &self.capture {
+            self.sink.capture(&capture_marks(c, self.first_clk.unwrap_or(0), end))?;
         }
         self.sink.finish(end)?;
         Ok(self.sink)
