@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use jets::capture::FooterCapture;
 use jets::format::Line;
 use regex::Regex;
 use serde_json::Value;
@@ -176,6 +177,7 @@ pub fn render(path: &Path, filter: &Filter) -> Result<String> {
     // The ids of the records left out below `--depth`: only their ids, compactly (see IdSet).
     let mut below = IdSet::default();
     let mut mhz = None;
+    let mut capture = None;
     read_trace(path, |_, line| {
         match line {
             Line::Header(h) => mhz = h.clock_frequency_mhz(),
@@ -234,7 +236,7 @@ pub fn render(path: &Path, filter: &Filter) -> Result<String> {
                     nodes[i].annotations.push((a.name.into_owned(), short_json(&a.data)));
                 }
             }
-            Line::Footer(_) => {}
+            Line::Footer(f) => capture = FooterCapture::read(&f),
         }
         Ok(())
     })?;
@@ -281,6 +283,11 @@ pub fn render(path: &Path, filter: &Filter) -> Result<String> {
     }
     if count == 0 {
         let _ = writeln!(out, "(no record matches)");
+    }
+    // A window's tree, or a recorder's, is not the run's: the records that enclose it span
+    // cycles where nothing was captured (CV-TREE-2).
+    if let Some(c) = capture {
+        let _ = writeln!(out, "{}", c.describe());
     }
     Ok(out)
 }

@@ -106,3 +106,38 @@ fn depth_tells_a_parent_below_the_limit_from_one_never_seen() {
         }
     }
 }
+
+/// The tree of a capture window ends by saying it is a part of the run (CV-TREE-2); a whole
+/// run's does not.
+#[test]
+fn a_windowed_tree_says_it_is_a_part_of_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for setting in [Some("clk=10..20"), None] {
+        let path = dir.path().join(format!("{}.jets", setting.is_some()));
+        let mut builder = jets::TraceBuilder::new();
+        if let Some(s) = setting {
+            builder = builder.capture(s.parse().expect("a setting"));
+        }
+        let trace = builder.create(&path, jets::Metadata::new()).expect("create");
+        let core = trace.root("core", "Core").begin_at(0).expect("core");
+        for c in 0..40u64 {
+            core.child_at(c, "add", "Instruction")
+                .begin()
+                .expect("insn")
+                .end_at(c + 1)
+                .expect("end");
+        }
+        core.end_at(41).expect("end");
+        trace.close_at(41).expect("close");
+        let out = tree(&path, &[]);
+        let last = out.lines().last().expect("a line");
+        match setting {
+            Some(_) => assert_eq!(
+                last,
+                "capture: clk=10..20: a PART of the run (left out: 30 records, 30 record_ends)",
+                "{out}"
+            ),
+            None => assert!(!out.contains("capture"), "{out}"),
+        }
+    }
+}
