@@ -113,7 +113,7 @@ pub struct CaptureMark {
 /// The marks of a trace whose footer says `capture` and whose lines span `first..=end`: the
 /// edges of a single `clk=` window that lie in that span, or else one mark at `first`. A
 /// repeated window (`every=`) gets the one mark: its edges may be millions.
-pub fn capture_marks(capture: &FooterCapture, first: u64, end: u64) -> Vec<CaptureMark> {
+fn capture_marks(capture: &FooterCapture, first: u64, end: u64) -> Vec<CaptureMark> {
     let text = capture.describe();
     let setting = capture.setting();
     let mut marks = Vec::new();
@@ -308,7 +308,7 @@ pub struct Timeline<S> {
     lane_names: HashMap<(u64, u32), LaneName>,
     packers: HashMap<u64, LanePacker>,
     processes: u64,
-    /// The first and the last cycle of the lines.
+    /// The first cycle of the lines (where a part of a run is marked when it has no window).
     first_clk: Option<u64>,
     end_clk: u64,
     footer_end: Option<u64>,

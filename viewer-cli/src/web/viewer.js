@@ -490,9 +490,9 @@
     return gaps.filter(([x, y]) => y > x);
   }
 
-  // Shades what `captureGaps` finds in view; returns how many gaps it shaded. Gaps narrower than a
-  // pixel apart (a period shorter than the view's pixels) are not drawn one by one: the status bar
-  // says the trace is a part of the run.
+  // Shades what `captureGaps` finds in view; returns how many gaps it shaded. Windows that repeat
+  // more often than every 4 pixels are not drawn one by one (a grey wash with nothing to read):
+  // the badge and the status bar still say the trace is a part of the run.
   function shadeOutsideCapture(ctx, w, h) {
     const cap = S.sum && S.sum.capture;
     if (!cap || !cap.window) return 0;

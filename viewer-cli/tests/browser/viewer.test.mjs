@@ -423,6 +423,25 @@ test('a trace of a capture window says it is a part of the run and shades the cy
   assert.equal(s.drawn.outside, 1, 'pipeline mode shades it too: ' + JSON.stringify(s.drawn));
   assert.deepEqual(errors, []);
   await page.close();
+
+  // A repeated window (every=): [1000 + 10k, 1005 + 10k). Around its first windows, the gaps
+  // between them; the whole run (about 400 windows in a few hundred pixels) is not shaded window
+  // by window.
+  const every = fs.mkdtempSync(path.join(work, 'demo-every-'));
+  execFileSync(JETS, ['demo', '--out', every, '--words', '24'], { stdio: 'ignore', env: { ...process.env, JETS_CAPTURE: 'clk=1000..1005;every=10' } });
+  const second = await openPage(await view(path.join(every, 'pipeline.jets')));
+  await second.page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 60000 });
+  for (const [a, b, gaps] of [[990, 1050, 6], [1007, 1033, 3]]) {
+    await second.page.evaluate(([a, b]) => window.jetsViewer.setView(a, b), [a, b]);
+    s = await settled(second.page);
+    assert.equal(s.drawn.outside, gaps, `${a}..${b} (${s.t0}..${s.t1}): ` + JSON.stringify(s.drawn));
+  }
+  await second.page.click('#zoom-fit');
+  s = await settled(second.page);
+  assert.ok(s.t1 - s.t0 > 3000, `the whole run: ${s.t0}..${s.t1}`);
+  assert.equal(s.drawn.outside, 0, 'windows closer than 4 pixels are not drawn one by one: ' + JSON.stringify(s.drawn));
+  assert.deepEqual(second.errors, []);
+  await second.page.close();
 });
 
 test('jets gantt: the same pipeline mode on the demo trace (stage names, stalls hatched, flushes marked, jump)', async () => {
