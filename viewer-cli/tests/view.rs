@@ -694,14 +694,21 @@ fn cycles_past_2_53_are_said_to_be_rounded() {
 #[test]
 fn a_windowed_trace_is_said_to_be_a_part_of_the_run() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for (i, (setting, window, every)) in [
-        (Some("clk=100..200;every=1000"), Some((100, 200)), Some(1000)),
-        (Some("types=Core"), None, None),
-        (None, None, None),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    // (setting, window, every, badge, what the line says)
+    type Case = (Option<&'static str>, Option<(u64, u64)>, Option<u64>, &'static str, &'static str);
+    let cases: [Case; 4] = [
+        (
+            Some("clk=100..200;every=1000"),
+            Some((100, 200)),
+            Some(1000),
+            "part of the run",
+            "a PART",
+        ),
+        (Some("types=Core"), None, None, "part of the run", "a PART"),
+        (Some("clk=100..200;count"), Some((100, 200)), None, "counted, not written", "COUNTED"),
+        (None, None, None, "", ""),
+    ];
+    for (i, (setting, window, every, badge, says)) in cases.into_iter().enumerate() {
         let path = dir.path().join(format!("part-{i}.jets"));
         let mut builder = jets::TraceBuilder::new();
         if let Some(s) = setting {
@@ -725,8 +732,9 @@ fn a_windowed_trace_is_said_to_be_a_part_of_the_run() {
         let c = &s["capture"];
         assert_eq!(c["setting"], setting, "{s}");
         let text = c["text"].as_str().expect("text");
-        assert!(text.contains("a PART of the run") && text.contains("records"), "{text}");
+        assert!(text.contains(says) && text.contains("records"), "{text}");
         assert_eq!(c["window"], window.map_or(Value::Null, |(a, b)| serde_json::json!([a, b])));
         assert_eq!(c["every"], every.map_or(Value::Null, Value::from));
+        assert_eq!(c["badge"], badge);
     }
 }

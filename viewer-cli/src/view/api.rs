@@ -309,6 +309,9 @@ pub struct CaptureOut {
     pub setting: String,
     /// One line for the status bar ([`jets::capture::FooterCapture::describe`]).
     pub text: String,
+    /// The header's badge: `part of the run`, or, for a file that holds no line of the run,
+    /// `counted, not written` (`count`) or `compiled out`.
+    pub badge: &'static str,
     /// The `clk=A..B` window, as numbers (`null` without one).
     pub window: Option<(u64, u64)>,
     /// The window's period (`every=P`), `null` when it does not repeat.
@@ -320,8 +323,16 @@ impl CaptureOut {
         let c = jets::capture::FooterCapture::read(footer)?;
         let setting = c.setting();
         let window = setting.as_ref().and_then(|s| s.window.clone()).map(|w| (w.start, w.end));
+        let badge = if c.compiled_out() {
+            "compiled out"
+        } else if c.counted.is_some() {
+            "counted, not written"
+        } else {
+            "part of the run"
+        };
         Some(CaptureOut {
             text: c.describe(),
+            badge,
             window,
             every: setting.and_then(|s| s.every),
             setting: c.spelled,

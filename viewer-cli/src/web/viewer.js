@@ -909,7 +909,7 @@
     if (cap) parts.push(cap.text);
     const part = $('part');
     part.hidden = !cap;
-    if (cap) part.title = cap.text;
+    if (cap) { part.textContent = cap.badge; part.title = cap.text; }
     if (S.sum.note) parts.push(S.sum.note);
     if (S.sum.build_error) parts.push('read error: ' + S.sum.build_error);
     if (S.error) parts.push(S.error);

@@ -404,7 +404,8 @@ test('a trace of a capture window says it is a part of the run and shades the cy
   const { page, errors } = await openPage(await view(path.join(dir, 'pipeline.jets')));
   await page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 60000 });
   let s = await settled(page);
-  assert.equal(await page.isVisible('#part'), true, 'the header says: part of the run');
+  assert.equal(await page.isVisible('#part'), true, 'the header has a badge');
+  assert.equal(await page.textContent('#part'), 'part of the run');
   assert.match(await page.textContent('#status-text'), /capture: clk=2000\.\.3000: a PART of the run \(left out: \d+ records/);
   // The whole run: before the window and after it are shaded (its ancestors began at cycle 0).
   assert.ok(s.t0 < 2000 && s.t1 > 3000, `view ${s.t0}..${s.t1}`);
