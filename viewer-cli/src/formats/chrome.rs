@@ -20,7 +20,7 @@ use jets::format::{Annotation, Header};
 use serde_json::{Map, Value};
 
 use super::timeline::{
-    cycles_to_ps, read_trace, write_us, CaptureMark, Instant, Process, Slice, Timeline,
+    cycles_to_ps, read_trace, time_past, write_us, CaptureMark, Instant, Process, Slice, Timeline,
     TimelineSink,
 };
 use crate::convert::Output;
@@ -70,11 +70,7 @@ impl<W: Write> ChromeSink<W> {
     /// Cycle `clk` in ps; an error past what this writer states (2^128 ps, CV-TIME-4).
     fn ps(&self, clk: u64) -> Result<u128> {
         cycles_to_ps(clk, self.mhz).ok_or_else(|| {
-            anyhow::anyhow!(
-                "cycle {clk} at {} MHz is past the largest Chrome time this writer states \
-                 (2^128 ps)",
-                crate::human::number(self.mhz)
-            )
+            time_past(clk, self.mhz, "the largest Chrome time this writer states (2^128 ps)")
         })
     }
 

@@ -22,7 +22,9 @@ use jets::format::json;
 use jets::format::{Annotation, Header};
 use serde_json::{Map, Value};
 
-use super::timeline::{cycles_to_ns, read_trace, Instant, Process, Slice, Timeline, TimelineSink};
+use super::timeline::{
+    cycles_to_ns, read_trace, time_past, Instant, Process, Slice, Timeline, TimelineSink,
+};
 use crate::convert::Output;
 
 /// The category of the complete events that carry JETS events.
@@ -122,12 +124,8 @@ impl<W: Write> DftracerSink<W> {
     /// An error past what a `u64` holds (a cast would wrap).
     fn time(&self, clk: u64) -> Result<u64> {
         if self.real_ns {
-            cycles_to_ns(clk, self.mhz).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "cycle {clk} at {} MHz is past the largest DFTracer time (2^64 ns)",
-                    crate::human::number(self.mhz)
-                )
-            })
+            cycles_to_ns(clk, self.mhz)
+                .ok_or_else(|| time_past(clk, self.mhz, "the largest DFTracer time (2^64 ns)"))
         } else {
             Ok(clk)
         }

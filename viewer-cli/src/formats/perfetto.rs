@@ -27,8 +27,8 @@ use serde_json::{Map, Value};
 
 use super::chrome::record_args;
 use super::timeline::{
-    cycles_to_ns, read_trace, CaptureMark, Instant, OpenRecord, Process, Slice, Timeline,
-    TimelineSink,
+    cycles_to_ns, read_trace, time_past, CaptureMark, Instant, OpenRecord, Process, Slice,
+    Timeline, TimelineSink,
 };
 use crate::convert::Output;
 
@@ -248,12 +248,8 @@ impl<W: Write> PerfettoSink<W> {
 
     /// Cycle `clk` in ns; an error past what Perfetto's `u64` timestamps hold (a cast would wrap).
     fn ns(&self, clk: u64) -> Result<u64> {
-        cycles_to_ns(clk, self.mhz).ok_or_else(|| {
-            anyhow::anyhow!(
-                "cycle {clk} at {} MHz is past the largest Perfetto timestamp (2^64 ns)",
-                crate::human::number(self.mhz)
-            )
-        })
+        cycles_to_ns(clk, self.mhz)
+            .ok_or_else(|| time_past(clk, self.mhz, "the largest Perfetto timestamp (2^64 ns)"))
     }
 
     fn emit(&mut self, sequence: u64, flags: Option<u64>, body: &[u8]) -> Result<()> {

@@ -534,6 +534,12 @@ pub fn cycles_to_ps(clk: u64, mhz: f64) -> Option<u128> {
         .then_some(ps as u128)
 }
 
+/// The error of a cycle whose time at `mhz` lies past `limit`, the largest time an export can
+/// state (CV-TIME-4): refused rather than written saturated or wrapped.
+pub fn time_past(clk: u64, mhz: f64, limit: &str) -> anyhow::Error {
+    anyhow!("cycle {clk} at {} MHz is past {limit}", crate::human::number(mhz))
+}
+
 /// Cycles to nanoseconds at `mhz` (rounded to the nearest), for the formats whose times are
 /// integer ns (Perfetto, DFTracer); `None` past what a `u64` holds (a cast would wrap).
 pub fn cycles_to_ns(clk: u64, mhz: f64) -> Option<u64> {
