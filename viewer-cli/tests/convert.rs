@@ -10,7 +10,7 @@ use jets::{Metadata, Trace};
 use serde_json::Value;
 
 mod common;
-use common::{data, jets};
+use common::{captured_pipeline, data, jets};
 
 /// `jets import --from dftracer PFW -o BACK`, which must succeed.
 fn import_dftracer(pfw: &Path, back: &Path) {
@@ -819,20 +819,7 @@ fn chrome_marks_where_a_capture_window_begins_and_ends() {
     ];
     for (i, (setting, want)) in cases.into_iter().enumerate() {
         let path = dir.path().join(format!("w{i}.jets"));
-        let mut builder = jets::TraceBuilder::new();
-        if let Some(s) = setting {
-            builder = builder.capture(s.parse().expect("a setting"));
-        }
-        let meta = Metadata::new().clock_frequency_mhz(1000.0);
-        let trace = builder.create(&path, meta).expect("create");
-        let core = trace.root("core", "Core").begin_at(0).expect("core");
-        for c in 0..1000u64 {
-            let insn = core.child_at(c, "add", "Instruction").begin().expect("insn");
-            insn.emit_event_at(c, "IF").expect("event");
-            insn.end_at(c + 1).expect("end");
-        }
-        core.end_at(1001).expect("end");
-        trace.close_at(1001).expect("close");
+        captured_pipeline(&path, setting, Metadata::new().clock_frequency_mhz(1000.0), 1000);
         let out = dir.path().join(format!("w{i}.json"));
         convert(&path, "chrome", &out, &[]);
         let doc: Value = serde_json::from_str(&read(&out)).expect("json");

@@ -12,6 +12,9 @@ use jets::format::{MarkerStyle, Severity, Status};
 use jets::{Metadata, Trace};
 use serde_json::Value;
 
+mod common;
+use common::captured_pipeline;
+
 const NASTY: &str = r#"ld "x" <script>window.__pwned=1</script> & 'y'"#;
 
 /// A `jets view` process, killed when dropped.
@@ -710,19 +713,7 @@ fn a_windowed_trace_is_said_to_be_a_part_of_the_run() {
     ];
     for (i, (setting, window, every, badge, says)) in cases.into_iter().enumerate() {
         let path = dir.path().join(format!("part-{i}.jets"));
-        let mut builder = jets::TraceBuilder::new();
-        if let Some(s) = setting {
-            builder = builder.capture(s.parse().expect("a setting"));
-        }
-        let trace = builder.create(&path, jets::Metadata::new()).expect("create");
-        let core = trace.root("core", "Core").begin_at(0).expect("begin");
-        for i in 0..3000u64 {
-            let insn = core.child_at(i, "add", "Instruction").begin().expect("insn");
-            insn.emit_event_at(i, "IF").expect("event");
-            insn.end_at(i + 1).expect("end");
-        }
-        core.end_at(3001).expect("end");
-        trace.close_at(3001).expect("close");
+        captured_pipeline(&path, setting, Metadata::new(), 3000);
         let v = start(&path);
         let s = wait_for(&v, "the index", |s| s["done"] == true);
         let Some(setting) = setting else {

@@ -23,3 +23,22 @@ pub fn data(name: &str) -> PathBuf {
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// Writes to `path` a run of `cycles` one-cycle `Instruction`s under a `core` root, each with an
+/// `IF` event, traced under the capture `setting` (a `JETS_CAPTURE` text; `None`: the whole run)
+/// at `meta`'s clock: what the tests of a part of a run look at.
+pub fn captured_pipeline(path: &Path, setting: Option<&str>, meta: jets::Metadata, cycles: u64) {
+    let mut builder = jets::TraceBuilder::new();
+    if let Some(s) = setting {
+        builder = builder.capture(s.parse().expect("a setting"));
+    }
+    let trace = builder.create(path, meta).expect("create");
+    let core = trace.root("core", "Core").begin_at(0).expect("core");
+    for c in 0..cycles {
+        let insn = core.child_at(c, "add", "Instruction").begin().expect("insn");
+        insn.emit_event_at(c, "IF").expect("event");
+        insn.end_at(c + 1).expect("end");
+    }
+    core.end_at(cycles + 1).expect("end");
+    trace.close_at(cycles + 1).expect("close");
+}
