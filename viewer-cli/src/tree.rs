@@ -1,9 +1,9 @@
 //! `jets tree FILE`: the record hierarchy with durations, annotations and event counts.
 //!
 //! Filters: `--depth N` keeps the top N levels (records below them are not stored, only their ids
-//! in a compact set, so memory stays small on huge traces), `--type`, `--name REGEX` and `--clk FROM..TO` keep the records that
-//! match, shown with their ancestors for context (ancestors that do not match themselves are
-//! marked `·`).
+//! in a compact set, so memory stays small on huge traces), `--type`, `--name REGEX` and
+//! `--clk FROM..TO` keep the records that match, shown with their ancestors for context
+//! (ancestors that do not match themselves are marked `·`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
