@@ -567,6 +567,16 @@ int jets_capture_on(struct jets_trace *t);
 int jets_capture_off(struct jets_trace *t);
 
 /**
+ * Whether the file reached the size of the `limit=` clause of `JETS_CAPTURE` and capture stopped
+ * for good: 1 when it did (`jets_capture_on` then does nothing), 0 when not, a negative
+ * `JETS_ERR_*` code on failure (a NULL or closed trace).
+ *
+ * # Safety
+ * `t` is NULL or an open trace.
+ */
+int jets_limit_reached(struct jets_trace *t);
+
+/**
  * Opens a region of interest (used with the `roi` clause of `JETS_CAPTURE`). Regions nest and
  * may be opened and closed on any thread.
  *

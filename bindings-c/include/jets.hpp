@@ -400,6 +400,13 @@ public:
     void capture_on() { detail::check(jets_capture_on(get())); }
     /** Turns capture off (jets_capture_off): until capture_on(), lines are left out. */
     void capture_off() { detail::check(jets_capture_off(get())); }
+    /** Whether the file reached the size of JETS_CAPTURE's `limit=` clause and capture
+     *  stopped for good (jets_limit_reached): capture_on() does nothing from then on. */
+    bool limit_reached() {
+        int rc = jets_limit_reached(get());
+        if (rc < 0) detail::check(rc);
+        return rc == 1;
+    }
     /** Writes what the flight recorder holds now (jets_dump); without one, flush(). */
     void dump() { detail::check(jets_dump(get())); }
     /** Writes the footer and completes the file; the trace and its records are unusable

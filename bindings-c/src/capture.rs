@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 
 use crate::api::{jets_trace, trace};
-use crate::failure::{status, status_uncancellable, Failure};
+use crate::failure::{run, status, status_uncancellable, Failure};
 
 /// Turns capture on: lines emitted from now on are written (subject to `JETS_CAPTURE`).
 ///
@@ -31,6 +31,21 @@ pub unsafe extern "C" fn jets_capture_off(t: *mut jets_trace) -> c_int {
         unsafe { trace(t) }?.trace.capture_off();
         Ok(())
     })
+}
+
+/// Whether the file reached the size of the `limit=` clause of `JETS_CAPTURE` and capture stopped
+/// for good: 1 when it did (`jets_capture_on` then does nothing), 0 when not, a negative
+/// `JETS_ERR_*` code on failure (a NULL or closed trace).
+///
+/// # Safety
+/// `t` is NULL or an open trace.
+#[no_mangle]
+pub unsafe extern "C" fn jets_limit_reached(t: *mut jets_trace) -> c_int {
+    let reached = run("jets_limit_reached", || {
+        // SAFETY: forwarded from the caller.
+        Ok(unsafe { trace(t) }?.trace.limit_reached())
+    });
+    reached.map_or_else(|code| code, c_int::from)
 }
 
 /// Opens a region of interest (used with the `roi` clause of `JETS_CAPTURE`). Regions nest and

@@ -410,6 +410,55 @@ fn options_capture_selects_what_is_written_and_a_bad_clause_is_refused() {
     assert_eq!(all.last().expect("footer")["capture"], "clk=10..20;every=100");
 }
 
+/// `limit=` through the C API (CAP-LIM-1): `jets_limit_reached` turns 1 once the file holds the
+/// size, `jets_capture_on` no longer turns capture on, the file ends a little past the size and
+/// its footer says the limit was reached; a NULL trace is an error, not an answer.
+#[test]
+fn a_size_limit_stops_capture_and_jets_limit_reached_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("limited.jets");
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let o = jets_options {
+        size: std::mem::size_of::<jets_options>() as u32,
+        policy: JETS_POLICY_BLOCK,
+        queue_capacity: 0,
+        flush_interval_us: 0,
+        capture: c"limit=64KiB".as_ptr(),
+    };
+    let mut t = std::ptr::null_mut();
+    let mut events = 0u64;
+    // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t`
+    // is a writable out pointer, then open until the jets_close at the end of the block.
+    unsafe {
+        assert!(jets_limit_reached(std::ptr::null_mut()) < 0, "a NULL trace is an error");
+        assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_OK, "{}", last_error());
+        let root = jets_record_begin(t, 0, 0, c(c"root"), c(c"Root"), null(), null());
+        assert_eq!(jets_limit_reached(t), 0);
+        while jets_limit_reached(t) == 0 {
+            assert_eq!(jets_event(t, root, events, c(c"e"), null(), null()), JETS_OK);
+            events += 1;
+            if events % 256 == 0 {
+                assert_eq!(jets_flush(t), JETS_OK);
+            }
+            assert!(events < 10_000_000, "the limit was never reached");
+        }
+        assert_eq!(jets_capture_on(t), JETS_OK);
+        assert_eq!(jets_event(t, root, events, c(c"after"), null(), null()), JETS_OK);
+        assert_eq!(jets_limit_reached(t), 1);
+        assert_eq!(jets_record_end(t, root, events + 1), JETS_OK);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let size = std::fs::metadata(&path).expect("the trace").len();
+    assert!(size >= 64 << 10 && size < (64 << 10) + jets::WRITE_BATCH_BYTES as u64, "{size} bytes");
+    let all = lines(&path);
+    assert!(all.iter().all(|l| l["name"] != "after"), "an event after the limit was written");
+    let footer = all.last().expect("footer");
+    assert_eq!(footer["capture"], "limit=64KiB");
+    assert_eq!(footer["limit_reached"], true);
+    let written = all.iter().filter(|l| l["type"] == "event").count() as u64;
+    assert_eq!(footer["left_out_events"].as_u64(), Some(events + 1 - written));
+}
+
 #[test]
 fn an_ended_records_slot_is_reused_and_its_old_id_still_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

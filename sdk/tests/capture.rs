@@ -512,6 +512,107 @@ fn the_recorder_keeps_the_last_cycles_and_writes_them_on_dump_trigger_and_close(
     assert_eq!(f["recorder_dumps"], 3);
 }
 
+/// CAP-LIM-1: `limit=SIZE` stops capture for good once the file holds SIZE bytes. Two threads
+/// emit instructions until `limit_reached` says so and three times as many after; `capture_on` then
+/// does nothing. The file ends at the first batch past SIZE (a prefix of the whole trace),
+/// passes both checkers, and its footer says the limit was reached and counts, kind by kind,
+/// exactly the lines made and not written; the records open there stay open, and are counted
+/// so.
+#[test]
+fn a_size_limit_stops_capture_for_good_and_the_file_stays_valid() {
+    // Batches encoded by other threads (the default), lines encoded by the writer thread (one
+    // encoder, lines dropped rather than waited for), and lines the keeper of a window passes.
+    let runs = [
+        ("limit=512KiB", jets::Policy::Block, None),
+        ("limit=512KiB", jets::Policy::Drop, Some(1)),
+        ("clk=0..1000000000;limit=512KiB", jets::Policy::Block, None),
+    ];
+    for (setting, policy, encoders) in runs {
+        let mut builder = TraceBuilder::new().capture(setting.parse().unwrap()).policy(policy);
+        if let Some(n) = encoders {
+            builder = builder.encoders(n);
+        }
+        stops_at_its_limit(builder.capacity(256), setting);
+    }
+}
+
+fn stops_at_its_limit(builder: TraceBuilder, setting: &str) {
+    const LIMIT: usize = 512 << 10;
+    let buf = Buf::default();
+    let t = builder.writer(buf.clone(), Metadata::new()).expect("open");
+    let run = t.root("run", "Phase").begin_at(0).unwrap();
+    // Lines made on each thread: records, events, ends.
+    let made: Vec<[u64; 3]> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..2u64)
+            .map(|core| {
+                let (t, run) = (&t, &run);
+                s.spawn(move || {
+                    let unit = run.child("core", "Core").unit_id(core).begin_at(0).unwrap();
+                    let (mut made, mut after) = ([1, 0, 1], None);
+                    let mut i = 0u64;
+                    while after.is_none_or(|n| i < n) {
+                        let insn = unit.child_at(i, "insn", "Instruction").begin().unwrap();
+                        for (k, stage) in ["IF", "EX", "WB"].into_iter().enumerate() {
+                            insn.emit_event_at(i + k as u64, stage).unwrap();
+                        }
+                        insn.end_at(i + 3).unwrap();
+                        made[0] += 1;
+                        made[1] += 3;
+                        made[2] += 1;
+                        i += 1;
+                        if i % 64 == 0 {
+                            t.flush().unwrap();
+                        }
+                        if after.is_none() && t.limit_reached() {
+                            after = Some(4 * i);
+                        }
+                        assert!(i < 1_000_000, "{setting}: the limit was never reached");
+                    }
+                    unit.end_at(i + 3).unwrap();
+                    made
+                })
+            })
+            .collect();
+        threads.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(t.limit_reached());
+    t.capture_on();
+    assert!(!t.is_capturing(), "{setting}: capture_on does nothing once the limit is reached");
+    run.event("after-the-limit").emit_at(1).unwrap();
+    run.end_at(2_000_000).unwrap();
+    let summary = t.close().unwrap();
+    assert!(summary.limit_reached);
+    let text = buf.text();
+    let bound = LIMIT + jets::WRITE_BATCH_BYTES;
+    assert!((LIMIT..bound).contains(&text.len()), "{setting}: {} bytes", text.len());
+    let lines = valid(&text);
+    let count = |ty: &str| lines.iter().filter(|l| l["type"] == ty).count() as u64;
+    let f = footer(&lines);
+    assert_eq!(f["capture"], setting);
+    assert_eq!(f["limit_reached"], true);
+    assert_eq!(f["open_records"], count("record") - count("record_end"), "{setting}");
+    assert!(f["open_records"].as_u64() >= Some(1), "{setting}: the root is open");
+    let made = made.iter().fold([1, 1, 1], |a, m| [a[0] + m[0], a[1] + m[1], a[2] + m[2]]);
+    let kinds = [("records", "record"), ("events", "event"), ("record_ends", "record_end")];
+    for ((kind, ty), made) in kinds.into_iter().zip(made) {
+        let written = count(ty);
+        assert!(written < made / 2, "{setting}: {written} of {made} {kind} written");
+        let dropped = f[format!("dropped_{kind}")].as_u64().unwrap_or(0);
+        let left = f[format!("left_out_{kind}")].as_u64().unwrap();
+        assert_eq!(written + left + dropped, made, "{setting}: {kind}");
+    }
+    let said = jets::capture::FooterCapture::read(&jets_footer(&text)).unwrap().describe();
+    assert!(said.contains("a PART of the run (stopped at its size limit; left out: "), "{said}");
+}
+
+/// The footer line of `text`, parsed as the SDK's readers parse it.
+fn jets_footer(text: &str) -> jets::format::Footer {
+    match jets::format::Line::parse(text.lines().last().unwrap()).unwrap() {
+        jets::format::Line::Footer(f) => f,
+        other => panic!("not a footer: {other:?}"),
+    }
+}
+
 /// CAP-WIN-3: the last cycle, `u64::MAX`, is a cycle like any other (the spec's range ends
 /// there). A flight recorder given a line at that cycle spun its writer for ever (its "no dump
 /// due" was that cycle; found by the fuzz target `capture`), a recorder window near it kept
@@ -667,6 +768,17 @@ fn a_setting_made_in_code_is_checked_at_open() {
         };
         assert_eq!(err.to_string(), format!("invalid argument: {want}"));
     }
+    // Refused before the file is made: no empty file where there was none, and an existing one
+    // kept as it was.
+    let dir = tempfile::tempdir().unwrap();
+    let (new, old) = (dir.path().join("new.jets"), dir.path().join("old.jets"));
+    std::fs::write(&old, "an earlier trace\n").unwrap();
+    for path in [&new, &old] {
+        let empty = Capture { types: Some(vec![]), ..Capture::default() };
+        assert!(TraceBuilder::new().capture(empty).create(path, Metadata::new()).is_err());
+    }
+    assert!(!new.exists(), "a refused open made the file");
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "an earlier trace\n");
 }
 
 /// CAP-REC-5: the line that reaches a delayed dump's cycle may be far past it (after a quiet

@@ -92,6 +92,15 @@ pub struct Capture {
     /// handing over the lines costs apart from keeping and writing them (CAP-COUNT-1). With a
     /// flight recorder, what its dumps would write is counted.
     pub count: bool,
+    /// Stop capturing for good once the file holds this many bytes of lines (`limit=SIZE`,
+    /// SIZE in `B`, `KiB`, `MiB` or `GiB`), as Perfetto's `max_file_size_bytes` stops a trace:
+    /// a first full run of a simulator that would write tens of gigabytes fills a file of known
+    /// size instead of the disk. Capture then turns off as [`crate::Trace::capture_off`] turns
+    /// it off, and [`crate::Trace::capture_on`] no longer turns it on: the lines already made
+    /// are still written, so the file ends a little past SIZE, and the footer says the limit
+    /// was reached (CAP-LIM-1). Not with a flight recorder (its dumps are its file's bound) nor
+    /// `count` (which writes no line).
+    pub limit: Option<u64>,
 }
 
 /// A `JETS_CAPTURE` text that cannot be used: names the clause and what is wrong with it.
@@ -127,6 +136,7 @@ impl Capture {
             post_trigger: _,
             trigger_dumps: _,
             count: _,
+            limit: _,
         } = self;
         window.is_none()
             && !roi
@@ -155,7 +165,7 @@ impl Capture {
     /// separated by `;`, each one of `off`,
     /// `clk=A..B`, `every=P`, `roi`, `types=T1,T2`, `events=E1,E2`, `units=0,3`, `sample=TYPE:N`,
     /// `recorder=CYCLES`, `recorder=NMiB`, `trigger=EVENT_NAME`, `trigger=error`,
-    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `dumps=N`, `count`.
+    /// `trigger=SIGUSR1`, `trigger=SIGUSR2`, `post=CYCLES`, `dumps=N`, `count`, `limit=SIZE`.
     pub fn parse(text: &str) -> Result<Capture, CaptureError> {
         let mut c = Capture::default();
         let clauses = text.split(';').map(str::trim).filter(|c| !c.is_empty());
@@ -241,6 +251,24 @@ impl Capture {
         }
         if let Some(n) = self.trigger_dumps {
             self.check_dumps(n).map_err(named(Capture { trigger_dumps: Some(n), ..none() }))?;
+        }
+        if let Some(n) = self.limit {
+            self.check_limit(n).map_err(named(Capture { limit: Some(n), ..none() }))?;
+        }
+        Ok(())
+    }
+
+    fn check_limit(&self, bytes: u64) -> Result<(), String> {
+        if bytes == 0 {
+            return Err("the size limit must be at least 1 byte".into());
+        }
+        if self.recorder.is_some() {
+            return Err("a flight recorder's file is bounded by its dumps: `limit=` stops a \
+                        streamed trace, drop one of `limit=` and `recorder=`"
+                .into());
+        }
+        if self.count {
+            return Err("`count` writes no line, so no size limit is reached: drop `limit=`".into());
         }
         Ok(())
     }
@@ -357,11 +385,13 @@ impl Capture {
                 })?;
             }
             "dumps" => once(&mut self.trigger_dumps, key, || number(need(value)?, "dump count"))?,
+            "limit" => once(&mut self.limit, key, || size(need(value)?))?,
             _ => {
                 return Err(format!(
                     "unknown clause `{key}` (expected full, off, clk=A..B, every=P, roi, types=, \
                      events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, \
-                     trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"
+                     trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count, \
+                     limit=SIZE)"
                 ))
             }
         }
@@ -461,6 +491,37 @@ fn recorder(v: &str) -> Result<Recorder, String> {
     Ok(r)
 }
 
+/// The binary units a `limit=` size is written in, largest first.
+const UNITS: [(&str, u64); 4] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1)];
+
+/// A `limit=` size: a whole number of bytes, KiB, MiB or GiB. Decimal units (kB, MB, GB) and a
+/// bare number are refused: 1 MB and 1 MiB differ by 5 %, and a size limit that is off by that
+/// silently is no limit.
+fn size(v: &str) -> Result<u64, String> {
+    let lower = v.to_ascii_lowercase();
+    let unit = UNITS.iter().find_map(|&(unit, scale)| {
+        lower.strip_suffix(unit.to_ascii_lowercase().as_str()).map(|digits| (digits, scale))
+    });
+    let Some((digits, scale)) = unit else {
+        return Err(format!("size `{v}`: give its unit, e.g. `limit=2GiB` (B, KiB, MiB or GiB)"));
+    };
+    let digits = digits.trim();
+    if digits.ends_with(['k', 'm', 'g']) {
+        return Err(format!(
+            "size `{v}`: decimal units are not taken, write KiB, MiB or GiB (1 MiB = 1,048,576 \
+             bytes), e.g. `limit=2GiB`"
+        ));
+    }
+    let n = number(digits, "size")?;
+    n.checked_mul(scale).ok_or_else(|| format!("size `{v}` is too large"))
+}
+
+/// A size in the largest unit that holds it whole (`2GiB`, `1536MiB`, `1000B`).
+fn spell_size(bytes: u64) -> String {
+    let (unit, scale) = UNITS.into_iter().find(|(_, s)| bytes % s == 0).unwrap_or(("B", 1));
+    format!("{}{unit}", bytes / scale)
+}
+
 impl std::str::FromStr for Capture {
     type Err = CaptureError;
     fn from_str(s: &str) -> Result<Capture, CaptureError> {
@@ -534,6 +595,9 @@ impl fmt::Display for Capture {
         if self.count {
             parts.push("count".into());
         }
+        if let Some(n) = self.limit {
+            parts.push(format!("limit={}", spell_size(n)));
+        }
         if parts.is_empty() {
             return f.write_str("full");
         }
@@ -586,6 +650,21 @@ mod tests {
         // A size-bounded recorder takes any delay: its window is bytes, not cycles.
         let sized = Capture::parse("recorder=64MiB;trigger=Fault;post=5000000").unwrap();
         assert_eq!(sized.to_string(), "recorder=64MiB;trigger=Fault;post=5000000");
+        // A size limit in any binary unit, spelled back in the largest that holds it whole.
+        for (text, bytes, spelled) in [
+            ("limit=2GiB", 2 << 30, "limit=2GiB"),
+            ("limit=1536 mib", 1536 << 20, "limit=1536MiB"),
+            ("limit=64KiB", 64 << 10, "limit=64KiB"),
+            ("limit=1_000B", 1000, "limit=1000B"),
+            ("limit=2048KiB", 2 << 20, "limit=2MiB"),
+        ] {
+            let c = Capture::parse(&format!("clk=0..9;{text}")).unwrap();
+            assert_eq!(c.limit, Some(bytes), "{text}");
+            assert_eq!(c.to_string(), format!("clk=0..9;{spelled}"));
+            assert_eq!(Capture::parse(&c.to_string()).unwrap(), c);
+            // A limit filters nothing: until it is reached, the file is the whole run.
+            assert!(Capture { limit: Some(bytes), ..Capture::default() }.is_full());
+        }
     }
 
     /// Each bad clause has its own message, naming the clause.
@@ -611,7 +690,7 @@ mod tests {
             ("recorder=lots", "JETS_CAPTURE clause `recorder=lots`: cycle count `lots` is not an unsigned integer"),
             ("recorder=0", "JETS_CAPTURE clause `recorder=0`: a recorder must keep at least 1 cycle or 1 MiB"),
             ("trigger=error", "JETS_CAPTURE clause `trigger=error`: a trigger dumps the flight recorder: add a `recorder=` clause"),
-            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected full, off, clk=A..B, every=P, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count)"),
+            ("window=1..2", "JETS_CAPTURE clause `window=1..2`: unknown clause `window` (expected full, off, clk=A..B, every=P, roi, types=, events=, units=, sample=TYPE:N, recorder=CYCLES|NMiB, trigger=EVENT|error|SIGUSR1|SIGUSR2, post=CYCLES, dumps=N, count, limit=SIZE)"),
             ("count=1", "JETS_CAPTURE clause `count=1`: `count` takes no value"),
             ("full;clk=1..2", "JETS_CAPTURE clause `full`: `full` (everything) stands alone"),
             ("roi; full", "JETS_CAPTURE clause `full`: `full` (everything) stands alone"),
@@ -630,6 +709,14 @@ mod tests {
             ("recorder=50;trigger=error;dumps=0", "JETS_CAPTURE clause `dumps=0`: dumps= must allow at least 1 dump (without a trigger, the recorder is written by dump() and at close)"),
             ("recorder=50;trigger=error;dumps=one", "JETS_CAPTURE clause `dumps=one`: dump count `one` is not an unsigned integer"),
             ("recorder=50;trigger=error;dumps=1;dumps=2", "JETS_CAPTURE clause `dumps=2`: `dumps` is given twice"),
+            ("limit=4096", "JETS_CAPTURE clause `limit=4096`: size `4096`: give its unit, e.g. `limit=2GiB` (B, KiB, MiB or GiB)"),
+            ("limit=2GB", "JETS_CAPTURE clause `limit=2GB`: size `2GB`: decimal units are not taken, write KiB, MiB or GiB (1 MiB = 1,048,576 bytes), e.g. `limit=2GiB`"),
+            ("limit=lotsMiB", "JETS_CAPTURE clause `limit=lotsMiB`: size `lots` is not an unsigned integer"),
+            ("limit=0GiB", "JETS_CAPTURE clause `limit=0GiB`: the size limit must be at least 1 byte"),
+            ("limit=20000000000GiB", "JETS_CAPTURE clause `limit=20000000000GiB`: size `20000000000GiB` is too large"),
+            ("limit=1GiB;limit=2GiB", "JETS_CAPTURE clause `limit=2GiB`: `limit` is given twice"),
+            ("recorder=50;limit=1GiB", "JETS_CAPTURE clause `limit=1GiB`: a flight recorder's file is bounded by its dumps: `limit=` stops a streamed trace, drop one of `limit=` and `recorder=`"),
+            ("count;limit=1GiB", "JETS_CAPTURE clause `limit=1GiB`: `count` writes no line, so no size limit is reached: drop `limit=`"),
         ];
         for (text, want) in cases {
             assert_eq!(err(text), want, "for {text:?}");

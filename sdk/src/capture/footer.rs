@@ -7,14 +7,15 @@ use std::fmt::Write as _;
 use jets_format::Footer;
 
 use super::{
-    Capture, LeftOut, FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS,
+    Capture, LeftOut, FOOTER_COUNTED, FOOTER_KINDS, FOOTER_LEFT_OUT, FOOTER_LIMIT_REACHED,
+    FOOTER_RECORDER_DUMPS,
 };
 
 /// The footer member that names the setting that made the trace (CAP-FOOT-1).
 pub const FOOTER_CAPTURE: &str = "capture";
 
-/// What the footer's `capture`, `left_out_*`, `counted_*` and `recorder_dumps` members say
-/// (CAP-FOOT-1, CAP-COUNT-1). The SDK writes them whenever the trace is not the whole run.
+/// What the footer's `capture`, `left_out_*`, `counted_*`, `recorder_dumps` and
+/// `limit_reached` members say (CAP-FOOT-1, CAP-COUNT-1, CAP-LIM-1). The SDK writes them whenever the trace is not the whole run.
 ///
 /// ```
 /// use jets::capture::FooterCapture;
@@ -39,6 +40,8 @@ pub struct FooterCapture {
     pub counted: Option<LeftOut>,
     /// With a flight recorder: how many dumps wrote the file.
     pub recorder_dumps: Option<u64>,
+    /// The file reached its `limit=` size, and capture stopped there (CAP-LIM-1).
+    pub limit_reached: bool,
 }
 
 /// What the footer says when the instrumentation was built without jets-sdk's `enabled` feature.
@@ -64,6 +67,7 @@ impl FooterCapture {
             left_out: counts(FOOTER_LEFT_OUT).unwrap_or_default(),
             counted: counts(FOOTER_COUNTED),
             recorder_dumps: extra.get(FOOTER_RECORDER_DUMPS).and_then(|v| v.as_u64()),
+            limit_reached: extra.get(FOOTER_LIMIT_REACHED).and_then(|v| v.as_bool()) == Some(true),
         })
     }
 
@@ -96,7 +100,11 @@ impl FooterCapture {
                 );
             }
             None => {
-                let _ = write!(s, "a PART of the run (left out: {}", list(&self.left_out));
+                s.push_str("a PART of the run (");
+                if self.limit_reached {
+                    s.push_str("stopped at its size limit; ");
+                }
+                let _ = write!(s, "left out: {}", list(&self.left_out));
                 // A flight recorder's file is its dumps, one after another.
                 if let Some(n) = self.recorder_dumps {
                     let plural = if n == 1 { "" } else { "s" };
@@ -109,10 +117,17 @@ impl FooterCapture {
     }
 }
 
-/// `4 records, 17 events` (kinds with none left out are not named), or `nothing`.
+/// `4 records, 1 event` (kinds with none left out are not named), or `nothing`.
 fn list(counts: &LeftOut) -> String {
-    let named: Vec<String> =
-        counts.by_kind().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{n} {k}")).collect();
+    let named: Vec<String> = counts
+        .by_kind()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|&(kind, n)| {
+            let kind = if n == 1 { kind.strip_suffix('s').unwrap_or(kind) } else { kind };
+            format!("{n} {kind}")
+        })
+        .collect();
     if named.is_empty() {
         "nothing".to_owned()
     } else {
@@ -158,6 +173,31 @@ mod tests {
             c.describe(),
             "capture: count: lines COUNTED, not written (counted: 5 records, 9 events; left out: \
              nothing); the file holds no lines"
+        );
+    }
+
+    #[test]
+    fn a_trace_stopped_at_its_size_limit_says_so() {
+        let c = FooterCapture::read(&footer(
+            r#","capture":"limit=64KiB","left_out_records":2,"left_out_events":40,"limit_reached":true"#,
+        ))
+        .unwrap();
+        assert!(c.limit_reached);
+        assert_eq!(c.setting().unwrap().limit, Some(64 << 10));
+        assert_eq!(
+            c.describe(),
+            "capture: limit=64KiB: a PART of the run (stopped at its size limit; left out: 2 \
+             records, 40 events)"
+        );
+        // A limit not reached: the setting names it, the line says nothing of it.
+        let c = FooterCapture::read(&footer(
+            r#","capture":"clk=0..9;limit=64KiB","left_out_events":1"#,
+        ))
+        .unwrap();
+        assert!(!c.limit_reached);
+        assert_eq!(
+            c.describe(),
+            "capture: clk=0..9;limit=64KiB: a PART of the run (left out: 1 event)"
         );
     }
 

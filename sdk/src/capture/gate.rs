@@ -60,6 +60,9 @@ pub(crate) const END: usize = 3;
 pub(crate) struct Gate {
     /// Run-time on/off ([`crate::Trace::capture_on`]).
     on: AtomicBool,
+    /// Capture stopped for good: the file reached its `limit=` size (CAP-LIM-1). `on` stays
+    /// false from then on, whatever `set_on` is asked.
+    stopped: AtomicBool,
     /// Any filter, window, ROI or sample: the slow checks run.
     filtering: bool,
     /// No type or unit filter and no sample (`events=` does not judge records): a record's
@@ -136,6 +139,7 @@ impl Gate {
         left::register(trace_id);
         Gate {
             on: AtomicBool::new(!c.off),
+            stopped: AtomicBool::new(false),
             filtering: c.window.is_some()
                 || c.roi
                 || c.types.is_some()
@@ -201,8 +205,27 @@ impl Gate {
         cfg!(feature = "enabled") && self.on.load(Ordering::Relaxed)
     }
 
+    /// Switches capture on or off, unless it is stopped for good ([`Gate::stop`]).
     pub(crate) fn set_on(&self, on: bool) {
-        self.on.store(on, Ordering::Relaxed);
+        self.on.store(on, Ordering::SeqCst);
+        // A stop between the store and here has stored false after it; a stop before it is seen
+        // here. Either way `on` ends false (the emitting calls read it relaxed: a line or two
+        // made meanwhile are written, as any line made before a switch).
+        if on && self.stopped.load(Ordering::SeqCst) {
+            self.on.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Stops capture for good (CAP-LIM-1): as [`Gate::set_on`]`(false)`, and no later `set_on`
+    /// turns it on again.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.on.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether [`Gate::stop`] was called.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
     }
 
     pub(crate) fn roi_begin(&self) {

@@ -18,6 +18,7 @@
 //! JETS_CAPTURE="recorder=100000;trigger=error" ./sim # last 100 k cycles before an error
 //! JETS_CAPTURE="recorder=100000;trigger=error;post=20000" ./sim # and 20 k cycles after it
 //! JETS_CAPTURE="clk=1000000..1100000;count" ./sim    # how many lines that window would write
+//! JETS_CAPTURE="limit=2GiB" ./sim                     # everything until the file holds 2 GiB
 //! ```
 //!
 //! The trace stays valid by construction (rules CAP-* in `spec/write-decisions.md`): the emitting
@@ -83,3 +84,6 @@ pub const FOOTER_COUNTED: &str = "counted_";
 /// The footer member that counts a flight recorder's dumps (CAP-FOOT-1): written by the SDK when
 /// the setting has a recorder, read by `jets stats`.
 pub const FOOTER_RECORDER_DUMPS: &str = "recorder_dumps";
+/// The footer member that says a `limit=` size was reached and capture stopped there
+/// (CAP-LIM-1): `true`, written only then.
+pub const FOOTER_LIMIT_REACHED: &str = "limit_reached";

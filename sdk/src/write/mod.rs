@@ -149,6 +149,9 @@ pub struct Summary {
     pub counted: LeftOut,
     /// How many times the flight recorder was written.
     pub dumps: u64,
+    /// With `limit=` ([`Capture::limit`]): the file reached that size and capture stopped for
+    /// good (CAP-LIM-1).
+    pub limit_reached: bool,
     /// How many times an emitting call found its thread's ring full and waited for the writer
     /// ([`Policy::Block`]; meanwhile it encodes lines for the writer when it can).
     ///
@@ -745,8 +748,12 @@ impl TraceBuilder {
     pub fn create(self, path: impl AsRef<Path>, metadata: Metadata) -> Result<Trace, Error> {
         let path = path.as_ref();
         let target = path.display().to_string();
+        // Whatever can refuse the open (a bad `JETS_CAPTURE`, a ring too large, a dump signal
+        // taken) refuses it before the file is made: a refused open leaves no empty file where
+        // there was none (an existing file is replaced only at close, `Sink::create`).
+        let opening = self.opening()?;
         let sink = Sink::create(path).map_err(|e| Error::io(&target, e))?;
-        self.open(sink, target, metadata)
+        opening.open(sink, target, metadata)
     }
 
     /// Writes to any `Write` (a socket, a pipe, a `Vec` behind a mutex...).
@@ -755,11 +762,11 @@ impl TraceBuilder {
         w: impl std::io::Write + Send + 'static,
         metadata: Metadata,
     ) -> Result<Trace, Error> {
-        self.open(Sink::writer(Box::new(w)), "writer".to_owned(), metadata)
+        self.opening()?.open(Sink::writer(Box::new(w)), "writer".to_owned(), metadata)
     }
 
-    fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
-        fence::init();
+    /// Decides everything that can refuse the open, before anything is written.
+    fn opening(mut self) -> Result<Opening, Error> {
         if self.ring_capacity > TraceBuilder::MAX_CAPACITY {
             let most = TraceBuilder::MAX_CAPACITY;
             let gib = (most * WORDS_PER_LINE * 8) >> 30;
@@ -768,7 +775,7 @@ impl TraceBuilder {
                 self.ring_capacity
             )));
         }
-        let capture = match self.capture {
+        let capture = match self.capture.take() {
             Some(c) => c,
             None => Capture::from_env()
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?
@@ -779,24 +786,52 @@ impl TraceBuilder {
         // CAP-REC-4: a signal that dumps the recorder is claimed before anything is written.
         #[cfg(unix)]
         signals::claim_dump_signals(&capture).map_err(Error::InvalidArgument)?;
-        let recorder = capture.recorder.is_some();
         // CAP-REC-2: a recorder is written on a fatal signal; WR-SIG-1: a trace that closes at
         // exit is closed on a signal that ends the process. The handlers' slot is taken before
-        // the header is written, so that a refusal (CAP-REC-4) leaves the file it would replace.
+        // the file is made, so that a refusal (CAP-REC-4) leaves the file it would replace.
         #[cfg(unix)]
-        let signal_slot = signals::reserve(&capture, recorder, self.close_at_exit)
-            .map_err(Error::InvalidArgument)?;
+        let signal_slot =
+            signals::reserve(&capture, capture.recorder.is_some(), self.close_at_exit)
+                .map_err(Error::InvalidArgument)?;
+        Ok(Opening {
+            builder: self,
+            capture,
+            #[cfg(unix)]
+            signal_slot,
+        })
+    }
+}
+
+/// A [`TraceBuilder`] whose open can no longer be refused but by its sink
+/// ([`TraceBuilder::opening`]).
+struct Opening {
+    builder: TraceBuilder,
+    capture: Capture,
+    #[cfg(unix)]
+    signal_slot: signals::Reserved,
+}
+
+impl Opening {
+    fn open(self, mut sink: Sink, target: String, metadata: Metadata) -> Result<Trace, Error> {
+        fence::init();
+        let Opening {
+            builder,
+            capture,
+            #[cfg(unix)]
+            signal_slot,
+        } = self;
+        let recorder = capture.recorder.is_some();
         let id = NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed);
         let mut header = Vec::with_capacity(256);
         Header::new(metadata.0).write_json(&mut header);
         sink.write_lines(&header).and_then(|()| sink.flush()).map_err(|e| Error::io(&target, e))?;
         let shared = Arc::new(Shared {
             id,
-            policy: self.policy,
+            policy: builder.policy,
             // Sized for lines of 16 words (an event with two fields), and never smaller than
             // two of the largest line.
-            ring_words: (self.ring_capacity * WORDS_PER_LINE).max(2 * line::MAX_WORDS),
-            clock: self.clock.unwrap_or_default(),
+            ring_words: (builder.ring_capacity * WORDS_PER_LINE).max(2 * line::MAX_WORDS),
+            clock: builder.clock.unwrap_or_default(),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             failed: AtomicBool::new(false),
@@ -820,9 +855,9 @@ impl TraceBuilder {
             helper: OnceLock::new(),
         });
         let config = writer::Config {
-            flush_interval: self.flush_interval,
+            flush_interval: builder.flush_interval,
             header_bytes: header.len() as u64,
-            encoders: self.encoders.unwrap_or_else(writer::default_encoders),
+            encoders: builder.encoders.unwrap_or_else(writer::default_encoders),
         };
         let for_thread = Arc::clone(&shared);
         let spawn = move || {
@@ -842,8 +877,8 @@ impl TraceBuilder {
             result: Mutex::new(None),
         }));
         // CAP-REC-2: a flight recorder is written (dumped) on panic; otherwise flushed if asked.
-        let on_panic = (self.flush_on_panic || recorder).then_some(recorder);
-        hooks::register(Arc::downgrade(&trace.0), on_panic, self.close_at_exit);
+        let on_panic = (builder.flush_on_panic || recorder).then_some(recorder);
+        hooks::register(Arc::downgrade(&trace.0), on_panic, builder.close_at_exit);
         #[cfg(unix)]
         signals::register(signal_slot, &trace.0.shared);
         Ok(trace)
@@ -987,6 +1022,32 @@ impl Trace {
     /// Whether capture is on.
     pub fn is_capturing(&self) -> bool {
         self.0.shared.gate.on()
+    }
+
+    /// Whether the file reached its `limit=` size ([`Capture::limit`]) and capture stopped for
+    /// good (CAP-LIM-1): from then on [`Trace::capture_on`] does nothing, and a simulator run
+    /// for its trace alone may as well end.
+    ///
+    /// ```
+    /// let c: jets::capture::Capture = "limit=1KiB".parse().unwrap();
+    /// let trace = jets::TraceBuilder::new()
+    ///     .capture(c)
+    ///     .writer(std::io::sink(), jets::Metadata::new())
+    ///     .unwrap();
+    /// let run = trace.root("run", "Phase").begin_at(0).unwrap();
+    /// let mut clk = 0;
+    /// while !trace.limit_reached() {
+    ///     clk += 1;
+    ///     run.emit_event_at(clk, "tick").unwrap();
+    ///     trace.flush().unwrap();
+    /// }
+    /// trace.capture_on(); // does nothing now
+    /// assert!(!trace.is_capturing());
+    /// # run.end_at(clk).unwrap();
+    /// assert!(trace.close().unwrap().limit_reached);
+    /// ```
+    pub fn limit_reached(&self) -> bool {
+        self.0.shared.gate.stopped()
     }
 
     /// Opens a region of interest (for a setting with `roi`). Regions nest and may be opened

@@ -17,7 +17,8 @@ use super::{Control, Helper, Policy, Shared, Summary};
 use crate::capture::gate;
 use crate::capture::keep::{self, Keeper};
 use crate::capture::{
-    LeftOut, COMPILED_OUT, FOOTER_CAPTURE, FOOTER_COUNTED, FOOTER_LEFT_OUT, FOOTER_RECORDER_DUMPS,
+    LeftOut, COMPILED_OUT, FOOTER_CAPTURE, FOOTER_COUNTED, FOOTER_LEFT_OUT, FOOTER_LIMIT_REACHED,
+    FOOTER_RECORDER_DUMPS,
 };
 use crate::error::Error;
 use crate::format::{self, Footer};
@@ -107,6 +108,28 @@ struct Writer {
     keeper: Option<Keeper>,
     /// The signal dumps served (`Shared::signal_dumps` asks for more).
     signal_dumps: u64,
+    /// CAP-LIM-1, once the file reached its `limit=` size: what the summary counted then (the
+    /// lines in the file) and the lines of batches encoded by others and not written since.
+    past_limit: Option<(Written, LeftOut)>,
+}
+
+/// What the summary counts of the lines in the file: per kind, and their largest cycle.
+#[derive(Clone, Copy)]
+struct Written {
+    lines: LeftOut,
+    capture_end_clk: Option<u64>,
+}
+
+impl Written {
+    fn of(s: &Summary) -> Written {
+        let lines = LeftOut {
+            records: s.records,
+            events: s.events,
+            annotations: s.annotations,
+            record_ends: s.record_ends,
+        };
+        Written { lines, capture_end_clk: s.capture_end_clk }
+    }
 }
 
 /// Runs as the writer thread is left, normally or by a panic: stops the producers, frees the
@@ -167,6 +190,7 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
         keeper: None,
         pool: None,
         signal_dumps: 0,
+        past_limit: None,
     };
     w.keeper = Keeper::new(&w.shared.capture);
     // Batches (module `encoders`) when another thread can encode them: encoder threads, or
@@ -365,8 +389,10 @@ impl Writer {
             k.taking_from(ring.id);
         }
         loop {
-            let Writer { keeper, buf, summary, shared, popped, .. } = self;
-            let mut out = Counted { buf, summary, counting: shared.capture.count };
+            let Writer { keeper, buf, summary, shared, popped, past_limit, .. } = self;
+            // Past the size limit, lines are only counted (CAP-LIM-1).
+            let counting = shared.capture.count || past_limit.is_some();
+            let mut out = Counted { buf, summary, counting };
             let popped: &[u64] = popped;
             let stopped = match keeper.as_mut() {
                 // A trigger's dump stops only at a full batch (`Out::full`), which ends the run
@@ -486,8 +512,16 @@ impl Writer {
 
     /// Writes an encoded batch (after a failure, discards it like `write_buf`).
     fn write_job(&mut self, job: &Job) {
-        let s = &mut self.summary;
         let c = &job.counts;
+        if let Some((_, not_written)) = self.past_limit.as_mut() {
+            // CAP-LIM-1: a batch encoded before the writer reached the limit is not written.
+            not_written.records += c.records;
+            not_written.events += c.events;
+            not_written.annotations += c.annotations;
+            not_written.record_ends += c.record_ends;
+            return;
+        }
+        let s = &mut self.summary;
         s.records += c.records;
         s.record_ends += c.record_ends;
         s.events += c.events;
@@ -508,10 +542,7 @@ impl Writer {
                 None => guarded(|| sink.write_lines(&job.out)),
             };
             match written {
-                Ok(()) => {
-                    self.summary.bytes += job.out.len() as u64;
-                    self.dirty = true;
-                }
+                Ok(()) => self.wrote(job.out.len() as u64),
                 Err(e) => self.fail(e),
             }
         }
@@ -604,10 +635,7 @@ impl Writer {
         let Some(written) = written else { return false };
         self.last_write = Instant::now();
         match written {
-            Ok(Ok(bytes)) => {
-                self.summary.bytes += bytes;
-                self.dirty = true;
-            }
+            Ok(Ok(bytes)) => self.wrote(bytes),
             Ok(Err(e)) => self.fail(e),
             Err(_) => self.fail(io::Error::other("the JETS dump's writing thread panicked")),
         }
@@ -855,15 +883,29 @@ impl Writer {
         }
         if let Some(sink) = self.sink.as_mut() {
             match guarded(|| sink.write_lines(&self.buf)) {
-                Ok(()) => {
-                    self.summary.bytes += self.buf.len() as u64;
-                    self.dirty = true;
-                }
+                Ok(()) => self.wrote(self.buf.len() as u64),
                 Err(e) => self.fail(e),
             }
         }
         self.buf.clear();
         self.last_write = Instant::now();
+    }
+
+    /// Counts `bytes` handed to the sink. CAP-LIM-1: once the file holds its `limit=` size, the
+    /// file ends there, after a whole batch: every line the writer takes from then on is only
+    /// counted, a batch encoded meanwhile by another thread is not written, and capture stops
+    /// for good (as `capture_off` stops it), so that the emitting calls make no more lines. The
+    /// file is a prefix of the whole trace, hence valid; the footer counts what it lacks
+    /// ([`Writer::close`]).
+    fn wrote(&mut self, bytes: u64) {
+        self.summary.bytes += bytes;
+        self.dirty = true;
+        let limit = self.shared.capture.limit;
+        if limit.is_some_and(|limit| self.summary.bytes >= limit) && self.past_limit.is_none() {
+            self.past_limit = Some((Written::of(&self.summary), LeftOut::default()));
+            self.summary.limit_reached = true;
+            self.shared.gate.stop();
+        }
     }
 
     fn flush_sink(&mut self) {
@@ -904,6 +946,23 @@ impl Writer {
         self.dump();
         // Every batch written: the totals below count what the encoder threads encoded.
         self.write_buf();
+        if let Some((written, mut not_written)) = self.past_limit {
+            // CAP-LIM-1: the lines counted past the limit were not written. With a keeper, they
+            // are what it saw and the file lacks (`capture_footer`); without, they are added to
+            // the batches not written.
+            let s = &mut self.summary;
+            let w = written.lines;
+            if self.keeper.is_none() {
+                not_written.records += s.records - w.records;
+                not_written.events += s.events - w.events;
+                not_written.annotations += s.annotations - w.annotations;
+                not_written.record_ends += s.record_ends - w.record_ends;
+            }
+            (s.records, s.events, s.annotations, s.record_ends) =
+                (w.records, w.events, w.annotations, w.record_ends);
+            s.capture_end_clk = written.capture_end_clk;
+            self.past_limit = Some((written, not_written));
+        }
         let s = &mut self.summary;
         if self.shared.capture.count {
             // CAP-COUNT-1: what was counted was not written.
@@ -963,6 +1022,12 @@ impl Writer {
     fn capture_footer(&mut self, footer: &mut Footer) {
         let s = &mut self.summary;
         let mut left = self.shared.gate.left_out();
+        if let Some((_, not_written)) = self.past_limit {
+            left.records += not_written.records;
+            left.events += not_written.events;
+            left.annotations += not_written.annotations;
+            left.record_ends += not_written.record_ends;
+        }
         if let Some(k) = &self.keeper {
             // Lines the writer saw but never wrote: held records never needed, recorder lines
             // never dumped. Counted lines are not left out: the setting selected them.
@@ -981,11 +1046,19 @@ impl Writer {
             footer.extra.insert(FOOTER_CAPTURE.into(), COMPILED_OUT.into());
             return;
         }
-        if capture.is_full() && !capture.off && !capture.count && left.total() == 0 {
+        if capture.is_full()
+            && !capture.off
+            && !capture.count
+            && !s.limit_reached
+            && left.total() == 0
+        {
             return;
         }
         footer.extra.insert(FOOTER_CAPTURE.into(), capture.to_string().into());
         insert_counts(footer, FOOTER_LEFT_OUT, &left);
+        if s.limit_reached {
+            footer.extra.insert(FOOTER_LIMIT_REACHED.into(), true.into());
+        }
         if capture.recorder.is_some() {
             footer.extra.insert(FOOTER_RECORDER_DUMPS.into(), s.dumps.into());
         }
