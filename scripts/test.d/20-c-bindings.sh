@@ -145,6 +145,11 @@ python3 "$check" "$work/wrapper.jets.late" --expect "records=2 record_ends=0 ope
 python3 "$check" "$work/wrapper.jets.dropped" --expect "records=1 record_ends=0 open=1"
 # Capture in code with regions of interest: the events inside, 2 4 5 (3 was made with capture off).
 python3 "$check" "$work/wrapper.jets.roi" --expect "records=1 record_ends=1 events=3"
+# The size limit: the file ends at the batch that reached 16 KiB, the root left open, nothing
+# emitted after the limit written, and the footer says so.
+python3 "$check" "$work/wrapper.jets.limit" --expect "records=1 record_ends=0 open=1" >/dev/null
+grep -q '"limit_reached":true' "$work/wrapper.jets.limit" || { echo "FAIL: wrapper.jets.limit: no limit_reached in the footer"; exit 1; }
+! grep -q '"after-the-limit"' "$work/wrapper.jets.limit" || { echo "FAIL: wrapper.jets.limit: a line after the limit was written"; exit 1; }
 [ "$(grep -o '"name":"[a-z-]*","record_id"' "$work/wrapper.jets.roi" | cut -d'"' -f4 | tr '\n' ' ')" \
     = "inside nested inside-again " ] || { echo "FAIL: wrapper.jets.roi holds the wrong events"; exit 1; }
 grep -q '"record_type":"HostProcess"' "$work/wrapper.jets.host"

@@ -1,7 +1,7 @@
 //! `JETS_CAPTURE` end to end on `jets demo` (which opens its trace through the SDK): a window of
 //! instructions gives a valid trace whose stats say it is a part of the run; `count` counts what
-//! the window writes; a flight recorder's delayed and limited triggers; a bad clause stops the
-//! demo with a message naming it.
+//! the window writes; a flight recorder's delayed and limited triggers; a size limit; a bad
+//! clause stops the demo with a message naming it.
 
 use std::process::Command;
 
@@ -58,6 +58,28 @@ fn a_window_of_instructions_is_valid_and_stats_say_it_is_a_part() {
         }
     }
     assert!(text.contains("\"left_out_records\""));
+}
+
+/// CAP-LIM-1 end to end: the demo's trace (0.6 MB whole) stops at its 64 KiB limit, after one
+/// batch, is valid, and `jets stats` says where it stopped; the demo's exports still read it.
+#[test]
+fn a_size_limit_stops_the_trace_and_stats_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = demo_ok("limit=64KiB", &dir.path().join("o"));
+    assert!(stdout.contains("valid, no warnings"), "{stdout}");
+    assert!(
+        stdout.contains("capture: limit=64KiB: a PART of the run (stopped at its size limit;"),
+        "{stdout}"
+    );
+    let text = trace_text(&dir.path().join("o"));
+    let bytes = text.len();
+    assert!((64 << 10..(64 << 10) + jets::WRITE_BATCH_BYTES).contains(&bytes), "{bytes} bytes");
+    let f = footer(&text);
+    assert_eq!(f["limit_reached"], true);
+    assert!(f["left_out_events"].as_u64() > Some(0), "{f}");
+    for export in ["pipeline.chrome.json", "pipeline.kanata.log", "pipeline.gantt.html"] {
+        assert!(dir.path().join("o").join(export).exists(), "{export}");
+    }
 }
 
 #[test]

@@ -235,6 +235,26 @@ int main(int argc, char **argv) {
             c.close();
         }
 
+        {
+            // A size limit (CAP-LIM-1): limit_reached() turns true once the file holds 16 KiB,
+            // and capture_on() no longer turns capture on.
+            jets_options o = JETS_OPTIONS_INIT;
+            o.capture = "limit=16KiB";
+            jets::trace l((std::string(argv[1]) + ".limit").c_str(), nullptr, &o);
+            jets::record run = l.root("run", "Run", 0);
+            CHECK(!l.limit_reached());
+            uint64_t clk = 0;
+            while (!l.limit_reached() && clk < 1000000) {
+                run.event("tick", ++clk);
+                if (clk % 64 == 0) l.flush();
+            }
+            CHECK(l.limit_reached());
+            l.capture_on();
+            run.event("after-the-limit", clk + 1);
+            run.end(clk + 2);
+            l.close();
+        }
+
         jets::record kept = top.child("kept-open", "Block", 30);
         records++;
         CHECK(kept.release() != 0);  // stays open: the footer counts it

@@ -120,7 +120,8 @@ impl Capture {
     }
 
     /// True when nothing is filtered, sampled or held back (capture may still be switched off,
-    /// and [`Capture::count`] may still count lines rather than write them).
+    /// [`Capture::count`] may still count lines rather than write them, and
+    /// [`Capture::limit`] may still end the file early).
     pub fn is_full(&self) -> bool {
         let Capture {
             off: _,
