@@ -46,6 +46,8 @@ struct CodeSetting {
     post_trigger: Option<u64>,
     trigger_dumps: Option<u64>,
     count: bool,
+    /// A size limit in bytes: small, so that programs reach it (CAP-LIM-1).
+    limit: Option<u16>,
 }
 
 impl CodeSetting {
@@ -75,6 +77,7 @@ impl CodeSetting {
             post_trigger: self.post_trigger,
             trigger_dumps: self.trigger_dumps,
             count: self.count,
+            limit: self.limit.map(u64::from),
         }
     }
 }

@@ -53,6 +53,15 @@ pub struct LeftOut {
     pub record_ends: u64,
 }
 
+impl std::ops::AddAssign for LeftOut {
+    fn add_assign(&mut self, more: LeftOut) {
+        self.records += more.records;
+        self.events += more.events;
+        self.annotations += more.annotations;
+        self.record_ends += more.record_ends;
+    }
+}
+
 impl LeftOut {
     /// The sum of all kinds.
     pub fn total(&self) -> u64 {

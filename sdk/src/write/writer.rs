@@ -122,13 +122,17 @@ struct Written {
 
 impl Written {
     fn of(s: &Summary) -> Written {
-        let lines = LeftOut {
-            records: s.records,
-            events: s.events,
-            annotations: s.annotations,
-            record_ends: s.record_ends,
-        };
-        Written { lines, capture_end_clk: s.capture_end_clk }
+        Written { lines: lines_of(s), capture_end_clk: s.capture_end_clk }
+    }
+}
+
+/// The lines `s` counts, per kind.
+fn lines_of(s: &Summary) -> LeftOut {
+    LeftOut {
+        records: s.records,
+        events: s.events,
+        annotations: s.annotations,
+        record_ends: s.record_ends,
     }
 }
 
@@ -515,10 +519,7 @@ impl Writer {
         let c = &job.counts;
         if let Some((_, not_written)) = self.past_limit.as_mut() {
             // CAP-LIM-1: a batch encoded before the writer reached the limit is not written.
-            not_written.records += c.records;
-            not_written.events += c.events;
-            not_written.annotations += c.annotations;
-            not_written.record_ends += c.record_ends;
+            *not_written += lines_of(c);
             return;
         }
         let s = &mut self.summary;
@@ -946,22 +947,23 @@ impl Writer {
         self.dump();
         // Every batch written: the totals below count what the encoder threads encoded.
         self.write_buf();
-        if let Some((written, mut not_written)) = self.past_limit {
+        if let Some((written, not_written)) = self.past_limit.as_mut() {
             // CAP-LIM-1: the lines counted past the limit were not written. With a keeper, they
-            // are what it saw and the file lacks (`capture_footer`); without, they are added to
+            // are among what it saw and the file lacks (`capture_footer`); without, they join
             // the batches not written.
             let s = &mut self.summary;
             let w = written.lines;
             if self.keeper.is_none() {
-                not_written.records += s.records - w.records;
-                not_written.events += s.events - w.events;
-                not_written.annotations += s.annotations - w.annotations;
-                not_written.record_ends += s.record_ends - w.record_ends;
+                *not_written += LeftOut {
+                    records: s.records - w.records,
+                    events: s.events - w.events,
+                    annotations: s.annotations - w.annotations,
+                    record_ends: s.record_ends - w.record_ends,
+                };
             }
             (s.records, s.events, s.annotations, s.record_ends) =
                 (w.records, w.events, w.annotations, w.record_ends);
             s.capture_end_clk = written.capture_end_clk;
-            self.past_limit = Some((written, not_written));
         }
         let s = &mut self.summary;
         if self.shared.capture.count {
@@ -1023,10 +1025,7 @@ impl Writer {
         let s = &mut self.summary;
         let mut left = self.shared.gate.left_out();
         if let Some((_, not_written)) = self.past_limit {
-            left.records += not_written.records;
-            left.events += not_written.events;
-            left.annotations += not_written.annotations;
-            left.record_ends += not_written.record_ends;
+            left += not_written;
         }
         if let Some(k) = &self.keeper {
             // Lines the writer saw but never wrote: held records never needed, recorder lines
