@@ -804,6 +804,48 @@ fn compressed_traces_convert_like_plain_ones() {
     }
 }
 
+/// A trace that a size limit stopped (CAP-LIM-1) says where in the Chrome and Perfetto exports:
+/// one global instant, `capture stops: size limit`, at the last cycle its lines reach (the run,
+/// whose end the footer gives, went on past it), instead of the mark at the first cycle.
+#[test]
+fn exports_mark_where_a_size_limit_stopped_capture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("limited.jets");
+    // 10 000 cycles of three lines, about 0.8 MB: the limit is reached at the first batch.
+    captured_pipeline(
+        &path,
+        Some("limit=64KiB"),
+        Metadata::new().clock_frequency_mhz(1000.0),
+        10_000,
+    );
+    let text = read(&path);
+    let last = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["clk"].as_u64())
+        .max()
+        .expect("lines with a cycle");
+    assert!(last < 9_000, "the limit stopped capture early: the last line at {last}");
+    let out = dir.path().join("limited.json");
+    convert(&path, "chrome", &out, &[]);
+    let doc: Value = serde_json::from_str(&read(&out)).expect("json");
+    let marks: Vec<(&str, i128)> = doc["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["s"] == "g")
+        .map(|e| (e["name"].as_str().expect("name"), ps(&e["ts"])))
+        .collect();
+    assert_eq!(marks, [("capture stops: size limit", i128::from(last) * 1000)]);
+    let pb = dir.path().join("limited.pftrace");
+    convert(&path, "perfetto", &pb, &[]);
+    let bytes = std::fs::read(&pb).expect("the Perfetto export");
+    let name = b"capture stops: size limit";
+    assert!(
+        bytes.windows(name.len()).any(|w| w == name),
+        "no size limit mark in the Perfetto export"
+    );
+}
+
 /// A trace of a capture window says so in the Chrome export: global instants at the window's
 /// edges, carrying the line `jets stats` prints (CV-CAP-1); a repeated window gets one mark at
 /// the first cycle, and a whole run none.

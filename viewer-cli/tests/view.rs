@@ -727,5 +727,30 @@ fn a_windowed_trace_is_said_to_be_a_part_of_the_run() {
         assert_eq!(c["window"], window.map_or(Value::Null, |(a, b)| serde_json::json!([a, b])));
         assert_eq!(c["every"], every.map_or(Value::Null, Value::from));
         assert_eq!(c["badge"], badge);
+        assert_eq!(c["stopped_at"], Value::Null, "no size limit stopped it");
     }
+}
+
+/// VW-CAP-1 with a size limit (CAP-LIM-1): the summary gives the last cycle of the file's lines
+/// as `stopped_at`, the page shades what follows up to the run's end (the footer's
+/// `capture_end_clk`, past it), and the line says the limit stopped capture.
+#[test]
+fn a_trace_stopped_by_a_size_limit_says_where() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("limited.jets");
+    captured_pipeline(&path, Some("limit=64KiB"), Metadata::new(), 10_000);
+    let last = std::fs::read_to_string(&path)
+        .expect("the trace")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["clk"].as_u64())
+        .max()
+        .expect("lines with a cycle");
+    assert!(last < 9_000, "the limit stopped capture early: the last line at {last}");
+    let v = start(&path);
+    let s = wait_for(&v, "the index", |s| s["done"] == true);
+    let c = &s["capture"];
+    assert_eq!(c["stopped_at"], last, "{s}");
+    assert_eq!(c["badge"], "part of the run");
+    assert!(c["text"].as_str().expect("text").contains("stopped at its size limit"), "{c}");
+    assert_eq!(s["extent"][1], 10_001, "the run's end, from the footer: {s}");
 }

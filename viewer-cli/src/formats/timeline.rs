@@ -97,23 +97,26 @@ pub trait TimelineSink {
 }
 
 /// A moment a converter marks across the whole timeline of a trace that capture control made a
-/// part of its run (CV-CAP-1): a `clk=A..B` window's edges, or, for any other setting, the first
-/// cycle, each named and carrying the line `jets stats` prints
-/// ([`jets::capture::FooterCapture::describe`]).
+/// part of its run (CV-CAP-1): a `clk=A..B` window's edges, the last cycle written before a size
+/// limit stopped capture, or, for any other setting, the first cycle, each named and carrying
+/// the line `jets stats` prints ([`jets::capture::FooterCapture::describe`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaptureMark {
     /// Its cycle.
     pub clk: u64,
-    /// `capture window begins`, `capture window ends`, or `capture: a part of the run`.
+    /// `capture window begins`, `capture window ends`, `capture stops: size limit`, or
+    /// `capture: a part of the run`.
     pub name: &'static str,
     /// What the footer says of capture.
     pub text: String,
 }
 
-/// The marks of a trace whose footer says `capture` and whose lines span `first..=end`: the
-/// edges of a single `clk=` window that lie in that span, or else one mark at `first`. A
-/// repeated window (`every=`) gets the one mark: its edges may be millions.
-fn capture_marks(capture: &FooterCapture, first: u64, end: u64) -> Vec<CaptureMark> {
+/// The marks of a trace whose footer says `capture`, whose lines span `first..=last` and whose
+/// timeline ends at `end` (the footer's `capture_end_clk` may lie past its last line): the edges
+/// of a single `clk=` window that lie in `first..=end`, and `last` when a size limit stopped
+/// capture there (CAP-LIM-1: the run went on, its lines were not written); or else one mark at
+/// `first`. A repeated window (`every=`) gets no edge marks: its edges may be millions.
+fn capture_marks(capture: &FooterCapture, first: u64, last: u64, end: u64) -> Vec<CaptureMark> {
     let text = capture.describe();
     let setting = capture.setting();
     let mut marks = Vec::new();
@@ -123,6 +126,14 @@ fn capture_marks(capture: &FooterCapture, first: u64, end: u64) -> Vec<CaptureMa
                 marks.push(CaptureMark { clk, name, text: text.clone() });
             }
         }
+    }
+    if capture.limit_reached {
+        marks.push(CaptureMark {
+            clk: last,
+            name: "capture stops: size limit",
+            text: text.clone(),
+        });
+        marks.sort_by_key(|m| m.clk);
     }
     if marks.is_empty() {
         marks.push(CaptureMark { clk: first, name: "capture: a part of the run", text });
@@ -459,7 +470,8 @@ impl<S: TimelineSink> Timeline<S> {
             self.emit_slice(rec, end, false)?;
         }
         if let Some(c) = &self.capture {
-            self.sink.capture(&capture_marks(c, self.first_clk.unwrap_or(0), end))?;
+            let first = self.first_clk.unwrap_or(0);
+            self.sink.capture(&capture_marks(c, first, self.end_clk, end))?;
         }
         self.sink.finish(end)?;
         Ok(self.sink)

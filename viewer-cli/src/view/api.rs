@@ -316,10 +316,14 @@ pub struct CaptureOut {
     pub window: Option<(u64, u64)>,
     /// The window's period (`every=P`), `null` when it does not repeat.
     pub every: Option<u64>,
+    /// The last cycle of the file's lines when a size limit stopped capture there (CAP-LIM-1):
+    /// the run went on past it, its lines not written. `null` otherwise.
+    pub stopped_at: Option<u64>,
 }
 
 impl CaptureOut {
-    fn read(footer: &jets::format::Footer) -> Option<CaptureOut> {
+    /// What the footer says of capture; `last_line` is the last cycle of the file's lines.
+    fn read(footer: &jets::format::Footer, last_line: u64) -> Option<CaptureOut> {
         let c = jets::capture::FooterCapture::read(footer)?;
         let setting = c.setting();
         let window = setting.as_ref().and_then(|s| s.window.clone()).map(|w| (w.start, w.end));
@@ -335,6 +339,7 @@ impl CaptureOut {
             badge,
             window,
             every: setting.and_then(|s| s.every),
+            stopped_at: c.limit_reached.then_some(last_line),
             setting: c.spelled,
         })
     }
@@ -441,7 +446,7 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
         version: ix.version,
         metadata: ix.metadata.clone(),
         footer: ix.footer.is_some(),
-        capture: ix.footer.as_ref().and_then(CaptureOut::read),
+        capture: ix.footer.as_ref().and_then(|f| CaptureOut::read(f, ix.last_line_clk)),
         extent,
         counts: CountsOut {
             lines: c.lines,

@@ -656,6 +656,9 @@ pub struct Index {
     pub first_clk: Option<u64>,
     /// Last cycle seen (or the footer's `capture_end_clk`).
     pub last_clk: u64,
+    /// Last cycle of a line (the footer's `capture_end_clk` aside): where a size limit stopped
+    /// capture, when one did (VW-CAP-1).
+    pub last_line_clk: u64,
     /// Bumped by every change, so clients know when to ask again.
     pub version: u64,
     ids: IdMap,
@@ -698,6 +701,7 @@ impl Default for Index {
             errors: Vec::new(),
             first_clk: None,
             last_clk: 0,
+            last_line_clk: 0,
             version: 0,
             ids: IdMap::Dense(Vec::new()),
             lane_ids: HashMap::new(),
@@ -869,6 +873,7 @@ impl Index {
     fn see_clk(&mut self, clk: u64) {
         self.first_clk = Some(self.first_clk.map_or(clk, |f| f.min(clk)));
         self.last_clk = self.last_clk.max(clk);
+        self.last_line_clk = self.last_line_clk.max(clk);
     }
 
     /// Adds one parsed line: `line` is its 1-based number, `offset` where it starts in the store.

@@ -467,12 +467,22 @@
     ctx.fill(); ctx.stroke();
   }
 
-  // The cycles in [a, b) that a capture window left out (VW-CAP-1): outside `clk=A..B`, or, with
-  // `every=P`, outside every [A + kP, B + kP). Nothing was captured there, so a record that spans
-  // them (an ancestor begun before the window) says nothing of what ran. At most `max` gaps.
+  // The cycles in [a, b) that capture left out (VW-CAP-1): outside `clk=A..B`, or, with
+  // `every=P`, outside every [A + kP, B + kP); and past the last line when a size limit stopped
+  // capture there (`stopped_at`, CAP-LIM-1), the run going on. Nothing was captured there, so a
+  // record that spans them (an ancestor begun before the window) says nothing of what ran. At
+  // most `max` gaps.
   function captureGaps(a, b, max) {
     const cap = S.sum && S.sum.capture;
-    if (!cap || !cap.window) return [];
+    if (!cap) return [];
+    const stop = cap.stopped_at == null ? b : Math.max(a, Math.min(b, cap.stopped_at));
+    const gaps = cap.window ? windowGaps(cap, a, stop, max) : [];
+    if (stop < b && gaps.length < max) gaps.push([stop, b]);
+    return gaps.filter(([x, y]) => y > x);
+  }
+
+  // The gaps of `cap`'s window (repeated every `cap.every`) in [a, b).
+  function windowGaps(cap, a, b, max) {
     const [start, end] = cap.window;
     const every = cap.every || 0;
     const gaps = [];
@@ -487,7 +497,7 @@
         break;
       }
     }
-    return gaps.filter(([x, y]) => y > x);
+    return gaps;
   }
 
   // Shades what `captureGaps` finds in view; returns how many gaps it shaded. Windows that repeat
@@ -495,7 +505,7 @@
   // the badge and the status bar still say the trace is a part of the run.
   function shadeOutsideCapture(ctx, w, h) {
     const cap = S.sum && S.sum.capture;
-    if (!cap || !cap.window) return 0;
+    if (!cap || (!cap.window && cap.stopped_at == null)) return 0;
     if (cap.every && (S.t1 - S.t0) / cap.every > w / 4) return 0;
     const gaps = captureGaps(S.t0, S.t1, 1000);
     ctx.fillStyle = 'rgba(100, 116, 139, 0.14)';

@@ -443,6 +443,29 @@ test('a trace of a capture window says it is a part of the run and shades the cy
   assert.equal(s.drawn.outside, 0, 'windows closer than 4 pixels are not drawn one by one: ' + JSON.stringify(s.drawn));
   assert.deepEqual(second.errors, []);
   await second.page.close();
+
+  // A size limit (CAP-LIM-1): the cycles from the last line written to the run's end (the
+  // footer's, which the demo closes at) are shaded; before them, nothing.
+  const limited = fs.mkdtempSync(path.join(work, 'demo-limit-'));
+  execFileSync(JETS, ['demo', '--out', limited, '--words', '24'], { stdio: 'ignore', env: { ...process.env, JETS_CAPTURE: 'limit=64KiB' } });
+  const trace = path.join(limited, 'pipeline.jets');
+  const clks = fs.readFileSync(trace, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const stop = Math.max(...clks.filter((l) => l.clk !== undefined).map((l) => l.clk));
+  const end = clks[clks.length - 1].capture_end_clk;
+  assert.ok(stop < end, `the limit stopped capture at ${stop}, before the run's end ${end}`);
+  const third = await openPage(await view(trace));
+  await third.page.waitForFunction(() => document.querySelector('#live').textContent === 'complete', null, { timeout: 60000 });
+  await third.page.click('#zoom-fit');
+  s = await settled(third.page);
+  assert.equal(await third.page.textContent('#part'), 'part of the run');
+  assert.match(await third.page.textContent('#status-text'), /capture: limit=64KiB: a PART of the run \(stopped at its size limit;/);
+  assert.equal(s.drawn.outside, 1, `the whole run ${s.t0}..${s.t1}: ` + JSON.stringify(s.drawn));
+  await shot(third.page, 'capture-limit.png');
+  await third.page.evaluate((stop) => window.jetsViewer.setView(0, stop), stop);
+  s = await settled(third.page);
+  assert.equal(s.drawn.outside, 0, 'nothing before the stop: ' + JSON.stringify(s.drawn));
+  assert.deepEqual(third.errors, []);
+  await third.page.close();
 });
 
 test('jets gantt: the same pipeline mode on the demo trace (stage names, stalls hatched, flushes marked, jump)', async () => {
