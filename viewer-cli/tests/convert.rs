@@ -818,12 +818,7 @@ fn exports_mark_where_a_size_limit_stopped_capture() {
         Metadata::new().clock_frequency_mhz(1000.0),
         10_000,
     );
-    let text = read(&path);
-    let last = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["clk"].as_u64())
-        .max()
-        .expect("lines with a cycle");
+    let last = common::last_line_clk(&path);
     assert!(last < 9_000, "the limit stopped capture early: the last line at {last}");
     let out = dir.path().join("limited.json");
     convert(&path, "chrome", &out, &[]);

@@ -739,12 +739,7 @@ fn a_trace_stopped_by_a_size_limit_says_where() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("limited.jets");
     captured_pipeline(&path, Some("limit=64KiB"), Metadata::new(), 10_000);
-    let last = std::fs::read_to_string(&path)
-        .expect("the trace")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["clk"].as_u64())
-        .max()
-        .expect("lines with a cycle");
+    let last = common::last_line_clk(&path);
     assert!(last < 9_000, "the limit stopped capture early: the last line at {last}");
     let v = start(&path);
     let s = wait_for(&v, "the index", |s| s["done"] == true);

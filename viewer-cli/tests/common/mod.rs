@@ -42,3 +42,14 @@ pub fn captured_pipeline(path: &Path, setting: Option<&str>, meta: jets::Metadat
     core.end_at(cycles + 1).expect("end");
     trace.close_at(cycles + 1).expect("close");
 }
+
+/// The last cycle of the lines of the trace at `path` (the footer's `capture_end_clk` aside):
+/// where a size limit stopped capture, in a trace it stopped.
+pub fn last_line_clk(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .expect("the trace")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["clk"].as_u64())
+        .max()
+        .expect("lines with a cycle")
+}
