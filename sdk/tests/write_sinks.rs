@@ -52,6 +52,41 @@ fn gzip_and_zstd_by_extension() {
     }
 }
 
+/// A size limit (CAP-LIM-1) counts the lines before compression, and a compressed trace it
+/// stopped decompresses whole: the batches left out are whole compressed frames.
+#[test]
+fn a_size_limit_stops_a_compressed_trace_at_a_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["l.jets.gz", "l.jets.zst"] {
+        let path = dir.path().join(name);
+        let trace = TraceBuilder::new()
+            .capture("limit=64KiB".parse().expect("setting"))
+            .create(&path, Metadata::new())
+            .expect("create");
+        let root = trace.root("root", "Root").begin_at(0).expect("root");
+        let mut i = 0u64;
+        while !trace.limit_reached() || i < 20_000 {
+            let r = root.child("n", "N").field("i", i).begin_at(i).expect("begin");
+            r.event("e").emit_at(i + 1).expect("event");
+            r.end_at(i + 2).expect("end");
+            i += 1;
+            if i % 256 == 0 {
+                trace.flush().expect("flush");
+            }
+            assert!(i < 1_000_000, "{name}: the limit was never reached");
+        }
+        root.end_at(i + 2).expect("end");
+        let summary = trace.close().expect("close");
+        assert!(summary.limit_reached, "{name}");
+        let text = read_partial(&path);
+        let counts = common::check(&text, false).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(counts.records < i / 2, "{name}: {} of {i} records written", counts.records);
+        assert_eq!(summary.bytes, text.len() as u64, "{name}");
+        let limit = 64 << 10;
+        assert!((limit..limit + jets::WRITE_BATCH_BYTES as u64).contains(&summary.bytes), "{name}");
+    }
+}
+
 #[test]
 fn compressed_lines_reach_the_disk_within_the_flush_interval() {
     let dir = tempfile::tempdir().expect("tempdir");
