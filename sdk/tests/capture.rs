@@ -1148,11 +1148,14 @@ const EVENTS: [&str; 3] = ["x", "y", "z"];
 /// order, each beginning 3 cycles after the previous one; every line carries its thread and
 /// sequence number so the test can tell which line is which.
 fn run(program: &[Vec<Node>], c: Capture) -> String {
+    // With a size limit, each thread flushes after each record, so that the writer writes (and
+    // may reach the limit) while the program runs, not only at close.
+    let flushing = c.limit.is_some();
     let (t, buf) = open(c);
     let top = t.root("top", "Top").begin_at(0).unwrap();
     std::thread::scope(|s| {
         for (ti, nodes) in program.iter().enumerate() {
-            let top = &top;
+            let (top, t) = (&top, &t);
             s.spawn(move || {
                 let root = top
                     .child(format!("t{ti}"), "Thread")
@@ -1210,6 +1213,9 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
                         h.annotation(format!("t{ti}n{i}a{k}")).emit().unwrap();
                     }
                     open.push((h, clk + n.len));
+                    if flushing {
+                        t.flush().unwrap();
+                    }
                 }
                 // Ends last, each at or after its children's ends, so no child begins after its
                 // parent's end (W003) even when a recorder writes a held end early.
@@ -1455,6 +1461,42 @@ proptest! {
         }
     }
 
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// CAP-LIM-1 under random programs on several threads, alone or with a window: the file a
+    /// size limit stops is valid, holds only lines of the whole run (the window's, with one),
+    /// reaches the limit only if it says so, and its footer counts, kind by kind, exactly the
+    /// lines the whole run has and the file lacks.
+    #[test]
+    fn a_size_limit_leaves_a_valid_part_of_any_program(
+        program in proptest::collection::vec(thread_program(), 1..4),
+        limit in 100..6000u64,
+        window in proptest::option::of((0..40u64, 1..40u64)),
+    ) {
+        let full = run(&program, Capture::default());
+        let m = model(&full);
+        let window = window.map(|(a, n)| a..a + n);
+        let unlimited = Capture { window: window.clone(), ..Capture::default() };
+        let selected = keys(&run(&program, unlimited.clone()));
+        let c = Capture { limit: Some(limit), ..unlimited };
+        let text = run(&program, c.clone());
+        let lines = valid(&text);
+        prop_assert!(keys(&text).is_subset(&selected), "setting {}", c);
+        let f = footer(&lines);
+        // The footer, written after the limit is judged, does not count towards it.
+        let body = text.len() - text.lines().last().unwrap().len() - 1;
+        let reached = f["limit_reached"] == true;
+        prop_assert_eq!(reached, body as u64 >= limit, "{} bytes and the footer, setting {}", body, c);
+        for (kind, ty) in [("records", "record"), ("events", "event"), ("annotations", "annotation")] {
+            let whole = m.lines.iter().filter(|((k, ..), _)| k == ty).count() as u64;
+            let written = f[format!("total_{kind}")].as_u64().unwrap();
+            let left = f[format!("left_out_{kind}")].as_u64().unwrap_or(0);
+            prop_assert_eq!(written + left, whole, "{} ({})", kind, c);
+        }
+    }
 }
 
 proptest! {
