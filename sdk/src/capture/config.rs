@@ -95,11 +95,12 @@ pub struct Capture {
     /// Stop capturing for good once the file holds this many bytes of lines (`limit=SIZE`,
     /// SIZE in `B`, `KiB`, `MiB` or `GiB`), as Perfetto's `max_file_size_bytes` stops a trace:
     /// a first full run of a simulator that would write tens of gigabytes fills a file of known
-    /// size instead of the disk. Capture then turns off as [`crate::Trace::capture_off`] turns
-    /// it off, and [`crate::Trace::capture_on`] no longer turns it on: the lines already made
-    /// are still written, so the file ends a little past SIZE, and the footer says the limit
-    /// was reached (CAP-LIM-1). Not with a flight recorder (its dumps are its file's bound) nor
-    /// `count` (which writes no line).
+    /// size instead of the disk. The file ends with the batch of lines that reaches SIZE (at
+    /// most [`crate::WRITE_BATCH_BYTES`] past it), the lines after it are left out and counted,
+    /// capture turns off as [`crate::Trace::capture_off`] turns it off, and
+    /// [`crate::Trace::capture_on`] no longer turns it on; the footer says the limit was reached
+    /// (CAP-LIM-1). Counted before compression. Not with a flight recorder (its dumps are its
+    /// file's bound) nor `count` (which writes no line).
     pub limit: Option<u64>,
 }
 
