@@ -80,6 +80,15 @@ fn a_size_limit_stops_the_trace_and_stats_say_so() {
     for export in ["pipeline.chrome.json", "pipeline.kanata.log", "pipeline.gantt.html"] {
         assert!(dir.path().join("o").join(export).exists(), "{export}");
     }
+    // `jets stats --format json` says it too, for scripts.
+    let stats = Command::new(env!("CARGO_BIN_EXE_jets"))
+        .args(["stats", "--format", "json"])
+        .arg(dir.path().join("o").join("pipeline.jets"))
+        .output()
+        .unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["capture"]["limit_reached"], true, "{stats}");
+    assert_eq!(stats["capture"]["setting"], "limit=64KiB");
 }
 
 #[test]

@@ -347,6 +347,9 @@ impl TraceStats {
                 if let Some(n) = c.recorder_dumps {
                     out["recorder_dumps"] = n.into();
                 }
+                if c.limit_reached {
+                    out["limit_reached"] = true.into();
+                }
                 out
             }),
         })
