@@ -202,6 +202,7 @@ enum Op {
     CloseAt(Clk),
     CaptureOn,
     CaptureOff,
+    LimitReached,
     RoiBegin,
     RoiEnd,
     Dump,
@@ -436,8 +437,9 @@ fn open(path: &std::path::Path, o: &Opening) -> (c_int, *mut jets_trace) {
         (Some(words), _) => {
             let clauses: Vec<String> = words
                 .iter()
-                .map(|&(k, a, b)| match k % 8 {
+                .map(|&(k, a, b)| match k % 9 {
                     0 => format!("clk={a}..{b}"),
+                    8 => format!("limit={}B", a % 65536),
                     1 => format!("every={a}"),
                     2 => format!("recorder={a}"),
                     3 => "trigger=error".to_owned(),
@@ -611,6 +613,11 @@ fuzz_target!(|data: &[u8]| {
                 }
                 Op::CaptureOn => slot.check("jets_capture_on", op, jets_capture_on(t)),
                 Op::CaptureOff => slot.check("jets_capture_off", op, jets_capture_off(t)),
+                // 1 or 0 on an open trace; an error code otherwise.
+                Op::LimitReached => match jets_limit_reached(t) {
+                    1 => assert!(!t.is_null() && !slot.closed.get(), "{op:?}"),
+                    rc => slot.check("jets_limit_reached", op, rc),
+                },
                 Op::RoiBegin => slot.check("jets_roi_begin", op, jets_roi_begin(t)),
                 Op::RoiEnd => slot.check("jets_roi_end", op, jets_roi_end(t)),
                 Op::Dump => slot.check("jets_dump", op, jets_dump(t)),
