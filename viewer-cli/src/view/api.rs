@@ -446,7 +446,7 @@ pub fn summary(shared: &Shared) -> Result<Summary, ApiError> {
         version: ix.version,
         metadata: ix.metadata.clone(),
         footer: ix.footer.is_some(),
-        capture: ix.footer.as_ref().and_then(|f| CaptureOut::read(f, ix.last_line_clk)),
+        capture: ix.footer.as_ref().and_then(|f| CaptureOut::read(f, ix.last_clk)),
         extent,
         counts: CountsOut {
             lines: c.lines,

@@ -654,11 +654,9 @@ pub struct Index {
     pub errors: Vec<String>,
     /// First and last cycle seen.
     pub first_clk: Option<u64>,
-    /// Last cycle seen (or the footer's `capture_end_clk`).
+    /// Last cycle of a line (the footer's `capture_end_clk` aside, see [`Index::now`]): where a
+    /// size limit stopped capture, when one did (VW-CAP-1).
     pub last_clk: u64,
-    /// Last cycle of a line (the footer's `capture_end_clk` aside): where a size limit stopped
-    /// capture, when one did (VW-CAP-1).
-    pub last_line_clk: u64,
     /// Bumped by every change, so clients know when to ask again.
     pub version: u64,
     ids: IdMap,
@@ -701,7 +699,6 @@ impl Default for Index {
             errors: Vec::new(),
             first_clk: None,
             last_clk: 0,
-            last_line_clk: 0,
             version: 0,
             ids: IdMap::Dense(Vec::new()),
             lane_ids: HashMap::new(),
@@ -822,9 +819,11 @@ impl Index {
         self.rec_offset(e.rec) + u64::from(e.doff)
     }
 
-    /// The last cycle, where open bars end.
+    /// The last cycle, where open bars end: the last line's, or the footer's `capture_end_clk`
+    /// when it is later (the run's end, which a trace whose capture stopped early reaches).
     pub fn now(&self) -> u64 {
-        self.last_clk
+        let footer_end = self.footer.as_ref().and_then(|f| f.capture_end_clk);
+        self.last_clk.max(footer_end.unwrap_or(0))
     }
 
     /// The record_type a pipeline view shows first: of the types with at least two stage events
@@ -873,7 +872,6 @@ impl Index {
     fn see_clk(&mut self, clk: u64) {
         self.first_clk = Some(self.first_clk.map_or(clk, |f| f.min(clk)));
         self.last_clk = self.last_clk.max(clk);
-        self.last_line_clk = self.last_line_clk.max(clk);
     }
 
     /// Adds one parsed line: `line` is its 1-based number, `offset` where it starts in the store.
@@ -882,12 +880,7 @@ impl Index {
         self.version += 1;
         match p {
             Parsed::Header(m) => self.metadata = Some(m),
-            Parsed::Footer(f) => {
-                if let Some(end) = f.capture_end_clk {
-                    self.last_clk = self.last_clk.max(end);
-                }
-                self.footer = Some(f);
-            }
+            Parsed::Footer(f) => self.footer = Some(f),
             Parsed::Record(r) => self.add_record(r, line, offset),
             Parsed::End { id, clk, status } => self.end_record(id, clk, status, line),
             Parsed::Annotation { id } => {
