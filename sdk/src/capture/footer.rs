@@ -15,7 +15,8 @@ use super::{
 pub const FOOTER_CAPTURE: &str = "capture";
 
 /// What the footer's `capture`, `left_out_*`, `counted_*`, `recorder_dumps` and
-/// `limit_reached` members say (CAP-FOOT-1, CAP-COUNT-1, CAP-LIM-1). The SDK writes them whenever the trace is not the whole run.
+/// `limit_reached` members say (CAP-FOOT-1, CAP-COUNT-1, CAP-LIM-1). The SDK writes them
+/// whenever the trace is not the whole run.
 ///
 /// ```
 /// use jets::capture::FooterCapture;

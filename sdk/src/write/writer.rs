@@ -904,7 +904,6 @@ impl Writer {
         let limit = self.shared.capture.limit;
         if limit.is_some_and(|limit| self.summary.bytes >= limit) && self.past_limit.is_none() {
             self.past_limit = Some((Written::of(&self.summary), LeftOut::default()));
-            self.summary.limit_reached = true;
             self.shared.gate.stop();
         }
     }
@@ -952,6 +951,7 @@ impl Writer {
             // are among what it saw and the file lacks (`capture_footer`); without, they join
             // the batches not written.
             let s = &mut self.summary;
+            s.limit_reached = true;
             let w = written.lines;
             if self.keeper.is_none() {
                 *not_written += LeftOut {
