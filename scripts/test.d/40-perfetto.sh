@@ -6,7 +6,8 @@
 # tracks defined before use, every track named, slices balanced, packet timestamps never
 # decreasing on a sequence (CV-PERFETTO-1), lanes named after the core/thread/unit records on them
 # (CV-NEST-2), one slice per record and one instant per event; and for a capture window's trace,
-# a `capture` track marking the window's edges (CV-CAP-1).
+# a `capture` track marking the window's edges, and for one a size limit stopped, the cycle where
+# it stopped (CV-CAP-1, CAP-LIM-1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/real-clients.bash
@@ -17,8 +18,9 @@ cargo build -q --locked -p jets-cli
 jets="${CARGO_TARGET_DIR:-$PWD/target}/debug/jets"
 "$jets" demo --out "$out/demo" --words 32 >/dev/null
 JETS_CAPTURE="clk=2000..3000" "$jets" demo --out "$out/window" --words 32 >/dev/null
+JETS_CAPTURE="limit=64KiB" "$jets" demo --out "$out/limit" --words 32 >/dev/null
 cp viewer-cli/tests/data/trace/rjets_tests_trace.jets "$out/rjets.jets"
-for t in rjets demo/pipeline window/pipeline; do
+for t in rjets demo/pipeline window/pipeline limit/pipeline; do
     "$jets" convert "$out/$t.jets" --to perfetto -o "$out/$t.pftrace"
 done
 "$REAL_CLIENTS_PY" - "$out" <<'PY'
@@ -79,10 +81,10 @@ def check(base, root_name, want_names):
           f"sequence(s) in time order, {len(tracks)} named tracks, {slices} slices, "
           f"{instants} instants: ok")
 
-def check_capture(base):
-    """A capture window's export (CV-CAP-1): a root track named `capture` whose description says
-    the trace is a part of the run, holding an instant at each edge of the window (1 cycle = 1 ns
-    in the demo), and nothing else."""
+def check_capture(base, says, want):
+    """A part of a run's export (CV-CAP-1): a root track named `capture` whose description says
+    the trace is a part of the run (`says`), holding the instants `want`, (ns, name), and nothing
+    else (1 cycle = 1 ns in the demo)."""
     t = Trace()
     t.ParseFromString(open(base + ".pftrace", "rb").read())
     tracks, names, marks = {}, {}, []
@@ -97,14 +99,17 @@ def check_capture(base):
             marks.append((p.timestamp, name, e.type))
     capture = [d for d in tracks.values() if d.name == "capture"]
     assert len(capture) == 1 and not capture[0].HasField("parent_uuid"), capture
-    assert "clk=2000..3000: a PART of the run" in capture[0].description, capture[0].description
-    want = [(2000, "capture window begins", TrackEvent.TYPE_INSTANT),
-            (3000, "capture window ends", TrackEvent.TYPE_INSTANT)]
-    assert sorted(marks) == want, marks
-    print(f"perfetto: a capture window's export: a `capture` track with its edges: ok")
+    assert says in capture[0].description, capture[0].description
+    assert sorted(marks) == [(ns, name, TrackEvent.TYPE_INSTANT) for ns, name in want], marks
+    print(f"perfetto: {base.rsplit('/', 2)[-2]}: a `capture` track with {len(marks)} mark(s): ok")
 
 d = sys.argv[1]
-check_capture(d + "/window/pipeline")
+check_capture(d + "/window/pipeline", "clk=2000..3000: a PART of the run",
+              [(2000, "capture window begins"), (3000, "capture window ends")])
+# A size limit: one mark, at the last cycle of the file's lines.
+last = max(json.loads(l).get("clk", 0) for l in open(d + "/limit/pipeline.jets"))
+check_capture(d + "/limit/pipeline", "limit=64KiB: a PART of the run (stopped at its size limit",
+              [(last, "capture stops: size limit")])
 check(d + "/rjets", "cluster_0 (Cluster)", ["core_0 (Core)"])
 check(d + "/demo/pipeline", "core0 (Core)",
       ["IF (PipelineStage)", "WB (PipelineStage)", "dcache (Cache)"])
