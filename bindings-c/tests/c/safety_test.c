@@ -175,6 +175,28 @@ static int fork_child(const char *child_path) {
     return bad;
 }
 
+/* Waits for the child `pid` and returns its status. A child that has not ended after 20 s
+ * (its alarm kills it at 30) is hung: where each of its threads waits is printed with gdb, when
+ * there is one, so that a hang seen once (on a CI machine) says which lock it is. */
+static int wait_or_show_stacks(pid_t pid) {
+    int st = 0;
+    for (int waited_ms = 0; waitpid(pid, &st, WNOHANG) == 0; waited_ms += 10) {
+        if (waited_ms == 20000) {
+            char cmd[256];
+            snprintf(cmd, sizeof cmd,
+                     "command -v gdb >/dev/null && gdb -batch -nx -p %d "
+                     "-ex 'thread apply all bt' </dev/null >&2 2>&1 "
+                     "|| echo no gdb here: the stacks of the hung child are not shown >&2",
+                     (int)pid);
+            fprintf(stderr, "fork child %d still running after 20 s; its stacks:\n", (int)pid);
+            if (system(cmd) != 0) fprintf(stderr, "(gdb failed)\n");
+        }
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+    }
+    return st;
+}
+
 static int mode_fork(const char *dir) {
     char parent_path[4096], child_path[4096];
     snprintf(parent_path, sizeof parent_path, "%s", in_dir(dir, "parent.jets"));
@@ -204,8 +226,7 @@ static int mode_fork(const char *dir) {
         nanosleep(&pause, NULL);
         pid_t pid = fork();
         if (pid == 0) _exit(fork_child(child_path));
-        int st = 0;
-        waitpid(pid, &st, 0);
+        int st = wait_or_show_stacks(pid);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
             ok_children++;
         } else if (WIFSIGNALED(st)) {
