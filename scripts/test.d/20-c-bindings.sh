@@ -329,8 +329,11 @@ PY
         own=$((own + 1))
     done
     echo "cancel: the last trace of each of the $own cancelled openers is complete"
-    python3 "$check" "$d/parent.jets"
-    python3 "$check" "$d/child.jets" --expect "records=1 record_ends=1 events=1 open=0"
+    # The fork mode's traces, where it ran (not under ASan, above).
+    if [ -f "$d/fork.out" ]; then
+        python3 "$check" "$d/parent.jets"
+        python3 "$check" "$d/child.jets" --expect "records=1 record_ends=1 events=1 open=0"
+    fi
     # Drop policy: every line the program made is either in the file or in the footer's counts.
     python3 - "$d/drop.jets" "$(sed -n 's/^expect-dropped lines=//p' "$d/drop.out")" <<'PY'
 import json, sys
