@@ -270,8 +270,8 @@ fn flush() -> Flush {
 fn amd() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AMD.get_or_init(|| {
+        static AMD: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+        asked_once(&AMD, || {
             // SAFETY: CPUID has no preconditions on x86-64 (an `unsafe fn` in older Rust).
             #[allow(unused_unsafe)]
             let id = unsafe { std::arch::x86_64::__cpuid(0) };
@@ -285,6 +285,22 @@ fn amd() -> bool {
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     false
+}
+
+/// A question about the CPU, asked once per process: `cell` keeps the answer (0: not asked yet,
+/// 1: no, 2: yes). Not a `OnceLock`, which is a lock: a child forked while another thread
+/// asks would inherit it held and wait forever at its first ring (CA-FORK-1). Two threads that
+/// ask at once both ask the CPU and get the same answer.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn asked_once(cell: &std::sync::atomic::AtomicU8, ask: impl FnOnce() -> bool) -> bool {
+    match cell.load(Ordering::Relaxed) {
+        0 => {
+            let yes = ask();
+            cell.store(1 + u8::from(yes), Ordering::Relaxed);
+            yes
+        }
+        answer => answer == 2,
+    }
 }
 
 /// Whether CPUID leaf `leaf` (subleaf 0) sets bit `bit` of the register `reg` picks from it.
@@ -307,8 +323,8 @@ fn cpuid_bit(leaf: u32, reg: fn(std::arch::x86_64::CpuidResult) -> u32, bit: u32
 fn prefetch_w() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| cpuid_bit(0x8000_0001, |r| r.ecx, 8))
+        static HAS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+        asked_once(&HAS, || cpuid_bit(0x8000_0001, |r| r.ecx, 8))
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     false
@@ -320,8 +336,8 @@ fn prefetch_w() -> bool {
 fn flush_opt() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| cpuid_bit(7, |r| r.ebx, 23))
+        static HAS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+        asked_once(&HAS, || cpuid_bit(7, |r| r.ebx, 23))
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     false
@@ -517,6 +533,23 @@ mod tests {
                     assert_eq!(runs, masked, "from {from}, {n} words, mask {mask}");
                 }
             }
+        }
+    }
+
+    /// A question about the CPU is asked once, and its answer, yes or no, kept.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[test]
+    fn a_cpu_question_is_asked_once_and_its_answer_kept() {
+        for answer in [false, true] {
+            let cell = std::sync::atomic::AtomicU8::new(0);
+            let asked = std::cell::Cell::new(0);
+            let ask = || {
+                asked.set(asked.get() + 1);
+                answer
+            };
+            assert_eq!(asked_once(&cell, ask), answer);
+            assert_eq!(asked_once(&cell, ask), answer, "the kept answer");
+            assert_eq!(asked.get(), 1, "asked once");
         }
     }
 
