@@ -439,16 +439,9 @@ fn deferred_records_are_pushed_once_when_needed_and_counted_when_not() {
     assert_eq!(f["left_out_events"], 26);
 }
 
-/// KNOWN DEFECT (found by the `capture` fuzz target on 2026-11-30, not fixed yet): a record
-/// deferred under a held parent (CAP-DEFER-1) that outlives the parent's end. Deferring the
-/// child queues the parent as held; the parent's end then reaches the writer, which forgets the
-/// parent once every ring has passed that end (CAP-ANC-2 assumes that every line referring to a
-/// record is queued before its end, and a deferred child's is not). When a line is later made
-/// under the child, the child is written with a parent the file never got. A fix needs the
-/// parent to know of its deferred children, which so far cost two locked instructions a
-/// deferred record (about 45 % more for each, `producer_loop … instruction`): see
-/// docs/performance-history.md, session 40. Run with `cargo test -p jets-sdk --test capture --
-/// --ignored`.
+/// The known defect of CAP-DEFER-1 (spec/write-decisions.md; found by the `capture` fuzz target
+/// on 2026-11-30, open): a record deferred under a held parent that outlives the parent's end is
+/// written without it. Run with `cargo test -p jets-sdk --test capture -- --ignored`.
 #[test]
 #[ignore = "known defect: a deferred child that outlives its held parent is written without it"]
 fn a_deferred_child_that_outlives_its_held_parent_is_written_with_it() {
@@ -458,8 +451,8 @@ fn a_deferred_child_that_outlives_its_held_parent_is_written_with_it() {
     let unit = core.child_at(10, "unit", "Core").begin().unwrap();
     core.end_at(11).unwrap();
     // Two writer passes: every ring is past the parent's end, and the writer forgets it.
-    t.dump().unwrap();
-    t.dump().unwrap();
+    t.flush().unwrap();
+    t.flush().unwrap();
     t.roi_begin();
     // Selected: queues the deferred child, which needs its parent in the file.
     unit.child_at(20, "fetch", "IF").begin().unwrap().end_at(21).unwrap();
