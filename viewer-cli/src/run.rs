@@ -409,11 +409,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 // written only if what it says (command line, executable) changed too, since a
                 // thread can rename itself without exec (libtest names the main thread after
                 // the test it runs). Readers keep the last line of a pid, as denet's own does
-                // (`denet.report._load_records`).
+                // (`denet.report._load_records`). A command line announced empty (caught inside
+                // its exec, see `ChildStart::read`) is read again at every sample until it says
+                // something.
                 for c in &tree.children {
                     let (first_ms, last) = match announced.get_mut(&c.pid) {
                         None => (tree.ts_ms, None),
-                        Some(a) if a.command == c.command => continue,
+                        Some(a) if a.command == c.command && !a.start.cmd.is_empty() => continue,
                         Some(a) => {
                             a.command.clone_from(&c.command);
                             (a.start.ts_ms, Some(&mut a.start))

@@ -251,19 +251,38 @@ pub struct ChildStart {
 
 impl ChildStart {
     /// Reads what `/proc` says about `pid` now; `None` once it has gone.
+    ///
+    /// A process caught inside `execve` has its new executable but not yet its new arguments
+    /// (the kernel fills them in after replacing the address space), so its command line reads
+    /// empty for a few microseconds. Such a read is retried for up to 10 ms rather than
+    /// announcing a command line that was never true. (A zombie has neither: it is read once.)
     pub fn read(pid: u32, ts_ms: u64) -> Option<ChildStart> {
         let stat = super::procfs::read_stat(pid).ok()?;
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|b| {
-                b.split(|&c| c == 0)
-                    .filter(|a| !a.is_empty())
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let read_cmd = || -> Vec<String> {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| {
+                    b.split(|&c| c == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let read_exe = || {
+            std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        };
+        let mut cmd = read_cmd();
+        let mut exe = read_exe();
+        for _ in 0..10 {
+            if !cmd.is_empty() || exe.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            cmd = read_cmd();
+            exe = read_exe();
+        }
         Some(ChildStart { ts_ms, pid, ppid: stat.ppid, cmd, exe })
     }
 }
