@@ -439,11 +439,11 @@ fn deferred_records_are_pushed_once_when_needed_and_counted_when_not() {
     assert_eq!(f["left_out_events"], 26);
 }
 
-/// The known defect of CAP-DEFER-1 (spec/write-decisions.md; found by the `capture` fuzz target
-/// on 2026-11-30, open): a record deferred under a held parent that outlives the parent's end is
-/// written without it. Run with `cargo test -p jets-sdk --test capture -- --ignored`.
+/// CAP-DEFER-2 (found by the `capture` fuzz target on 2026-11-30): a record deferred under a
+/// held parent and alive after the parent's end keeps the parent in the writer's table, so a line
+/// captured under it later is written with its parent. Before, the writer forgot the parent
+/// once every ring had passed its end, and wrote the child without it.
 #[test]
-#[ignore = "known defect: a deferred child that outlives its held parent is written without it"]
 fn a_deferred_child_that_outlives_its_held_parent_is_written_with_it() {
     let (t, buf) = open(Capture::parse("roi;types=IF").unwrap());
     // Outside any region of interest: both held, the child deferred, the parent queued held.
@@ -1137,6 +1137,11 @@ struct Node {
     /// Made with `child_at` / `begin_child_fields_at` / `event_at` / `emit_event_at` /
     /// `emit_event_fields_at` (judged when made) rather than `child` / `event`.
     timed: bool,
+    /// Ended before the others, in the order made, right after every record is made: its
+    /// children outlive it, and the `late` events of those come after its end (CAP-DEFER-2).
+    early: bool,
+    /// Events written just before the record ends, after the early records have ended.
+    late: Vec<(u8, u64)>,
 }
 
 fn node(max_parent: usize) -> impl Strategy<Value = Node> {
@@ -1148,15 +1153,20 @@ fn node(max_parent: usize) -> impl Strategy<Value = Node> {
         0..2u8,
         1..60u64,
         any::<bool>(),
+        (proptest::bool::weighted(0.3), proptest::collection::vec((0..3u8, 0..40u64), 1..3)),
     )
-        .prop_map(move |(parent, ty, unit, events, annotations, len, timed)| Node {
-            parent: parent.filter(|_| max_parent > 0),
-            ty,
-            unit,
-            events,
-            annotations,
-            len,
-            timed,
+        .prop_map(move |(parent, ty, unit, events, annotations, len, timed, (early, late))| {
+            Node {
+                parent: parent.filter(|_| max_parent > 0),
+                ty,
+                unit,
+                events,
+                annotations,
+                len,
+                timed,
+                early,
+                late,
+            }
         })
 }
 
@@ -1247,7 +1257,28 @@ fn run(program: &[Vec<Node>], c: Capture) -> String {
                         open[p].1 = open[p].1.max(open[i].1);
                     }
                 }
-                for (h, at) in open.into_iter().rev() {
+                // The early records end first (their children outlive them), then the others,
+                // each after its late events.
+                let mut rest = Vec::new();
+                for (i, (h, at)) in open.into_iter().enumerate() {
+                    match nodes[i].early {
+                        true => h.end_at(at).unwrap(),
+                        false => rest.push((i, h, at)),
+                    }
+                }
+                // Two passes of the writer: every ring is past those ends, and a writer that
+                // forgot an ended held record then would have forgotten them.
+                if nodes.iter().any(|n| n.early) {
+                    t.flush().unwrap();
+                    t.flush().unwrap();
+                }
+                for (i, h, at) in rest.into_iter().rev() {
+                    let n = &nodes[i];
+                    for (k, &(e, d)) in n.late.iter().enumerate() {
+                        let clk = (h.start_clk() + d % (n.len + 1)).min(at);
+                        let tag = format!("t{ti}n{i}l{k}");
+                        h.event_at(clk, EVENTS[e as usize]).field("tag", tag).emit().unwrap();
+                    }
                     h.end_at(at).unwrap();
                 }
                 root.end_at(10_000).unwrap();
@@ -1444,7 +1475,7 @@ fn keys(text: &str) -> BTreeSet<Key> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
     #[test]
     fn random_programs_under_random_settings_write_exactly_the_selected_lines(

@@ -1174,6 +1174,7 @@ fn kind_index(kind: Kind) -> usize {
         Kind::End => END,
         Kind::Event => EVENT,
         Kind::Annotation => ANNOTATION,
+        Kind::Release => unreachable!("a release is taken first (Keeper::line)"),
     }
 }
 
@@ -1245,6 +1246,11 @@ impl Keeper {
     pub(crate) unsafe fn line(&mut self, at: *mut u64, out: &mut dyn Out) -> bool {
         // SAFETY: the caller's contract; `m` is not used once the entry is moved.
         let m = unsafe { Entry::head(at) };
+        if m.kind == Kind::Release {
+            self.release(m.id);
+            // Owns nothing: there is nothing to drop.
+            return true;
+        }
         if self.due.is_some_and(|due| m.clk >= due) {
             self.due = None;
             self.dump(out);
@@ -1313,10 +1319,11 @@ impl Keeper {
                     let n = &mut self.table.nodes[s];
                     n.open = false;
                     let selected = n.selected;
-                    if self.ended_from.last().is_none_or(|&(r, _)| r != self.ring_now) {
-                        self.ended_from.push((self.ring_now, self.ended.len()));
+                    // A held end (CAP-DEFER-2): a record deferred under it may still come, so
+                    // the record is kept until its release.
+                    if !m.hold {
+                        self.ended(s as u32, m.id);
                     }
-                    self.ended.push((s as u32, m.id));
                     if recording && selected {
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
                         unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
@@ -1334,6 +1341,29 @@ impl Keeper {
             }
         }
         true
+    }
+
+    /// The record `id` (node `s`) has ended: forgotten once every other ring has passed the
+    /// point it has reached now, unless still needed then ([`Keeper::end_pass`]).
+    fn ended(&mut self, s: u32, id: u64) {
+        if self.ended_from.last().is_none_or(|&(r, _)| r != self.ring_now) {
+            self.ended_from.push((self.ring_now, self.ended.len()));
+        }
+        self.ended.push((s, id));
+    }
+
+    /// CAP-DEFER-2: no record deferred under the record `id`, whose end came held, is alive any
+    /// more. It is forgotten as if it ended now: everything that could refer to it was queued
+    /// before this release (the release follows the free of the last such record), so the rule
+    /// of an end holds (CAP-ANC-2). A record no longer in the table was written already.
+    fn release(&mut self, id: u64) {
+        if let Some(s) = self.table.slot(id) {
+            if !self.table.nodes[s].open {
+                self.ended(s as u32, id);
+                #[cfg(test)]
+                tests::RELEASED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 
     /// A record line: written now (selected, no recorder), or a node of the table, its line in
@@ -1900,6 +1930,47 @@ mod tests {
 
     /// Keepers dropped on a thread of their own ([`super::Keeper::drop_beside`]).
     pub(super) static DROPPED_BESIDE: AtomicU64 = AtomicU64::new(0);
+    /// Records released from the table after their held end ([`super::Keeper::release`]).
+    pub(super) static RELEASED: AtomicU64 = AtomicU64::new(0);
+
+    /// CAP-DEFER-2: a parent that ends while a record deferred under it is alive stays in the
+    /// table until the last such record is freed, then is released, whichever thread frees it:
+    /// a long run of them does not pile up in the writer's memory. (Each release that finds its
+    /// record is counted where the keeper takes it; a parent written with its needed child has
+    /// left the table before its release.)
+    #[test]
+    fn parents_outlived_by_deferred_records_are_released_when_the_last_goes() {
+        let before = RELEASED.load(Ordering::Relaxed);
+        let out = Buf::default();
+        let n = if cfg!(miri) { 8 } else { 2000 };
+        let capture = Capture { window: Some(10 * n..10 * n + 5), ..Capture::default() };
+        let trace = TraceBuilder::new().capture(capture).writer(out.clone(), Metadata::new());
+        let trace = trace.expect("open");
+        let root = trace.root("root", "Root").begin_at(0).expect("root");
+        let mut alive = Vec::new();
+        for i in 0..n {
+            let p = root.child_at(i, "p", "R").begin().expect("r");
+            let c = p.child_at(i, "c", "R").begin().expect("r");
+            p.end_at(i + 1).expect("end");
+            // Half of them needed: written, with their parents.
+            if i % 2 == 0 {
+                c.emit_event_at(10 * n, "e").expect("event");
+            }
+            alive.push(c);
+        }
+        let (odd, even): (Vec<_>, Vec<_>) =
+            alive.into_iter().enumerate().partition(|(i, _)| i % 4 < 2);
+        std::thread::spawn(move || drop(odd)).join().expect("thread");
+        for (i, c) in even {
+            c.end_at(i as u64 + 2).expect("end");
+        }
+        root.end_at(10 * n + 1).expect("end");
+        trace.close().expect("close");
+        let released = RELEASED.load(Ordering::Relaxed) - before;
+        assert!(released >= n / 2, "{released} parents released of {}", n / 2);
+        let text = String::from_utf8(out.bytes()).expect("utf-8");
+        assert_eq!(text.matches(r#""name":"p""#).count() as u64, n / 2, "{text}");
+    }
 
     /// A flight recorder's close returns with its file complete, and its window is dropped on a
     /// thread of its own afterwards, what its entries own included.

@@ -403,6 +403,21 @@ fn own(all: &[*mut Lease]) -> impl Iterator<Item = (*mut Lease, &Lease)> {
     all.iter().map(|&p| (p, unsafe { &*p }))
 }
 
+/// Runs `f` if this thread owns `lease` and is not inside its own bookkeeping (a signal handler
+/// that interrupted it), as that bookkeeping, and returns what it returns; else `None`. For
+/// counts kept the way the lease keeps its own, in plain stores by the owner and locked
+/// instructions by everyone else (`super::kids`): while `f` runs, a handler on this thread takes
+/// the other path.
+#[inline(always)]
+pub(crate) fn as_owner<R>(lease: Option<NonNull<Lease>>, f: impl FnOnce() -> R) -> Option<R> {
+    // SAFETY: leases are never freed.
+    let owner = unsafe { lease?.as_ref() }.owner.load(Ordering::Relaxed);
+    LEASES
+        .try_with(|l| (l.mode.get() == READY && l.id.get() == owner).then(|| busy(l, f)))
+        .ok()
+        .flatten()
+}
+
 /// A node made under `lease` is freed.
 ///
 /// # Safety

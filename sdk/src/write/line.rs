@@ -22,6 +22,10 @@ pub(crate) enum Kind {
     End,
     Event,
     Annotation,
+    /// Not a line of the format: tells the capture keeper that a record whose end was queued
+    /// held may be forgotten, since no record deferred under it is alive any more (CAP-DEFER-2).
+    /// Never written.
+    Release,
 }
 
 /// One line being built, in the builder's storage until it is pushed.
@@ -40,7 +44,8 @@ pub(crate) struct Line {
     pub(crate) data: Data,
     /// The line this one must follow when that one is on another thread's ring.
     pub(crate) after: Option<Pos>,
-    /// Capture control: a record queued only as a possible ancestor (CAP-ANC-1).
+    /// Capture control: a record queued only as a possible ancestor (CAP-ANC-1); on a
+    /// `record_end`, a record that stays one after its end, until it is released (CAP-DEFER-2).
     pub(crate) hold: bool,
 }
 
@@ -606,7 +611,8 @@ impl<'a> Entry<'a> {
                 0 => Kind::Record,
                 1 => Kind::End,
                 2 => Kind::Event,
-                _ => Kind::Annotation,
+                3 => Kind::Annotation,
+                _ => Kind::Release,
             },
             clk,
             id,

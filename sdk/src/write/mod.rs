@@ -19,6 +19,7 @@
 mod encoders;
 mod fence;
 pub(crate) mod hooks;
+mod kids;
 pub(crate) mod lease;
 pub(crate) mod line;
 mod nap;

@@ -21,9 +21,10 @@
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::kids::{self, Kids};
 use super::lease::{self, Lease};
 use super::line::{self, Kind, Line, Plain, PlainFields, PlainRecord};
 use super::ring::{self, Pos};
@@ -84,6 +85,12 @@ struct Node {
     /// The trace's id, which keys the left-out counters: a copy, read on every line a capture
     /// window leaves out under a deferred record.
     trace_id: u64,
+    /// The count of the records deferred under this one (CAP-DEFER-2), made with the first:
+    /// null for most records.
+    kids: AtomicPtr<Kids>,
+    /// For a deferred record, the count of its parent's it is counted in, given back when the
+    /// node is freed.
+    counted_in: Option<NonNull<Kids>>,
 }
 
 // SAFETY: `shared` points into `inner` (an `Arc`, `Send + Sync`), which the node keeps alive; the
@@ -592,8 +599,12 @@ impl RecordHandle {
             return Ok(());
         }
         match flags & STATE {
-            // SAFETY: PUSHED was seen (acquire): `pos` is written.
-            PUSHED => write_end(&n.inner, n.raw_id(), unsafe { *n.pos.get() }, clk, status),
+            PUSHED if n.kids.load(Ordering::Relaxed).is_null() => {
+                // SAFETY: PUSHED was seen (acquire): `pos` is written.
+                write_end(&n.inner, n.raw_id(), unsafe { *n.pos.get() }, clk, status)
+            }
+            // Records were deferred under it: its end may have to be held (CAP-DEFER-2).
+            PUSHED => end_with_kids(n, clk, status),
             DEFERRED => {
                 // Nothing under it was made: its line (released with the handle, below) and its
                 // end are left out.
@@ -902,6 +913,40 @@ fn write_end(
     Ok(())
 }
 
+/// Ends a record under which records were deferred (CAP-DEFER-2): if one of them is still alive,
+/// it may yet be queued, with this record as its parent, so the end is queued held (the writer
+/// keeps the record), and the last of them to be freed queues the release ([`kids`]).
+#[cold]
+#[inline(never)]
+fn end_with_kids(n: &Node, clk: u64, status: Option<Status>) -> Result<(), Error> {
+    // SAFETY: the caller saw PUSHED (acquire): `pos` is written.
+    let pos = unsafe { *n.pos.get() };
+    // The handle is being consumed: no record can be deferred under it any more.
+    let Some(k) = NonNull::new(n.kids.swap(std::ptr::null_mut(), Ordering::Acquire)) else {
+        return write_end(&n.inner, n.raw_id(), pos, clk, status);
+    };
+    // SAFETY: taken out of the node, given once.
+    let Some(parting) = (unsafe { kids::part(k) }) else {
+        return write_end(&n.inner, n.raw_id(), pos, clk, status);
+    };
+    let id = n.raw_id();
+    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
+    line.clk = clk;
+    line.hold = true;
+    if let Some(status) = status {
+        line.data.push("status", status);
+    }
+    let pushed = ring::push::<false, _>(&n.inner.shared, &mut line);
+    parting.finish(match pushed {
+        Ok(Some((end, _))) => Some((Arc::clone(&n.inner), id, end)),
+        _ => None,
+    });
+    if pushed?.is_none() {
+        n.inner.shared.count_drop(DROP_END);
+    }
+    Ok(())
+}
+
 /// Writes a [`Plain`] line (consumed whatever happens), counting it as `drop_kind` if the drop
 /// policy drops it. Returns a byte, not an `Error` (which would go through memory).
 #[inline(never)]
@@ -948,7 +993,7 @@ fn begin_line(
     }
     line.hold = verdict == Verdict::Hold;
     if line.hold && shared.policy == Policy::Block {
-        return Ok(deferred_word(inner, slot, clk, cap));
+        return Ok(deferred_word(inner, slot, clk, cap, parent.and_then(RecordHandle::node)));
     }
     Ok(pushed_word(inner, push_slot::<true>(shared, slot)?, cap))
 }
@@ -962,13 +1007,26 @@ fn left_out_word(shared: &super::Shared) -> NonNull<Node> {
 
 /// The word of a record line capture defers (CAP-DEFER-1): kept in its box, beside its node,
 /// until a line is made under it. Counted as left out until then, so that a trace closed while
-/// it is open counts it.
+/// it is open counts it. Counted under its parent too (CAP-DEFER-2, [`kids`]), which stays in
+/// the writer's table while it is alive.
 #[inline(always)]
-fn deferred_word(inner: &Arc<Inner>, slot: Box<Slot>, clk: u64, cap: u8) -> NonNull<Node> {
+fn deferred_word(
+    inner: &Arc<Inner>,
+    slot: Box<Slot>,
+    clk: u64,
+    cap: u8,
+    parent: Option<&Node>,
+) -> NonNull<Node> {
     let gate = &inner.shared.gate;
     gate.leave(gate::RECORD);
     let refuse_below = gate.refuse_below_at(clk);
-    embedded_node_word(inner, slot, refuse_below, flags(DEFERRED, true, cap) | EMBEDDED)
+    let word = embedded_node_word(inner, slot, refuse_below, flags(DEFERRED, true, cap) | EMBEDDED);
+    if let Some(p) = parent {
+        let counted = kids::add(&p.kids, p.lease);
+        // SAFETY: the node was just made, and is ours.
+        unsafe { (*word.as_ptr()).counted_in = Some(counted) };
+    }
+    word
 }
 
 /// The word of a record line pushed (where it went, and its id), or dropped by the policy
@@ -1011,7 +1069,7 @@ fn begin_plain<F: PlainFields>(
     if line.hold && shared.policy == Policy::Block {
         // As a builder's line, which is what a deferred record keeps in its box.
         let clk = line.clk;
-        return Ok(deferred_word(inner, boxed_record(line), clk, cap));
+        return Ok(deferred_word(inner, boxed_record(line), clk, cap, parent.node()));
     }
     Ok(pushed_word(inner, ring::push::<true, _>(shared, line)?, cap))
 }
@@ -1034,7 +1092,7 @@ fn defer_fields<const N: usize>(
     let after = *parent.pushed(word)?;
     let fill = |data: &mut Data| data.push_all(fields.into_fields());
     let slot = deferred_line(name, record_type, Some(after), clk, parent.raw_id(), fill);
-    Ok(deferred_word(&parent.inner, slot, clk, bits::PASSES))
+    Ok(deferred_word(&parent.inner, slot, clk, bits::PASSES, Some(parent)))
 }
 
 /// A [`PlainRecord`] (consumed) as a builder's record line in a pooled box: the line a deferred
@@ -1642,6 +1700,8 @@ unsafe fn write_node(
         (&raw mut (*p).id).write(AtomicU64::new(id));
         (&raw mut (*p).pos).write(UnsafeCell::new(pos));
         (&raw mut (*p).flags).write(AtomicU64::new(flags));
+        (&raw mut (*p).kids).write(AtomicPtr::new(std::ptr::null_mut()));
+        (&raw mut (*p).counted_in).write(None);
     }
 }
 
@@ -1927,6 +1987,20 @@ mod nodes {
     #[inline(never)]
     pub(super) unsafe fn free(node: NonNull<Node>) {
         let p = node.as_ptr();
+        // SAFETY: the caller owns the node. Its counts (CAP-DEFER-2) are given back first: the
+        // count of the records deferred under it, whose handle goes without an end (no end is
+        // held, so there is nothing to release), and the one it is counted in.
+        unsafe {
+            let kids = (*p).kids.load(std::sync::atomic::Ordering::Acquire);
+            if let Some(k) = NonNull::new(kids) {
+                if let Some(parting) = super::kids::part(k) {
+                    parting.finish(None);
+                }
+            }
+            if let Some(k) = (*p).counted_in {
+                super::kids::gone(k);
+            }
+        }
         // SAFETY: the caller owns the node, written whole: the field that owns something is
         // moved out (the others are plain values, asserted below), so nothing in it is left to
         // drop.

@@ -538,6 +538,71 @@ fn deferred_records_judged_by_their_type_are_moved_into_their_box() {
     assert!(records[1].contains(r#""data":{"k":"owned"}"#), "{lines:?}");
 }
 
+/// CAP-DEFER-2 under Miri: the count of the records deferred under a record, kept by the
+/// parent's thread in plain stores and by the others in locked ones, across every way a handle
+/// can cross threads: a record deferred on another thread, a parent ended on another thread
+/// while its deferred child is alive, a child freed on another thread after its parent ended, a
+/// child freed before its parent ends. Every count is freed once (Miri checks), and every record
+/// written has its parent before it.
+#[test]
+fn deferred_records_keep_their_parents_across_threads() {
+    use crate::capture::Capture;
+    let out = Buf::default();
+    let window = Capture { window: Some(N..N + 10), ..Capture::default() };
+    let trace =
+        TraceBuilder::new().capture(window).writer(out.clone(), Metadata::new()).expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    // Deferred on another thread than its parent's, needed after the parent's end.
+    let p1 = root.child_at(1, "p1", "R").begin().expect("r");
+    let c1 = thread::scope(|s| s.spawn(|| p1.child_at(2, "c1", "R").begin()).join());
+    let c1 = c1.expect("thread").expect("r");
+    p1.end_at(3).expect("end");
+    trace.flush().expect("flush");
+    thread::scope(|s| {
+        s.spawn(move || {
+            c1.emit_event_at(N, "e").expect("event");
+            c1.end_at(N + 1).expect("end");
+        });
+    });
+    // Deferred on the parent's thread; the parent ends on another thread while it is alive.
+    let p2 = root.child_at(4, "p2", "R").begin().expect("r");
+    let c2 = p2.child_at(5, "c2", "R").begin().expect("r");
+    thread::scope(|s| {
+        s.spawn(move || p2.end_at(6).expect("end"));
+    });
+    trace.flush().expect("flush");
+    c2.emit_event_at(N + 2, "e").expect("event");
+    c2.end_at(N + 3).expect("end");
+    // The parent ends first on its thread; its child is dropped on another, never needed: the
+    // release comes from there.
+    let p3 = root.child_at(7, "p3", "R").begin().expect("r");
+    let c3 = p3.child_at(8, "c3", "R").begin().expect("r");
+    p3.end_at(9).expect("end");
+    thread::scope(|s| {
+        s.spawn(move || drop(c3));
+    });
+    // A child freed before its parent ends: nothing is held.
+    let p4 = root.child_at(10, "p4", "R").begin().expect("r");
+    p4.child_at(11, "c4", "R").begin().expect("r").end_at(12).expect("end");
+    p4.end_at(13).expect("end");
+    root.end_at(N + 6).expect("end");
+    trace.close().expect("close");
+    let lines = out.lines();
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::new();
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).expect("json");
+        if v["type"] == "record" {
+            if let Some(p) = v["parent_id"].as_u64() {
+                assert!(seen.contains(&p), "{l}: its parent is not before it\n{lines:?}");
+            }
+            seen.insert(v["id"].as_u64().expect("id"));
+            names.push(v["name"].as_str().expect("name").to_owned());
+        }
+    }
+    assert_eq!(names, ["root", "p1", "c1", "p2", "c2"], "{lines:?}");
+}
+
 /// The `record` lines among `lines`.
 fn record_lines(lines: &[String]) -> Vec<&String> {
     lines.iter().filter(|l| l.contains(r#""type":"record""#)).collect()
