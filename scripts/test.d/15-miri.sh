@@ -20,7 +20,7 @@ fi
 cargo +nightly miri setup >/dev/null 2>&1
 # Miri runs a thousand times slower than native: the tests shrink their loops under cfg(miri).
 # Bounded so that a hang (or a machine far slower than expected) fails instead of stalling.
-tests=(write::spsc write::line write::lease write::tests)
+tests=(write::spsc write::line write::lease write::tests capture::keep::tests::parents_outlived)
 echo "Miri ($(cargo +nightly miri --version)) on jets-sdk --lib: ${tests[*]}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

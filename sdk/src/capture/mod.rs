@@ -27,10 +27,9 @@
 //! with its real start cycle, just before the first captured line that needs it. The footer's
 //! `capture` member names the setting and `left_out_*` count what was not written; with
 //! `count`, nothing is written and `counted_*` count what would have been.
-//!
-//! One exception is known and open (CAP-DEFER-1): under `Policy::Block`, a record held and
-//! deferred under a held parent that ends before it can be written without that parent, once a
-//! line under it is captured after the parent's end. `Policy::Drop` avoids it.
+//! A held record may outlive its parent: the parent then stays known to the writer until the
+//! last such record is freed (CAP-DEFER-2), so a line captured under it later is written with
+//! its whole chain.
 
 mod config;
 mod footer;

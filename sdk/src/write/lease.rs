@@ -54,6 +54,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::kids::Kids;
 use super::ring::Entered;
 use super::Inner;
 
@@ -281,16 +282,28 @@ fn busy<R>(l: &Leases, f: impl FnOnce() -> R) -> R {
 
 /// A lease on `inner` for a node this thread is making, or `None`: the node then holds a count
 /// of its own.
+///
+/// For a deferred record, `kids` is its parent's count (CAP-DEFER-2), kept like the lease's own:
+/// the record is counted there as part of this bookkeeping, which a signal handler on this
+/// thread never interrupts halfway (it finds the thread busy and takes the other paths), if this
+/// is the parent's thread; the second value says whether it was.
 #[inline(always)]
-pub(crate) fn take(inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
+pub(crate) fn take(
+    inner: &Arc<Inner>,
+    kids: Option<NonNull<Kids>>,
+) -> (Option<NonNull<Lease>>, bool) {
     // `Leases` has no destructor: reaching it never fails.
-    LEASES.try_with(|l| take_in(l, inner)).ok().flatten()
+    LEASES.try_with(|l| take_in(l, inner, kids)).unwrap_or((None, false))
 }
 
 #[inline(always)]
-fn take_in(l: &Leases, inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
+fn take_in(
+    l: &Leases,
+    inner: &Arc<Inner>,
+    kids: Option<NonNull<Kids>>,
+) -> (Option<NonNull<Lease>>, bool) {
     if l.mode.get() != READY {
-        return take_cold(l, inner);
+        return take_cold(l, inner, kids);
     }
     busy(l, || {
         let mut lease = l.current.get();
@@ -305,7 +318,13 @@ fn take_in(l: &Leases, inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
             hold(leased, inner);
         }
         leased.live.store(leased.live.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        NonNull::new(lease)
+        let lease = NonNull::new(lease);
+        let counted = match (kids, lease) {
+            // SAFETY: the caller holds the parent's handle, which keeps its count alive.
+            (Some(k), Some(lease)) => unsafe { super::kids::add_owned(k, lease) },
+            _ => false,
+        };
+        (lease, counted)
     })
 }
 
@@ -313,7 +332,11 @@ fn take_in(l: &Leases, inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
 /// handler that interrupted the bookkeeping, or while the thread exits.
 #[cold]
 #[inline(never)]
-fn take_cold(l: &Leases, inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
+fn take_cold(
+    l: &Leases,
+    inner: &Arc<Inner>,
+    kids: Option<NonNull<Kids>>,
+) -> (Option<NonNull<Lease>>, bool) {
     if l.mode.get() == UNGUARDED {
         // Registering a destructor may allocate: inside an emitting call, as the ring's
         // allocations are, so that an allocator that emits is refused.
@@ -322,10 +345,10 @@ fn take_cold(l: &Leases, inner: &Arc<Inner>) -> Option<NonNull<Lease>> {
             static NEXT_ID: AtomicU64 = AtomicU64::new(1);
             l.id.set(NEXT_ID.fetch_add(1, Ordering::Relaxed));
             l.mode.set(READY);
-            return take_in(l, inner);
+            return take_in(l, inner, kids);
         }
     }
-    None
+    (None, false)
 }
 
 /// Takes a count for the lease's first live node: the parked one, else a new one.
@@ -403,27 +426,15 @@ fn own(all: &[*mut Lease]) -> impl Iterator<Item = (*mut Lease, &Lease)> {
     all.iter().map(|&p| (p, unsafe { &*p }))
 }
 
-/// Runs `f` if this thread owns `lease` and is not inside its own bookkeeping (a signal handler
-/// that interrupted it), as that bookkeeping, and returns what it returns; else `None`. For
-/// counts kept the way the lease keeps its own, in plain stores by the owner and locked
-/// instructions by everyone else (`super::kids`): while `f` runs, a handler on this thread takes
-/// the other path.
-#[inline(always)]
-pub(crate) fn as_owner<R>(lease: Option<NonNull<Lease>>, f: impl FnOnce() -> R) -> Option<R> {
-    // SAFETY: leases are never freed.
-    let owner = unsafe { lease?.as_ref() }.owner.load(Ordering::Relaxed);
-    LEASES
-        .try_with(|l| (l.mode.get() == READY && l.id.get() == owner).then(|| busy(l, f)))
-        .ok()
-        .flatten()
-}
-
-/// A node made under `lease` is freed.
+/// A node made under `lease` is freed. A deferred record counted in `kids`, its parent's count,
+/// is given back there as part of the bookkeeping if this is the parent's thread (as in
+/// [`take`]); returns whether it was.
 ///
 /// # Safety
-/// `lease` came from [`take`] for that node, which is freed once, here.
+/// `lease` came from [`take`] for that node, which is freed once, here; `kids` is the count the
+/// node is counted in, given back once (here, or by the caller when this returns false).
 #[inline(always)]
-pub(crate) unsafe fn give(lease: NonNull<Lease>) {
+pub(crate) unsafe fn give(lease: NonNull<Lease>, kids: Option<NonNull<Kids>>) -> bool {
     // SAFETY: leases are never freed, and this one is not ended (not free for another thread)
     // while a node made under it, this one, is alive.
     let lease_ref = unsafe { lease.as_ref() };
@@ -433,20 +444,29 @@ pub(crate) unsafe fn give(lease: NonNull<Lease>) {
                 return Err(());
             }
             Ok(busy(l, || {
+                // SAFETY: the function's contract.
+                let given = kids.is_some_and(|k| unsafe { super::kids::gone_owned(k, lease) });
                 let live = lease_ref.live.load(Ordering::Relaxed) - 1;
                 lease_ref.live.store(live, Ordering::Relaxed);
-                match live == lease_ref.away.load(Ordering::Acquire) {
+                let count = match live == lease_ref.away.load(Ordering::Acquire) {
                     true => lease_ref.park(),
                     false => None,
-                }
+                };
+                (count, given)
             }))
         })
         .unwrap_or(Err(()));
     match released {
         // Dropped after the bookkeeping (an orphan's): the trace's last count closes it.
-        Ok(count) => drop(count),
-        // SAFETY: the function's contract.
-        Err(()) => unsafe { give_away(lease) },
+        Ok((count, given)) => {
+            drop(count);
+            given
+        }
+        Err(()) => {
+            // SAFETY: the function's contract.
+            unsafe { give_away(lease) };
+            false
+        }
     }
 }
 

@@ -938,7 +938,7 @@ fn end_with_kids(n: &Node, clk: u64, status: Option<Status>) -> Result<(), Error
     }
     let pushed = ring::push::<false, _>(&n.inner.shared, &mut line);
     parting.finish(match pushed {
-        Ok(Some((end, _))) => Some((Arc::clone(&n.inner), id, end)),
+        Ok(Some((end, _))) => Some((Arc::downgrade(&n.inner), id, end)),
         _ => None,
     });
     if pushed?.is_none() {
@@ -1020,13 +1020,8 @@ fn deferred_word(
     let gate = &inner.shared.gate;
     gate.leave(gate::RECORD);
     let refuse_below = gate.refuse_below_at(clk);
-    let word = embedded_node_word(inner, slot, refuse_below, flags(DEFERRED, true, cap) | EMBEDDED);
-    if let Some(p) = parent {
-        let counted = kids::add(&p.kids, p.lease);
-        // SAFETY: the node was just made, and is ours.
-        unsafe { (*word.as_ptr()).counted_in = Some(counted) };
-    }
-    word
+    let kids = parent.map(|p| kids::of(&p.kids, p.lease));
+    embedded_node_word(inner, slot, refuse_below, flags(DEFERRED, true, cap) | EMBEDDED, kids)
 }
 
 /// The word of a record line pushed (where it went, and its id), or dropped by the policy
@@ -1644,7 +1639,7 @@ fn node_word(inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node>
     let node = nodes::take();
     let refuse_below = inner.shared.gate.refuse_below();
     // SAFETY: `take` gives a box for a node, ours and uninitialized.
-    unsafe { write_node(node.as_ptr(), inner, id, pos, refuse_below, flags) };
+    unsafe { write_node(node.as_ptr(), inner, id, pos, refuse_below, flags, None) };
     node
 }
 
@@ -1657,18 +1652,21 @@ fn embedded_node_word(
     slot: Box<Slot>,
     refuse_below: u64,
     flags: u64,
+    counted_in: Option<NonNull<Kids>>,
 ) -> NonNull<Node> {
     debug_assert!(flags & EMBEDDED != 0);
     let slot = Box::into_raw(slot);
     // SAFETY: a live box of ours; its node is uninitialized and written whole here.
     unsafe {
         let p = (&raw mut (*slot).node).cast::<Node>();
-        write_node(p, inner, 0, NOWHERE, refuse_below, flags);
+        write_node(p, inner, 0, NOWHERE, refuse_below, flags, counted_in);
         NonNull::new_unchecked(p)
     }
 }
 
-/// Writes a node at `p`, leased by this thread ([`lease`]) or holding a count of its own.
+/// Writes a node at `p`, leased by this thread ([`lease`]) or holding a count of its own, and
+/// counted in its parent's `counted_in` if it is a deferred record (CAP-DEFER-2): by the lease
+/// bookkeeping on the parent's thread, else with a locked instruction.
 /// Field by field: a node made whole on the stack and moved in was read
 /// back 16 bytes at a time over the 8-byte stores that had just made it, which the CPU cannot
 /// forward (a stall per record).
@@ -1683,8 +1681,13 @@ unsafe fn write_node(
     pos: Pos,
     refuse_below: u64,
     flags: u64,
+    counted_in: Option<NonNull<Kids>>,
 ) {
-    let lease = lease::take(inner);
+    let (lease, counted) = lease::take(inner, counted_in);
+    if let (Some(k), false) = (counted_in, counted) {
+        // SAFETY: as above.
+        unsafe { kids::add_away(k) };
+    }
     // SAFETY: see the function. A leased node's `Arc` is a copy the lease's count keeps valid,
     // never dropped (`nodes::free`).
     unsafe {
@@ -1701,7 +1704,7 @@ unsafe fn write_node(
         (&raw mut (*p).pos).write(UnsafeCell::new(pos));
         (&raw mut (*p).flags).write(AtomicU64::new(flags));
         (&raw mut (*p).kids).write(AtomicPtr::new(std::ptr::null_mut()));
-        (&raw mut (*p).counted_in).write(None);
+        (&raw mut (*p).counted_in).write(counted_in);
     }
 }
 
@@ -1987,20 +1990,19 @@ mod nodes {
     #[inline(never)]
     pub(super) unsafe fn free(node: NonNull<Node>) {
         let p = node.as_ptr();
-        // SAFETY: the caller owns the node. Its counts (CAP-DEFER-2) are given back first: the
-        // count of the records deferred under it, whose handle goes without an end (no end is
-        // held, so there is nothing to release), and the one it is counted in.
-        unsafe {
+        // SAFETY: the caller owns the node. The count of the records deferred under it
+        // (CAP-DEFER-2), still there if its handle goes without an end: no end was held, so
+        // the last of them has nothing to release. (The count this node is counted in, if any,
+        // is given back with its lease, below.)
+        let counted_in = unsafe {
             let kids = (*p).kids.load(std::sync::atomic::Ordering::Acquire);
             if let Some(k) = NonNull::new(kids) {
                 if let Some(parting) = super::kids::part(k) {
                     parting.finish(None);
                 }
             }
-            if let Some(k) = (*p).counted_in {
-                super::kids::gone(k);
-            }
-        }
+            (*p).counted_in
+        };
         // SAFETY: the caller owns the node, written whole: the field that owns something is
         // moved out (the others are plain values, asserted below), so nothing in it is left to
         // drop.
@@ -2011,12 +2013,8 @@ mod nodes {
                 (*p).flags.load(std::sync::atomic::Ordering::Relaxed),
             )
         };
-        // The node's hold on its trace: its lease's (see `write_node`), or its own count.
-        let let_go = move || match lease {
-            // SAFETY: the lease this node was made under, given back once, here.
-            Some(lease) => unsafe { super::lease::give(lease) },
-            None => drop(std::mem::ManuallyDrop::into_inner(inner)),
-        };
+        // SAFETY: the node's own, given back once (on one of the two paths below).
+        let let_go = move || unsafe { let_go(inner, lease, counted_in) };
         if flags & super::EMBEDDED != 0 {
             // SAFETY: an embedded node is in the box of its record's line, which it owns.
             let slot = unsafe { Box::from_raw(super::embedding_slot(p)) };
@@ -2032,6 +2030,33 @@ mod nodes {
         super::boxes::keep(&FREE, &GUARD, b, KEEP);
         // After the box is kept: nothing then waits in a register across a call.
         let_go();
+    }
+
+    /// A freed node's hold on its trace: its lease's (see `write_node`), or its own count; and a
+    /// deferred record's place in its parent's count (CAP-DEFER-2), given back as part of the
+    /// lease's bookkeeping on the parent's thread, else with a locked instruction.
+    ///
+    /// # Safety
+    /// What the node held, given back once, here.
+    #[inline(always)]
+    unsafe fn let_go(
+        inner: std::mem::ManuallyDrop<std::sync::Arc<super::Inner>>,
+        lease: Option<NonNull<super::Lease>>,
+        counted_in: Option<NonNull<super::Kids>>,
+    ) {
+        let given = match lease {
+            // SAFETY: the lease this node was made under, and the count, alive while this record
+            // is counted in it: the function's contract.
+            Some(lease) => unsafe { super::lease::give(lease, counted_in) },
+            None => {
+                drop(std::mem::ManuallyDrop::into_inner(inner));
+                false
+            }
+        };
+        if let (Some(k), false) = (counted_in, given) {
+            // SAFETY: as above.
+            unsafe { super::kids::gone_away(k) };
+        }
     }
 
     // [`free`] drops only a node's `inner`: the other fields must need no drop.
