@@ -1021,7 +1021,9 @@ fn deferred_word(
     gate.leave(gate::RECORD);
     let refuse_below = gate.refuse_below_at(clk);
     let kids = parent.map(|p| kids::of(&p.kids, p.lease));
-    embedded_node_word(inner, slot, refuse_below, flags(DEFERRED, true, cap) | EMBEDDED, kids)
+    let flags = flags(DEFERRED, true, cap) | EMBEDDED;
+    // SAFETY: the count of the parent, whose node the borrow keeps alive.
+    unsafe { embedded_node_word(inner, slot, refuse_below, flags, kids) }
 }
 
 /// The word of a record line pushed (where it went, and its id), or dropped by the policy
@@ -1646,8 +1648,12 @@ fn node_word(inner: &Arc<Inner>, id: u64, pos: Pos, flags: u64) -> NonNull<Node>
 /// The word of a deferred record (CAP-DEFER-1): its node is made in the box that holds its line,
 /// which the node then owns. Most deferred records end before anything is made under them: one
 /// box to take and give back, not two.
+///
+/// # Safety
+/// `counted_in`, if any, is the count of the parent deferred under, whose handle the caller
+/// holds.
 #[inline(always)]
-fn embedded_node_word(
+unsafe fn embedded_node_word(
     inner: &Arc<Inner>,
     slot: Box<Slot>,
     refuse_below: u64,
@@ -1656,7 +1662,8 @@ fn embedded_node_word(
 ) -> NonNull<Node> {
     debug_assert!(flags & EMBEDDED != 0);
     let slot = Box::into_raw(slot);
-    // SAFETY: a live box of ours; its node is uninitialized and written whole here.
+    // SAFETY: a live box of ours; its node is uninitialized and written whole here; the
+    // function's contract for `counted_in`.
     unsafe {
         let p = (&raw mut (*slot).node).cast::<Node>();
         write_node(p, inner, 0, NOWHERE, refuse_below, flags, counted_in);
@@ -1664,15 +1671,16 @@ fn embedded_node_word(
     }
 }
 
-/// Writes a node at `p`, leased by this thread ([`lease`]) or holding a count of its own, and
-/// counted in its parent's `counted_in` if it is a deferred record (CAP-DEFER-2): by the lease
+/// Writes a node at `p`, leased by this thread ([`lease`]) or holding a count of its own. A
+/// deferred record is counted in `counted_in`, its parent's count (CAP-DEFER-2): by the lease
 /// bookkeeping on the parent's thread, else with a locked instruction.
 /// Field by field: a node made whole on the stack and moved in was read
 /// back 16 bytes at a time over the 8-byte stores that had just made it, which the CPU cannot
 /// forward (a stall per record).
 ///
 /// # Safety
-/// `p` is valid for writes of a node, and holds none to drop.
+/// `p` is valid for writes of a node, and holds none to drop; `counted_in`, if any, is the count
+/// of a parent whose handle the caller holds.
 #[inline(always)]
 unsafe fn write_node(
     p: *mut Node,
@@ -1685,7 +1693,7 @@ unsafe fn write_node(
 ) {
     let (lease, counted) = lease::take(inner, counted_in);
     if let (Some(k), false) = (counted_in, counted) {
-        // SAFETY: as above.
+        // SAFETY: the caller holds the parent's handle, which keeps its count alive.
         unsafe { kids::add_away(k) };
     }
     // SAFETY: see the function. A leased node's `Arc` is a copy the lease's count keeps valid,
