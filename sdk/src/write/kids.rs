@@ -183,7 +183,8 @@ pub(super) unsafe fn gone_away(k: NonNull<Kids>) {
 /// queues the release and frees the count.
 ///
 /// # Safety
-/// As for [`gone`].
+/// `k` is alive, and this addition is one the count is owed: a counted record's, or the parting
+/// thread's own share.
 unsafe fn add_one(k: NonNull<Kids>) {
     // SAFETY: see the function.
     let kids = unsafe { k.as_ref() };
@@ -244,6 +245,7 @@ pub(super) unsafe fn part(k: NonNull<Kids>) -> Option<Parting> {
 }
 
 /// A parent gone with deferred records alive: its count, until its end is queued.
+#[must_use = "the parent's share of the count is given up only by `Parting::finish`"]
 pub(super) struct Parting(NonNull<Kids>);
 
 impl Parting {
