@@ -363,6 +363,88 @@ fn options_select_the_drop_policy_and_are_size_checked() {
     assert_eq!(written + dropped, 20_000, "every event is written or counted as dropped");
 }
 
+/// CAP-DEFER-2 through the C API, whose records live in a table any thread ends them from: a
+/// record held before the window, whose parent ends on another thread while it is alive, is
+/// written with that parent once a line under it falls in the window, whichever thread writes
+/// that line and ends the record.
+#[test]
+fn a_record_that_outlives_its_held_parent_is_written_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("outlived.jets");
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let o = jets_options {
+        size: std::mem::size_of::<jets_options>() as u32,
+        policy: JETS_POLICY_BLOCK,
+        queue_capacity: 0,
+        flush_interval_us: 0,
+        capture: c"clk=100..200".as_ptr(),
+    };
+    let mut t = std::ptr::null_mut();
+    // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t` is
+    // a writable out pointer.
+    assert_eq!(
+        unsafe { jets_open_ex(p.as_ptr(), null(), &o, &mut t) },
+        JETS_OK,
+        "{}",
+        last_error()
+    );
+    let t = Open(t);
+    // SAFETY (this block and the threads'): `t` is open until the jets_close below, after every
+    // thread that uses it is joined; the texts are NUL-terminated.
+    let (root, units) = unsafe {
+        let root = jets_record_begin(t.0, 0, 0, c(c"root"), c(c"Root"), null(), null());
+        let units: Vec<(jets_id, jets_id)> = (0..8u64)
+            .map(|i| {
+                let core = jets_record_begin(t.0, root, i, c(c"core"), c(c"Core"), null(), null());
+                let unit = jets_record_begin(t.0, core, i, c(c"unit"), c(c"Unit"), null(), null());
+                (core, unit)
+            })
+            .collect();
+        (root, units)
+    };
+    std::thread::scope(|s| {
+        let (t, units) = (&t, &units);
+        // Each parent ends on another thread, before anything under its child is captured.
+        s.spawn(move || {
+            for (i, &(core, _)) in units.iter().enumerate() {
+                // SAFETY: as above.
+                assert_eq!(unsafe { jets_record_end(t.0, core, 10 + i as u64) }, JETS_OK);
+            }
+        });
+    });
+    // SAFETY: as above.
+    assert_eq!(unsafe { jets_flush(t.0) }, JETS_OK);
+    std::thread::scope(|s| {
+        let t = &t;
+        for (i, &(_, unit)) in units.iter().enumerate() {
+            s.spawn(move || {
+                // SAFETY: as above. Half of the units get a line in the window.
+                unsafe {
+                    if i % 2 == 0 {
+                        assert_eq!(jets_event(t.0, unit, 150, c(c"e"), null(), null()), JETS_OK);
+                    }
+                    assert_eq!(jets_record_end(t.0, unit, 160), JETS_OK);
+                }
+            });
+        }
+    });
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(jets_record_end(t.0, root, 300), JETS_OK);
+        assert_eq!(jets_close(t.0), JETS_OK);
+    }
+    let all = lines(&path);
+    let mut seen = std::collections::HashSet::new();
+    for l in all.iter().filter(|l| l["type"] == "record") {
+        if let Some(parent) = l["parent_id"].as_u64() {
+            assert!(seen.contains(&parent), "{l}: its parent is not before it");
+        }
+        seen.insert(l["id"].as_u64().expect("id"));
+    }
+    let names = |n: &str| all.iter().filter(|l| l["type"] == "record" && l["name"] == n).count();
+    assert_eq!((names("root"), names("core"), names("unit")), (1, 4, 4));
+}
+
 /// `options->capture` sets capture in code: it wins over `JETS_CAPTURE` (which this test process
 /// does not set; the C test `capture_test` sets it and checks the variable alone), and a bad
 /// clause fails the open, naming it, before the file is made.
