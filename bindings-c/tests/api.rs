@@ -382,12 +382,8 @@ fn a_record_that_outlives_its_held_parent_is_written_with_it() {
     let mut t = std::ptr::null_mut();
     // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t` is
     // a writable out pointer.
-    assert_eq!(
-        unsafe { jets_open_ex(p.as_ptr(), null(), &o, &mut t) },
-        JETS_OK,
-        "{}",
-        last_error()
-    );
+    let opened = unsafe { jets_open_ex(p.as_ptr(), null(), &o, &mut t) };
+    assert_eq!(opened, JETS_OK, "{}", last_error());
     let t = Open(t);
     // SAFETY (this block and the threads'): `t` is open until the jets_close below, after every
     // thread that uses it is joined; the texts are NUL-terminated.
