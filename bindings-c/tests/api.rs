@@ -385,7 +385,7 @@ fn a_record_that_outlives_its_held_parent_is_written_with_it() {
     let opened = unsafe { jets_open_ex(p.as_ptr(), null(), &o, &mut t) };
     assert_eq!(opened, JETS_OK, "{}", last_error());
     let t = Open(t);
-    // SAFETY (this block and the threads'): `t` is open until the jets_close below, after every
+    // SAFETY: here and in the threads below, `t` is open until the jets_close below, after every
     // thread that uses it is joined; the texts are NUL-terminated.
     let (root, units) = unsafe {
         let root = jets_record_begin(t.0, 0, 0, c(c"root"), c(c"Root"), null(), null());
