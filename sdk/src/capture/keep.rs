@@ -1168,13 +1168,15 @@ fn walk_due(
     from + (256 - left)
 }
 
-fn kind_index(kind: Kind) -> usize {
+/// The index of a line's kind in the keeper's counts and the recorder's index; `None` for a
+/// release, which is not a line (CAP-DEFER-2).
+fn kind_index(kind: Kind) -> Option<usize> {
     match kind {
-        Kind::Record => RECORD,
-        Kind::End => END,
-        Kind::Event => EVENT,
-        Kind::Annotation => ANNOTATION,
-        Kind::Release => unreachable!("a release is taken first (Keeper::line)"),
+        Kind::Record => Some(RECORD),
+        Kind::End => Some(END),
+        Kind::Event => Some(EVENT),
+        Kind::Annotation => Some(ANNOTATION),
+        Kind::Release => None,
     }
 }
 
@@ -1246,17 +1248,16 @@ impl Keeper {
     pub(crate) unsafe fn line(&mut self, at: *mut u64, out: &mut dyn Out) -> bool {
         // SAFETY: the caller's contract; `m` is not used once the entry is moved.
         let m = unsafe { Entry::head(at) };
-        if m.kind == Kind::Release {
+        let Some(kind) = kind_index(m.kind) else {
             self.release(m.id);
             // Owns nothing: there is nothing to drop.
             return true;
-        }
+        };
         if self.due.is_some_and(|due| m.clk >= due) {
             self.due = None;
             self.dump(out);
             return false;
         }
-        let kind = kind_index(m.kind);
         self.seen[kind] += 1;
         let recording = self.ring.is_some();
         match kind {

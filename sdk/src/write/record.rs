@@ -901,16 +901,25 @@ fn write_end(
             ring::push::<false, _>(&inner.shared, &mut ManuallyDrop::new(end))?
         }
         Some(status) => {
-            let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
-            line.clk = clk;
-            line.data.push("status", status);
-            ring::push::<false, _>(&inner.shared, &mut line)?
+            ring::push::<false, _>(&inner.shared, &mut end_line(id, pos, clk, Some(status)))?
         }
     };
     if pushed.is_none() {
         inner.shared.count_drop(DROP_END);
     }
     Ok(())
+}
+
+/// A `record_end` line as a builder's [`Line`], for an end with a final status or a held one
+/// (which a [`Plain`] line cannot carry).
+#[inline(always)]
+fn end_line(id: u64, pos: Pos, clk: u64, status: Option<Status>) -> ManuallyDrop<Line> {
+    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
+    line.clk = clk;
+    if let Some(status) = status {
+        line.data.push("status", status);
+    }
+    line
 }
 
 /// Ends a record under which records were deferred (CAP-DEFER-2): if one of them is still alive,
@@ -930,12 +939,8 @@ fn end_with_kids(n: &Node, clk: u64, status: Option<Status>) -> Result<(), Error
         return write_end(&n.inner, n.raw_id(), pos, clk, status);
     };
     let id = n.raw_id();
-    let mut line = ManuallyDrop::new(Line::new(Kind::End, id, Str::EMPTY, Some(pos)));
-    line.clk = clk;
+    let mut line = end_line(id, pos, clk, status);
     line.hold = true;
-    if let Some(status) = status {
-        line.data.push("status", status);
-    }
     let pushed = ring::push::<false, _>(&n.inner.shared, &mut line);
     parting.finish(match pushed {
         Ok(Some((end, _))) => Some((Arc::downgrade(&n.inner), id, end)),

@@ -822,12 +822,6 @@ pub(super) fn encode_counted(buf: &mut Vec<u8>, summary: &mut Summary, line: &En
 /// Encodes one line (with its newline) onto `out`.
 #[inline(never)]
 fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
-    // A release is for the capture keeper, which takes it (only a trace with one defers records,
-    // the only source of releases): never a line of the file.
-    if line.kind == Kind::Release {
-        debug_assert!(false, "a release reached the encoder");
-        return;
-    }
     {
         let data = (!line.data.is_empty()).then_some(&line.data as &dyn format::WriteJson);
         // Names and record types as `Str`: a static one is not scanned for escapes each time.
@@ -873,7 +867,12 @@ fn encode_line(out: &mut Vec<u8>, line: &Entry<'_>) {
                     data.unwrap_or(&EmptyObject),
                 );
             }
-            Kind::Release => {}
+            // For the capture keeper, which takes it (only a trace with one defers records, the
+            // only source of releases): never a line of the file.
+            Kind::Release => {
+                debug_assert!(false, "a release reached the encoder");
+                return;
+            }
         }
         format::encode::close_line(out);
     }
