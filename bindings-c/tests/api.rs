@@ -32,6 +32,18 @@ fn open(path: &Path) -> Open {
     Open(t)
 }
 
+/// Options that set only `capture` (the default policy and sizes), as a program built against
+/// this header makes them.
+fn capture_options(capture: &'static CStr) -> jets_options {
+    jets_options {
+        size: std::mem::size_of::<jets_options>() as u32,
+        policy: JETS_POLICY_BLOCK,
+        queue_capacity: 0,
+        flush_interval_us: 0,
+        capture: capture.as_ptr(),
+    }
+}
+
 fn last_error() -> String {
     // SAFETY: jets_last_error returns a valid NUL-terminated string.
     unsafe { CStr::from_ptr(jets_last_error()) }.to_string_lossy().into_owned()
@@ -372,13 +384,7 @@ fn a_record_that_outlives_its_held_parent_is_written_with_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("outlived.jets");
     let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    let o = jets_options {
-        size: std::mem::size_of::<jets_options>() as u32,
-        policy: JETS_POLICY_BLOCK,
-        queue_capacity: 0,
-        flush_interval_us: 0,
-        capture: c"clk=100..200".as_ptr(),
-    };
+    let o = capture_options(c"clk=100..200");
     let mut t = std::ptr::null_mut();
     // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t` is
     // a writable out pointer.
@@ -449,13 +455,7 @@ fn options_capture_selects_what_is_written_and_a_bad_clause_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("window.jets");
     let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    let mut o = jets_options {
-        size: std::mem::size_of::<jets_options>() as u32,
-        policy: JETS_POLICY_BLOCK,
-        queue_capacity: 0,
-        flush_interval_us: 0,
-        capture: c"clk=9..3".as_ptr(),
-    };
+    let mut o = capture_options(c"clk=9..3");
     let mut t = std::ptr::null_mut();
     // SAFETY: `p` and the capture texts are NUL-terminated; `o` is a whole `jets_options`; `t`
     // is a writable out pointer, then open until the jets_close at the end of the block.
@@ -496,13 +496,7 @@ fn a_size_limit_stops_capture_and_jets_limit_reached_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("limited.jets");
     let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    let o = jets_options {
-        size: std::mem::size_of::<jets_options>() as u32,
-        policy: JETS_POLICY_BLOCK,
-        queue_capacity: 0,
-        flush_interval_us: 0,
-        capture: c"limit=64KiB".as_ptr(),
-    };
+    let o = capture_options(c"limit=64KiB");
     let mut t = std::ptr::null_mut();
     let mut events = 0u64;
     // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t`
