@@ -530,6 +530,91 @@ const FAST: u64 = 4;
 /// first; in between, at most this many lines more are kept.
 const EVICT_EVERY: u64 = 64;
 
+/// How much a flight recorder's window may grow past its size waiting for a ring that lags
+/// (CAP-REC-8): past this many bytes of queued lines it is counted back from the largest cycle
+/// seen, as if no ring lagged. A bound on memory for a thread that keeps emitting at an old
+/// cycle faster than the writer takes its lines; a ring's backlog of a few MiB is far below it.
+const BEHIND_BUDGET: u64 = 256 << 20;
+
+/// How far the writer has got on each producer's ring, for the flight recorder's horizon
+/// (CAP-REC-8). The writer takes each ring's lines in their order, a ring at a time, so when it
+/// takes a line of one ring it may not have taken the older lines still waiting in another's:
+/// counted back from the largest cycle seen, the window would drop lines that the lines still
+/// to come (a trigger among them) should find in it. So the window is counted back from the
+/// smallest of the cycles the writer has reached on the rings it left lines in, and on the
+/// ring it is taking from, whose lines to come may be older than the largest seen too.
+#[derive(Default)]
+struct Progress {
+    /// By ring id: the largest cycle taken from the ring.
+    rings: Vec<u64>,
+    /// The rings the writer left lines in when it last took from them, with that cycle: few
+    /// (those it is behind on), where ring ids grow with every thread that ever emitted.
+    lagging: Vec<(u32, u64)>,
+    /// The ring being taken from (`None` between the writer's turns at the rings).
+    taking: Option<u32>,
+    /// The largest cycle taken from that ring so far (from any, without `taking`).
+    here: u64,
+    /// The largest cycle taken from the rings before (`here` holds the rest).
+    before: u64,
+    /// The smallest cycle in `lagging`, but the ring being taken from (`u64::MAX`: none).
+    others: u64,
+}
+
+impl Progress {
+    /// The writer takes lines from ring `id` from now on.
+    fn taking_from(&mut self, id: u32) {
+        let i = id as usize;
+        if self.rings.len() <= i {
+            self.rings.resize(i + 1, 0);
+        }
+        self.before = self.largest();
+        self.taking = Some(id);
+        self.here = self.rings[i];
+        self.others = self.lagging_but(Some(id));
+    }
+
+    /// The writer is done with ring `id` for this turn, and left lines in it or not.
+    fn left(&mut self, id: u32, lines_left: bool) {
+        if let Some(r) = self.rings.get_mut(id as usize) {
+            *r = (*r).max(self.here);
+            self.lagging.retain(|&(ring, _)| ring != id);
+            if lines_left {
+                self.lagging.push((id, *r));
+            }
+        }
+        self.before = self.largest();
+        self.taking = None;
+        self.others = self.lagging_but(None);
+    }
+
+    /// A line at cycle `clk` is taken (from the ring being taken from).
+    #[inline(always)]
+    fn seen(&mut self, clk: u64) {
+        self.here = self.here.max(clk);
+    }
+
+    /// The largest cycle taken from any ring.
+    #[inline]
+    fn largest(&self) -> u64 {
+        self.before.max(self.here)
+    }
+
+    /// The smallest cycle of the rings with lines left in them, but ring `except`.
+    fn lagging_but(&self, except: Option<u32>) -> u64 {
+        let rings = self.lagging.iter().filter(|&&(ring, _)| Some(ring) != except);
+        rings.map(|&(_, clk)| clk).min().unwrap_or(u64::MAX)
+    }
+
+    /// The cycle the window is counted back from, when a ring may still bring older lines than
+    /// the largest seen (the one being taken from, or one with lines left in it).
+    fn horizon(&self) -> Option<u64> {
+        match self.taking {
+            Some(_) => Some(self.here.min(self.others)),
+            None => (self.others != u64::MAX).then_some(self.others),
+        }
+    }
+}
+
 /// A line in the recorder's index, in four bytes: its size in words, kind and flags, and how
 /// far its cycle is from the line's before it (or [`FAR`]: too far, the cycle is in
 /// [`Index::far`]). A record's node is in [`Index::records`].
@@ -898,7 +983,10 @@ struct Ring {
     gone: u64,
     /// The words of the entries in the window.
     words: u64,
-    max_clk: u64,
+    /// The cycles the writer has reached: the largest seen, at which annotations are recorded,
+    /// and on each producer's ring, which the window is counted back from (CAP-REC-8,
+    /// [`Ring::horizon`]).
+    progress: Progress,
     /// A trigger line whose dump is delayed (CAP-REC-5), by its place in the `kept` count: it
     /// and the lines after it stay until the dump, whatever their cycles (`u64::MAX`: none).
     /// A trigger that came late, another thread's line at a cycle the window had left, would
@@ -938,7 +1026,7 @@ impl Ring {
             kept: 0,
             gone: 0,
             words: 0,
-            max_clk: 0,
+            progress: Progress::default(),
             pin: u64::MAX,
             prefetched: 0,
             prefetched_at: std::ptr::null_mut(),
@@ -987,14 +1075,26 @@ impl Ring {
         (self.start, *item)
     }
 
-    /// Whether the window's first line has fallen out of it (not counting the newest-line
-    /// rule).
+    /// The cycle the window is counted back from: the largest cycle the writer has taken from
+    /// every ring it may still take older lines from (CAP-REC-8), unless the window has grown
+    /// past [`BEHIND_BUDGET`] waiting for a ring that lags, when it is the largest cycle seen,
+    /// as if no ring lagged.
     #[inline]
-    fn is_old(&self) -> bool {
+    fn horizon(&self) -> u64 {
+        match self.progress.horizon() {
+            Some(h) if self.words * 8 <= BEHIND_BUDGET => h,
+            _ => self.progress.largest(),
+        }
+    }
+
+    /// Whether the window's first line has fallen out of it (not counting the newest-line
+    /// rule), counted back from `horizon` ([`Ring::horizon`]).
+    #[inline]
+    fn is_old(&self, horizon: u64) -> bool {
         match self.limit {
-            // CYCLES or more below the largest seen; a difference, since the cycle plus the
-            // window saturates near `u64::MAX`, where everything would look old.
-            Recorder::Cycles(n) => self.max_clk.saturating_sub(self.index.front_clk) >= n,
+            // CYCLES or more below the horizon; a difference, since the cycle plus the window
+            // saturates near `u64::MAX`, where everything would look old.
+            Recorder::Cycles(n) => horizon.saturating_sub(self.index.front_clk) >= n,
             // The memory the recorder keeps: its lines as queued (not as encoded).
             Recorder::Bytes(n) => self.words * 8 > n,
         }
@@ -1003,12 +1103,12 @@ impl Ring {
     /// Steps past the `FAST` lines at the front that have left the window: in locals, since
     /// this is most of the lines (`pop` one at a time).
     #[inline]
-    fn skip_fast(&mut self) {
+    fn skip_fast(&mut self, horizon: u64) {
         let floor = self.floor();
         let Recorder::Cycles(n) = self.limit else {
             while self.len() > floor {
                 let item = *self.index.front_mut();
-                if item.flags() & FAST == 0 || !self.is_old() {
+                if item.flags() & FAST == 0 || !self.is_old(horizon) {
                     break;
                 }
                 self.pop(item.words());
@@ -1023,7 +1123,7 @@ impl Ring {
         let mut words = 0;
         while len > floor {
             let item = items[head & mask];
-            if item.flags() & FAST == 0 || self.max_clk.saturating_sub(clk) < n {
+            if item.flags() & FAST == 0 || horizon.saturating_sub(clk) < n {
                 break;
             }
             // SAFETY: the entry ends within its chunk (`FAST`: the next one starts there).
@@ -1253,13 +1353,27 @@ impl Keeper {
             // Owns nothing: there is nothing to drop.
             return true;
         };
-        if self.due.is_some_and(|due| m.clk >= due) {
+        // Due once this line is at the due cycle and so is every other ring the writer may still
+        // take older lines from (CAP-REC-8): a line of a ring ahead of the others waits in the
+        // window, after the trigger, whatever its cycle.
+        if self.due.is_some_and(|due| {
+            m.clk >= due && self.ring.as_ref().is_none_or(|r| r.progress.others >= due)
+        }) {
             self.due = None;
             self.dump(out);
             return false;
         }
         self.seen[kind] += 1;
-        let recording = self.ring.is_some();
+        let recording = match self.ring.as_mut() {
+            Some(ring) => {
+                // An annotation has no cycle of its own (it is recorded at the largest seen).
+                if kind != ANNOTATION {
+                    ring.progress.seen(m.clk);
+                }
+                true
+            }
+            None => false,
+        };
         match kind {
             EVENT if recording => {
                 // SAFETY: the caller's contract.
@@ -1307,7 +1421,7 @@ impl Keeper {
                         self.table.nodes[s].notes.get_or_insert_default().push(line);
                     }
                     _ if recording => {
-                        let clk = self.ring.as_ref().map_or(0, |r| r.max_clk);
+                        let clk = self.ring.as_ref().map_or(0, |r| r.progress.largest());
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
                         unsafe { self.record(ANNOTATION, clk, NONE, m.owns_nothing, at, m.words) };
                     }
@@ -1486,7 +1600,6 @@ impl Keeper {
         ring.index.push(clk, n, kind, flags, node);
         ring.kept += 1;
         ring.words += n as u64;
-        ring.max_clk = ring.max_clk.max(clk);
         if ring.kept % EVICT_EVERY == 0 {
             self.evict();
         }
@@ -1499,13 +1612,15 @@ impl Keeper {
         ring.copy_pending();
         let gone = ring.gone;
         ring.prefetch_leaving(&self.table.nodes);
+        // Once: the budget it looks at is not passed by much in one eviction.
+        let horizon = ring.horizon();
         loop {
-            ring.skip_fast();
+            ring.skip_fast(horizon);
             if ring.len() <= ring.floor() {
                 break;
             }
             let (front, item) = ring.front();
-            if !ring.is_old() {
+            if !ring.is_old(horizon) {
                 break;
             }
             let chunk = ring.start_chunk;
@@ -1778,6 +1893,18 @@ impl Keeper {
     #[inline]
     pub(crate) fn taking_from(&mut self, id: u32) {
         self.ring_now = id;
+        if let Some(ring) = self.ring.as_mut() {
+            ring.progress.taking_from(id);
+        }
+    }
+
+    /// The writer is done giving lines from ring `id` for now, and left lines in it or not
+    /// (CAP-REC-8: the flight recorder's window waits for a ring the writer left lines in).
+    #[inline]
+    pub(crate) fn left(&mut self, id: u32, lines_left: bool) {
+        if let Some(ring) = self.ring.as_mut() {
+            ring.progress.left(id, lines_left);
+        }
     }
 
     /// Writes what the flight recorder holds, with the ancestors its lines need, and empties it;
@@ -1933,6 +2060,50 @@ mod tests {
     pub(super) static DROPPED_BESIDE: AtomicU64 = AtomicU64::new(0);
     /// Records released from the table after their held end ([`super::Keeper::release`]).
     pub(super) static RELEASED: AtomicU64 = AtomicU64::new(0);
+
+    /// CAP-REC-8: the window is counted back from the ring being taken from and the rings left
+    /// with lines in them, not from a ring that has run ahead of them; and from the largest
+    /// cycle seen once the writer has caught up, or once the window has grown past its budget
+    /// waiting for a ring that lags.
+    #[test]
+    fn the_window_waits_for_the_rings_the_writer_is_behind_on() {
+        let mut ring = super::Ring::new(Recorder::Cycles(10));
+        let p = &mut ring.progress;
+        // Ring 0 (a simulator) reaches 100, with lines left in it; ring 1 (a sampler) reads the
+        // clock at 500.
+        p.taking_from(0);
+        p.seen(100);
+        p.left(0, true);
+        p.taking_from(1);
+        p.seen(500);
+        assert_eq!(p.horizon(), Some(100), "ring 0 has lines left");
+        p.left(1, false);
+        assert_eq!(ring.horizon(), 100, "between turns too");
+        let p = &mut ring.progress;
+        // Back at ring 0: its own progress counts as it goes.
+        p.taking_from(0);
+        assert_eq!(p.horizon(), Some(100));
+        p.seen(300);
+        assert_eq!(p.horizon(), Some(300));
+        p.left(0, false);
+        // Caught up with every ring: the largest seen.
+        assert_eq!(p.horizon(), None);
+        assert_eq!(ring.horizon(), 500);
+        // A ring that lags at an old cycle holds the window back until the budget is passed.
+        let p = &mut ring.progress;
+        p.taking_from(2);
+        p.seen(20);
+        p.left(2, true);
+        assert_eq!(ring.horizon(), 20);
+        ring.words = super::BEHIND_BUDGET / 8 + 1;
+        assert_eq!(ring.horizon(), 500);
+        // Ids of rings that are gone stay out of the lagging list.
+        ring.words = 0;
+        ring.progress.taking_from(2);
+        ring.progress.left(2, false);
+        assert!(ring.progress.lagging.is_empty());
+        assert_eq!(ring.horizon(), 500);
+    }
 
     /// CAP-DEFER-2: a parent that ends while a record deferred under it is alive stays in the
     /// table until the last such record is freed, then is released, whichever thread frees it:

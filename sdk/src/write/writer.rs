@@ -339,6 +339,7 @@ impl Writer {
             // The recorder copies the lines it took before their words go back.
             if let Some(k) = self.keeper.as_mut() {
                 k.copy_taken();
+                k.left(ring.id, !ring.consumer.is_empty());
             }
             ring.consumer.release();
             self.released[ring.id as usize] = ring.consumer.position();
