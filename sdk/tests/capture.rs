@@ -713,11 +713,15 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
         ]
     );
     assert_eq!(names(&lines, "event").iter().filter(|n| *n == "Fault").count(), 1);
+    // The line that reached the due cycle (i42's end, at 425) came after the dump: it is
+    // written once it leaves the window, since the dump wrote its record (CAP-REC-9), after
+    // the dump's last line (i42's EX) and before the next dump's first.
     let i42 = lines.iter().find(|l| l["name"] == "i42").unwrap()["id"].clone();
-    assert!(
-        !lines.iter().any(|l| l["type"] == "record_end" && l["record_id"] == i42),
-        "the line that reached the due cycle comes after the dump"
-    );
+    let at = |f: &dyn Fn(&Value) -> bool| lines.iter().position(f).unwrap();
+    let end = at(&|l| l["type"] == "record_end" && l["record_id"] == i42);
+    assert_eq!(lines[end]["clk"], 425);
+    assert!(at(&|l| l["type"] == "event" && l["record_id"] == i42) < end);
+    assert!(end < at(&|l| l["name"] == "i94"));
     let f = footer(&lines);
     assert_eq!(f["capture"], "recorder=50;trigger=error;post=20");
     assert_eq!(f["recorder_dumps"], 3);
@@ -804,6 +808,57 @@ fn a_trigger_finds_its_cycles_though_another_thread_runs_ahead() {
             assert_eq!(missing, 0, "post {post:?}: {missing} cycles of {window:?} missing");
         }
     }
+}
+
+/// CAP-REC-9: a record a flight recorder writes is written with its end, wherever the end
+/// fell: the records a trigger's dump writes while they are open (the instruction that
+/// faulted) get their ends once those leave the window, and a parent whose end left the
+/// window before a dump that writes it as an ancestor (of a child that outlived it) gets its
+/// end from where the keeper put it aside. Before, both stayed open in the file to its end.
+#[test]
+fn records_a_recorder_writes_are_written_with_their_ends() {
+    let c = Capture {
+        recorder: Some(Recorder::Cycles(10)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    };
+    let (t, buf) = open(c);
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    // A parent that ends before its child, long before the dump that writes the child.
+    let parent = core.child("parent", "Unit").begin_at(0).unwrap();
+    let child = parent.child("child", "Request").begin_at(1).unwrap();
+    parent.end_at(2).unwrap();
+    for i in 0..10u64 {
+        let insn = core.child(format!("i{i}"), "Instruction").begin_at(10 * i + 3).unwrap();
+        if i == 4 {
+            insn.event("Fault").severity(Severity::Error).emit_at(10 * i + 4).unwrap();
+        }
+        insn.end_at(10 * i + 8).unwrap();
+    }
+    child.event("Done").emit_at(99).unwrap();
+    child.end_at(100).unwrap();
+    core.end_at(101).unwrap();
+    t.close().unwrap();
+    let text = buf.text();
+    let lines = valid(&text);
+    let footer = footer(&lines);
+    assert_eq!(footer["open_records"], 0, "{text}");
+    assert_eq!(footer["recorder_dumps"], 2, "{text}");
+    let id = |name: &str| lines.iter().find(|l| l["name"] == name).unwrap()["id"].clone();
+    let end = |name: &str| {
+        let id = id(name);
+        lines
+            .iter()
+            .find(|l| l["type"] == "record_end" && l["record_id"] == id)
+            .map(|l| l["clk"].clone())
+    };
+    // The trigger's record ended after its dump; the parent, far before the close's dump.
+    assert_eq!(end("i4"), Some(48.into()), "{text}");
+    assert_eq!(end("parent"), Some(2.into()), "{text}");
+    assert_eq!(end("child"), Some(100.into()), "{text}");
+    // The trigger's window (cycles 35 to 44) holds i3's end and i4; the close's (91 to 101),
+    // i9 and the child's last lines, under the parent.
+    assert_eq!(names(&lines, "record"), ["core", "i3", "i4", "i9", "parent", "child"], "{text}");
 }
 
 /// CAP-REC-3, CAP-ENV-1: a setting made in code goes through the checks `JETS_CAPTURE` does:

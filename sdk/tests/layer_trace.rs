@@ -418,3 +418,59 @@ fn capture_off_leaves_out_exactly_what_a_captured_run_writes() {
     assert_eq!([left.records, left.events, left.annotations, left.record_ends], written);
     assert_eq!([off.records, off.events, off.annotations, off.record_ends], [0; 4]);
 }
+
+/// CAP-REC-3 through the `tracing` Layer: an `error!` is an event with severity `error`, so
+/// `trigger=error` dumps the flight recorder there, with the cycles before it; the lines of
+/// the cycles between the dump and the window of the close are left out.
+#[test]
+fn an_error_event_through_the_layer_triggers_the_flight_recorder() {
+    use jets::capture::{Capture, Recorder, Trigger};
+    let out = Buffer::default();
+    let capture = Capture {
+        recorder: Some(Recorder::Cycles(10)),
+        triggers: vec![Trigger::Error],
+        ..Capture::default()
+    };
+    let trace =
+        jets::TraceBuilder::new().capture(capture).writer(out.clone(), Metadata::new()).unwrap();
+    let layer = JetsLayer::new(trace.clone());
+    let errors = layer.errors();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        for i in 0..100u64 {
+            let span = tracing::info_span!("insn", clk = i, end_clk = i + 1, seq = i);
+            let _s = span.enter();
+            tracing::info!(clk = i, "EX");
+            if i == 50 {
+                tracing::error!(clk = i, "parity");
+            }
+        }
+    });
+    let summary = trace.close().unwrap();
+    assert_eq!(errors.count(), 0, "{:?}", errors.first());
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty() && report.is_valid(), "{diagnostics:#?}\n{text}");
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ex: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["type"] == "event" && l["name"] == "EX")
+        .map(|l| l["clk"].as_u64().unwrap())
+        .collect();
+    // The trigger's window (41..=50) and the close's (90..=99).
+    // The trigger's window (41..=50) and the close's (91..=99; its last line is the end at 100).
+    let want: Vec<u64> = (41..=50).chain(91..100).collect();
+    assert_eq!(ex, want, "{text}");
+    let parity = lines.iter().find(|l| l["name"] == "parity").expect("the trigger is written");
+    assert_eq!(parity["data"]["severity"], "error");
+    // The span the trigger was in ended after the dump: its end is written all the same
+    // (CAP-REC-9), as the window's first record's (40, whose end at 41 is in the window).
+    let id = &parity["record_id"];
+    let end = lines.iter().find(|l| l["type"] == "record_end" && l["record_id"] == *id);
+    assert_eq!(end.expect("the end of the trigger's record")["clk"], 51, "{text}");
+    let footer = lines.last().unwrap();
+    assert_eq!(footer["recorder_dumps"], 2, "{text}");
+    assert_eq!(footer["open_records"], 0, "{text}");
+    assert_eq!(summary.records, 21);
+}

@@ -20,7 +20,7 @@
 //! referred to. A line that reaches the file first writes its missing ancestors, top down, each
 //! with its own (real) start cycle and the annotations held with it (CAP-ANC-1).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::mem::MaybeUninit;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -1231,6 +1231,12 @@ pub(crate) struct Keeper {
     evicted: Vec<Ended>,
     /// A dump is under way: [`Keeper::dump`] stopped at a full batch, and goes on from there.
     dumping: bool,
+    /// Records a dump wrote while they were open (CAP-REC-9): their end is written whatever
+    /// the window, once it leaves it (or with a dump while in it).
+    written_open: HashSet<u64>,
+    /// Such ends that have left the window, in slots, written after the run of lines the writer
+    /// is giving ([`Keeper::write_leaving_ends`]).
+    leaving_ends: Vec<u32>,
     /// `post=`: how many cycles a trigger's dump waits (CAP-REC-5).
     post_trigger: Option<u64>,
     /// How many more dumps triggers by a line may make (`dumps=`, CAP-REC-6; `u64::MAX`
@@ -1266,6 +1272,41 @@ fn walk_due(
         at += batch.len();
     }
     from + (256 - left)
+}
+
+/// A `record_end` leaving the flight recorder's window that may still be wanted (CAP-REC-9):
+/// the end of a record that is still in the table (it may yet be written as the ancestor of a
+/// line that came after this end) goes into its node, written after it if it is; the end of a
+/// record a dump wrote while it was open goes to `leaving`, written before the next line.
+/// Returns whether the entry was moved (else the caller drops it).
+///
+/// # Safety
+/// `at` is an entry of `words` words that has left the window and is not dropped.
+unsafe fn end_leaving(
+    at: *mut u64,
+    words: usize,
+    table: &mut Table,
+    lines: &mut Lines,
+    written: &mut HashSet<u64>,
+    leaving: &mut Vec<u32>,
+) -> bool {
+    // SAFETY: the caller's contract.
+    let id = unsafe { Entry::head(at) }.id;
+    if let Some(s) = table.slot(id) {
+        let n = &mut table.nodes[s];
+        if n.end != NONE {
+            return false;
+        }
+        // SAFETY: the caller's contract; moved, so the caller does not drop it.
+        n.end = unsafe { lines.take(at, words) };
+        return true;
+    }
+    if written.remove(&id) {
+        // SAFETY: as above.
+        leaving.push(unsafe { lines.take(at, words) });
+        return true;
+    }
+    false
 }
 
 /// The index of a line's kind in the keeper's counts and the recorder's index; `None` for a
@@ -1307,6 +1348,8 @@ impl Keeper {
             spare: Vec::new(),
             evicted: Vec::new(),
             dumping: false,
+            written_open: HashSet::new(),
+            leaving_ends: Vec::new(),
             post_trigger: c.post_trigger,
             trigger_dumps_left: c.trigger_dumps.unwrap_or(u64::MAX),
             due: None,
@@ -1440,15 +1483,23 @@ impl Keeper {
                         self.ended(s as u32, m.id);
                     }
                     if recording && selected {
+                        // An end that may be wanted once it has left the window (CAP-REC-9):
+                        // its record may be written later, as an ancestor of a line under it
+                        // that comes after this end. Not plain, so that it is looked at then.
+                        let n = &self.table.nodes[s];
+                        let plain = m.owns_nothing && n.children == 0 && !m.hold;
                         // SAFETY: the caller's contract; kept, so the caller leaves it.
-                        unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
+                        unsafe { self.record(END, m.clk, NONE, plain, at, m.words) };
                     } else {
                         // SAFETY: as above.
                         self.table.nodes[s].end = unsafe { self.lines.take(at, m.words) };
                     }
                 } else if recording {
+                    // The end of a record a dump wrote while it was open is written whatever
+                    // the window (CAP-REC-9): not plain, so that it is looked at as it leaves.
+                    let plain = m.owns_nothing && !self.written_open(m.id);
                     // SAFETY: the caller's contract; kept, so the caller leaves it.
-                    unsafe { self.record(END, m.clk, NONE, m.owns_nothing, at, m.words) };
+                    unsafe { self.record(END, m.clk, NONE, plain, at, m.words) };
                 } else {
                     // SAFETY: the caller's contract.
                     unsafe { out.take(at) };
@@ -1456,6 +1507,36 @@ impl Keeper {
             }
         }
         true
+    }
+
+    /// Whether a dump wrote the record `id` while it was open (CAP-REC-9). Out of line: most
+    /// traces have none, and the hash stays out of the writer's loop.
+    #[inline]
+    fn written_open(&self, id: u64) -> bool {
+        #[inline(never)]
+        fn contains(set: &HashSet<u64>, id: u64) -> bool {
+            set.contains(&id)
+        }
+        !self.written_open.is_empty() && contains(&self.written_open, id)
+    }
+
+    /// Writes the ends that left the window of records a dump wrote while open (CAP-REC-9):
+    /// called by the writer after each run of lines it gives, and by a dump before its window.
+    /// Nothing else is written between (a flight recorder writes only its dumps), so they come
+    /// right after the lines before them, as they would at the next line.
+    #[inline]
+    pub(crate) fn write_leaving_ends(&mut self, out: &mut dyn Out) {
+        if !self.leaving_ends.is_empty() {
+            self.write_leaving_ends_now(out);
+        }
+    }
+
+    #[cold]
+    fn write_leaving_ends_now(&mut self, out: &mut dyn Out) {
+        for s in self.leaving_ends.drain(..) {
+            out.put(&self.lines.get(s));
+            self.lines.release(s);
+        }
     }
 
     /// The record `id` (node `s`) has ended: forgotten once every other ring has passed the
@@ -1627,9 +1708,17 @@ impl Keeper {
             let node = ring.pop(item.words());
             if item.kind() != RECORD {
                 if item.flags() & PLAIN == 0 {
-                    // SAFETY: the entry, out of the window now, dropped once, here; only its
-                    // words stay.
-                    unsafe { Entry::drop_in_place(front) };
+                    let kept = item.kind() == END && {
+                        let (table, lines) = (&mut self.table, &mut self.lines);
+                        let (written, leaving) = (&mut self.written_open, &mut self.leaving_ends);
+                        // SAFETY: the entry, out of the window now, not dropped.
+                        unsafe { end_leaving(front, item.words(), table, lines, written, leaving) }
+                    };
+                    if !kept {
+                        // SAFETY: the entry, out of the window now, dropped once, here; only its
+                        // words stay.
+                        unsafe { Entry::drop_in_place(front) };
+                    }
                 }
                 continue;
             }
@@ -1727,6 +1816,10 @@ impl Keeper {
     /// out of the map already.
     fn write_node(&mut self, s: usize, out: &mut dyn Out) {
         let n = &mut self.table.nodes[s];
+        // Its end, to come, is written whatever the window (CAP-REC-9).
+        if n.open && self.ring.is_some() {
+            self.written_open.insert(n.id);
+        }
         match n.line.place() {
             Place::Slot(line) => {
                 out.put(&self.lines.get(line));
@@ -1922,6 +2015,8 @@ impl Keeper {
         if !self.dumping {
             self.dumps += 1;
             self.evict();
+            // Ends that left the window before it go first: they came before its lines.
+            self.write_leaving_ends(out);
             self.dumping = true;
             // Everything is written now, a pinned trigger too.
             if let Some(ring) = self.ring.as_mut() {
@@ -1957,6 +2052,9 @@ impl Keeper {
             // written (nothing is pushed to the arena meanwhile, and chunks never move).
             let entry = unsafe { Entry::read(at) };
             self.materialize(Some(entry.id), out);
+            if entry.kind == Kind::End && !self.written_open.is_empty() {
+                self.written_open.remove(&entry.id);
+            }
             out.put(&entry);
             // SAFETY: written; dropped once, here.
             unsafe { Entry::drop_in_place(at) };
@@ -2393,7 +2491,8 @@ mod tests {
 
     /// Runs the program under a recorder of `cycles`, and returns the file's lines, and what
     /// CAP-REC-1 selects, computed here from the lines in the order they were made (one thread:
-    /// the writer's arrival order), with every ancestor of a selected line.
+    /// the writer's arrival order), with every ancestor of a selected line and the end of every
+    /// record written (CAP-REC-9).
     ///
     /// A record that owns something (`owned`: its name, a text field and its record type, one
     /// shared with the test per record) is dropped when the keeper forgets it; one that owns
@@ -2515,6 +2614,12 @@ mod tests {
             while let Some(name) = r {
                 want.insert(format!("record {name}"));
                 r = parent_of.get(&name).cloned();
+            }
+        }
+        // CAP-REC-9: a record written is written with its end, wherever the end fell.
+        for line in &lines {
+            if line.key.starts_with("end ") && want.contains(&format!("record {}", line.record)) {
+                want.insert(line.key.clone());
             }
         }
         let bytes = out.bytes();

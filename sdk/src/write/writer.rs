@@ -404,15 +404,20 @@ impl Writer {
                 // too: the dump is finished below before another line is taken. A delayed
                 // trigger's dump due before a line (CAP-REC-5) ends the run with that line left
                 // in the ring, offered again once the dump is written.
-                // SAFETY: a published entry, not dropped, given up to the keeper (it writes
-                // and drops it, or keeps it; or, returning false, leaves it untouched).
-                Some(k) => pop_ready(ring, &mut ready, popped, |at| unsafe {
-                    match k.line(at, &mut out) {
-                        true if keep::Out::full(&out) => Took::Full,
-                        true => Took::Taken,
-                        false => Took::Later,
-                    }
-                }),
+                Some(k) => {
+                    // SAFETY: a published entry, not dropped, given up to the keeper (it writes
+                    // and drops it, or keeps it; or, returning false, leaves it untouched).
+                    let stopped = pop_ready(ring, &mut ready, popped, |at| unsafe {
+                        match k.line(at, &mut out) {
+                            true if keep::Out::full(&out) => Took::Full,
+                            true => Took::Taken,
+                            false => Took::Later,
+                        }
+                    });
+                    // Ends of written records that left the recorder's window (CAP-REC-9).
+                    k.write_leaving_ends(&mut out);
+                    stopped
+                }
                 // SAFETY: as above; encoded (or counted) and dropped.
                 None => pop_ready(ring, &mut ready, popped, |at| unsafe {
                     keep::Out::take(&mut out, at);
