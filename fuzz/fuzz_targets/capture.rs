@@ -7,12 +7,15 @@
 //!   spelling parses back to the same setting;
 //! - opening a trace with either setting either works or is refused with `InvalidArgument`;
 //! - the program never panics (its calls may return errors), and the file it leaves passes the
-//!   validator with no error.
+//!   validator with no error;
+//! - a record in the file that the program ended is ended in the file too (CAP-END-1,
+//!   CAP-REC-9), unless a size limit stopped capture or the drop policy dropped lines.
 //!
 //! Single-threaded so that an input replays the same way: the ordering property tests
 //! (`sdk/tests/capture.rs`) cover threads.
 #![no_main]
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -207,6 +210,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut clk = input.start;
     let mut open: Vec<RecordHandle> = Vec::new();
+    // The records the program ended (by id; 0 is a record capture left out).
+    let mut ended: HashSet<u64> = HashSet::new();
     let pick =
         |open: &Vec<RecordHandle>, i: u8| (!open.is_empty()).then(|| usize::from(i) % open.len());
     for op in &input.ops {
@@ -281,10 +286,14 @@ fuzz_target!(|data: &[u8]| {
                 clk = clk.saturating_add(u64::from(dt));
                 if let Some(r) = pick(&open, record) {
                     let h = open.swap_remove(r);
-                    let _ = match flushed {
+                    let id = h.id();
+                    let done = match flushed {
                         true => h.end_with_status_at(clk, Status::Flushed),
                         false => h.end_at(clk),
                     };
+                    if done.is_ok() && id != 0 {
+                        ended.insert(id);
+                    }
                 }
             }
             Op::RoiBegin => trace.roi_begin(),
@@ -317,4 +326,17 @@ fuzz_target!(|data: &[u8]| {
         "{capture:?}: {diagnostics:?}\n{}",
         String::from_utf8_lossy(&bytes)
     );
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<serde_json::Value> =
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let stopped = lines.last().is_some_and(|f| f["limit_reached"] == true);
+    if !stopped && !input.drop {
+        let ids = |ty: &str, key: &str| -> HashSet<u64> {
+            lines.iter().filter(|l| l["type"] == ty).filter_map(|l| l[key].as_u64()).collect()
+        };
+        let (records, ends) = (ids("record", "id"), ids("record_end", "record_id"));
+        for id in records.intersection(&ended) {
+            assert!(ends.contains(id), "{capture:?}: record {id} ended, but not in the file\n{text}");
+        }
+    }
 });

@@ -1277,7 +1277,8 @@ fn walk_due(
 /// A `record_end` leaving the flight recorder's window that may still be wanted (CAP-REC-9):
 /// the end of a record that is still in the table (it may yet be written as the ancestor of a
 /// line that came after this end) goes into its node, written after it if it is; the end of a
-/// record a dump wrote while it was open goes to `leaving`, written before the next line.
+/// record a dump wrote while it was open goes to `leaving`, written after the writer's run of
+/// lines ([`Keeper::write_leaving_ends`]).
 /// Returns whether the entry was moved (else the caller drops it).
 ///
 /// # Safety
