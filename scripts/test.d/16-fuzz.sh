@@ -3,8 +3,8 @@
 # - validate: any bytes must neither crash the validator nor repair, and repair's output must
 #   validate;
 # - capture: any JETS_CAPTURE text, setting made in code and single-threaded program must neither
-#   panic nor leave a file the validator finds an error in (and a text that parses must spell
-#   back to the same setting).
+#   panic nor leave a file the validator finds an error in, nor a record it wrote that the
+#   program ended without its end (and a text that parses must spell back to the same setting).
 # - c_api: libjets driven through its Rust rlib with any contract-respecting calls (ids, cycles,
 #   texts, options, clocks, domains, capture) on two traces and NULL: no panic, only documented
 #   status codes, files that validate.
