@@ -1693,7 +1693,8 @@ proptest! {
     /// With a recorder, everything selected in the last N cycles is in the file, nothing else
     /// but ancestors, and the trace is valid, whatever the interleaving; with triggers on an
     /// event name too, at once or delayed (CAP-REC-3, CAP-REC-5), and as many dumps as the
-    /// triggers' lines and the close make.
+    /// triggers' lines and the close make; and each record written is written with its end
+    /// (CAP-REC-9).
     #[test]
     fn recorder_traces_hold_the_last_cycles_and_stay_valid(
         program in proptest::collection::vec(thread_program(), 1..4),
@@ -1725,6 +1726,13 @@ proptest! {
         }
         let got = keys(&text);
         prop_assert!(got.is_subset(&all));
+        // CAP-REC-9: every record written is written with its end (each one ends before close).
+        for (kind, name, _) in &got {
+            if kind == "record" {
+                let end = ("record_end".to_owned(), name.clone(), String::new());
+                prop_assert!(got.contains(&end), "{} without its end ({})\n{}", name, c, text);
+            }
+        }
         let m = model(&full);
         let max = m.lines.iter().filter_map(|(_, c)| *c).max().unwrap_or(0);
         for (k, clk) in &m.lines {
