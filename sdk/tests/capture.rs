@@ -810,6 +810,84 @@ fn a_trigger_finds_its_cycles_though_another_thread_runs_ahead() {
     }
 }
 
+/// CAP-REC-8 with `post=`: a thread whose lines lag 500 cycles behind the clock, in bursts (so
+/// that the writer often leaves lines in its ring), holds a delayed dump back until it reaches
+/// the due cycle; meanwhile the simulator's lines past that cycle must not push the dump's
+/// window on: it still holds the 1000 cycles before the due cycle.
+#[test]
+fn a_delayed_dump_keeps_its_window_though_another_thread_lags() {
+    const POST: u64 = 400;
+    const FAULTS: std::ops::Range<u64> = 1..6;
+    const EVERY: u64 = 4000;
+    let buf = Buf::default();
+    let clock = jets::SimClock::new();
+    let c = Capture {
+        recorder: Some(Recorder::Cycles(1000)),
+        triggers: vec![Trigger::Event("Fault".into())],
+        post_trigger: Some(POST),
+        ..Capture::default()
+    };
+    let t = TraceBuilder::new()
+        .clock(clock.clone())
+        .capture(c)
+        .writer(buf.clone(), Metadata::new())
+        .expect("open");
+    let done = Arc::new(AtomicBool::new(false));
+    let laggard = {
+        let (t, done) = (t.clone(), done.clone());
+        std::thread::spawn(move || {
+            let unit = t.root("unit", "Unit").begin_at(0).expect("unit");
+            let mut last = 0;
+            while !done.load(Ordering::Relaxed) {
+                // A burst of lines every 20 cycles, 500 cycles behind the clock.
+                let at = t.clock().now().saturating_sub(500);
+                if at >= last + 20 {
+                    for _ in 0..200 {
+                        unit.emit_event_at(at, "tick").expect("tick");
+                    }
+                    last = at;
+                }
+                std::thread::yield_now();
+            }
+            unit.end_at(last).expect("end");
+        })
+    };
+    let core = t.root("core", "Core").begin_at(0).expect("core");
+    let end = FAULTS.end * EVERY;
+    for c in 0..end {
+        clock.set(c);
+        let i = core.child_at(c, "insn", "Instruction").begin().expect("insn");
+        i.emit_event_at(c, "IF").expect("IF");
+        if c % EVERY == 0 && FAULTS.contains(&(c / EVERY)) {
+            i.event_at(c, "Fault").severity(Severity::Error).emit().expect("fault");
+        }
+        i.end_at(c + 1).expect("end");
+    }
+    done.store(true, Ordering::Relaxed);
+    laggard.join().expect("laggard");
+    core.end_at(end).expect("core end");
+    t.close_at(end).expect("close");
+    let text = buf.text();
+    let lines = valid(&text);
+    let fetched: BTreeSet<u64> = lines
+        .iter()
+        .filter(|l| l["type"] == "event" && l["name"] == "IF")
+        .map(|l| l["clk"].as_u64().expect("clk"))
+        .collect();
+    for fault in FAULTS.map(|f| f * EVERY) {
+        let window = fault + POST + 1 - 1000..fault + POST;
+        let gone: Vec<u64> = window.clone().filter(|c| !fetched.contains(c)).collect();
+        assert!(
+            gone.is_empty(),
+            "{} cycles of {window:?} missing: {:?}..{:?}; dumps {}",
+            gone.len(),
+            gone.first(),
+            gone.last(),
+            footer(&lines)["recorder_dumps"]
+        );
+    }
+}
+
 /// CAP-REC-9: a record a flight recorder writes is written with its end, wherever the end
 /// fell: the records a trigger's dump writes while they are open (the instruction that
 /// faulted) get their ends once those leave the window, and a parent whose end left the

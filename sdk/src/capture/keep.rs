@@ -1694,8 +1694,13 @@ impl Keeper {
         ring.copy_pending();
         let gone = ring.gone;
         ring.prefetch_leaving(&self.table.nodes);
-        // Once: the budget it looks at is not passed by much in one eviction.
-        let horizon = ring.horizon();
+        // Once: the budget it looks at is not passed by much in one eviction. While a delayed
+        // dump is due, from no later than the cycle before it: lines a ring brought past it
+        // while another was behind (CAP-REC-8) must not push the dump's window on.
+        let horizon = match self.due {
+            Some(due) => ring.horizon().min(due.saturating_sub(1)),
+            None => ring.horizon(),
+        };
         loop {
             ring.skip_fast(horizon);
             if ring.len() <= ring.floor() {
