@@ -84,7 +84,7 @@ fn main() -> ExitCode {
         // The reader of our output went away (`jets tree big.jets | head -1`): end quietly.
         Err(e) if out::is_broken_pipe(&e) => ExitCode::from(out::BROKEN_PIPE_EXIT),
         Err(e) => {
-            eprintln!("jets: error: {e:#}");
+            eprintln!("jets: error: {}", out::error_chain(&e));
             ExitCode::from(2)
         }
     }

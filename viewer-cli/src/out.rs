@@ -77,6 +77,31 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// `e` and the errors it wraps, joined by ": " as `{e:#}` joins them, but each said once: a cause
+/// whose text is already in what comes before it is left out. An error that spells its source
+/// in its own message and returns it as its source too (as `thiserror` makes of a field named
+/// `source`: `RunError::Trace`, `jets_read::Error`, ...) would otherwise be printed twice over:
+/// `z/pipeline.jets: invalid argument: JETS_CAPTURE clause ...: invalid argument: JETS_CAPTURE
+/// clause ...`.
+///
+/// ```text
+/// jets: error: running bubble_sort(64) into z/pipeline.jets: z/pipeline.jets: invalid argument: ...
+/// ```
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut said = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if said.contains(&text) {
+            continue;
+        }
+        if !said.is_empty() {
+            said.push_str(": ");
+        }
+        said.push_str(&text);
+    }
+    said
+}
+
 /// `writeln!` to any `Write`; an error (a closed pipe included) ends the command through `?`.
 macro_rules! say {
     ($o:expr, $($t:tt)*) => {
@@ -89,4 +114,40 @@ macro_rules! put {
     ($o:expr, $($t:tt)*) => {
         write!($o, $($t)*).context("writing to standard output")?
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    /// An error that spells its source in its message and returns it as its source too.
+    #[derive(Debug)]
+    struct Spelled {
+        path: String,
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Spelled {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}: {}", self.path, self.source)
+        }
+    }
+
+    impl std::error::Error for Spelled {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let io = std::io::Error::other("disk on fire");
+        let e = anyhow::Error::new(Spelled { path: "a.jets".into(), source: io })
+            .context("writing the demo");
+        assert_eq!(format!("{e:#}"), "writing the demo: a.jets: disk on fire: disk on fire");
+        assert_eq!(error_chain(&e), "writing the demo: a.jets: disk on fire");
+        // Causes that say something new are all kept.
+        let e = anyhow::anyhow!("no such file").context("reading b.jets").context("jets stats");
+        assert_eq!(error_chain(&e), "jets stats: reading b.jets: no such file");
+    }
 }

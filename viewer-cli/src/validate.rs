@@ -11,7 +11,7 @@ use jets_read::validate::{Diagnostic, Report, Rule, Validator};
 use jets_read::Reader;
 use serde_json::json;
 
-use crate::out::{is_broken_pipe, Format, Out};
+use crate::out::{error_chain, is_broken_pipe, Format, Out};
 use crate::progress::Progress;
 
 /// Arguments of `jets validate`.
@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(report) => verdict(&report, args.strict),
             Err(e) if is_broken_pipe(&e) => return Err(e),
             Err(e) => {
-                eprintln!("jets: error: {e:#}");
+                eprintln!("jets: error: {}", error_chain(&e));
                 2
             }
         };
