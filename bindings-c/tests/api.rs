@@ -44,6 +44,18 @@ fn capture_options(capture: &'static CStr) -> jets_options {
     }
 }
 
+/// [`open`] through `jets_open_ex`, with only `options->capture` set.
+fn open_capture(path: &Path, capture: &'static CStr) -> Open {
+    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    let o = capture_options(capture);
+    let mut t = std::ptr::null_mut();
+    // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t` is
+    // a writable out pointer.
+    let opened = unsafe { jets_open_ex(p.as_ptr(), null(), &o, &mut t) };
+    assert_eq!(opened, JETS_OK, "{}", last_error());
+    Open(t)
+}
+
 fn last_error() -> String {
     // SAFETY: jets_last_error returns a valid NUL-terminated string.
     unsafe { CStr::from_ptr(jets_last_error()) }.to_string_lossy().into_owned()
@@ -383,14 +395,7 @@ fn options_select_the_drop_policy_and_are_size_checked() {
 fn a_record_that_outlives_its_held_parent_is_written_with_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("outlived.jets");
-    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    let o = capture_options(c"clk=100..200");
-    let mut t = std::ptr::null_mut();
-    // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t` is
-    // a writable out pointer.
-    let opened = unsafe { jets_open_ex(p.as_ptr(), null(), &o, &mut t) };
-    assert_eq!(opened, JETS_OK, "{}", last_error());
-    let t = Open(t);
+    let t = open_capture(&path, c"clk=100..200");
     // SAFETY: here and in the threads below, `t` is open until the jets_close below, after every
     // thread that uses it is joined; the texts are NUL-terminated.
     let (root, units) = unsafe {
@@ -495,15 +500,13 @@ fn options_capture_selects_what_is_written_and_a_bad_clause_is_refused() {
 fn a_size_limit_stops_capture_and_jets_limit_reached_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("limited.jets");
-    let p = CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    let o = capture_options(c"limit=64KiB");
-    let mut t = std::ptr::null_mut();
+    // SAFETY: a NULL trace is refused, not read.
+    assert!(unsafe { jets_limit_reached(std::ptr::null_mut()) } < 0, "a NULL trace is an error");
+    let t = open_capture(&path, c"limit=64KiB").0;
     let mut events = 0u64;
-    // SAFETY: `p` and the capture text are NUL-terminated; `o` is a whole `jets_options`; `t`
-    // is a writable out pointer, then open until the jets_close at the end of the block.
+    // SAFETY: `t` is open until the jets_close at the end of the block; the texts are
+    // NUL-terminated.
     unsafe {
-        assert!(jets_limit_reached(std::ptr::null_mut()) < 0, "a NULL trace is an error");
-        assert_eq!(jets_open_ex(p.as_ptr(), null(), &o, &mut t), JETS_OK, "{}", last_error());
         let root = jets_record_begin(t, 0, 0, c(c"root"), c(c"Root"), null(), null());
         assert_eq!(jets_limit_reached(t), 0);
         while jets_limit_reached(t) == 0 {
