@@ -550,8 +550,9 @@ struct Progress {
     /// The rings the writer left lines in when it last took from them, with that cycle: few
     /// (those it is behind on), where ring ids grow with every thread that ever emitted.
     lagging: Vec<(u32, u64)>,
-    /// The ring being taken from (`None` between the writer's turns at the rings).
-    taking: Option<u32>,
+    /// A ring is being taken from (false between the writer's turns at the rings; which one,
+    /// the keeper's `ring_now` says).
+    taking: bool,
     /// The largest cycle taken from that ring so far (from any, without `taking`).
     here: u64,
     /// The largest cycle taken from the rings before (`here` holds the rest).
@@ -568,7 +569,7 @@ impl Progress {
             self.rings.resize(i + 1, 0);
         }
         self.before = self.largest();
-        self.taking = Some(id);
+        self.taking = true;
         self.here = self.rings[i];
         self.others = self.lagging_but(Some(id));
     }
@@ -583,7 +584,7 @@ impl Progress {
             }
         }
         self.before = self.largest();
-        self.taking = None;
+        self.taking = false;
         self.others = self.lagging_but(None);
     }
 
@@ -609,8 +610,8 @@ impl Progress {
     /// the largest seen (the one being taken from, or one with lines left in it).
     fn horizon(&self) -> Option<u64> {
         match self.taking {
-            Some(_) => Some(self.here.min(self.others)),
-            None => (self.others != u64::MAX).then_some(self.others),
+            true => Some(self.here.min(self.others)),
+            false => (self.others != u64::MAX).then_some(self.others),
         }
     }
 }
