@@ -736,8 +736,11 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
 
 /// Runs a simulator with a `Fault` trigger at each multiple of 4000 cycles in `faults`, under a
 /// 1000-cycle flight recorder (with `post`), while `beside` runs on another thread until the
-/// flag says the simulator is done; asserts that the file holds every instruction of the 1000
-/// cycles up to each dump's due cycle (the fault's, or `post` after it).
+/// flag says the simulator is done; asserts that the file holds every instruction of each
+/// dump's window (the 1000 cycles up to its due cycle, the fault's or `post` after it) up to
+/// the fault. With `post`, the cycles between the fault and the due cycle are not asserted: a
+/// ring the writer found empty at its last turn is not waited for (CAP-REC-8), so the other
+/// thread's line at the due cycle may dump before the simulator's last lines before it.
 fn each_dump_holds_its_window(
     post: Option<u64>,
     faults: std::ops::Range<u64>,
@@ -784,7 +787,7 @@ fn each_dump_holds_its_window(
         .collect();
     let after = post.unwrap_or(0);
     for fault in faults.map(|f| f * EVERY) {
-        let window = fault + after + 1 - 1000..fault + after;
+        let window = fault + after + 1 - 1000..fault + 1;
         let gone: Vec<u64> = window.clone().filter(|c| !fetched.contains(c)).collect();
         assert!(
             gone.is_empty(),
