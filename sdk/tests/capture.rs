@@ -736,11 +736,9 @@ fn a_delayed_trigger_dumps_the_cycles_after_it_too() {
 
 /// Runs a simulator with a `Fault` trigger at each multiple of 4000 cycles in `faults`, under a
 /// 1000-cycle flight recorder (with `post`), while `beside` runs on another thread until the
-/// flag says the simulator is done; asserts that the file holds every instruction of each
-/// dump's window (the 1000 cycles up to its due cycle, the fault's or `post` after it) up to
-/// the fault. With `post`, the cycles between the fault and the due cycle are not asserted: a
-/// ring the writer found empty at its last turn is not waited for (CAP-REC-8), so the other
-/// thread's line at the due cycle may dump before the simulator's last lines before it.
+/// flag says the simulator is done; asserts that the file holds the instructions of each dump's
+/// window (the 1000 cycles up to its due cycle, the fault's or `post` after it) but for a few
+/// cycles over all windows (see below).
 fn each_dump_holds_its_window(
     post: Option<u64>,
     faults: std::ops::Range<u64>,
@@ -786,17 +784,23 @@ fn each_dump_holds_its_window(
         .map(|l| l["clk"].as_u64().expect("clk"))
         .collect();
     let after = post.unwrap_or(0);
-    for fault in faults.map(|f| f * EVERY) {
-        let window = fault + after + 1 - 1000..fault + 1;
-        let gone: Vec<u64> = window.clone().filter(|c| !fetched.contains(c)).collect();
-        assert!(
-            gone.is_empty(),
-            "post {post:?}: {} cycles of {window:?} missing, from {:?} to {:?}",
-            gone.len(),
-            gone.first(),
-            gone.last()
-        );
+    let mut gone = Vec::new();
+    for fault in faults.clone().map(|f| f * EVERY) {
+        let window = fault + after + 1 - 1000..fault + after;
+        gone.extend(window.filter(|c| !fetched.contains(c)));
     }
+    // A ring the writer found empty at its last turn and written to since is not waited for
+    // (CAP-REC-8): the other thread's line can still come first, by the few cycles between that
+    // turn and its line. So a few cycles may be missing; the largest-cycle rule lost up to whole
+    // windows (47 to 999 cycles of one).
+    let most = faults.count() as u64 * 10;
+    assert!(
+        gone.len() as u64 <= most,
+        "post {post:?}: {} cycles missing (at most {most}), from {:?} to {:?}",
+        gone.len(),
+        gone.first(),
+        gone.last()
+    );
 }
 
 /// CAP-REC-8: a trigger's dump holds the cycles before it (and, with `post=`, after it) of the
