@@ -574,6 +574,17 @@ impl Progress {
         self.others = self.lagging_but(Some(id));
     }
 
+    /// Ring `id` holds lines now: behind, until the writer's next turn at it.
+    fn waiting(&mut self, id: u32) {
+        let i = id as usize;
+        if self.rings.len() <= i {
+            self.rings.resize(i + 1, 0);
+        }
+        if !self.lagging.iter().any(|&(ring, _)| ring == id) {
+            self.lagging.push((id, self.rings[i]));
+        }
+    }
+
     /// The writer is done with ring `id` for this turn, and left lines in it or not.
     fn left(&mut self, id: u32, lines_left: bool) {
         if let Some(r) = self.rings.get_mut(id as usize) {
@@ -1995,6 +2006,20 @@ impl Keeper {
         self.ring_now = id;
         if let Some(ring) = self.ring.as_mut() {
             ring.progress.taking_from(id);
+        }
+    }
+
+    /// Whether this keeper has a flight recorder (whose window counts rings' progress).
+    #[inline]
+    pub(crate) fn recording(&self) -> bool {
+        self.ring.is_some()
+    }
+
+    /// Ring `id` holds lines now, looked at just before the writer's turn at another ring
+    /// (CAP-REC-8): it is behind until its own next turn, whatever its last turn found.
+    pub(crate) fn lines_waiting(&mut self, id: u32) {
+        if let Some(ring) = self.ring.as_mut() {
+            ring.progress.waiting(id);
         }
     }
 

@@ -349,10 +349,23 @@ impl Consumer {
     #[inline]
     pub(crate) fn peek(&mut self) -> Option<*mut u64> {
         if self.head == self.tail {
-            self.tail = self.buf.tail.load(Ordering::Acquire);
-            if self.head == self.tail {
-                return None;
-            }
+            self.load_published();
+        }
+        self.peek_loaded()
+    }
+
+    /// Looks at what is published now: [`Consumer::peek_loaded`] gives entries up to there.
+    #[inline]
+    pub(crate) fn load_published(&mut self) {
+        self.tail = self.buf.tail.load(Ordering::Acquire);
+    }
+
+    /// [`Consumer::peek`] of what was published when it was last looked at: `None` past it, even
+    /// if more is published since.
+    #[inline]
+    pub(crate) fn peek_loaded(&mut self) -> Option<*mut u64> {
+        if self.head == self.tail {
+            return None;
         }
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {

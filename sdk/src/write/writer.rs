@@ -292,6 +292,16 @@ impl Writer {
         let mut got = 0;
         let mut i = 0;
         while i < rings.len() {
+            if let Some(k) = self.keeper.as_mut().filter(|k| k.recording()) {
+                // CAP-REC-8: this turn takes what the ring holds now, and the recorder learns
+                // which other rings hold lines now too, so that none of those published before
+                // a line of this turn is missed as behind.
+                rings[i].consumer.load_published();
+                let id = rings[i].id;
+                for r in rings.iter().filter(|r| r.id != id && !r.consumer.is_empty()) {
+                    k.lines_waiting(r.id);
+                }
+            }
             got += self.drain_ring(&mut rings[i]);
             // A ring whose thread has exited and which is empty will never hold lines again.
             let ring = &rings[i];
@@ -405,9 +415,12 @@ impl Writer {
                 // trigger's dump due before a line (CAP-REC-5) ends the run with that line left
                 // in the ring, offered again once the dump is written.
                 Some(k) => {
+                    // A flight recorder's turn takes what was published when `drain_once`
+                    // looked at the rings (CAP-REC-8).
+                    let fresh = !k.recording();
                     // SAFETY: a published entry, not dropped, given up to the keeper (it writes
                     // and drops it, or keeps it; or, returning false, leaves it untouched).
-                    let stopped = pop_ready(ring, &mut ready, popped, |at| unsafe {
+                    let stopped = pop_ready(ring, &mut ready, popped, fresh, |at| unsafe {
                         match k.line(at, &mut out) {
                             true if keep::Out::full(&out) => Took::Full,
                             true => Took::Taken,
@@ -419,7 +432,7 @@ impl Writer {
                     stopped
                 }
                 // SAFETY: as above; encoded (or counted) and dropped.
-                None => pop_ready(ring, &mut ready, popped, |at| unsafe {
+                None => pop_ready(ring, &mut ready, popped, true, |at| unsafe {
                     keep::Out::take(&mut out, at);
                     match keep::Out::full(&out) {
                         true => Took::Full,
@@ -666,16 +679,20 @@ fn written(popped: &[u64], pos: Pos) -> bool {
 /// (the ring is empty, a line waits, or the round is done).
 ///
 /// `take` is given each entry before it is popped. Unless it says [`Took::Later`] it gives the
-/// entry up: it must write and drop it, or keep it, and not touch it again.
+/// entry up: it must write and drop it, or keep it, and not touch it again. Without `fresh`, only
+/// the entries published when the ring was last looked at are given (a flight recorder's turn,
+/// `drain_once`).
 #[inline(always)]
 fn pop_ready(
     ring: &mut Ring,
     ready: &mut usize,
     popped: &[u64],
+    fresh: bool,
     mut take: impl FnMut(*mut u64) -> Took,
 ) -> bool {
     while *ready < ROUND {
-        let Some(at) = ring.consumer.peek() else { return true };
+        let next = if fresh { ring.consumer.peek() } else { ring.consumer.peek_loaded() };
+        let Some(at) = next else { return true };
         // SAFETY: a published entry; it stays in place until popped below.
         let (words, after) = unsafe { Entry::order(at) };
         if !after.is_none_or(|p| written(popped, p)) {
