@@ -6,6 +6,8 @@
 # filters, samples, flight recorders); scripts/lib/capture_oracle.py computes from the unfiltered
 # trace, by the spec's rules written again in Python, exactly which lines each setting selects,
 # and compares them with the file. The oracle is first shown a wrong file, which it must refuse.
+# `jets cut` of the unfiltered trace under each setting must then be that same file, byte for
+# byte (CAP-CUT-1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -14,9 +16,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 oracle="$root/scripts/lib/capture_oracle.py"
 
-cargo build --release --locked --quiet -p jets-examples --bin pipeline_modes -p jets-example-mos6502
+cargo build --release --locked --quiet -p jets-examples --bin pipeline_modes -p jets-example-mos6502 \
+    -p jets-cli
 tiny5="$target/release/pipeline_modes"
 sim="$target/release/mos6502-trace"
+jets="$target/release/jets"
 host=$(rustc -vV | sed -n 's/^host: //p')
 manifest=$(cargo metadata --format-version 1 --locked --offline --filter-platform "$host" \
     | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="mos6502"))')
@@ -57,10 +61,13 @@ check() {
         i=$((i + 1))
         JETS_CAPTURE="$s" "$@" "$work/$name-$i.jets" >/dev/null
         args+=("$s=$work/$name-$i.jets")
+        "$jets" cut --capture "$s" "$full" -o "$work/$name-$i.cut.jets" >/dev/null
+        cmp -s "$work/$name-$i.jets" "$work/$name-$i.cut.jets" \
+            || { echo "FAIL: jets cut --capture '$s' differs from the $name run's own trace"; return 1; }
     done
     [ "$i" -gt 0 ] || { echo "FAIL: no settings for $name"; return 1; }
     python3 "$oracle" "$full" "${args[@]}" | tee "$work/$name.oracle" | grep -v '^ok' || true
-    echo "$name: $(grep -c '^ok' "$work/$name.oracle") settings agree with the oracle"
+    echo "$name: $(grep -c '^ok' "$work/$name.oracle") settings agree with the oracle, and jets cut with the run"
     ! grep -q MISMATCH "$work/$name.oracle"
 }
 

@@ -12,6 +12,7 @@ mod out;
 
 mod bench;
 mod convert;
+mod cut;
 mod demo;
 mod formats;
 mod gantt;
@@ -43,6 +44,8 @@ enum Command {
     Bench(bench::Args),
     /// Convert a JETS trace to Chrome JSON, Perfetto, Kanata (Konata) or DFTracer.
     Convert(convert::Args),
+    /// Write a part of a trace (a window, types, events, units, a sample, a flight recorder).
+    Cut(cut::Args),
     /// Run the bundled example simulator end to end: trace, validate, stats, exports.
     Demo(demo::Args),
     /// Write a self-contained HTML Gantt page of a small trace.
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         // Dispatch, one line each (keep alphabetical):
         Command::Bench(a) => bench::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Cut(a) => cut::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Gantt(a) => gantt::run(a),
         Command::Import(a) => import::run(a),
