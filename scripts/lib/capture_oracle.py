@@ -134,10 +134,15 @@ def selected(full, c):
 
 def recorded(full, cycles):
     """A recorder dumped at close: the lines after the longest prefix (arrival order) at least
-    `cycles` below the largest cycle, the records they need, and those records' ends."""
-    largest = max(l["clk"] for l in full if "clk" in l)
+    `cycles` below the largest cycle, the records they need, and those records' ends. An
+    annotation, which has no cycle, counts at the largest cycle seen when it came."""
+    at, seen = [], 0
+    for l in full:
+        seen = max(seen, l.get("clk", 0))
+        at.append(l.get("clk", seen))
+    largest = seen
     i = 0
-    while i < len(full) and "clk" in full[i] and full[i]["clk"] + cycles <= largest:
+    while i < len(full) and at[i] + cycles <= largest:
         i += 1
     kept = full[i:]
     parent = {l["id"]: l.get("parent_id") for l in full if l["type"] == "record"}

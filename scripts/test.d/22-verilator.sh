@@ -11,7 +11,8 @@
 #   jets view: the viewer's pipeline mode picks Instruction and draws IF ID EX MEM WB;
 # and the counters against the program's timing model (one load-use stall per word, two squashed
 # fetches per taken branch). Then once more with JETS_CAPTURE="clk=100..200" (read by the SDK at
-# open): a valid trace holding only that window.
+# open): a valid trace holding only that window; and under seven settings, each trace against an
+# oracle of the capture rules and against `jets cut` of the whole run's trace.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -188,4 +189,20 @@ insns = [l for l in lines if l["type"] == "record" and l["record_type"] == "Inst
 assert 0 < len(insns) < int(sys.argv[2]), f"{len(insns)} instructions kept"
 print(f"capture window: {len(events)} events and {len(insns)} instructions in [100, 200)")
 PY
+step "capture control through the C++ API: each setting against an oracle and jets cut"
+# scripts/lib/capture_oracle.py computes from the whole run's trace which lines each setting
+# selects (the CAP-* rules written again in Python); `jets cut` of that trace under the setting
+# must be the run's own trace, byte for byte (CAP-CUT-1).
+args=()
+i=0
+for s in "clk=100..200" "types=Instruction;events=WB,Squash" "sample=Instruction:5" \
+    "units=2" "clk=50..80;every=200" "recorder=50" "recorder=300"; do
+    i=$((i + 1))
+    JETS_CAPTURE="$s" timeout 120 "$sim" "$work/cap-$i.jets" 64 1 >/dev/null
+    args+=("$s=$work/cap-$i.jets")
+    "$jets" cut --capture "$s" "$work/tiny5.jets" -o "$work/cut-$i.jets" >/dev/null
+    cmp "$work/cap-$i.jets" "$work/cut-$i.jets" \
+        || { echo "FAIL: jets cut --capture '$s' differs from the run's own trace"; exit 1; }
+done
+python3 scripts/lib/capture_oracle.py "$work/tiny5.jets" "${args[@]}"
 echo "Verilator example: all checks passed"
