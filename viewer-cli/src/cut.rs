@@ -105,6 +105,20 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// A record's or an event's builder `$b` given IN's `data` object: its scalars as typed fields,
+/// the rest as JSON merged after them ([`split_data`]). A macro: the two builders share these
+/// methods but no trait.
+macro_rules! with_data {
+    ($b:expr, $data:expr) => {{
+        let (fields, rest) = split_data($data);
+        let b = fields.into_iter().fold($b, |b, (k, v)| b.field(k, v));
+        match rest {
+            Some(rest) => b.data_json(&rest),
+            None => b,
+        }
+    }};
+}
+
 /// The state of a replay: the trace being written and IN's open records by IN's ids.
 struct Replay<'a> {
     capture: Option<Capture>,
@@ -224,13 +238,7 @@ impl<'a> Replay<'a> {
                 };
                 let mut b = b.description(text(r.description));
                 if let Some(data) = r.data {
-                    let (fields, rest) = split_data(data);
-                    for (k, v) in fields {
-                        b = b.field(k, v);
-                    }
-                    if let Some(rest) = rest {
-                        b = b.data_json(&rest);
-                    }
+                    b = with_data!(b, data);
                 }
                 let handle = b.begin_at(r.clk)?;
                 self.open.insert(r.id, handle);
@@ -242,15 +250,7 @@ impl<'a> Replay<'a> {
                     .event_at(e.clk, text(e.name))
                     .description(text(e.description));
                 match e.data {
-                    Some(Json::Object(data)) => {
-                        let (fields, rest) = split_data(data);
-                        for (k, v) in fields {
-                            b = b.field(k, v);
-                        }
-                        if let Some(rest) = rest {
-                            b = b.data_json(&rest);
-                        }
-                    }
+                    Some(Json::Object(data)) => b = with_data!(b, data),
                     Some(other) => b = b.data_json(&other.to_string()),
                     None => {}
                 }
