@@ -1,7 +1,7 @@
 //! Damaged JETS traces never crash the commands that read them: `jets validate`, `jets repair`,
-//! `jets stats` (text and JSON), `jets tree` (whole and filtered), `jets gantt` and, with the
-//! `parquet` feature, the run comparison of "Comparing runs" in the README (`jets convert --to
-//! parquet` and `jets stats --format parquet`). `tests/damaged_input.rs` does the same for `jets
+//! `jets stats` (text and JSON), `jets tree` (whole and filtered), `jets cut`, `jets gantt` and,
+//! with the `parquet` feature, the run comparison of "Comparing runs" in the README (`jets
+//! convert --to parquet` and `jets stats --format parquet`). `tests/damaged_input.rs` does the same for `jets
 //! import` and `jets convert`; the damages are the same kinds, from the same kind of generator.
 //!
 //! The inputs: the JETS traces of `tests/data/trace` (see its README.md), traces written here with
@@ -18,8 +18,8 @@
 //! (no hang, no signal), never panics (no `panicked` or `RUST_BACKTRACE` on stderr), and when it
 //! fails its error names the input (`jets validate` names it in its diagnostics). `validate` runs
 //! with its options in turn, `repair` with `--end-open` or not, to a file, a `.gz` or standard
-//! output, `tree` whole and with a filter in turn. Beyond the rule:
-//! `jets repair`'s output passes `jets validate` with a footer that agrees with it; every line of
+//! output, `tree` whole and with a filter in turn, `cut` under a setting in turn. Beyond the rule:
+//! `jets repair`'s output passes `jets validate` with a footer that agrees with it, and so does a part `jets cut` writes; every line of
 //! `jets validate --format json` and the whole of `jets stats --format json` is well-formed JSON;
 //! and the numbers agree where they can be checked: the stats counts add up (count = ended +
 //! unended per record_type, the types sum to the record lines, text and JSON say the same), and
@@ -107,6 +107,16 @@ const VALIDATE_OPTIONS: &[&[&str]] =
     &[&[], &["--strict"], &["--max-errors", "1"], &["--allow", "W013", "--allow", "E018"]];
 
 /// The filters `jets tree` is run with (one per input, in turn), besides no filter at all.
+/// `jets cut`'s settings, one per input in turn.
+const CUT_SETTINGS: &[&str] = &[
+    "clk=0..100",
+    "recorder=50",
+    "types=Instruction",
+    "clk=5..10;every=20",
+    "sample=Instruction:2;events=IF,e",
+    "recorder=3;trigger=error",
+];
+
 const TREE_FILTERS: &[&[&str]] = &[
     &["--depth", "2"],
     &["--clk", "0..100"],
@@ -262,6 +272,23 @@ fn check_input(what: &str, input: &Path, work: &Path, n: usize, expect: Expect) 
     let mut args = os(&[&"tree", &input]);
     args.extend(TREE_FILTERS[n % TREE_FILTERS.len()].iter().map(OsString::from));
     ran("tree-filtered", args, &mut note);
+
+    // cut, under a setting in turn: a part it writes validates, and one it refuses is not left
+    // behind (CAP-CUT-4).
+    let part = work.join("part.jets");
+    let _ = std::fs::remove_file(&part);
+    let setting = CUT_SETTINGS[n % CUT_SETTINGS.len()];
+    let args = os(&[&"cut", &"--capture", &setting, &input, &"-o", &part]);
+    let (ok, run) = ran("cut", args.clone(), &mut note);
+    if ok && run.ok() {
+        let v = jets(&os(&[&"validate", &part]), work);
+        if !v.ok() {
+            let first: Vec<&str> = v.stdout.lines().take(3).collect();
+            note(&args, format!("wrote a part `jets validate` refuses: {first:?}"));
+        }
+    } else if ok && part.exists() {
+        note(&args, "failed and left its output behind".to_owned());
+    }
 
     // gantt: a page whose data is JSON, with the validator's counts and no skipped line.
     let page = work.join("page.html");
