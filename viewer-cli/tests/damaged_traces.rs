@@ -19,8 +19,9 @@
 //! fails its error names the input (`jets validate` names it in its diagnostics). `validate` runs
 //! with its options in turn, `repair` with `--end-open` or not, to a file, a `.gz` or standard
 //! output, `tree` whole and with a filter in turn, `cut` under a setting in turn. Beyond the rule:
-//! `jets repair`'s output passes `jets validate` with a footer that agrees with it, and so does a part `jets cut` writes; every line of
-//! `jets validate --format json` and the whole of `jets stats --format json` is well-formed JSON;
+//! `jets repair`'s output passes `jets validate` with a footer that agrees with it, and a part
+//! `jets cut` writes passes it too; every line of `jets validate --format json` and the whole of
+//! `jets stats --format json` is well-formed JSON;
 //! and the numbers agree where they can be checked: the stats counts add up (count = ended +
 //! unended per record_type, the types sum to the record lines, text and JSON say the same), and
 //! on a trace `jets validate` accepts, the record, event and annotation counts of `stats`,
