@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use jets::capture::{Capture, FooterCapture};
+use jets::capture::{Capture, FooterCapture, Trigger};
 use jets::format::{Line, Status, Str, Value};
 use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
 use serde_json::{Map, Value as Json};
@@ -45,8 +45,8 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let capture: Capture =
         a.capture.parse().map_err(|e| anyhow!("--capture {:?}: {e}", a.capture))?;
-    if capture.count {
-        bail!("--capture {:?}: `count` writes no line; `jets stats` counts a trace", a.capture);
+    if let Some(why) = not_in_a_file(&capture) {
+        bail!("--capture {:?}: {why}", a.capture);
     }
     let to_stdout = a.output.as_os_str() == "-";
     if !to_stdout && same_file(&a.input, &a.output) {
@@ -95,6 +95,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why a setting has no meaning for a trace already written (CAP-CUT-4), if it has none: its
+/// clauses follow the running simulator, not the lines of the file, and would give an empty or
+/// a whole trace without a word.
+fn not_in_a_file(c: &Capture) -> Option<&'static str> {
+    if c.count {
+        Some("`count` writes no line; `jets stats` counts a trace")
+    } else if c.off {
+        Some("`off` writes no line")
+    } else if c.roi {
+        Some("`roi` follows the simulator's region-of-interest calls, which a trace does not hold")
+    } else if c.triggers.iter().any(|t| matches!(t, Trigger::Signal(_))) {
+        Some("a signal trigger dumps on a signal to the running simulator, which a cut has not")
+    } else {
+        None
+    }
 }
 
 /// Whether two paths name one existing file.

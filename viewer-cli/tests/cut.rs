@@ -113,6 +113,9 @@ fn what_cannot_be_cut_is_refused_naming_the_file_and_line() {
     // A bad setting names its clause; `count` writes nothing to cut to.
     refused("clk=9..3", &good, &["--capture", "clk=9..3"]);
     refused("count", &good, &["count"]);
+    refused("off", &good, &["`off`"]);
+    refused("roi", &good, &["`roi`", "region-of-interest"]);
+    refused("recorder=10;trigger=SIGUSR1", &good, &["signal trigger"]);
     // A part of a run cannot be cut again: its footer could not say what the first cut left out.
     let part = d.join("part.jets");
     tiny5(&part, Some("clk=100..200"));
