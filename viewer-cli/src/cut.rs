@@ -98,8 +98,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 /// Why a setting has no meaning for a trace already written (CAP-CUT-4), if it has none: its
-/// clauses follow the running simulator, not the lines of the file, and would give an empty or
-/// a whole trace without a word.
+/// clauses follow the running simulator, not the lines of the file: a cut could only leave its
+/// output empty or ignore them, without a word.
 fn not_in_a_file(c: &Capture) -> Option<&'static str> {
     if c.count {
         Some("`count` writes no line; `jets stats` counts a trace")
