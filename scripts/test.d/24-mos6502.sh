@@ -18,12 +18,8 @@ step "build (release) the example and the jets CLI"
 cargo build --release --locked --quiet -p jets-example-mos6502 -p jets-cli
 sim="$target/release/mos6502-trace"
 jets="$target/release/jets"
-# This platform's packages only: unfiltered, cargo metadata needs every platform's manifests,
-# which a fresh machine that built only for this one does not have offline.
-host=$(rustc -vV | sed -n 's/^host: //p')
-manifest=$(cargo metadata --format-version 1 --locked --offline --filter-platform "$host" \
-    | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="mos6502"))')
-image="$(dirname "$manifest")/tests/assets/6502_functional_test.bin"
+source scripts/lib/mos6502-image.bash
+image="$(mos6502_image)"
 echo "test image: $image"
 
 # run NAME [ENV...]: the whole functional test, traced into $work/NAME.jets unless NAME=untraced.

@@ -21,10 +21,8 @@ cargo build --release --locked --quiet -p jets-examples --bin pipeline_modes -p 
 tiny5="$target/release/pipeline_modes"
 sim="$target/release/mos6502-trace"
 jets="$target/release/jets"
-host=$(rustc -vV | sed -n 's/^host: //p')
-manifest=$(cargo metadata --format-version 1 --locked --offline --filter-platform "$host" \
-    | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="mos6502"))')
-image="$(dirname "$manifest")/tests/assets/6502_functional_test.bin"
+source scripts/lib/mos6502-image.bash
+image="$(mos6502_image)"
 
 # Settings for a run of about LENGTH cycles: fixed ones, then 30 drawn from seed SEED.
 settings() {
