@@ -86,6 +86,17 @@ fn a_cut_goes_to_standard_output_and_names_its_setting_in_the_footer() {
     let want = dir.path().join("want.jets");
     tiny5(&want, Some("clk=1000..1100"));
     assert!(out == text(&want));
+    // `full` writes the whole trace again, here compressed (as the SDK names it); a cut reads a
+    // compressed trace too.
+    let gz = dir.path().join("full.jets.gz");
+    let o = cut("full", &full, &gz);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&gz).unwrap()[..2], [0x1f, 0x8b], "gzip");
+    let part = dir.path().join("part.jets");
+    let o = cut("types=Stall", &gz, &part);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    tiny5(&want, Some("types=Stall"));
+    assert!(text(&part) == text(&want), "the part cut from the compressed copy");
 }
 
 #[test]
