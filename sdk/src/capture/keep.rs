@@ -2241,6 +2241,127 @@ mod tests {
         assert_eq!(ring.horizon(), 500);
     }
 
+    /// CAP-REC-5 with CAP-REC-8, on the keeper alone, its rings' turns made by hand: a delayed
+    /// dump held back by a ring the writer is behind on, while another ring runs past the due
+    /// cycle, still holds the window before the due cycle when it is written at last (the ring it
+    /// waited for drained short of the due cycle, so the other ring's next line starts it). The
+    /// dump once evicted after the due cycle was cleared, from the newest line of the ring that
+    /// ran ahead, and lost the 600 cycles before the trigger (CI, 2026-11-30, in the
+    /// timing-bound test `a_delayed_dump_keeps_its_window_though_another_thread_lags`; this one
+    /// fails the same way, every time, on that build).
+    #[test]
+    fn a_delayed_dump_held_back_by_a_lagging_ring_keeps_the_cycles_before_its_trigger() {
+        use std::mem::ManuallyDrop;
+
+        use crate::capture::Trigger;
+        use crate::write::line::{Entry, Kind, Line, Plain, Queued};
+
+        /// What the keeper writes: (kind, cycle, name).
+        #[derive(Default)]
+        struct Written(Vec<(Kind, u64, String)>);
+        impl super::Out for Written {
+            fn put(&mut self, line: &Entry<'_>) {
+                self.0.push((line.kind, line.clk, line.name.to_string()));
+            }
+            unsafe fn take(&mut self, at: *mut u64) {
+                // SAFETY: the contract: a published entry, given up.
+                unsafe {
+                    let e = Entry::read(at);
+                    self.0.push((e.kind, e.clk, e.name.to_string()));
+                    Entry::drop_in_place(at);
+                }
+            }
+            fn full(&self) -> bool {
+                false
+            }
+        }
+
+        /// Entries as a ring holds them, each in words of its own that outlive the keeper's
+        /// look at them (it copies what it keeps at `copy_taken`).
+        #[derive(Default)]
+        struct Ring(Vec<Box<[u64]>>);
+        impl Ring {
+            fn entry<L: Queued>(&mut self, line: L, record: bool) -> *mut u64 {
+                let mut words = vec![0u64; crate::write::line::MAX_WORDS].into_boxed_slice();
+                let line = ManuallyDrop::new(line);
+                // SAFETY: room for the largest entry; the line is moved into it, once.
+                unsafe {
+                    match record {
+                        true => L::write_to::<true>(&line, words.as_mut_ptr(), 0),
+                        false => L::write_to::<false>(&line, words.as_mut_ptr(), 0),
+                    };
+                }
+                self.0.push(words);
+                self.0.last_mut().expect("pushed").as_mut_ptr()
+            }
+            fn record(&mut self, id: u64, parent: Option<u64>, clk: u64) -> *mut u64 {
+                let mut l = Line::new(Kind::Record, id, Str::from("r"), None);
+                l.clk = clk;
+                l.parent = parent;
+                l.record_type = Str::from("T");
+                self.entry(l, true)
+            }
+            fn plain(&mut self, kind: Kind, id: u64, clk: u64, name: &'static str) -> *mut u64 {
+                let name = Str::from(name);
+                self.entry(Plain { kind, clk, id, name, after: None, fields: () }, false)
+            }
+        }
+
+        let c = Capture {
+            recorder: Some(Recorder::Cycles(1000)),
+            triggers: vec![Trigger::Event("Fault".into())],
+            post_trigger: Some(400),
+            ..Capture::default()
+        };
+        let mut k = super::Keeper::new(&c).expect("a recorder");
+        let mut out = Written::default();
+        let (mut sim, mut laggard) = (Ring::default(), Ring::default());
+        let give = |k: &mut super::Keeper, at: *mut u64, out: &mut Written| {
+            // SAFETY: an entry just written, given up to the keeper, whose words live until the
+            // end of the test; offered again while a dump is begun instead (`line`'s false).
+            while !unsafe { k.line(at, out) } {}
+        };
+        let pass = |k: &mut super::Keeper| k.end_pass(&[u64::MAX, u64::MAX], || vec![0, 0]);
+
+        // The laggard (ring 1) reaches cycle 7000 and has lines left when the writer moves on.
+        k.taking_from(1);
+        give(&mut k, laggard.record(1, None, 0), &mut out);
+        give(&mut k, laggard.plain(Kind::Event, 1, 7000, "tick"), &mut out);
+        k.left(1, true);
+        // The simulator (ring 0) runs to 9000 past its fault at 8000: the dump, due at 8400,
+        // waits for the laggard.
+        k.taking_from(0);
+        give(&mut k, sim.record(2, None, 0), &mut out);
+        for c in 6000..9000 {
+            give(&mut k, sim.record(10 + c, Some(2), c), &mut out);
+            give(&mut k, sim.plain(Kind::Event, 10 + c, c, "IF"), &mut out);
+            if c == 8000 {
+                give(&mut k, sim.plain(Kind::Event, 10 + c, c, "Fault"), &mut out);
+            }
+            give(&mut k, sim.plain(Kind::End, 10 + c, c + 1, ""), &mut out);
+        }
+        k.left(0, false);
+        pass(&mut k);
+        assert!(out.0.is_empty(), "nothing written while the dump waits: {:?}", out.0.first());
+        // The laggard catches up with what it had, short of the due cycle, and has nothing left:
+        // the simulator's next line starts the dump, with that ring's newest cycle at 9000.
+        k.taking_from(1);
+        give(&mut k, laggard.plain(Kind::Event, 1, 7500, "tick"), &mut out);
+        k.left(1, false);
+        k.taking_from(0);
+        give(&mut k, sim.record(9010, Some(2), 9000), &mut out);
+        k.left(0, false);
+        pass(&mut k);
+
+        let fetched: BTreeSet<u64> =
+            out.0.iter().filter(|(k, _, n)| *k == Kind::Event && n == "IF").map(|l| l.1).collect();
+        let gone: Vec<u64> = (7401..8400).filter(|c| !fetched.contains(c)).collect();
+        assert!(gone.is_empty(), "{} cycles of the window lost: {:?}..", gone.len(), gone.first());
+        assert!(out.0.iter().any(|(k, c, n)| *k == Kind::Event && *c == 8000 && n == "Fault"));
+        drop(k);
+        drop((sim, laggard));
+    }
+
     /// CAP-DEFER-2: a parent that ends while a record deferred under it is alive stays in the
     /// table until the last such record is freed, then is released, whichever thread frees it:
     /// a long run of them does not pile up in the writer's memory. (Each release that finds its
