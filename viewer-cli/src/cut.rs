@@ -10,8 +10,11 @@
 //! spec/write-decisions.md.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use jets::capture::{Capture, FooterCapture, Trigger};
@@ -63,6 +66,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         (Ok(()), None) => bail!("{name}: no header line, not a JETS trace"),
         (Err(e), trace) => {
+            // No footer follows what was written: standard output ends without one (a reader
+            // sees the part is incomplete), and a file is removed.
+            replay.stdout.stop();
             replay.open.clear();
             drop(trace.map(|t| t.close()));
             if !to_stdout {
@@ -114,6 +120,30 @@ fn not_in_a_file(c: &Capture) -> Option<&'static str> {
     }
 }
 
+/// Standard output, until a failed cut stops it: the SDK's close then cannot add a footer to
+/// the lines of a part that is not whole (CAP-CUT-4).
+#[derive(Clone, Default)]
+struct Stoppable(Arc<AtomicBool>);
+
+impl Stoppable {
+    fn stop(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Write for Stoppable {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.load(Ordering::SeqCst) {
+            true => Err(std::io::Error::other("the cut failed: no footer")),
+            false => std::io::stdout().write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
+
 /// Whether two paths name one existing file.
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
@@ -141,6 +171,8 @@ struct Replay<'a> {
     capture: Option<Capture>,
     output: &'a Path,
     to_stdout: bool,
+    /// Standard output, when OUT is `-`.
+    stdout: Stoppable,
     trace: Option<Trace>,
     open: HashMap<u64, RecordHandle>,
     last_clk: u64,
@@ -156,6 +188,7 @@ impl<'a> Replay<'a> {
             capture: Some(capture),
             output,
             to_stdout,
+            stdout: Stoppable::default(),
             trace: None,
             open: HashMap::new(),
             last_clk: 0,
@@ -237,7 +270,7 @@ impl<'a> Replay<'a> {
                     h.metadata.into_iter().fold(Metadata::new(), |m, (k, v)| m.insert(k, v));
                 let builder = TraceBuilder::new().capture(capture);
                 let trace = if self.to_stdout {
-                    builder.writer(std::io::stdout(), metadata)
+                    builder.writer(self.stdout.clone(), metadata)
                 } else {
                     builder.create(self.output, metadata)
                 };

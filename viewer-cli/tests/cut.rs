@@ -153,6 +153,11 @@ fn what_cannot_be_cut_is_refused_naming_the_file_and_line() {
         ],
     );
     refused("clk=0..10", &early, &["early.jets:3", "clk 4 is before the start of record 1"]);
+    // To standard output, a failed cut's lines end without a footer.
+    let o = jets(&["cut", "--capture", "clk=0..10", after.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).starts_with("{\"type\":\"header\""), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("footer"), "{}", stdout(&o));
     let same = cut("clk=0..10", &good, &good);
     assert_eq!(same.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&same.stderr).contains("overwrite the input"));
