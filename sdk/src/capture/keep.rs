@@ -562,26 +562,28 @@ struct Progress {
 }
 
 impl Progress {
-    /// The writer takes lines from ring `id` from now on.
-    fn taking_from(&mut self, id: u32) {
+    /// The largest cycle taken from ring `id` (0 for a ring not taken from yet).
+    fn reached(&mut self, id: u32) -> u64 {
         let i = id as usize;
         if self.rings.len() <= i {
             self.rings.resize(i + 1, 0);
         }
+        self.rings[i]
+    }
+
+    /// The writer takes lines from ring `id` from now on.
+    fn taking_from(&mut self, id: u32) {
         self.before = self.largest();
         self.taking = true;
-        self.here = self.rings[i];
+        self.here = self.reached(id);
         self.others = self.lagging_but(Some(id));
     }
 
     /// Ring `id` holds lines now: behind, until the writer's next turn at it.
     fn waiting(&mut self, id: u32) {
-        let i = id as usize;
-        if self.rings.len() <= i {
-            self.rings.resize(i + 1, 0);
-        }
         if !self.lagging.iter().any(|&(ring, _)| ring == id) {
-            self.lagging.push((id, self.rings[i]));
+            let reached = self.reached(id);
+            self.lagging.push((id, reached));
         }
     }
 
@@ -2245,6 +2247,7 @@ mod tests {
     /// (CAP-REC-8's cases met every time, where a test through the writer meets them when the
     /// threads' timing makes them).
     mod by_hand {
+        use std::collections::BTreeSet;
         use std::mem::ManuallyDrop;
 
         use crate::format::Str;
@@ -2268,6 +2271,14 @@ mod tests {
             }
             fn full(&self) -> bool {
                 false
+            }
+        }
+
+        impl Written {
+            /// The cycles of the events named `name` written.
+            pub(super) fn cycles(&self, name: &str) -> BTreeSet<u64> {
+                let events = self.0.iter().filter(|(k, _, n)| *k == Kind::Event && n == name);
+                events.map(|&(_, clk, _)| clk).collect()
             }
         }
 
@@ -2383,11 +2394,10 @@ mod tests {
         k.left(0, false);
         pass(&mut k);
 
-        let fetched: BTreeSet<u64> =
-            out.0.iter().filter(|(k, _, n)| *k == Kind::Event && n == "IF").map(|l| l.1).collect();
+        let fetched = out.cycles("IF");
         let gone: Vec<u64> = (7401..8400).filter(|c| !fetched.contains(c)).collect();
         assert!(gone.is_empty(), "{} cycles of the window lost: {:?}..", gone.len(), gone.first());
-        assert!(out.0.iter().any(|(k, c, n)| *k == Kind::Event && *c == 8000 && n == "Fault"));
+        assert!(out.cycles("Fault").contains(&8000));
         drop(k);
         drop((sim, laggard));
     }
@@ -2483,16 +2493,9 @@ mod tests {
                     }
                 }
             }
-            // Every fault whose dump was begun: its window, from the simulator's lines.
-            let fetched: BTreeSet<u64> = out.0.iter()
-                .filter(|(k, _, n)| *k == Kind::Event && n == "IF")
-                .map(|l| l.1)
-                .collect();
-            let written_faults: Vec<u64> = out.0.iter()
-                .filter(|(k, _, n)| *k == Kind::Event && n == "Fault")
-                .map(|l| l.1)
-                .collect();
-            for f in written_faults {
+            // Every fault written: the simulator's cycles of its window up to it.
+            let fetched = out.cycles("IF");
+            for f in out.cycles("Fault") {
                 // The cycles of the window up to the fault: a fault taken while another's dump
                 // was due is in that dump, with every line since that one's trigger, and sets
                 // no dump of its own, so its cycles after it are not its dump's to hold.
