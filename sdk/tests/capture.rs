@@ -813,19 +813,7 @@ fn each_dump_holds_its_window(
 #[test]
 fn a_trigger_finds_its_cycles_though_another_thread_runs_ahead() {
     // A sampler: a line at the clock's cycle whenever it has moved on by 20.
-    let sampler = |t: &jets::Trace, done: &AtomicBool| {
-        let host = t.root("host", "Host").begin_at(0).expect("host");
-        let mut last = 0;
-        while !done.load(Ordering::Relaxed) {
-            let now = t.clock().now();
-            if now >= last + 20 {
-                host.emit_event_at(now, "sample").expect("sample");
-                last = now;
-            }
-            std::thread::yield_now();
-        }
-        host.end_at(t.clock().now()).expect("end");
-    };
+    let sampler = beside_the_clock(0, 1);
     each_dump_holds_its_window(None, 1..12, sampler);
     each_dump_holds_its_window(Some(400), 1..12, sampler);
 }
@@ -836,23 +824,28 @@ fn a_trigger_finds_its_cycles_though_another_thread_runs_ahead() {
 /// window on: it still holds the 1000 cycles before the due cycle.
 #[test]
 fn a_delayed_dump_keeps_its_window_though_another_thread_lags() {
-    let laggard = |t: &jets::Trace, done: &AtomicBool| {
-        let unit = t.root("unit", "Unit").begin_at(0).expect("unit");
+    // A burst of 200 lines every 20 cycles, 500 cycles behind the clock.
+    each_dump_holds_its_window(Some(400), 1..6, beside_the_clock(500, 200));
+}
+
+/// A thread beside the simulator of [`each_dump_holds_its_window`]: whenever the clock, less
+/// `lag`, has moved on by 20 cycles, `burst` events at that cycle, until the simulator is done.
+fn beside_the_clock(lag: u64, burst: usize) -> impl Fn(&jets::Trace, &AtomicBool) + Copy + Send {
+    move |t: &jets::Trace, done: &AtomicBool| {
+        let beside = t.root("beside", "Beside").begin_at(0).expect("beside");
         let mut last = 0;
         while !done.load(Ordering::Relaxed) {
-            // A burst of lines every 20 cycles, 500 cycles behind the clock.
-            let at = t.clock().now().saturating_sub(500);
+            let at = t.clock().now().saturating_sub(lag);
             if at >= last + 20 {
-                for _ in 0..200 {
-                    unit.emit_event_at(at, "tick").expect("tick");
+                for _ in 0..burst {
+                    beside.emit_event_at(at, "tick").expect("tick");
                 }
                 last = at;
             }
             std::thread::yield_now();
         }
-        unit.end_at(last).expect("end");
-    };
-    each_dump_holds_its_window(Some(400), 1..6, laggard);
+        beside.end_at(last).expect("end");
+    }
 }
 
 /// CAP-REC-9: a record a flight recorder writes is written with its end, wherever the end
