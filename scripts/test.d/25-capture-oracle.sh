@@ -14,7 +14,7 @@ root="$PWD"
 target="${CARGO_TARGET_DIR:-$root/target}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-oracle="$root/scripts/lib/capture_oracle.py"
+source scripts/lib/capture-oracle.bash
 
 cargo build --release --locked --quiet -p jets-examples --bin pipeline_modes -p jets-example-mos6502 \
     -p jets-cli
@@ -48,39 +48,18 @@ print("\n".join(fixed + [drawn() for _ in range(30)]))
 PY
 }
 
-# check NAME FULL RUNNER...: runs RUNNER OUT under each setting read from stdin (JETS_CAPTURE),
-# then the oracle on all of them at once.
-check() {
-    local name=$1 full=$2
-    shift 2
-    local args=() i=0 s
-    while read -r s; do
-        [ -n "$s" ] || continue
-        i=$((i + 1))
-        JETS_CAPTURE="$s" "$@" "$work/$name-$i.jets" >/dev/null
-        args+=("$s=$work/$name-$i.jets")
-        "$jets" cut --capture "$s" "$full" -o "$work/$name-$i.cut.jets" >/dev/null
-        cmp -s "$work/$name-$i.jets" "$work/$name-$i.cut.jets" \
-            || { echo "FAIL: jets cut --capture '$s' differs from the $name run's own trace"; return 1; }
-    done
-    [ "$i" -gt 0 ] || { echo "FAIL: no settings for $name"; return 1; }
-    python3 "$oracle" "$full" "${args[@]}" | tee "$work/$name.oracle" | grep -v '^ok' || true
-    echo "$name: $(grep -c '^ok' "$work/$name.oracle") settings agree with the oracle, and jets cut with the run"
-    ! grep -q MISMATCH "$work/$name.oracle"
-}
-
 echo "--- Tiny5, 64 words"
 tiny5_run() { "$tiny5" "$JETS_CAPTURE" 64 "$1"; }
 "$tiny5" full 64 "$work/tiny5.jets" >/dev/null
 echo "--- the oracle refuses a file that is not what the setting selects"
-if python3 "$oracle" "$work/tiny5.jets" "clk=0..100=$work/tiny5.jets" >/dev/null; then
+if python3 "$capture_oracle" "$work/tiny5.jets" "clk=0..100=$work/tiny5.jets" >/dev/null; then
     echo "FAIL: the oracle took the whole run for a window"; exit 1
 fi
 settings 29383 1 Instruction,Stall,Refill,Cache,Core,PipelineStage IF,ID,EX,MEM,WB,Squash,Stall,DCacheMiss 0,1,2,3,4,5,6 \
-    | check tiny5 "$work/tiny5.jets" tiny5_run
+    | capture_check tiny5 "$work/tiny5.jets" tiny5_run
 
 echo "--- mos6502, the first 20 000 instructions"
 mos_run() { "$sim" --program "$image" --limit 20000 --trace "$1"; }
 JETS_CAPTURE= mos_run "$work/mos.jets" >/dev/null
-settings 61226 2 Instruction,Core read,write,decode,execute 0 | check mos "$work/mos.jets" mos_run
+settings 61226 2 Instruction,Core read,write,decode,execute 0 | capture_check mos "$work/mos.jets" mos_run
 echo "capture oracle: all checks passed"
