@@ -1,8 +1,9 @@
 //! Damaged JETS traces never crash the commands that read them: `jets validate`, `jets repair`,
 //! `jets stats` (text and JSON), `jets tree` (whole and filtered), `jets cut`, `jets gantt` and,
 //! with the `parquet` feature, the run comparison of "Comparing runs" in the README (`jets
-//! convert --to parquet` and `jets stats --format parquet`). `tests/damaged_input.rs` does the same for `jets
-//! import` and `jets convert`; the damages are the same kinds, from the same kind of generator.
+//! convert --to parquet` and `jets stats --format parquet`). `tests/damaged_input.rs` does the
+//! same for `jets import` and `jets convert`; the damages are the same kinds, from the same kind
+//! of generator.
 //!
 //! The inputs: the JETS traces of `tests/data/trace` (see its README.md), traces written here with
 //! the SDK (`jets::Trace`: deep nesting, many open records, cycles up to `u64::MAX`, and `.gz` and
@@ -107,7 +108,6 @@ type Ran<'a> = dyn Fn(&str, Vec<OsString>, &mut Note<'_>) -> (bool, Run) + 'a;
 const VALIDATE_OPTIONS: &[&[&str]] =
     &[&[], &["--strict"], &["--max-errors", "1"], &["--allow", "W013", "--allow", "E018"]];
 
-/// The filters `jets tree` is run with (one per input, in turn), besides no filter at all.
 /// `jets cut`'s settings, one per input in turn.
 const CUT_SETTINGS: &[&str] = &[
     "clk=0..100",
@@ -118,6 +118,7 @@ const CUT_SETTINGS: &[&str] = &[
     "recorder=3;trigger=error",
 ];
 
+/// The filters `jets tree` is run with (one per input, in turn), besides no filter at all.
 const TREE_FILTERS: &[&[&str]] = &[
     &["--depth", "2"],
     &["--clk", "0..100"],
