@@ -214,7 +214,8 @@ impl<'a> Replay<'a> {
         Ok(())
     }
 
-    /// A line at `clk` on the record IN calls `id`, which must not begin before it.
+    /// A line at `clk` on the record IN calls `id`, which must not begin before it: asked here,
+    /// before the SDK would refuse it, so that the error names IN's id rather than the replay's.
     fn at(&self, id: u64, clk: u64) -> Result<&RecordHandle> {
         let r = self.record(id)?;
         if clk < r.start_clk() {
