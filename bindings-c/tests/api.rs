@@ -493,6 +493,35 @@ fn options_capture_selects_what_is_written_and_a_bad_clause_is_refused() {
     assert_eq!(all.last().expect("footer")["capture"], "clk=10..20;every=100");
 }
 
+/// `units=` through the C API (CAP-FILT-1): a record whose `unit_id` comes in `data_json`, the
+/// plain call's only way to give it, is selected by its unit like a typed one. Before, the unit
+/// filter read typed fields only, and such records were held and never written.
+#[test]
+fn a_unit_in_data_json_is_selected_by_units() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("units.jets");
+    let t = open_capture(&path, c"units=3");
+    // SAFETY: `t.0` is open until the jets_close below; the strings are NUL-terminated.
+    unsafe {
+        let root = jets_record_begin(t.0, 0, 0, c(c"core"), c(c"Core"), null(), null());
+        for (name, data) in [(c"alu", c"{\"unit_id\":3}"), (c"lsu", c"{\"unit_id\":4}")] {
+            let r = jets_record_begin(t.0, root, 1, c(name), c(c"Unit"), null(), c(data));
+            assert_ne!(r, 0, "{}", last_error());
+            assert_eq!(jets_event(t.0, r, 2, c(c"busy"), null(), null()), JETS_OK);
+            assert_eq!(jets_record_end(t.0, r, 3), JETS_OK);
+        }
+        assert_eq!(jets_record_end(t.0, root, 4), JETS_OK);
+        assert_eq!(jets_close(t.0), JETS_OK);
+    }
+    let all = lines(&path);
+    let names = |ty: &str| -> Vec<String> {
+        let of_type = all.iter().filter(|l| l["type"] == ty);
+        of_type.map(|l| l["name"].as_str().expect("name").to_owned()).collect()
+    };
+    assert_eq!(names("record"), ["core", "alu"]);
+    assert_eq!(names("event"), ["busy"]);
+}
+
 /// `limit=` through the C API (CAP-LIM-1): `jets_limit_reached` turns 1 once the file holds the
 /// size, `jets_capture_on` no longer turns capture on, the file ends a little past the size and
 /// its footer says the limit was reached; a NULL trace is an error, not an answer.

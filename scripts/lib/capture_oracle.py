@@ -102,7 +102,11 @@ def selected(full, c):
             # 1 in N of the records of the type that reach the sample, per thread (one here).
             dead = seen[ty] % c["samples"][ty] != 0
             seen[ty] += 1
+        # The unit the line says (the last `unit_id` member, as json.loads keeps it); one that
+        # is not a non-negative integer names no unit (CAP-FILT-1).
         unit = (l.get("data") or {}).get("unit_id")
+        if isinstance(unit, bool) or not isinstance(unit, int) or unit < 0:
+            unit = None
         if c["units"] is None:
             unit_ok = True
         elif unit is not None:

@@ -637,6 +637,49 @@ fn jets_footer(text: &str) -> jets::format::Footer {
     }
 }
 
+/// CAP-FILT-1: `units=` selects a record by the `unit_id` its line says, wherever the simulator
+/// put it: a typed field, JSON data (the way of a C caller's `data_json`), or both, where the
+/// JSON's, written last, is the one a reader keeps. A `unit_id` that is not a non-negative
+/// integer names no unit: the record goes with its parent's verdict. Before, only typed fields
+/// were read, and a record whose unit came in JSON was silently held (its events left out).
+#[test]
+fn a_unit_given_in_json_data_is_the_records_unit() {
+    let (t, buf) = open(Capture::parse("units=3").unwrap());
+    let core = t.root("core", "Core").begin_at(0).unwrap();
+    let unit = |name: &str, typed: Option<u64>, json: &str| {
+        let mut b = core.child_at(1, name.to_owned(), "Unit");
+        if let Some(u) = typed {
+            b = b.unit_id(u);
+        }
+        if !json.is_empty() {
+            b = b.data_json(json);
+        }
+        let r = b.begin().unwrap();
+        r.event("tick").emit_at(2).unwrap();
+        r.end_at(3).unwrap();
+    };
+    unit("json", None, r#"{"unit_id":3,"pc":64}"#);
+    unit("json-other", None, r#"{"unit_id":4}"#);
+    unit("escaped", None, r#"{"unit\u005fid":3}"#);
+    unit("json-wins", Some(4), r#"{"unit_id":3}"#);
+    unit("json-loses", Some(3), r#"{"unit_id":4}"#);
+    unit("typed", Some(3), "");
+    unit("not-a-number", None, r#"{"unit_id":"3"}"#);
+    unit("negative", None, r#"{"unit_id":-3}"#);
+    unit("nested", None, r#"{"more":{"unit_id":3}}"#);
+    core.end_at(4).unwrap();
+    t.close().unwrap();
+    let lines = valid(&buf.text());
+    let records = names(&lines, "record");
+    assert_eq!(records, ["core", "json", "escaped", "json-wins", "typed"], "{}", buf.text());
+    // The events of the selected units only: the others are held (and never needed) or left out.
+    assert_eq!(names(&lines, "event").len(), 4);
+    // What a reader reads as each written record's unit is the one the gate selected.
+    for l in lines.iter().filter(|l| l["type"] == "record" && l["name"] != "core") {
+        assert_eq!(l["data"]["unit_id"], 3, "{l}");
+    }
+}
+
 /// CAP-WIN-3: the last cycle, `u64::MAX`, is a cycle like any other (the spec's range ends
 /// there). A flight recorder given a line at that cycle spun its writer for ever (its "no dump
 /// due" was that cycle; found by the fuzz target `capture`), a recorder window near it kept

@@ -384,6 +384,33 @@ impl DataRef<'_> {
         inline.chain(self.spill().iter().map(|(k, v)| (k.as_str(), v)))
     }
 
+    /// The execution unit the written data names: its `unit_id` member as a JSON reader reads
+    /// it, when that is a non-negative integer. The raw JSON's members are written after the
+    /// typed fields ([`DataRef::write_json`]), so where both name one, a reader, which keeps a
+    /// member's last value, sees the raw JSON's, and so does this.
+    ///
+    /// ```
+    /// let mut d = jets_format::Data::new();
+    /// d.push("unit_id", 2u64);
+    /// assert_eq!(d.as_ref().unit_id(), Some(2));
+    /// d.parse_json(r#"{"unit_id": 3, "pc": 64}"#).unwrap();
+    /// assert_eq!(d.as_ref().unit_id(), Some(3));
+    /// ```
+    pub fn unit_id(&self) -> Option<u64> {
+        const KEY: &str = "unit_id";
+        let typed = || {
+            self.fields().filter(|(k, _)| *k == KEY).last().and_then(|(_, v)| match v {
+                Value::U64(u) => Some(*u),
+                Value::I64(i) => u64::try_from(*i).ok(),
+                _ => None,
+            })
+        };
+        match self.json().map(|raw| member_of_object(raw.get(), KEY)) {
+            Some(Some(v)) => v.as_u64(),
+            _ => typed(),
+        }
+    }
+
     /// Appends the data as one JSON value: the raw JSON when it is the only content, otherwise an
     /// object holding the typed fields followed by the raw object's own members.
     ///
@@ -637,6 +664,61 @@ impl Data {
     pub fn write_json(&self, out: &mut Vec<u8>) {
         self.as_ref().write_json(out)
     }
+}
+
+/// The last value of `key` among the members of `raw`, when `raw` is an object (validated JSON
+/// text); the other members are skipped unparsed, and no key is copied.
+fn member_of_object(raw: &str, key: &str) -> Option<serde_json::Value> {
+    use serde::de::{DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, Visitor};
+
+    /// Reads a member's key as whether it is `self.0`.
+    struct IsKey<'k>(&'k str);
+
+    impl<'de> DeserializeSeed<'de> for IsKey<'_> {
+        type Value = bool;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+
+    impl Visitor<'_> for IsKey<'_> {
+        type Value = bool;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a member's key")
+        }
+
+        fn visit_str<E: Error>(self, k: &str) -> Result<bool, E> {
+            Ok(k == self.0)
+        }
+    }
+
+    /// Reads an object as the last value of its member `self.0`.
+    struct Member<'k>(&'k str);
+
+    impl<'de> Visitor<'de> for Member<'_> {
+        type Value = Option<serde_json::Value>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some(is_key) = map.next_key_seed(IsKey(self.0))? {
+                if is_key {
+                    found = Some(map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(raw);
+    de.deserialize_map(Member(key)).ok().flatten()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use super::config::Capture;
 use super::LeftOut;
-use crate::format::{Str, Value};
+use crate::format::Str;
 
 /// Bits a record handle keeps for the capture decisions of the lines made through it.
 pub(crate) mod bits {
@@ -464,15 +464,6 @@ impl Gate {
     pub(crate) fn annotation(&self, rec: u8) -> bool {
         self.on() && (!self.filtering || rec & bits::MATCH != 0)
     }
-}
-
-/// The `unit_id` hint among a record's typed fields, if any.
-pub(crate) fn unit_of<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>) -> Option<u64> {
-    fields.find(|(k, _)| *k == "unit_id").and_then(|(_, v)| match v {
-        Value::U64(u) => Some(*u),
-        Value::I64(i) => u64::try_from(*i).ok(),
-        _ => None,
-    })
 }
 
 /// Left-out counts: per thread and trace, so that counting a line is a plain increment of

@@ -31,7 +31,7 @@ use super::ring::{self, Pos};
 use super::{Inner, Policy, DROP_ANNOTATION, DROP_END, DROP_EVENT, DROP_RECORD};
 use crate::capture::gate::{self, bits, ChildAt, Verdict};
 use crate::error::Error;
-use crate::format::{Color, Data, Field, MarkerStyle, Severity, Status, Str, Value};
+use crate::format::{Color, Data, DataRef, Field, MarkerStyle, Severity, Status, Str, Value};
 
 /// A record that has begun: the only way to add children, events, annotations, and to end it.
 ///
@@ -987,7 +987,7 @@ fn begin_line(
     let shared = &inner.shared;
     let (verdict, cap) = shared.gate.record(
         &line.record_type,
-        || gate::unit_of(line.data.fields()),
+        || line.data.as_ref().unit_id(),
         clk,
         || parent.map_or(0, |p| p.cap()),
         sampled,
@@ -1057,7 +1057,7 @@ fn begin_plain<F: PlainFields>(
     let shared = &inner.shared;
     let (verdict, cap) = shared.gate.record(
         &line.record_type,
-        || gate::unit_of(line.fields.as_slice().iter().map(|(k, v)| (*k, v))),
+        || DataRef { inline: line.fields.as_slice(), extra: None }.unit_id(),
         line.clk,
         || parent.cap(),
         sampled,
