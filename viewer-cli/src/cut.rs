@@ -360,8 +360,9 @@ fn no_record(id: u64) -> anyhow::Error {
     anyhow!("record_id {id} is not an open record: it never began, or it ended before this line")
 }
 
-/// A `data` object as typed fields (its scalars, which capture's filters read: `unit_id`) and
-/// the JSON text of the rest (arrays and objects), merged after them by the SDK.
+/// A `data` object as typed fields (its scalars, which a simulator gives typed, so that they are
+/// written as the run wrote them) and the JSON text of the rest (arrays and objects), merged
+/// after them by the SDK.
 fn split_data(data: Map<String, Json>) -> (Vec<(Str, Value)>, Option<String>) {
     let mut fields = Vec::with_capacity(data.len());
     let mut rest = Map::new();
