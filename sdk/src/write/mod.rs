@@ -199,6 +199,10 @@ pub(crate) struct Shared {
     /// Emitting calls that waited for room, and the nanoseconds they waited in all
     /// ([`Summary::waits_for_room`]).
     waits: [AtomicU64; 2],
+    /// Producers napping until their ring has room now (`ring::wait_for_room`): each naps
+    /// longer the more there are, so that many threads waiting at once leave the cores to the
+    /// writer they wait for.
+    napping: AtomicUsize,
     writer: OnceLock<Thread>,
     target: String,
     /// Every ring of this trace (see [`Registry`]).
@@ -839,6 +843,7 @@ impl Opening {
             error: Mutex::new(None),
             dropped: Default::default(),
             waits: Default::default(),
+            napping: AtomicUsize::new(0),
             writer: OnceLock::new(),
             target: target.clone(),
             rings: Mutex::new(Registry::default()),

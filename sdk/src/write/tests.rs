@@ -255,6 +255,76 @@ fn encoder_threads_encode_and_drop_entries_in_place() {
     }
 }
 
+/// A producer waiting for room naps [`ring::NAP`] times the number of producers napping, up to
+/// [`ring::NAP_MOST`], counting itself from its first nap on, once; its place is given back when
+/// its wait ends.
+#[test]
+fn producers_nap_longer_the_more_of_them_wait() {
+    let trace = open(16, Policy::Block, &Buf::default());
+    let shared = &trace.0.shared;
+    let mut first = ring::Napping::new(shared);
+    assert_eq!(first.nap(), ring::NAP, "alone");
+    assert_eq!(first.nap(), ring::NAP, "counted once");
+    let napping = |n| -> Vec<ring::Napping<'_>> {
+        let one = |_| {
+            let mut p = ring::Napping::new(shared);
+            p.nap();
+            p
+        };
+        (0..n).map(one).collect()
+    };
+    let nine = napping(9);
+    assert_eq!(first.nap(), ring::NAP * 10);
+    let many = napping(1000);
+    assert_eq!(first.nap(), ring::NAP_MOST);
+    drop((nine, many, first));
+    assert_eq!(shared.napping.load(Ordering::Relaxed), 0);
+    // A producer that never napped (its wait ended in the spin) was never counted.
+    drop(ring::Napping::new(shared));
+    assert_eq!(shared.napping.load(Ordering::Relaxed), 0);
+    trace.close().expect("close");
+}
+
+/// Many producers behind a slow sink nap at once (the count the naps scale with sees them), and
+/// every one gives its place back: after the close none is counted, and every event is written.
+#[test]
+#[cfg_attr(miri, ignore = "thousands of naps: too slow under Miri")]
+fn producers_waiting_together_are_counted_and_let_go() {
+    const THREADS: u64 = 8;
+    let out = Slow::default();
+    let trace =
+        TraceBuilder::new().capacity(16).writer(out.clone(), Metadata::new()).expect("open");
+    let root = trace.root("root", "Root").begin_at(0).expect("root");
+    let most = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        let producers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let root = &root;
+                s.spawn(move || {
+                    for clk in 0..200 {
+                        root.event("e").emit_at(clk).expect("emit");
+                    }
+                })
+            })
+            .collect();
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                most.fetch_max(trace.0.shared.napping.load(Ordering::Relaxed), Ordering::Relaxed);
+                thread::yield_now();
+            }
+        });
+        for p in producers {
+            p.join().expect("producer");
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    assert!(most.into_inner() > 1, "producers napped one at a time: the test proves nothing");
+    assert_eq!(trace.0.shared.napping.load(Ordering::Relaxed), 0);
+    drop(root);
+    assert_eq!(trace.close().expect("close").events, THREADS * 200);
+}
+
 /// A sink slower than the producer: every write waits a while, as a loaded disk does.
 #[derive(Clone, Default)]
 struct Slow(Buf);
