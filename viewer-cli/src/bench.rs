@@ -9,6 +9,12 @@
 //!   instruction, close (footer and all), timed from create to close.
 //! * The `tracing` Layer: a span with two fields, created, entered, exited and closed.
 //! * Validation throughput over the end-to-end file, warm in the page cache, on every core.
+//! * Many threads: the same instructions (a record with six fields, five events, its end) made
+//!   by one thread and by [`MANY`] threads into one trace written to nowhere, with everything
+//!   counted, under a 100 k-cycle flight recorder, and with everything written; each figure
+//!   (`threads_many_vs_1_count`, `_recorder`, `_full`) is the time the many threads took to
+//!   make them over the time one took (the median of three alternated pairs): above 1, the
+//!   writer keeps up less well with many threads than with one, whatever the machine's cores.
 //! * What tracing costs a real simulator: the Tiny5 pipeline (what `jets demo` runs) sorting
 //!   enough words for at least 10 M cycles (250 k with `--quick`), untraced, then traced into a
 //!   file in six modes: capture off, a window of 1% of the run, a 1-in-100 sample of
@@ -80,7 +86,13 @@ struct Sizes {
     /// Words bubble-sorted by the pipeline runs, and runs per mode.
     sort_words: usize,
     pipeline_runs: usize,
+    /// Instructions of the many-threads figures (seven lines each), in all.
+    thread_instructions: u64,
 }
+
+/// The threads of the many-threads figures: as many as a GPU simulator's SMs, or cores of a
+/// many-core one, each tracing on its own thread.
+const MANY: u64 = 64;
 
 /// Calls timed together for one sample.
 const BATCH: u64 = 32;
@@ -97,6 +109,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             validate_runs: 2,
             sort_words: 200,
             pipeline_runs: 3,
+            thread_instructions: 64_000,
         }
     } else {
         Sizes {
@@ -106,6 +119,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             validate_runs: 5,
             sort_words: 1300,
             pipeline_runs: 3,
+            thread_instructions: 1_000_000,
         }
     };
     let human = args.format == Format::Human;
@@ -131,6 +145,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let span_ns = layer(sizes.spans)?;
     step("validation");
     let gb_per_sec = validation(&file, sizes.validate_runs)?;
+    step("many threads into one trace");
+    let many = many_threads(sizes.thread_instructions)?;
     step("Tiny5 pipeline, untraced and in each capture mode");
     let sim = simulator(dir.path(), sizes.sort_words, sizes.pipeline_runs)?;
 
@@ -159,6 +175,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for ((_, key, _), s) in MODES.iter().zip(sim.slowdown) {
         report[*key] = json!(round(s));
     }
+    for (key, ratio) in many {
+        report[format!("threads_many_vs_1_{key}")] = json!(round(ratio));
+    }
+    report["threads_many"] = json!(MANY);
     report["full_trace_bytes"] = json!(sim.full_bytes);
     report["slowdown_write_floor"] = json!(round(sim.write_floor));
     report["core_round_trip_ns"] = json!(sim.core_round_trip_ns.map(round));
@@ -205,6 +225,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     out.finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// [`MANY`] threads against one making `instructions` instructions (`jets_examples::threads`)
+/// into one trace written to nowhere, in three capture modes: per mode, the median over three
+/// alternated pairs of the time the many took to make them over the time one took.
+fn many_threads(instructions: u64) -> Result<Vec<(&'static str, f64)>> {
+    use jets::capture::{Capture, Recorder};
+    let modes = [
+        ("count", Capture { count: true, ..Capture::default() }),
+        ("recorder", Capture { recorder: Some(Recorder::Cycles(100_000)), ..Capture::default() }),
+        ("full", Capture::full()),
+    ];
+    let made = |c: &Capture, threads| -> Result<f64> {
+        let run = jets_examples::threads::run(Some(c.clone()), threads, instructions, None)
+            .with_context(|| format!("{threads} threads under {c}"))?;
+        Ok(run.made.as_secs_f64())
+    };
+    let mut ratios = Vec::new();
+    for (key, c) in modes {
+        let mut pairs = Vec::new();
+        for _ in 0..3 {
+            let one = made(&c, 1)?;
+            pairs.push(made(&c, MANY)? / one);
+        }
+        ratios.push((key, percentiles(pairs)?.p50));
+    }
+    Ok(ratios)
 }
 
 /// Three significant digits: a small figure (a debug build on a loaded machine) never reads 0.
@@ -537,6 +584,17 @@ fn to_text(r: &Value) -> String {
         "validation                {:>10.2} GB/s (warm file, all cores)\n",
         f("validation_gb_per_sec")
     );
+    s += &format!(
+        "\n{} threads against one, making the same lines (time of many / time of one):\n",
+        r["threads_many"]
+    );
+    for (what, key) in [
+        ("everything counted, not written", "count"),
+        ("flight recorder, 100 k cycles", "recorder"),
+        ("everything written (to nowhere)", "full"),
+    ] {
+        s += &format!("  {what:<32} {:>6.2}x\n", f(&format!("threads_many_vs_1_{key}")));
+    }
     s += &format!(
         "\nTiny5 pipeline, {} cycles, untraced {:.3} s; slowdown = traced time / the untraced runs \
          either side of it:\n",

@@ -43,6 +43,9 @@ fn bench_json_has_every_figure() {
         "slowdown_write_floor",
         "slowdown_recorder_running",
         "recorder_dump_sec",
+        "threads_many_vs_1_count",
+        "threads_many_vs_1_recorder",
+        "threads_many_vs_1_full",
     ] {
         let x = v[field].as_f64().unwrap_or_else(|| panic!("{field} missing in {v}"));
         assert!(x.is_finite() && x > 0.0, "{field} = {x}");
