@@ -56,7 +56,10 @@ pub fn run(
                 })
             })
             .collect();
-        workers.into_iter().try_for_each(|w| w.join().unwrap_or(Err(jets::Error::Closed)))
+        // A worker's panic goes on in this thread, as its own would.
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     })?;
     let made = start.elapsed();
     core.end_at(8 * each)?;

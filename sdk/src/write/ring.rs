@@ -316,9 +316,9 @@ pub(super) const NAP_MOST: Duration = Duration::from_millis(2);
 ///
 /// Each nap is [`NAP`] times the number napping: with one producer (a simulator's thread) it is
 /// what it always was, and with many, their wake-ups together stay about one per [`NAP`]. Before,
-/// every thread napped 20 µs: 128 threads waiting for a writer that fell behind woke 6 million
-/// times a second between them, and the writer, one thread among 129 on two cores, got almost no
-/// time (a flight recorder of 128 threads: 16.6 s against 0.8 s; `jets_examples::threads`).
+/// every thread napped 20 µs: 128 threads waiting for a writer that fell behind asked to be woken
+/// 6 million times a second between them, and the writer, one thread among 129 on two cores, got
+/// almost no time (a flight recorder of 128 threads: 16.6 s against 0.8 s; `jets_examples::threads`).
 pub(super) struct Napping<'a> {
     shared: &'a Shared,
     counted: bool,
