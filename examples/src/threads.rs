@@ -24,9 +24,11 @@ pub struct Run {
     pub summary: Summary,
 }
 
-/// Makes `instructions` instructions from `threads` threads (each its share, at cycles `8 i` to
-/// `8 i + 5` of its own `i`) into a trace under `capture` (or `JETS_CAPTURE` when `None`),
-/// written to `out`, or to nowhere (`io::sink()`).
+/// Makes `instructions` instructions from `threads` threads into a trace under `capture` (or
+/// `JETS_CAPTURE` when `None`), written to `out`, or to nowhere (`io::sink()`). Instruction `n`
+/// of the run is at cycles `8 n` to `8 n + 5`, and thread `t` makes those with `n % threads ==
+/// t`: the run spans the same cycles whatever the threads, so a window of cycles (a flight
+/// recorder's) holds as many lines from many threads as from one.
 pub fn run(
     capture: Option<Capture>,
     threads: u64,
@@ -50,7 +52,7 @@ pub fn run(
                 let core = &core;
                 s.spawn(move || -> Result<(), jets::Error> {
                     for i in 0..each {
-                        instruction(core, t, i)?;
+                        instruction(core, t, i * threads + t)?;
                     }
                     Ok(())
                 })
@@ -62,18 +64,18 @@ pub fn run(
             .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     })?;
     let made = start.elapsed();
-    core.end_at(8 * each)?;
+    core.end_at(8 * each * threads)?;
     let summary = trace.close()?;
     Ok(Run { made, total: start.elapsed(), summary })
 }
 
-/// Thread `t`'s instruction `i`.
-fn instruction(core: &jets::RecordHandle, t: u64, i: u64) -> Result<(), jets::Error> {
-    let c = 8 * i;
+/// Instruction `n` of the run, made by thread `t`.
+fn instruction(core: &jets::RecordHandle, t: u64, n: u64) -> Result<(), jets::Error> {
+    let c = 8 * n;
     let insn = core.begin_child_fields_at(c, "addi", "Instruction", || {
         [
-            ("pc", (4 * i).into()),
-            ("seq", i.into()),
+            ("pc", (4 * n).into()),
+            ("seq", n.into()),
             ("display_label", "addi".into()),
             ("unit_id", 0u64.into()),
             ("thread_id", t.into()),
