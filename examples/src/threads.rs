@@ -43,7 +43,6 @@ pub fn run(
         Some(path) => builder.create(path, Metadata::new())?,
         None => builder.writer(std::io::sink(), Metadata::new())?,
     };
-    let each = instructions / threads.max(1);
     let core = trace.root("core", "Core").begin_at(0)?;
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -51,8 +50,8 @@ pub fn run(
             .map(|t| {
                 let core = &core;
                 s.spawn(move || -> Result<(), jets::Error> {
-                    for i in 0..each {
-                        instruction(core, t, i * threads + t)?;
+                    for n in (t..instructions).step_by(threads as usize) {
+                        instruction(core, t, n)?;
                     }
                     Ok(())
                 })
@@ -64,7 +63,7 @@ pub fn run(
             .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     })?;
     let made = start.elapsed();
-    core.end_at(8 * each * threads)?;
+    core.end_at(8 * instructions)?;
     let summary = trace.close()?;
     Ok(Run { made, total: start.elapsed(), summary })
 }

@@ -25,7 +25,7 @@ fn main() -> anyhow::Result<()> {
     let instructions = number("instruction count", 1_000_000)?;
     let threads = number("thread count", 2)?;
     anyhow::ensure!(threads > 0, "at least one thread");
-    let out = std::env::args().nth(3).map(PathBuf::from);
+    let out = args.next().map(PathBuf::from);
     let run = jets_examples::threads::run(None, threads, instructions, out.as_deref())?;
     println!(
         "{threads} threads, {instructions} instructions: {:.3} s made, {:.3} s with the close, \
