@@ -320,10 +320,20 @@ mod tests {
 
     /// While this process keeps every CPU busy, others can only run by taking one from it: the
     /// other work is well under the machine's size, where it would be all of it if this
-    /// process's own time were not taken off.
+    /// process's own time were not taken off. Work other processes were doing just before (a
+    /// shared or busy machine) is allowed for, since they go on taking their share.
     #[test]
     fn this_process_own_work_is_not_other_work() {
         let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+        let mut before = Tally::default();
+        before.during(|| thread::sleep(Duration::from_millis(300)));
+        let busy_before = before.load().map_or(0.0, |l| l.others);
+        if busy_before >= 0.5 * cpus as f64 {
+            eprintln!(
+                "NOTE: other processes ran {busy_before:.2} of {cpus} CPUs just before: the check \
+                 below then tells little"
+            );
+        }
         let mut tally = Tally::default();
         tally.during(|| {
             thread::scope(|s| {
@@ -341,7 +351,10 @@ mod tests {
             eprintln!("NOT CHECKED: other work is measured on Linux only");
             return;
         };
-        assert!(load.others < 0.5 * cpus as f64, "{load:?} with {cpus} CPUs all this process's");
+        assert!(
+            load.others < 0.5 * cpus as f64 + busy_before,
+            "{load:?} with {cpus} CPUs all this process's ({busy_before:.2} of other work before)"
+        );
         assert!(load.steal >= 0.0);
     }
 
