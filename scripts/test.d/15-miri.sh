@@ -20,26 +20,54 @@ fi
 cargo +nightly miri setup >/dev/null 2>&1
 # Miri runs a thousand times slower than native: the tests shrink their loops under cfg(miri).
 # Bounded so that a hang (or a machine far slower than expected) fails instead of stalling.
-tests=(write::spsc write::line write::lease write::tests capture::keep::tests::parents_outlived)
-echo "Miri ($(cargo +nightly miri --version)) on jets-sdk --lib: ${tests[*]}"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Two lanes, one a core: Miri runs a test binary on one thread of the host, and the suite took
+# 5 minutes one after the other on a slow host (2026-12-01). The binaries are built first, so
+# the lanes only run them; each lane's runs print their time.
+sdk_flags="${MIRIFLAGS:-} -Zmiri-strict-provenance"
+echo "Miri ($(cargo +nightly miri --version)): building jets-sdk's and jets-format's unit tests"
+MIRIFLAGS="$sdk_flags" cargo +nightly miri test -p jets-sdk -p jets-format --lib --locked --no-run \
+    >/dev/null 2>&1 || true # a build error shows again, in full, in the lane that runs it
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# miri_run LOG PACKAGE FILTER [ENV...]: one bounded run (a hang, or a machine far slower than
+# expected, fails rather than stalls), its output and time in LOG; fails as the run does.
+miri_run() {
+    local log="$1" package="$2" filter="$3" started=$SECONDS
+    shift 3
+    echo "--- Miri: $package $filter" >>"$log"
+    env MIRIFLAGS="$sdk_flags" "$@" timeout 900 cargo +nightly miri test -p "$package" --lib \
+        --locked -- "$filter" >>"$log" 2>&1 || { echo "--- FAILED: $package $filter" >>"$log"; return 1; }
+    echo "--- $package $filter: $((SECONDS - started)) s" >>"$log"
+}
+# Lane 1: the writer's unit tests (pushes racing a close, full rings, a panicking sink...), the
+# longest, and the keeper's parents outlived by deferred records.
+lane1() {
+    miri_run "$work/1.log" jets-sdk write::tests &&
+        miri_run "$work/1.log" jets-sdk capture::keep::tests::parents_outlived
+}
+# Lane 2: the byte rings, the line entries that move owned values through them, the lease; then
+# jets-format's typed data, which keeps its fields in storage of its own (unsafe code), and the
+# line writers' direct path through a raw pointer into reserved room (json::room): its property
+# test, a few cases (proptest reads the working directory: isolation off). The encoder's other
+# property tests are not quick under Miri: they stay native.
+lane2() {
+    miri_run "$work/2.log" jets-sdk write::spsc &&
+        miri_run "$work/2.log" jets-sdk write::line &&
+        miri_run "$work/2.log" jets-sdk write::lease &&
+        miri_run "$work/2.log" jets-format value::tests &&
+        miri_run "$work/2.log" jets-format lines::tests PROPTEST_CASES=4 \
+            MIRIFLAGS="$sdk_flags -Zmiri-disable-isolation"
+}
+lane1 &
+one=$!
+lane2 &
+two=$!
 status=0
-for t in "${tests[@]}"; do
-    MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-strict-provenance" \
-        timeout 900 cargo +nightly miri test -p jets-sdk --lib --locked -- "$t" 2>&1 | tee -a "$log" \
-        || status=$?
-done
-# jets-format's typed data keeps its fields in storage of its own (unsafe code); its unit tests
-# are quick under Miri (the encoder's property tests are not: they stay native).
-MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-strict-provenance" \
-    timeout 900 cargo +nightly miri test -p jets-format --lib --locked -- value::tests 2>&1 \
-    | tee -a "$log" || status=$?
-# The line writers' direct path writes through a raw pointer into reserved room (json::room):
-# its property test, a few cases (proptest reads the working directory: isolation off).
-PROPTEST_CASES=4 MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-strict-provenance -Zmiri-disable-isolation" \
-    timeout 900 cargo +nightly miri test -p jets-format --lib --locked -- lines::tests 2>&1 \
-    | tee -a "$log" || status=$?
+wait "$one" || status=$?
+wait "$two" || status=$?
+cat "$work/1.log" "$work/2.log"
+log="$work/all.log"
+cat "$work/1.log" "$work/2.log" >"$log"
 echo "Miri ran:"
 grep -E '^test .* \.\.\. ' "$log" | sed 's/^/  /'
 [ "$status" -eq 0 ] || { echo "Miri suite FAILED (status $status)"; exit "$status"; }
