@@ -20,7 +20,8 @@ apt_install clang-19 libclang-rt-19-dev || apt_install clang libclang-rt-dev \
 
 target="${CARGO_TARGET_DIR:-$root/target}"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# A failure stops the TSan build (`timeout` passes the signal on to cargo) before the files go.
+trap 'if [ -n "${tsan_pid:-}" ]; then kill "$tsan_pid" 2>/dev/null || true; wait "$tsan_pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 prefix="$work/prefix"
 tests="$root/bindings-c/tests/c"
 check="$tests/check_trace.py"
@@ -89,7 +90,41 @@ PY
     fi
 }
 
-step() { printf -- '--- %s\n' "$*"; }
+# Each sub-step says how long the one before took, as scripts/test's steps do.
+sub_last=$SECONDS
+step() {
+    printf -- '--- %s   [previous %ds]\n' "$*" $((SECONDS - sub_last))
+    sub_last=$SECONDS
+}
+
+# ---- the TSan build of libjets, in the background --------------------------------------------
+# The standard library must be rebuilt with the sanitizer (-Zbuild-std, nightly + rust-src): the
+# suite's longest build. It runs beside the steps below (valgrind runs one thread at a time, so a
+# core is free most of the time) and the TSan step waits for it. It is kept small and cached:
+# only the cdylib of jets-c, without the compressors (no zstd C library; the TSan runs write plain
+# .jets), at opt-level 1 with line tables, in a target directory of its own that later runs reuse
+# (then only changed crates build). JETS_TSAN=0 skips it.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+tsan_target="$target/tsan"
+tsan_pid=""
+tsan_note=""
+if [ "${JETS_TSAN:-1}" = 0 ]; then
+    tsan_note="SKIPPED: the TSan pass (JETS_TSAN=0)"
+elif ! command -v rustup >/dev/null; then
+    tsan_note="NOTE: no rustup here, so no nightly toolchain for -Zsanitizer=thread: TSan not run"
+elif ! { rustup run nightly rustc --version >/dev/null 2>&1 \
+        && rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; } \
+    && ! timeout 600 rustup toolchain install nightly --profile minimal --component rust-src >/dev/null 2>&1; then
+    tsan_note="NOTE: the nightly toolchain with rust-src is not installable here: TSan not run"
+else
+    tsan_started=$(date +%s)
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+        CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 RUSTFLAGS="-Zsanitizer=thread" \
+        timeout 1200 cargo +nightly rustc -Zbuild-std --target "$host" -p jets-c --no-default-features \
+        --release --lib --crate-type cdylib --target-dir "$tsan_target" \
+        </dev/null >"$work/tsan-build.log" 2>&1 &
+    tsan_pid=$!
+fi
 
 # run NAME CMD...: runs a test program writing $work/NAME.jets; its stdout goes to $work/NAME.out.
 run() {
@@ -398,29 +433,16 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     safety_checks "$work/safety_san" asan
 
 step "TSan: libjets built with -Zsanitizer=thread, C tests with -fsanitize=thread"
-# The standard library must be rebuilt with the sanitizer (-Zbuild-std, nightly + rust-src). To
-# fit the suite's budget the build is kept small and cached: only the cdylib of jets-c, without
-# the compressors (no zstd C library; the TSan runs write plain .jets), at opt-level 1 with line
-# tables, in a target directory of its own that later runs reuse (then only changed crates build).
-# JETS_TSAN=0 skips it.
 tsan_ok=0
-if [ "${JETS_TSAN:-1}" = 0 ]; then
-    echo "SKIPPED: the TSan pass (JETS_TSAN=0)"
-elif ! command -v rustup >/dev/null; then
-    echo "NOTE: no rustup here, so no nightly toolchain for -Zsanitizer=thread: TSan not run"
-elif ! { rustup run nightly rustc --version >/dev/null 2>&1 \
-        && rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; } \
-    && ! timeout 600 rustup toolchain install nightly --profile minimal --component rust-src >/dev/null 2>&1; then
-    echo "NOTE: the nightly toolchain with rust-src is not installable here: TSan not run"
+if [ -z "$tsan_pid" ]; then
+    echo "$tsan_note"
 else
-    host="$(rustc -vV | sed -n 's/^host: //p')"
-    tsan_target="$target/tsan"
-    started=$SECONDS
-    if CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
-        CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 RUSTFLAGS="-Zsanitizer=thread" \
-        timeout 1200 cargo +nightly rustc -Zbuild-std --target "$host" -p jets-c --no-default-features \
-        --release --lib --crate-type cdylib --target-dir "$tsan_target" >"$work/tsan-build.log" 2>&1; then
-        echo "TSan build of libjets: $((SECONDS - started)) s (std rebuilt with the sanitizer; cached in $tsan_target)"
+    tsan_rc=0
+    wait "$tsan_pid" || tsan_rc=$?
+    tsan_pid=""
+    if [ "$tsan_rc" = 0 ]; then
+        tsan_secs=$(($(stat -c %Y "$work/tsan-build.log") - tsan_started))
+        echo "TSan build of libjets: ${tsan_secs} s beside the steps above (std rebuilt with the sanitizer; cached in $tsan_target)"
         tlib="$tsan_target/$host/release"
         ln -sf "$tlib/libjets_c.so" "$tlib/libjets.so.0"
         # The programs link the TSan runtime of the toolchain that instrumented libjets: rustc's
