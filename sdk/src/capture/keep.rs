@@ -56,8 +56,10 @@ pub(crate) trait Out {
 /// recent ids piles up behind every old entry whose bucket it sweeps over.
 #[derive(Default)]
 struct Ids {
-    /// Slots of ids `base..base + recent.len()`, at `id % recent.len()` (`NONE`: absent); empty
-    /// until the first insert. A power of two long.
+    /// Slots of ids `base..base + recent.len()`, at `id % recent.len()`, each stored as its
+    /// complement (`!slot`; 0, the complement of `NONE`, is absent), so that a new window is
+    /// zeroed memory, which the allocator hands out without writing it; empty until the first
+    /// insert. A power of two long.
     recent: Vec<u32>,
     base: u64,
     /// Ids below `base`.
@@ -86,7 +88,7 @@ impl Ids {
     #[inline]
     fn get(&self, id: u64) -> Option<u32> {
         match self.at(id) {
-            Some(i) => Some(self.recent[i]).filter(|&s| s != NONE),
+            Some(i) => Some(!self.recent[i]).filter(|&s| s != NONE),
             None if id < self.base => self.older.get(id),
             None => None,
         }
@@ -107,7 +109,7 @@ impl Ids {
             self.advance(id);
         }
         let i = (id & (self.recent.len() as u64 - 1)) as usize;
-        self.recent[i] = slot;
+        self.recent[i] = !slot;
     }
 
     /// Moves the window so that `id` (above it) falls in its first half; the ids that leave it
@@ -120,7 +122,7 @@ impl Ids {
         let mask = n - 1;
         for old in self.base..base.min(self.base + n) {
             let i = (old & mask) as usize;
-            let slot = std::mem::replace(&mut self.recent[i], NONE);
+            let slot = !std::mem::replace(&mut self.recent[i], !NONE);
             if slot != NONE {
                 self.older.insert(old, slot);
             }
@@ -128,17 +130,24 @@ impl Ids {
         self.base = base;
     }
 
-    /// Doubles the window (at most a quarter full): its ids stay in it.
+    /// Doubles the window (at most a quarter full): its ids stay in it. The old window's ids
+    /// lie in at most two runs that stay runs in the new one (a run ends where `id % old.len()`
+    /// wraps, and the new length is a multiple of the old): two copies. Bucket by bucket, with
+    /// a fill of the new window first, growing to Tiny5's 512 Ki buckets took 11 M instructions
+    /// (callgrind, 2026-12-01; once a run, as the window first fills).
     #[cold]
     fn grow(&mut self) {
         let n = (self.recent.len() * 2).max(RECENT);
-        let mut recent = vec![NONE; n];
+        let mut recent = vec![!NONE; n];
         let old = std::mem::take(&mut self.recent);
-        let mask = old.len().wrapping_sub(1) as u64;
-        for id in self.base..self.base + old.len() as u64 {
-            let slot = old[(id & mask) as usize];
-            if slot != NONE {
-                recent[(id & (n as u64 - 1)) as usize] = slot;
+        let (m, base) = (old.len() as u64, self.base);
+        if m > 0 {
+            // The first id past `base` where `id % m` wraps, if before `base + m`.
+            let wrap = ((base | (m - 1)) + 1).min(base + m);
+            for (from, to) in [(base, wrap), (wrap, base + m)] {
+                let (o, r) = ((from & (m - 1)) as usize, (from & (n as u64 - 1)) as usize);
+                let len = (to - from) as usize;
+                recent[r..r + len].copy_from_slice(&old[o..o + len]);
             }
         }
         self.recent = recent;
@@ -148,7 +157,7 @@ impl Ids {
     #[inline]
     fn remove(&mut self, id: u64) -> Option<u32> {
         let slot = match self.at(id) {
-            Some(i) => Some(std::mem::replace(&mut self.recent[i], NONE)).filter(|&s| s != NONE),
+            Some(i) => Some(!std::mem::replace(&mut self.recent[i], !NONE)).filter(|&s| s != NONE),
             None if id < self.base => self.older.remove(id),
             None => None,
         };
@@ -642,6 +651,7 @@ impl Progress {
 /// 1.57 s, 1.41 s against 1.54 s and 1.32 s against 1.43 s (2026-11-28, with dumps written a
 /// batch at a time: before, the close's own noise hid it).
 #[derive(Clone, Copy, Default)]
+#[repr(transparent)]
 struct Item(u32);
 
 /// Bits of an [`Item`]: size (entries are at most `MAX_WORDS` words), kind, flags, delta.
@@ -838,18 +848,25 @@ impl Index {
     }
 
     /// Doubles the ring (it is full). The lines move in two copies (from the front to the
-    /// end of the memory, then from its start), and only the new half is filled in: with a fill
-    /// of the whole ring and a copy line by line, growing to a million lines (a 100 k-cycle
-    /// Tiny5 window) took 45 M instructions with its `memset`, now 20 M (callgrind, 2026-11-28;
-    /// once a run, as the window first fills).
+    /// end of the memory, then from its start) into zeroed memory, which the allocator hands
+    /// out without writing it (`calloc`): with a fill of the whole ring and a copy line by line,
+    /// growing to a million lines (a 100 k-cycle Tiny5 window) took 45 M instructions with its
+    /// `memset`, with the new half filled by `resize` 20 M (callgrind, 2026-11-28), now 2 M
+    /// (2026-12-01; once a run, as the window first fills).
     #[cold]
     fn grow(&mut self) {
         debug_assert_eq!(self.len, self.items.len());
         let size = (self.items.len() * 2).max(1 << 14);
-        let mut items = Vec::with_capacity(size);
-        items.extend_from_slice(&self.items[self.head..]);
-        items.extend_from_slice(&self.items[..self.head]);
-        items.resize(size, Item::default());
+        let mut zeroed = std::mem::ManuallyDrop::new(vec![0u32; size]);
+        // SAFETY: `Item` is a `repr(transparent)` `u32`, every value of which is an item: the
+        // vector's memory is `size` items, allocated with the layout a `Vec<Item>` of that
+        // capacity frees it with; the `u32` vector is not dropped.
+        let mut items = unsafe {
+            Vec::from_raw_parts(zeroed.as_mut_ptr().cast::<Item>(), size, zeroed.capacity())
+        };
+        let (front, back) = (&self.items[self.head..], &self.items[..self.head]);
+        items[..front.len()].copy_from_slice(front);
+        items[front.len()..front.len() + back.len()].copy_from_slice(back);
         self.items = items;
         self.head = 0;
     }
@@ -1998,8 +2015,17 @@ impl Keeper {
                 if let Some(n) = waits_for.get_mut(ring as usize) {
                     *n = 0;
                 }
-                let mut batch = self.spare.pop().unwrap_or_default();
-                batch.extend_from_slice(&self.ended[start..end]);
+                let spare = self.spare.pop().unwrap_or_default();
+                // One run (one ring's ends, as with one simulator thread): the pass's records
+                // are the batch, swapped out rather than copied (with the copy, `memcpy` and
+                // the batches' regrowth took 2 % of Tiny5's recorder's writer).
+                let batch = if runs.len() == 1 {
+                    std::mem::replace(&mut self.ended, spare)
+                } else {
+                    let mut batch = spare;
+                    batch.extend_from_slice(&self.ended[start..end]);
+                    batch
+                };
                 self.graves.push_back((waits_for, batch));
             }
             self.ended.clear();
