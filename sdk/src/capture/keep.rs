@@ -819,6 +819,8 @@ struct Index {
     /// The nodes of the records in the index, in order, and how many records have left it.
     records: VecDeque<u32>,
     records_gone: u64,
+    /// How many lines in the index are not `PLAIN` (own something: leaving, they are dropped).
+    owning: usize,
 }
 
 impl Index {
@@ -842,6 +844,7 @@ impl Index {
         if kind == RECORD {
             self.records.push_back(node);
         }
+        self.owning += usize::from(flags & PLAIN == 0);
         let mask = self.items.len() - 1;
         self.items[(self.head + self.len) & mask] = Item::new(delta, words, kind, flags);
         self.len += 1;
@@ -881,8 +884,14 @@ impl Index {
     /// The cycle of the line after one of cycle `clk`, whose item is `next`.
     #[inline]
     fn next_clk(&self, clk: u64, next: Item) -> u64 {
+        Index::next_clk_in(&self.far, clk, next)
+    }
+
+    /// [`Index::next_clk`], from the index's `far`.
+    #[inline]
+    fn next_clk_in(far: &VecDeque<u64>, clk: u64, next: Item) -> u64 {
         match next.delta() {
-            FAR => self.far.front().copied().unwrap_or(clk),
+            FAR => far.front().copied().unwrap_or(clk),
             delta => clk.wrapping_add(delta as u64),
         }
     }
@@ -896,6 +905,7 @@ impl Index {
         if item.delta() == FAR {
             self.far.pop_front();
         }
+        self.owning -= usize::from(item.flags() & PLAIN == 0);
         let node = if item.kind() == RECORD {
             self.records_gone += 1;
             self.records.pop_front().unwrap_or(NONE)
@@ -1023,11 +1033,12 @@ struct Ring {
     /// A trigger that came late, another thread's line at a cycle the window had left, would
     /// otherwise leave before its own dump.
     pin: u64,
-    /// The first line whose leaving `prefetch_leaving` has not asked for yet (counted as `kept`
+    /// The first line whose entry `prefetch_leaving` has not asked for yet (counted as `kept`
     /// and `gone` count), and its entry; only meaningful while above `gone`.
     prefetched: u64,
     prefetched_at: *mut u64,
-    /// ... and its record's place in the count of records (`Index::records_gone` counts).
+    /// The first record whose node it has not asked for yet (counted as
+    /// `Index::records_gone` counts).
     prefetched_record: u64,
     /// Records that left the window while still needed, where they are: (chunk, entry, node,
     /// id).
@@ -1131,10 +1142,16 @@ impl Ring {
         }
     }
 
-    /// Steps past the `FAST` lines at the front that have left the window: in locals, since
-    /// this is most of the lines (`pop` one at a time).
+    /// Steps past the lines at the front that have left the window while they are `FAST` or
+    /// records (neither `FAR` nor starting a chunk): in locals, since this is most of the lines
+    /// (`pop` one at a time). A record leaving is marked out of the window in its node, and
+    /// goes to `pinned` while it is still needed (see `LAG`), else to `evicted`, to be forgotten
+    /// once the window is settled (`try_remove` reads it). Records stepped past here rather
+    /// than popped one by one (each a return to the eviction's loop, a `pop` out of line, and
+    /// this loop set up again), with the test of a line's cycle in one comparison: Tiny5's
+    /// recorder's writer 439.8 -> 426.1 M instructions (callgrind, 200 words, 2026-12-01).
     #[inline]
-    fn skip_fast(&mut self, horizon: u64) {
+    fn skip_fast(&mut self, horizon: u64, nodes: &mut [Node], evicted: &mut Vec<Ended>) {
         let floor = self.floor();
         let Recorder::Cycles(n) = self.limit else {
             while self.len() > floor {
@@ -1146,29 +1163,64 @@ impl Ring {
             }
             return;
         };
-        let index = &self.index;
-        let items = &index.items;
+        // A line has left the window when its cycle is at most `last` (`is_old`, in one
+        // comparison); none has while the horizon is below the window's size.
+        let last = match n {
+            0 => u64::MAX,
+            n => match horizon.checked_sub(n) {
+                Some(last) => last,
+                None => return,
+            },
+        };
+        // No line stepped past here starts a chunk: all are in this one.
+        let chunk = self.start_chunk;
+        // The fields apart, so that the items stay in registers while records are pushed.
+        let Index { items, head: h, len: l, front_clk, far, records, records_gone, owning, .. } =
+            &mut self.index;
+        let items: &[Item] = items;
         let mask = items.len().wrapping_sub(1);
-        let (mut head, mut len, mut start) = (index.head, index.len, self.start);
-        let mut clk = index.front_clk;
-        let mut words = 0;
+        let (mut head, mut len, mut start) = (*h, *l, self.start);
+        // `gone` once the lines down to `len` left have left, as `pop` counts it.
+        let (gone, all) = (self.gone, *l);
+        let gone_at = |len: usize| gone + (all - len) as u64;
+        let mut clk = *front_clk;
+        let first = start;
         while len > floor {
             let item = items[head & mask];
-            if item.flags() & FAST == 0 || horizon.saturating_sub(clk) < n {
+            if clk > last {
                 break;
             }
-            // SAFETY: the entry ends within its chunk (`FAST`: the next one starts there).
+            if item.flags() & FAST == 0 {
+                // Not `FAST`: a record, unless it is `FAR` or starts a chunk, goes here too
+                // (its cycle then is the one before plus its delta, and its entry is at `start`).
+                if item.kind() != RECORD || item.flags() & NEXT_CHUNK != 0 || item.delta() == FAR {
+                    break;
+                }
+                let s = records.pop_front().unwrap_or(NONE);
+                *records_gone += 1;
+                *owning -= usize::from(item.flags() & PLAIN == 0);
+                let node = &mut nodes[s as usize];
+                debug_assert!(node.line == Loc::arena(start), "a recorded record keeps its node");
+                node.buffered = false;
+                if node.needed(gone_at(len - 1)) {
+                    // It stays where it is while it may be needed (see `LAG`).
+                    self.pinned.push_back((chunk, start, s, node.id));
+                } else {
+                    evicted.push((s, node.id));
+                }
+            }
+            // SAFETY: the entry ends within its chunk (not `NEXT_CHUNK`: the next one starts
+            // there, or in the next chunk, which `front` moves to).
             start = unsafe { start.add(item.words()) };
-            words += item.words();
             head = (head + 1) & mask;
             len -= 1;
-            // A `FAST` line is neither a record nor `FAR`: `records` and `far` stay as they are.
-            clk = index.next_clk(clk, items[head & mask]);
+            // Not `FAR`: `far` stays as it is.
+            clk = Index::next_clk_in(far, clk, items[head & mask]);
         }
-        self.gone += (index.len - len) as u64;
-        self.words -= words as u64;
-        (self.index.head, self.index.len, self.index.front_clk, self.start) =
-            (head, len, clk, start);
+        self.gone = gone_at(len);
+        // The words stepped past, all in one chunk.
+        self.words -= ((start.addr() - first.addr()) / 8) as u64;
+        (*h, *l, *front_clk, self.start) = (head, len, clk, start);
     }
 
     /// Asks the CPU to start loading what evicting the window's oldest lines will read: the
@@ -1180,45 +1232,58 @@ impl Ring {
     /// at the next eviction, are requested together: their misses overlap, and the next
     /// eviction finds its lines already loaded.
     ///
-    /// Each line is asked for once: the walk starts where the last one stopped, unless the
-    /// window's front has passed that point (it then starts at the front). Walking the 128
+    /// Each is asked for once: the walks start where the last ones stopped, unless the
+    /// window's front has passed that point (they then start at the front). Walking the 128
     /// front lines at every eviction (each line twice) cost the writer 14 instructions a line
     /// more (Tiny5 recorder, callgrind, 2026-11-28: 405 -> 391).
+    ///
+    /// The nodes are those of the next [`EVICT_EVERY`] records to leave, found in the index's
+    /// queue of records rather than by a walk over the lines: the walk, at about ten
+    /// instructions for every line, cost 19 M of the writer's 449 M instructions in Tiny5's
+    /// recorder (callgrind, 2026-12-01), most lines being events that need nothing. The entries
+    /// need the walk (where each line is), so it is made only while the index holds a line
+    /// that owns something.
     fn prefetch_leaving(&mut self, nodes: &[Node]) {
-        let items = &self.index.items;
+        let index = &self.index;
+        let ahead = index.records_gone + (index.records.len() as u64).min(EVICT_EVERY);
+        let first = self.prefetched_record.max(index.records_gone);
+        if first < ahead {
+            let range =
+                (first - index.records_gone) as usize..(ahead - index.records_gone) as usize;
+            for &s in index.records.range(range) {
+                if let Some(n) = nodes.get(s as usize) {
+                    prefetch(std::ptr::from_ref(n).cast(), size_of::<Node>());
+                }
+            }
+            self.prefetched_record = ahead;
+        }
+        if index.owning == 0 {
+            return;
+        }
+        let items = &index.items;
         let mask = items.len().wrapping_sub(1);
         let end = self.gone + self.len().saturating_sub(1).min(2 * EVICT_EVERY as usize) as u64;
         // Lines from `gone` to `prefetched` are back to back in the window's first chunk (the
         // walk stops at a chunk's end), so `prefetched_at` is still where that line starts.
-        let records = &self.index.records;
-        let (mut seq, mut at, mut record) = if self.prefetched > self.gone {
-            (self.prefetched, self.prefetched_at, self.prefetched_record)
+        let (mut seq, mut at) = if self.prefetched > self.gone {
+            (self.prefetched, self.prefetched_at)
         } else {
-            (self.gone, self.start, self.index.records_gone)
+            (self.gone, self.start)
         };
         while seq < end {
-            let item = items[(self.index.head + (seq - self.gone) as usize) & mask];
+            let item = items[(index.head + (seq - self.gone) as usize) & mask];
             // An entry in the next chunk starts elsewhere (rare: the walk stops there).
             if item.flags() & NEXT_CHUNK != 0 {
                 break;
             }
-            if item.flags() & FAST == 0 {
-                if item.kind() == RECORD {
-                    let node = records.get((record - self.index.records_gone) as usize);
-                    if let Some(n) = node.and_then(|&s| nodes.get(s as usize)) {
-                        prefetch(std::ptr::from_ref(n).cast(), size_of::<Node>());
-                    }
-                    record += 1;
-                }
-                if item.flags() & PLAIN == 0 {
-                    prefetch(at.cast_const().cast(), item.words() * 8);
-                }
+            if item.flags() & PLAIN == 0 {
+                prefetch(at.cast_const().cast(), item.words() * 8);
             }
             // Only an address to prefetch, never read through (it may pass the chunk's end).
             at = at.wrapping_add(item.words());
             seq += 1;
         }
-        (self.prefetched, self.prefetched_at, self.prefetched_record) = (seq, at, record);
+        (self.prefetched, self.prefetched_at) = (seq, at);
     }
 
     /// The window's first line, of `words` words, leaves it; returns its node when it is a
@@ -1739,7 +1804,7 @@ impl Keeper {
             None => ring.horizon(),
         };
         loop {
-            ring.skip_fast(horizon);
+            ring.skip_fast(horizon, &mut self.table.nodes, &mut self.evicted);
             if ring.len() <= ring.floor() {
                 break;
             }
