@@ -850,7 +850,7 @@ fn push_line(
         leave(shared, slot, drop_kind);
         return Ok(());
     }
-    if push_slot::<false>(shared, slot)?.is_none() {
+    if !push_slot::<false, _>(shared, slot, ring::written)? {
         shared.count_drop(drop_kind);
     }
     Ok(())
@@ -894,17 +894,17 @@ fn write_end(
     status: Option<Status>,
 ) -> Result<(), Error> {
     // The line is consumed by the push whatever it returns.
-    let pushed = match status {
+    let written = match status {
         None => {
             let end =
                 Plain { kind: Kind::End, clk, id, name: Str::EMPTY, after: Some(pos), fields: () };
-            ring::push::<false, _>(&inner.shared, &mut ManuallyDrop::new(end))?
+            ring::push_written(&inner.shared, &mut ManuallyDrop::new(end))?
         }
         Some(status) => {
-            ring::push::<false, _>(&inner.shared, &mut end_line(id, pos, clk, Some(status)))?
+            ring::push_written(&inner.shared, &mut end_line(id, pos, clk, Some(status)))?
         }
     };
-    if pushed.is_none() {
+    if !written {
         inner.shared.count_drop(DROP_END);
     }
     Ok(())
@@ -960,7 +960,7 @@ fn push_plain<F: PlainFields>(
     line: &mut ManuallyDrop<Plain<F>>,
     drop_kind: usize,
 ) -> Result<(), ring::Refused> {
-    if ring::push::<false, _>(&inner.shared, line)?.is_none() {
+    if !ring::push_written(&inner.shared, line)? {
         inner.shared.count_drop(drop_kind);
     }
     Ok(())
@@ -1000,7 +1000,7 @@ fn begin_line(
     if line.hold && shared.policy == Policy::Block {
         return Ok(deferred_word(inner, slot, clk, cap, parent.and_then(RecordHandle::node)));
     }
-    Ok(pushed_word(inner, push_slot::<true>(shared, slot)?, cap))
+    Ok(pushed_word(inner, push_slot::<true, _>(shared, slot, |p| p)?, cap))
 }
 
 /// The word of a record line capture leaves out, counted as such.
@@ -1137,12 +1137,17 @@ fn deferred_line(
     slot
 }
 
-/// Pushes a builder's line into the ring and gives its box back to the pool.
+/// Pushes a builder's line into the ring and gives its box back to the pool; `map` makes the
+/// result what the caller needs (see [`ring::push_written`]).
 #[inline(always)]
-fn push_slot<const RECORD: bool>(shared: &Arc<super::Shared>, slot: Box<Slot>) -> ring::Pushed {
+fn push_slot<const RECORD: bool, R>(
+    shared: &Arc<super::Shared>,
+    slot: Box<Slot>,
+    map: impl Fn(ring::Pushed) -> R,
+) -> R {
     // The box left its `Pending`, so nothing else reaches its line; the push keeps the box as
     // this thread's spare, or hands it back.
-    let (result, back) = ring::push_boxed::<RECORD>(shared, slot);
+    let (result, back) = ring::push_boxed::<RECORD, R>(shared, slot, map);
     if let Some(slot) = back {
         pool::give(slot);
     }

@@ -122,6 +122,8 @@ pub(crate) struct LocalRing {
     pushed: u64,
     next_id: u64,
     id_end: u64,
+    /// The barrier between a push's `busy` and its look at `closed` ([`fence::Light`]).
+    light: fence::Light,
 }
 
 impl LocalRing {
@@ -148,6 +150,8 @@ impl LocalRing {
             pushed: 0,
             next_id: 0,
             id_end: 0,
+            // The trace is open (`shared` is), so `fence::init` has run: the answer is final.
+            light: fence::Light::now(),
         })
     }
 
@@ -168,19 +172,28 @@ impl LocalRing {
     /// drop it afterwards. Taking it by reference lets the line go from the builder's storage
     /// straight into the ring slot, one copy, instead of being passed down by value.
     ///
-    /// `RECORD`: the line is a `record` line (see [`Line::write_to`]).
+    /// `RECORD`: the line is a `record` line (see [`Line::write_to`]). `map` makes the result
+    /// what the caller needs, where each outcome is made, so that a caller that needs less than
+    /// a [`Pushed`] gets a constant on each way (see [`push_written`]).
     #[inline(always)]
-    fn push<const RECORD: bool, L: Queued>(
+    fn push<const RECORD: bool, L: Queued, R>(
         &mut self,
         shared: &Shared,
         line: &mut ManuallyDrop<L>,
-    ) -> Pushed {
-        self.slot.busy.store(true, Ordering::Relaxed);
-        fence::light();
+        map: impl Fn(Pushed) -> R,
+    ) -> R {
+        // Borrowed once: the ring's words, written below through raw pointers, might alias
+        // `self` for all the compiler knows, so it would load the slot's address again to
+        // clear the flag.
+        let busy = &*self.slot as *const Slot;
+        // SAFETY: `self.slot` keeps the slot alive for the whole push.
+        let busy = unsafe { &(*busy).busy };
+        busy.store(true, Ordering::Relaxed);
+        self.light.fence();
         let result = if shared.closed.load(Ordering::Relaxed) {
             // SAFETY: consumed here, per the contract.
             unsafe { ManuallyDrop::drop(line) };
-            Err(Refused::Closed)
+            map(Err(Refused::Closed))
         } else {
             // Busy is set and the trace was not closed when we looked: its writer retires a
             // ring (takes its producer end) only after `Shared::quiesce`, which stores `closed`
@@ -188,18 +201,19 @@ impl LocalRing {
             // (it was not retired before, or `closed` would be set) and stays there until busy
             // is cleared. The cursor's buffer is alive meanwhile: `push_to` may use it, without
             // looking at the producer end itself (one dependent load less on every push).
-            self.push_to::<RECORD, L>(shared, line)
+            self.push_to::<RECORD, L, R>(shared, line, map)
         };
-        self.slot.busy.store(false, Ordering::Release);
+        busy.store(false, Ordering::Release);
         result
     }
 
     #[inline(always)]
-    fn push_to<const RECORD: bool, L: Queued>(
+    fn push_to<const RECORD: bool, L: Queued, R>(
         &mut self,
         shared: &Shared,
         line: &mut ManuallyDrop<L>,
-    ) -> Pushed {
+        map: impl Fn(Pushed) -> R,
+    ) -> R {
         // A deferred record has its id already (`record::begin_line`).
         let id = line.id_mut();
         if RECORD && *id == 0 {
@@ -220,7 +234,7 @@ impl LocalRing {
                     Err(e) => {
                         // SAFETY: consumed here, per the contract.
                         unsafe { ManuallyDrop::drop(line) };
-                        return e;
+                        return map(e);
                     }
                 }
             }
@@ -234,7 +248,7 @@ impl LocalRing {
         unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
-        Ok(Some((pos, id)))
+        map(Ok(Some((pos, id))))
     }
 }
 
@@ -523,16 +537,23 @@ impl Drop for Entered {
     }
 }
 
-/// This thread's ring for `shared` among `rings`, created on first use.
-#[inline(always)]
-fn local_ring<'a>(
-    rings: &'a mut Rings,
+/// [`push_local`]'s push to a ring other than the thread's first: of a second trace, or a new
+/// one. Consumes `*line` as [`push`] does.
+#[cold]
+#[inline(never)]
+fn push_other<const RECORD: bool, L: Queued>(
+    rings: &mut Rings,
     shared: &Arc<Shared>,
-) -> Result<&'a mut LocalRing, Refused> {
-    if rings.first.as_ref().is_none_or(|r| r.trace_id != shared.id) {
-        return other_ring(rings, shared);
+    line: &mut ManuallyDrop<L>,
+) -> Pushed {
+    match other_ring(rings, shared) {
+        Ok(ring) => ring.push::<RECORD, L, _>(shared, line, |p| p),
+        Err(e) => {
+            // SAFETY: consumed here, per the contract.
+            unsafe { ManuallyDrop::drop(line) };
+            Err(e)
+        }
     }
-    rings.first.as_mut().ok_or(Refused::Closed) // always there: just checked
 }
 
 /// A ring other than the first: of a second trace, or a new one.
@@ -581,24 +602,50 @@ pub(crate) fn push<const RECORD: bool, L: Queued>(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<L>,
 ) -> Pushed {
-    push_local::<RECORD, L>(shared, line).0
+    push_local::<RECORD, L, _>(shared, line, |p| p).0
+}
+
+/// Whether a line that is no record was written (`true`) or dropped by the drop policy, or why
+/// nothing was written: what its caller needs of [`Pushed`].
+pub(crate) type Written = Result<bool, Refused>;
+
+/// [`Pushed`] as [`Written`].
+#[inline(always)]
+pub(crate) fn written(p: Pushed) -> Written {
+    p.map(|placed| placed.is_some())
+}
+
+/// [`push`] for a line that is no record, whose caller needs neither where it went nor an id.
+///
+/// Why apart: the ways a push can go (this thread's ring, another, the shared fallback, a
+/// refusal) meet in one result; as a [`Pushed`], four words, that result went through the
+/// stack, stored on every push and loaded back. Each way's result is made [`Written`] before
+/// they meet, so that they meet in a register.
+#[inline(always)]
+pub(crate) fn push_written<L: Queued>(shared: &Arc<Shared>, line: &mut ManuallyDrop<L>) -> Written {
+    push_local::<false, L, _>(shared, line, written).0
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
 /// handed back to the caller's pool when there is one already).
+///
+/// `map` makes the result what the caller needs (see [`push_written`]).
 #[inline(always)]
-pub(crate) fn push_boxed<const RECORD: bool>(
+pub(crate) fn push_boxed<const RECORD: bool, R>(
     shared: &Arc<Shared>,
     slot: Box<LineBox>,
-) -> (Pushed, Option<Box<LineBox>>) {
+    map: impl Fn(Pushed) -> R,
+) -> (R, Option<Box<LineBox>>) {
     // A raw pointer owns the box while its line is moved out, so that no `Box` is asserted
     // unique while the reference to the line is in use.
     let raw = Box::into_raw(slot);
     // SAFETY: `raw` is a live box whose line is initialized and ours; `ManuallyDrop<Line>` has
     // the same layout as `Line`, and the push takes ownership through it exactly once.
-    let (result, local) = push_local::<RECORD, Line>(shared, unsafe {
-        &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
-    });
+    let (result, local) = push_local::<RECORD, Line, R>(
+        shared,
+        unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() },
+        map,
+    );
     // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
     // moved-out line, which `MaybeUninit` never drops) is ours again.
     let slot = unsafe { Box::from_raw(raw) };
@@ -610,20 +657,22 @@ pub(crate) fn push_boxed<const RECORD: bool>(
     }
 }
 
-/// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
-/// (alive), so that a box given to [`SPARE`] now is freed with it.
+/// Pushes `line` as [`push`] does, its result made what the caller needs by `map` on each way
+/// the push can go (see [`push_written`]); also says whether this thread's [`Local`] was
+/// reachable (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
-fn push_local<const RECORD: bool, L: Queued>(
+fn push_local<const RECORD: bool, L: Queued, R>(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<L>,
-) -> (Pushed, bool) {
+    map: impl Fn(Pushed) -> R,
+) -> (R, bool) {
     let Some(entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        return (Err(Refused::Reentrant), false);
+        return (map(Err(Refused::Reentrant)), false);
     };
     // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
     let pushed = match LOCAL.try_with(|l| l as *const Local) {
@@ -632,18 +681,18 @@ fn push_local<const RECORD: bool, L: Queued>(
             // `Local::rings`: `entered` proves no other reference to the rings exists on this
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
-            let result = match local_ring(rings, shared) {
-                Ok(ring) => ring.push::<RECORD, L>(shared, line),
-                Err(e) => {
-                    // SAFETY: consumed here, per the contract.
-                    unsafe { ManuallyDrop::drop(line) };
-                    Err(e)
+            // The usual ring is pushed to here, any other out of line: with one call site of
+            // the push, the two ways of finding a ring met in a result kept on the stack.
+            let result = match rings.first.as_mut() {
+                Some(ring) if ring.trace_id == shared.id => {
+                    ring.push::<RECORD, L, R>(shared, line, map)
                 }
+                _ => map(push_other::<RECORD, L>(rings, shared, line)),
             };
             (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
-        Err(_) => (push_fallback::<RECORD, L>(shared, line), false),
+        Err(_) => (map(push_fallback::<RECORD, L>(shared, line)), false),
     };
     drop(entered);
     pushed
@@ -668,5 +717,5 @@ fn push_fallback<const RECORD: bool, L: Queued>(
             }
         },
     };
-    fallback.insert(ring).push::<RECORD, L>(shared, line)
+    fallback.insert(ring).push::<RECORD, L, _>(shared, line, |p| p)
 }
