@@ -22,6 +22,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::ManuallyDrop;
+use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -415,15 +416,18 @@ struct Rings {
 /// thread's spare box ([`SPARE`]).
 struct Local {
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
-    /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
-    /// allocator, or a `Drop` run by the push), so a mutable reference obtained here is always
-    /// unique. That lets the line be moved once, straight into the ring, instead of through a
-    /// closure.
+    /// [`Entered`] refuses a push nested in another one on the same thread (from a global
+    /// allocator, or a `Drop` run by the push), so a mutable reference obtained here (or through
+    /// [`FIRST`]) is always unique. That lets the line be moved once, straight into the ring,
+    /// instead of through a closure.
     rings: UnsafeCell<Rings>,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
+        // The rings go with `self`: no push may reach the first one through `FIRST` any more
+        // (a push from a later destructor finds `LOCAL` gone and takes the fallback ring).
+        FIRST.set(ptr::null_mut());
         // No box is kept after this: `give_spare` keeps one only while `LOCAL` is alive.
         if let Some(slot) = take_spare() {
             drop(slot);
@@ -444,9 +448,17 @@ thread_local! {
     /// load and the store of `take` runs to its end first and leaves the cell as it found it.
     static SPARE: Cell<*mut LineBox> = const { Cell::new(std::ptr::null_mut()) };
 
-    /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
-    /// usable while the thread's other thread-locals are torn down.
-    static ENTERED: Cell<bool> = const { Cell::new(false) };
+    /// This thread's first ring (`Rings::first` of [`LOCAL`]) while no push runs on this thread
+    /// and `LOCAL` is alive; [`IN_PUSH`] while one runs (or anything counted as one: see
+    /// [`Entered`]); null before the thread's first push and once `LOCAL` is gone. A push to
+    /// the first ring, nearly every push, reads this word, sets it to `IN_PUSH`, pushes, and
+    /// sets it back: a load and two stores, where a flag for "inside a push", the check that
+    /// `LOCAL` is alive and the check that it has a first ring took eleven instructions more.
+    /// Any other word sends the push the long way ([`push_slow`]), which refuses it when a
+    /// push runs. No destructor, so that it stays usable while the thread's other
+    /// thread-locals are torn down. A nested call (a signal handler) between the load and the
+    /// store runs to its end first and leaves the word as it found it.
+    static FIRST: Cell<*mut LocalRing> = const { Cell::new(ptr::null_mut()) };
 
     /// True while this thread runs [`signal_safe`]: a push that waits for room then only waits.
     static SIGNAL_SAFE: Cell<bool> = const { Cell::new(false) };
@@ -517,15 +529,27 @@ fn keep_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
         .unwrap_or_default()
 }
 
-/// Marks this thread as inside [`push`] until dropped; `None` when it already is.
-pub(crate) struct Entered;
+/// What [`FIRST`] holds while this thread is inside a push (or counted as inside one): an
+/// address no ring has, and no null, so that one comparison (`<= IN_PUSH`) sends a push the
+/// long way both before the first ring and inside a push.
+const IN_PUSH: *mut LocalRing = ptr::dangling_mut();
+
+/// Whether `first` (a value of [`FIRST`]) is the first ring, for a push to use.
+#[inline(always)]
+fn is_ring(first: *mut LocalRing) -> bool {
+    first.addr() > IN_PUSH.addr()
+}
+
+/// Marks this thread as inside [`push`] until dropped; `None` when it already is. Keeps what
+/// [`FIRST`] held, to put back when dropped.
+pub(crate) struct Entered(*mut LocalRing);
 
 impl Entered {
     #[inline(always)]
     pub(crate) fn enter() -> Option<Entered> {
-        match ENTERED.try_with(|e| e.replace(true)) {
-            Ok(false) => Some(Entered),
-            _ => None,
+        match FIRST.replace(IN_PUSH) {
+            IN_PUSH => None,
+            first => Some(Entered(first)),
         }
     }
 }
@@ -533,14 +557,13 @@ impl Entered {
 impl Drop for Entered {
     #[inline(always)]
     fn drop(&mut self) {
-        let _ = ENTERED.try_with(|e| e.set(false));
+        FIRST.set(self.0);
     }
 }
 
-/// [`push_local`]'s push to a ring other than the thread's first: of a second trace, or a new
+/// [`push_slow`]'s push to a ring other than the thread's first: of a second trace, or a new
 /// one. Consumes `*line` as [`push`] does.
 #[cold]
-#[inline(never)]
 fn push_other<const RECORD: bool, L: Queued>(
     rings: &mut Rings,
     shared: &Arc<Shared>,
@@ -666,7 +689,32 @@ fn push_local<const RECORD: bool, L: Queued, R>(
     line: &mut ManuallyDrop<L>,
     map: impl Fn(Pushed) -> R,
 ) -> (R, bool) {
-    let Some(entered) = Entered::enter() else {
+    let first = FIRST.get();
+    if is_ring(first) {
+        // SAFETY: a ring in `FIRST` is `LOCAL`'s first, alive (`Local`'s destructor clears the
+        // word), and no push runs on this thread (one would have left `IN_PUSH` there), so no
+        // other reference to it exists; `IN_PUSH` keeps it so until the word is put back.
+        let ring = unsafe { &mut *first };
+        if ring.trace_id == shared.id {
+            FIRST.set(IN_PUSH);
+            let result = ring.push::<RECORD, L, R>(shared, line, map);
+            FIRST.set(first);
+            return (result, true);
+        }
+    }
+    push_slow::<RECORD, L, R>(shared, line, map)
+}
+
+/// [`push_local`] for a push that is not to the thread's first ring: the thread's first push, a
+/// push to another trace, one nested in a push, or one while the thread is torn down.
+#[cold]
+#[inline(never)]
+fn push_slow<const RECORD: bool, L: Queued, R>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<L>,
+    map: impl Fn(Pushed) -> R,
+) -> (R, bool) {
+    let Some(mut entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
@@ -681,14 +729,15 @@ fn push_local<const RECORD: bool, L: Queued, R>(
             // `Local::rings`: `entered` proves no other reference to the rings exists on this
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
-            // The usual ring is pushed to here, any other out of line: with one call site of
-            // the push, the two ways of finding a ring met in a result kept on the stack.
             let result = match rings.first.as_mut() {
                 Some(ring) if ring.trace_id == shared.id => {
                     ring.push::<RECORD, L, R>(shared, line, map)
                 }
                 _ => map(push_other::<RECORD, L>(rings, shared, line)),
             };
+            // The first ring as it is now (made, or replaced, by this push), for the pushes
+            // after this one; made from this reference, the latest to the rings.
+            entered.0 = rings.first.as_mut().map_or(ptr::null_mut(), |r| r as *mut LocalRing);
             (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
