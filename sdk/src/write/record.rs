@@ -396,7 +396,7 @@ impl RecordHandle {
         // made is only ever moved here, and the compiler stores its fields straight into the
         // wrapper (which the line then points at) rather than making them apart and copying them
         // over with 16-byte loads (see `line::put`).
-        self.emit_plain_event(clk, name, &mut ManuallyDrop::new(fields))
+        self.emit_plain_event(clk, name, line::ArrayFields::new(&mut ManuallyDrop::new(fields)))
     }
 
     /// [`RecordHandle::emit_event_at`] and [`RecordHandle::emit_event_fields_at`]: an event made
@@ -527,6 +527,7 @@ impl RecordHandle {
         };
         // Made only now (a closure runs here), and wrapped at once: see `emit_event_fields_at`.
         let mut fields = ManuallyDrop::new(fields.into_fields());
+        let owns_nothing = line::own_nothing(&fields[..]);
         let after = match n.pushed(self.word) {
             Ok(pos) => *pos,
             Err(e) => {
@@ -543,7 +544,7 @@ impl RecordHandle {
             record_type,
             after: Some(after),
             hold: false,
-            fields: &mut fields,
+            fields: line::ArrayFields::known(&mut fields, owns_nothing),
         });
         let word = begin_plain(&n.inner, self, &mut line, sampled)?;
         Ok(RecordHandle { word, start: clk })
@@ -896,8 +897,7 @@ fn write_end(
     // The line is consumed by the push whatever it returns.
     let written = match status {
         None => {
-            let end =
-                Plain { kind: Kind::End, clk, id, name: Str::EMPTY, after: Some(pos), fields: () };
+            let end = line::End { clk, id, after: pos };
             ring::push_written(&inner.shared, &mut ManuallyDrop::new(end))?
         }
         Some(status) => {
