@@ -656,28 +656,31 @@ impl RecordHandle {
     /// Pushes an event or annotation line through this handle, counting it when dropped or left
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
-    fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        match (self.live_node_cap(), pending.0.take()) {
-            // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
-            (Some((n, cap)), Some(slot)) => match unsafe { slot.line.assume_init_ref() } {
-                // A line built without an error, whose data is an object (or has no typed
-                // fields): the usual case, whose push returns a byte, not an `Error` (which
-                // went through memory).
-                line if slot.error.is_none() && line.data.is_object() => {
-                    Ok(push_line(&n.inner, cap, slot, drop_kind)?)
-                }
-                _ => push_checked(&n.inner, cap, slot, drop_kind),
-            },
-            (_, slot) => {
-                // An inert builder: the record is not written, or capture refused the line when
-                // the builder was made (a builder has a line only under a live record). The drop
-                // kinds are also capture's line-kind indices.
-                if let Some(slot) = slot {
-                    release(slot);
-                }
-                self.not_written(drop_kind);
-                Ok(())
+    fn push<const DROP_KIND: usize>(&self, pending: &mut Pending) -> Result<(), Error> {
+        let Some(slot) = pending.0.take() else {
+            // An inert builder: the record is not written, or capture refused the line when
+            // the builder was made. The drop kinds are also capture's line-kind indices.
+            self.not_written(DROP_KIND);
+            return Ok(());
+        };
+        // A builder has a line only when it was made under a live record (`Pending::under`),
+        // and a node's LIVE and capture bits never change once it is made (only its state
+        // does, see `Node::flags`): so the handle is that node's, still live, and only
+        // capture's bits are read again (asking again whether it is live cost a test of the
+        // handle's tag and of the flags on every builder's line).
+        debug_assert!(self.live());
+        // SAFETY: as above, the handle's word is its own live node, untagged.
+        let n = unsafe { self.word.as_ref() };
+        let cap = (n.flags.load(Ordering::Relaxed) >> CAP_SHIFT) as u8;
+        // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+        match unsafe { slot.line.assume_init_ref() } {
+            // A line built without an error, whose data is an object (or has no typed fields):
+            // the usual case, whose push returns a byte, not an `Error` (which went through
+            // memory).
+            line if slot.error.is_none() && line.data.is_object() => {
+                Ok(push_line::<DROP_KIND>(&n.inner, cap, slot)?)
             }
+            _ => push_checked::<DROP_KIND>(&n.inner, cap, slot),
         }
     }
 }
@@ -832,27 +835,30 @@ impl Node {
 /// Writes an event or annotation line, or counts it as left out by capture or dropped: one
 /// built without an error, whose data passes [`check_data`].
 #[inline(never)]
-fn push_line(
+///
+/// One copy per kind (`DROP_KIND`, [`DROP_EVENT`] or [`DROP_ANNOTATION`]): the kind a constant,
+/// rather than an argument tested and kept across the push (a register saved, spilled and
+/// loaded back on every builder's line).
+fn push_line<const DROP_KIND: usize>(
     inner: &Arc<Inner>,
     cap: u8,
     slot: Box<Slot>,
-    drop_kind: usize,
 ) -> Result<(), ring::Refused> {
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
     let line = unsafe { slot.line.assume_init_ref() };
     debug_assert!(slot.error.is_none());
     let shared = &inner.shared;
-    let captured = if drop_kind == DROP_EVENT {
+    let captured = if DROP_KIND == DROP_EVENT {
         shared.gate.event(&line.name, line.clk, cap)
     } else {
         shared.gate.annotation(cap)
     };
     if !captured {
-        leave(shared, slot, drop_kind);
+        leave(shared, slot, DROP_KIND);
         return Ok(());
     }
     if !push_slot::<false, _>(shared, slot, ring::written)? {
-        shared.count_drop(drop_kind);
+        shared.count_drop(DROP_KIND);
     }
     Ok(())
 }
@@ -861,11 +867,10 @@ fn push_line(
 /// returned, or the line is pushed after all (data that is no object, with no typed fields).
 #[cold]
 #[inline(never)]
-fn push_checked(
+fn push_checked<const DROP_KIND: usize>(
     inner: &Arc<Inner>,
     cap: u8,
     mut slot: Box<Slot>,
-    drop_kind: usize,
 ) -> Result<(), Error> {
     let error = slot.error.take();
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
@@ -873,7 +878,7 @@ fn push_checked(
         release(slot);
         return Err(e);
     }
-    Ok(push_line(inner, cap, slot, drop_kind)?)
+    Ok(push_line::<DROP_KIND>(inner, cap, slot)?)
 }
 
 /// A line capture leaves out when it is written (a window's start, ROI, a filter on its name):
@@ -1000,7 +1005,8 @@ fn begin_line(
     if line.hold && shared.policy == Policy::Block {
         return Ok(deferred_word(inner, slot, clk, cap, parent.and_then(RecordHandle::node)));
     }
-    Ok(pushed_word(inner, push_slot::<true, _>(shared, slot, |p| p)?, cap))
+    let pushed = push_slot::<true, _>(shared, slot, ring::placed_record).pushed();
+    Ok(pushed_word(inner, pushed?, cap))
 }
 
 /// The word of a record line capture leaves out, counted as such.
@@ -1073,7 +1079,7 @@ fn begin_plain<F: PlainFields>(
         let clk = line.clk;
         return Ok(deferred_word(inner, boxed_record(line), clk, cap, parent.node()));
     }
-    Ok(pushed_word(inner, ring::push::<true, _>(shared, line)?, cap))
+    Ok(pushed_word(inner, ring::push_record(shared, line)?, cap))
 }
 
 /// The word of a child record that a capture window holds by its cycle alone
@@ -2135,7 +2141,7 @@ impl EventBuilder<'_> {
             return Ok(());
         };
         line.clk = clk;
-        self.record.push(&mut self.p, DROP_EVENT)
+        self.record.push::<DROP_EVENT>(&mut self.p)
     }
 
     /// Writes the `event` line at the cycle given to [`RecordHandle::event_at`], or else at the
@@ -2161,6 +2167,6 @@ impl AnnotationBuilder<'_> {
     /// requires the key).
     #[inline(always)]
     pub fn emit(mut self) -> Result<(), Error> {
-        self.record.push(&mut self.p, DROP_ANNOTATION)
+        self.record.push::<DROP_ANNOTATION>(&mut self.p)
     }
 }

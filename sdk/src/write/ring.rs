@@ -638,6 +638,55 @@ pub(crate) fn written(p: Pushed) -> Written {
     p.map(|placed| placed.is_some())
 }
 
+/// A [`Pushed`] as plain values side by side (the outcome, where the line went, its id), which
+/// the ways a push can go can meet in: as a `Pushed`, whose variants overlap, a record's push
+/// met in memory, its position stored a byte, a word and a half-word at a time and read back
+/// whole (a load the CPU cannot forward from those stores), ten instructions and a stall.
+#[derive(Clone, Copy)]
+pub(crate) struct Placed {
+    /// 0: written; 1: dropped by the policy; 2: refused, closed; 3: refused, re-entered.
+    outcome: u8,
+    pos: Pos,
+    id: u64,
+}
+
+/// [`Pushed`] as [`Placed`].
+#[inline(always)]
+fn placed(p: Pushed) -> Placed {
+    let nowhere = Pos { ring: 0, index: 0 };
+    match p {
+        Ok(Some((pos, id))) => Placed { outcome: 0, pos, id },
+        Ok(None) => Placed { outcome: 1, pos: nowhere, id: 0 },
+        Err(Refused::Closed) => Placed { outcome: 2, pos: nowhere, id: 0 },
+        Err(Refused::Reentrant) => Placed { outcome: 3, pos: nowhere, id: 0 },
+    }
+}
+
+impl Placed {
+    /// Back as a [`Pushed`], once the ways have met.
+    #[inline(always)]
+    pub(crate) fn pushed(self) -> Pushed {
+        match self.outcome {
+            0 => Ok(Some((self.pos, self.id))),
+            1 => Ok(None),
+            2 => Err(Refused::Closed),
+            _ => Err(Refused::Reentrant),
+        }
+    }
+}
+
+/// [`push`] for a record line (`RECORD`), its result met in [`Placed`].
+#[inline(always)]
+pub(crate) fn push_record<L: Queued>(shared: &Arc<Shared>, line: &mut ManuallyDrop<L>) -> Pushed {
+    push_local::<true, L, _>(shared, line, placed).0.pushed()
+}
+
+/// [`placed`], for a builder's record line pushed from its box ([`push_boxed`]).
+#[inline(always)]
+pub(crate) fn placed_record(p: Pushed) -> Placed {
+    placed(p)
+}
+
 /// [`push`] for a line that is no record, whose caller needs neither where it went nor an id.
 ///
 /// Why apart: the ways a push can go (this thread's ring, another, the shared fallback, a
