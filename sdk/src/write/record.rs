@@ -440,7 +440,7 @@ impl RecordHandle {
                             return Err(e);
                         }
                     }
-                    return Ok(push_plain(&n.inner, &mut line, DROP_EVENT)?);
+                    return Ok(push_plain::<DROP_EVENT, F>(&n.inner, &mut line)?);
                 }
                 // SAFETY: not pushed, and not used again.
                 unsafe { ManuallyDrop::drop(&mut line) };
@@ -857,10 +857,7 @@ fn push_line<const DROP_KIND: usize>(
         leave(shared, slot, DROP_KIND);
         return Ok(());
     }
-    if !push_slot::<false, _>(shared, slot, ring::written)? {
-        shared.count_drop(DROP_KIND);
-    }
-    Ok(())
+    push_slot::<false, _>(shared, slot, ring::counting(shared, DROP_KIND))
 }
 
 /// [`push_line`] for a line with a data error, or data that is not an object: the error is
@@ -900,17 +897,15 @@ fn write_end(
     status: Option<Status>,
 ) -> Result<(), Error> {
     // The line is consumed by the push whatever it returns.
-    let written = match status {
+    let shared = &inner.shared;
+    match status {
         None => {
             let end = line::End { clk, id, after: pos };
-            ring::push_written(&inner.shared, &mut ManuallyDrop::new(end))?
+            ring::push_counted(shared, &mut ManuallyDrop::new(end), DROP_END)?;
         }
         Some(status) => {
-            ring::push_written(&inner.shared, &mut end_line(id, pos, clk, Some(status)))?
+            ring::push_counted(shared, &mut end_line(id, pos, clk, Some(status)), DROP_END)?;
         }
-    };
-    if !written {
-        inner.shared.count_drop(DROP_END);
     }
     Ok(())
 }
@@ -957,18 +952,15 @@ fn end_with_kids(n: &Node, clk: u64, status: Option<Status>) -> Result<(), Error
     Ok(())
 }
 
-/// Writes a [`Plain`] line (consumed whatever happens), counting it as `drop_kind` if the drop
-/// policy drops it. Returns a byte, not an `Error` (which would go through memory).
+/// Writes a [`Plain`] line (consumed whatever happens), counting it as `DROP_KIND` if the drop
+/// policy drops it (a constant, as for [`push_line`]). Returns a byte, not an `Error` (which
+/// would go through memory).
 #[inline(never)]
-fn push_plain<F: PlainFields>(
+fn push_plain<const DROP_KIND: usize, F: PlainFields>(
     inner: &Inner,
     line: &mut ManuallyDrop<Plain<F>>,
-    drop_kind: usize,
 ) -> Result<(), ring::Refused> {
-    if !ring::push_written(&inner.shared, line)? {
-        inner.shared.count_drop(drop_kind);
-    }
-    Ok(())
+    ring::push_counted(&inner.shared, line, DROP_KIND)
 }
 
 /// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle's
@@ -1144,7 +1136,7 @@ fn deferred_line(
 }
 
 /// Pushes a builder's line into the ring and gives its box back to the pool; `map` makes the
-/// result what the caller needs (see [`ring::push_written`]).
+/// result what the caller needs (see [`ring::push_counted`]).
 #[inline(always)]
 fn push_slot<const RECORD: bool, R>(
     shared: &Arc<super::Shared>,

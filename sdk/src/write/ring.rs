@@ -113,6 +113,11 @@ impl Slot {
 /// A thread's ring for one trace.
 pub(crate) struct LocalRing {
     trace: Weak<Shared>,
+    /// The address of `trace`'s `Shared`, only compared with that of a push's trace, which it
+    /// is exactly when the addresses are equal, since `trace` keeps the allocation (not the
+    /// value) for as long as this ring lives. One compare with the pointer the push has in
+    /// hand, where comparing ids loaded the trace's id first.
+    shared: usize,
     trace_id: u64,
     ring: u32,
     slot: Arc<Slot>,
@@ -144,6 +149,7 @@ impl LocalRing {
         shared.rings_pending.store(true, Ordering::Release);
         Ok(LocalRing {
             trace: Arc::downgrade(shared),
+            shared: Arc::as_ptr(shared).addr(),
             trace_id: shared.id,
             ring,
             slot,
@@ -175,7 +181,7 @@ impl LocalRing {
     ///
     /// `RECORD`: the line is a `record` line (see [`Line::write_to`]). `map` makes the result
     /// what the caller needs, where each outcome is made, so that a caller that needs less than
-    /// a [`Pushed`] gets a constant on each way (see [`push_written`]).
+    /// a [`Pushed`] gets a constant on each way (see [`push_counted`]).
     #[inline(always)]
     fn push<const RECORD: bool, L: Queued, R>(
         &mut self,
@@ -628,16 +634,6 @@ pub(crate) fn push<const RECORD: bool, L: Queued>(
     push_local::<RECORD, L, _>(shared, line, |p| p).0
 }
 
-/// Whether a line that is no record was written (`true`) or dropped by the drop policy, or why
-/// nothing was written: what its caller needs of [`Pushed`].
-pub(crate) type Written = Result<bool, Refused>;
-
-/// [`Pushed`] as [`Written`].
-#[inline(always)]
-pub(crate) fn written(p: Pushed) -> Written {
-    p.map(|placed| placed.is_some())
-}
-
 /// A [`Pushed`] as plain values side by side (the outcome, where the line went, its id), which
 /// the ways a push can go can meet in: as a `Pushed`, whose variants overlap, a record's push
 /// met in memory, its position stored a byte, a word and a half-word at a time and read back
@@ -687,21 +683,44 @@ pub(crate) fn placed_record(p: Pushed) -> Placed {
     placed(p)
 }
 
-/// [`push`] for a line that is no record, whose caller needs neither where it went nor an id.
+/// [`push`] for a line that is no record, whose caller needs neither where it went nor an id:
+/// a line the drop policy drops is counted as `drop_kind`.
 ///
 /// Why apart: the ways a push can go (this thread's ring, another, the shared fallback, a
 /// refusal) meet in one result; as a [`Pushed`], four words, that result went through the
-/// stack, stored on every push and loaded back. Each way's result is made [`Written`] before
-/// they meet, so that they meet in a register.
+/// stack, stored on every push and loaded back. Each way's result is made what the caller
+/// needs before they meet ([`counting`]), so that they meet in a register.
 #[inline(always)]
-pub(crate) fn push_written<L: Queued>(shared: &Arc<Shared>, line: &mut ManuallyDrop<L>) -> Written {
-    push_local::<false, L, _>(shared, line, written).0
+pub(crate) fn push_counted<L: Queued>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<L>,
+    drop_kind: usize,
+) -> Result<(), Refused> {
+    push_local::<false, L, _>(shared, line, counting(shared, drop_kind)).0
+}
+
+/// What a caller of [`push_counted`] (or of [`push_boxed`] with this) does with a push's
+/// outcome, done on each way the push can go, so that each way's result is a constant (where
+/// whether the line was written met, was tested, and made this: five instructions a line).
+#[inline(always)]
+pub(crate) fn counting(
+    shared: &Shared,
+    drop_kind: usize,
+) -> impl Fn(Pushed) -> Result<(), Refused> + '_ {
+    move |p: Pushed| match p {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => {
+            shared.count_drop(drop_kind);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
 /// handed back to the caller's pool when there is one already).
 ///
-/// `map` makes the result what the caller needs (see [`push_written`]).
+/// `map` makes the result what the caller needs (see [`push_counted`]).
 #[inline(always)]
 pub(crate) fn push_boxed<const RECORD: bool, R>(
     shared: &Arc<Shared>,
@@ -730,7 +749,7 @@ pub(crate) fn push_boxed<const RECORD: bool, R>(
 }
 
 /// Pushes `line` as [`push`] does, its result made what the caller needs by `map` on each way
-/// the push can go (see [`push_written`]); also says whether this thread's [`Local`] was
+/// the push can go (see [`push_counted`]); also says whether this thread's [`Local`] was
 /// reachable (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
 fn push_local<const RECORD: bool, L: Queued, R>(
@@ -744,7 +763,7 @@ fn push_local<const RECORD: bool, L: Queued, R>(
         // word), and no push runs on this thread (one would have left `IN_PUSH` there), so no
         // other reference to it exists; `IN_PUSH` keeps it so until the word is put back.
         let ring = unsafe { &mut *first };
-        if ring.trace_id == shared.id {
+        if ring.shared == Arc::as_ptr(shared).addr() {
             FIRST.set(IN_PUSH);
             let result = ring.push::<RECORD, L, R>(shared, line, map);
             FIRST.set(first);
