@@ -32,10 +32,33 @@ fn heavy_available() -> bool {
 /// Producer side: between storing `busy` and loading `closed`.
 #[inline(always)]
 pub(crate) fn light() {
-    if heavy_available() {
-        compiler_fence(Ordering::SeqCst);
-    } else {
-        fence(Ordering::SeqCst);
+    Light::now().fence();
+}
+
+/// [`light`] with its question (is the heavy barrier there?) asked once, by whoever keeps it: a
+/// ring asks when it is made, so that each push tests a byte of its own rather than load the
+/// answer through the global offset table (two instructions a push). The answer never changes
+/// once a trace has opened ([`init`] runs before any ring of it is made).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Light {
+    heavy: bool,
+}
+
+impl Light {
+    /// The light barrier as it is now: call after [`init`] (a trace is open).
+    #[inline]
+    pub(crate) fn now() -> Light {
+        Light { heavy: heavy_available() }
+    }
+
+    /// See [`light`].
+    #[inline(always)]
+    pub(crate) fn fence(self) {
+        if self.heavy {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
     }
 }
 

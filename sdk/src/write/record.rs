@@ -396,7 +396,7 @@ impl RecordHandle {
         // made is only ever moved here, and the compiler stores its fields straight into the
         // wrapper (which the line then points at) rather than making them apart and copying them
         // over with 16-byte loads (see `line::put`).
-        self.emit_plain_event(clk, name, &mut ManuallyDrop::new(fields))
+        self.emit_plain_event(clk, name, line::ArrayFields::new(&mut ManuallyDrop::new(fields)))
     }
 
     /// [`RecordHandle::emit_event_at`] and [`RecordHandle::emit_event_fields_at`]: an event made
@@ -440,7 +440,7 @@ impl RecordHandle {
                             return Err(e);
                         }
                     }
-                    return Ok(push_plain(&n.inner, &mut line, DROP_EVENT)?);
+                    return Ok(push_plain::<DROP_EVENT, F>(&n.inner, &mut line)?);
                 }
                 // SAFETY: not pushed, and not used again.
                 unsafe { ManuallyDrop::drop(&mut line) };
@@ -527,6 +527,7 @@ impl RecordHandle {
         };
         // Made only now (a closure runs here), and wrapped at once: see `emit_event_fields_at`.
         let mut fields = ManuallyDrop::new(fields.into_fields());
+        let owns_nothing = line::own_nothing(&fields[..]);
         let after = match n.pushed(self.word) {
             Ok(pos) => *pos,
             Err(e) => {
@@ -543,7 +544,7 @@ impl RecordHandle {
             record_type,
             after: Some(after),
             hold: false,
-            fields: &mut fields,
+            fields: line::ArrayFields::known(&mut fields, owns_nothing),
         });
         let word = begin_plain(&n.inner, self, &mut line, sampled)?;
         Ok(RecordHandle { word, start: clk })
@@ -655,28 +656,31 @@ impl RecordHandle {
     /// Pushes an event or annotation line through this handle, counting it when dropped or left
     /// out. Takes the builder's line (see [`Pending`]).
     #[inline(always)]
-    fn push(&self, pending: &mut Pending, drop_kind: usize) -> Result<(), Error> {
-        match (self.live_node_cap(), pending.0.take()) {
-            // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
-            (Some((n, cap)), Some(slot)) => match unsafe { slot.line.assume_init_ref() } {
-                // A line built without an error, whose data is an object (or has no typed
-                // fields): the usual case, whose push returns a byte, not an `Error` (which
-                // went through memory).
-                line if slot.error.is_none() && line.data.is_object() => {
-                    Ok(push_line(&n.inner, cap, slot, drop_kind)?)
-                }
-                _ => push_checked(&n.inner, cap, slot, drop_kind),
-            },
-            (_, slot) => {
-                // An inert builder: the record is not written, or capture refused the line when
-                // the builder was made (a builder has a line only under a live record). The drop
-                // kinds are also capture's line-kind indices.
-                if let Some(slot) = slot {
-                    release(slot);
-                }
-                self.not_written(drop_kind);
-                Ok(())
+    fn push<const DROP_KIND: usize>(&self, pending: &mut Pending) -> Result<(), Error> {
+        let Some(slot) = pending.0.take() else {
+            // An inert builder: the record is not written, or capture refused the line when
+            // the builder was made. The drop kinds are also capture's line-kind indices.
+            self.not_written(DROP_KIND);
+            return Ok(());
+        };
+        // A builder has a line only when it was made under a live record (`Pending::under`),
+        // and a node's LIVE and capture bits never change once it is made (only its state
+        // does, see `Node::flags`): so the handle is that node's, still live, and only
+        // capture's bits are read again (asking again whether it is live cost a test of the
+        // handle's tag and of the flags on every builder's line).
+        debug_assert!(self.live());
+        // SAFETY: as above, the handle's word is its own live node, untagged.
+        let n = unsafe { self.word.as_ref() };
+        let cap = (n.flags.load(Ordering::Relaxed) >> CAP_SHIFT) as u8;
+        // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
+        match unsafe { slot.line.assume_init_ref() } {
+            // A line built without an error, whose data is an object (or has no typed fields):
+            // the usual case, whose push returns a byte, not an `Error` (which went through
+            // memory).
+            line if slot.error.is_none() && line.data.is_object() => {
+                Ok(push_line::<DROP_KIND>(&n.inner, cap, slot)?)
             }
+            _ => push_checked::<DROP_KIND>(&n.inner, cap, slot),
         }
     }
 }
@@ -831,40 +835,39 @@ impl Node {
 /// Writes an event or annotation line, or counts it as left out by capture or dropped: one
 /// built without an error, whose data passes [`check_data`].
 #[inline(never)]
-fn push_line(
+///
+/// One copy per kind (`DROP_KIND`, [`DROP_EVENT`] or [`DROP_ANNOTATION`]): the kind a constant,
+/// rather than an argument tested and kept across the push (a register saved, spilled and
+/// loaded back on every builder's line).
+fn push_line<const DROP_KIND: usize>(
     inner: &Arc<Inner>,
     cap: u8,
     slot: Box<Slot>,
-    drop_kind: usize,
 ) -> Result<(), ring::Refused> {
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
     let line = unsafe { slot.line.assume_init_ref() };
     debug_assert!(slot.error.is_none());
     let shared = &inner.shared;
-    let captured = if drop_kind == DROP_EVENT {
+    let captured = if DROP_KIND == DROP_EVENT {
         shared.gate.event(&line.name, line.clk, cap)
     } else {
         shared.gate.annotation(cap)
     };
     if !captured {
-        leave(shared, slot, drop_kind);
+        leave(shared, slot, DROP_KIND);
         return Ok(());
     }
-    if push_slot::<false>(shared, slot)?.is_none() {
-        shared.count_drop(drop_kind);
-    }
-    Ok(())
+    push_slot::<false, _>(shared, slot, ring::counting(shared, DROP_KIND))
 }
 
 /// [`push_line`] for a line with a data error, or data that is not an object: the error is
 /// returned, or the line is pushed after all (data that is no object, with no typed fields).
 #[cold]
 #[inline(never)]
-fn push_checked(
+fn push_checked<const DROP_KIND: usize>(
     inner: &Arc<Inner>,
     cap: u8,
     mut slot: Box<Slot>,
-    drop_kind: usize,
 ) -> Result<(), Error> {
     let error = slot.error.take();
     // SAFETY: a box taken from a `Pending` holds an initialized line that was not pushed.
@@ -872,7 +875,7 @@ fn push_checked(
         release(slot);
         return Err(e);
     }
-    Ok(push_line(inner, cap, slot, drop_kind)?)
+    Ok(push_line::<DROP_KIND>(inner, cap, slot)?)
 }
 
 /// A line capture leaves out when it is written (a window's start, ROI, a filter on its name):
@@ -894,18 +897,15 @@ fn write_end(
     status: Option<Status>,
 ) -> Result<(), Error> {
     // The line is consumed by the push whatever it returns.
-    let pushed = match status {
+    let shared = &inner.shared;
+    match status {
         None => {
-            let end =
-                Plain { kind: Kind::End, clk, id, name: Str::EMPTY, after: Some(pos), fields: () };
-            ring::push::<false, _>(&inner.shared, &mut ManuallyDrop::new(end))?
+            let end = line::End { clk, id, after: pos };
+            ring::push_counted(shared, &mut ManuallyDrop::new(end), DROP_END)?;
         }
         Some(status) => {
-            ring::push::<false, _>(&inner.shared, &mut end_line(id, pos, clk, Some(status)))?
+            ring::push_counted(shared, &mut end_line(id, pos, clk, Some(status)), DROP_END)?;
         }
-    };
-    if pushed.is_none() {
-        inner.shared.count_drop(DROP_END);
     }
     Ok(())
 }
@@ -952,18 +952,15 @@ fn end_with_kids(n: &Node, clk: u64, status: Option<Status>) -> Result<(), Error
     Ok(())
 }
 
-/// Writes a [`Plain`] line (consumed whatever happens), counting it as `drop_kind` if the drop
-/// policy drops it. Returns a byte, not an `Error` (which would go through memory).
+/// Writes a [`Plain`] line (consumed whatever happens), counting it as `DROP_KIND` if the drop
+/// policy drops it (a constant, as for [`push_line`]). Returns a byte, not an `Error` (which
+/// would go through memory).
 #[inline(never)]
-fn push_plain<F: PlainFields>(
+fn push_plain<const DROP_KIND: usize, F: PlainFields>(
     inner: &Inner,
     line: &mut ManuallyDrop<Plain<F>>,
-    drop_kind: usize,
 ) -> Result<(), ring::Refused> {
-    if ring::push::<false, _>(&inner.shared, line)?.is_none() {
-        inner.shared.count_drop(drop_kind);
-    }
-    Ok(())
+    ring::push_counted(&inner.shared, line, DROP_KIND)
 }
 
 /// Writes a `record` line, or leaves it out (capture) or drops it (policy); returns its handle's
@@ -1000,7 +997,8 @@ fn begin_line(
     if line.hold && shared.policy == Policy::Block {
         return Ok(deferred_word(inner, slot, clk, cap, parent.and_then(RecordHandle::node)));
     }
-    Ok(pushed_word(inner, push_slot::<true>(shared, slot)?, cap))
+    let pushed = push_slot::<true, _>(shared, slot, ring::placed_record).pushed();
+    Ok(pushed_word(inner, pushed?, cap))
 }
 
 /// The word of a record line capture leaves out, counted as such.
@@ -1073,7 +1071,7 @@ fn begin_plain<F: PlainFields>(
         let clk = line.clk;
         return Ok(deferred_word(inner, boxed_record(line), clk, cap, parent.node()));
     }
-    Ok(pushed_word(inner, ring::push::<true, _>(shared, line)?, cap))
+    Ok(pushed_word(inner, ring::push_record(shared, line)?, cap))
 }
 
 /// The word of a child record that a capture window holds by its cycle alone
@@ -1137,12 +1135,17 @@ fn deferred_line(
     slot
 }
 
-/// Pushes a builder's line into the ring and gives its box back to the pool.
+/// Pushes a builder's line into the ring and gives its box back to the pool; `map` makes the
+/// result what the caller needs (see [`ring::push_counted`]).
 #[inline(always)]
-fn push_slot<const RECORD: bool>(shared: &Arc<super::Shared>, slot: Box<Slot>) -> ring::Pushed {
+fn push_slot<const RECORD: bool, R>(
+    shared: &Arc<super::Shared>,
+    slot: Box<Slot>,
+    map: impl Fn(ring::Pushed) -> R,
+) -> R {
     // The box left its `Pending`, so nothing else reaches its line; the push keeps the box as
     // this thread's spare, or hands it back.
-    let (result, back) = ring::push_boxed::<RECORD>(shared, slot);
+    let (result, back) = ring::push_boxed::<RECORD, R>(shared, slot, map);
     if let Some(slot) = back {
         pool::give(slot);
     }
@@ -2130,7 +2133,7 @@ impl EventBuilder<'_> {
             return Ok(());
         };
         line.clk = clk;
-        self.record.push(&mut self.p, DROP_EVENT)
+        self.record.push::<DROP_EVENT>(&mut self.p)
     }
 
     /// Writes the `event` line at the cycle given to [`RecordHandle::event_at`], or else at the
@@ -2156,6 +2159,6 @@ impl AnnotationBuilder<'_> {
     /// requires the key).
     #[inline(always)]
     pub fn emit(mut self) -> Result<(), Error> {
-        self.record.push(&mut self.p, DROP_ANNOTATION)
+        self.record.push::<DROP_ANNOTATION>(&mut self.p)
     }
 }

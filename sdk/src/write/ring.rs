@@ -22,6 +22,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::ManuallyDrop;
+use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -112,6 +113,11 @@ impl Slot {
 /// A thread's ring for one trace.
 pub(crate) struct LocalRing {
     trace: Weak<Shared>,
+    /// The address of `trace`'s `Shared`, only compared with that of a push's trace, which it
+    /// is exactly when the addresses are equal, since `trace` keeps the allocation (not the
+    /// value) for as long as this ring lives. One compare with the pointer the push has in
+    /// hand, where comparing ids loaded the trace's id first.
+    shared: usize,
     trace_id: u64,
     ring: u32,
     slot: Arc<Slot>,
@@ -122,6 +128,8 @@ pub(crate) struct LocalRing {
     pushed: u64,
     next_id: u64,
     id_end: u64,
+    /// The barrier between a push's `busy` and its look at `closed` ([`fence::Light`]).
+    light: fence::Light,
 }
 
 impl LocalRing {
@@ -141,6 +149,7 @@ impl LocalRing {
         shared.rings_pending.store(true, Ordering::Release);
         Ok(LocalRing {
             trace: Arc::downgrade(shared),
+            shared: Arc::as_ptr(shared).addr(),
             trace_id: shared.id,
             ring,
             slot,
@@ -148,6 +157,8 @@ impl LocalRing {
             pushed: 0,
             next_id: 0,
             id_end: 0,
+            // The trace is open (`shared` is), so `fence::init` has run: the answer is final.
+            light: fence::Light::now(),
         })
     }
 
@@ -168,19 +179,28 @@ impl LocalRing {
     /// drop it afterwards. Taking it by reference lets the line go from the builder's storage
     /// straight into the ring slot, one copy, instead of being passed down by value.
     ///
-    /// `RECORD`: the line is a `record` line (see [`Line::write_to`]).
+    /// `RECORD`: the line is a `record` line (see [`Line::write_to`]). `map` makes the result
+    /// what the caller needs, where each outcome is made, so that a caller that needs less than
+    /// a [`Pushed`] gets a constant on each way (see [`push_counted`]).
     #[inline(always)]
-    fn push<const RECORD: bool, L: Queued>(
+    fn push<const RECORD: bool, L: Queued, R>(
         &mut self,
         shared: &Shared,
         line: &mut ManuallyDrop<L>,
-    ) -> Pushed {
-        self.slot.busy.store(true, Ordering::Relaxed);
-        fence::light();
+        map: impl Fn(Pushed) -> R,
+    ) -> R {
+        // Borrowed once: the ring's words, written below through raw pointers, might alias
+        // `self` for all the compiler knows, so it would load the slot's address again to
+        // clear the flag.
+        let busy = &*self.slot as *const Slot;
+        // SAFETY: `self.slot` keeps the slot alive for the whole push.
+        let busy = unsafe { &(*busy).busy };
+        busy.store(true, Ordering::Relaxed);
+        self.light.fence();
         let result = if shared.closed.load(Ordering::Relaxed) {
             // SAFETY: consumed here, per the contract.
             unsafe { ManuallyDrop::drop(line) };
-            Err(Refused::Closed)
+            map(Err(Refused::Closed))
         } else {
             // Busy is set and the trace was not closed when we looked: its writer retires a
             // ring (takes its producer end) only after `Shared::quiesce`, which stores `closed`
@@ -188,18 +208,19 @@ impl LocalRing {
             // (it was not retired before, or `closed` would be set) and stays there until busy
             // is cleared. The cursor's buffer is alive meanwhile: `push_to` may use it, without
             // looking at the producer end itself (one dependent load less on every push).
-            self.push_to::<RECORD, L>(shared, line)
+            self.push_to::<RECORD, L, R>(shared, line, map)
         };
-        self.slot.busy.store(false, Ordering::Release);
+        busy.store(false, Ordering::Release);
         result
     }
 
     #[inline(always)]
-    fn push_to<const RECORD: bool, L: Queued>(
+    fn push_to<const RECORD: bool, L: Queued, R>(
         &mut self,
         shared: &Shared,
         line: &mut ManuallyDrop<L>,
-    ) -> Pushed {
+        map: impl Fn(Pushed) -> R,
+    ) -> R {
         // A deferred record has its id already (`record::begin_line`).
         let id = line.id_mut();
         if RECORD && *id == 0 {
@@ -220,7 +241,7 @@ impl LocalRing {
                     Err(e) => {
                         // SAFETY: consumed here, per the contract.
                         unsafe { ManuallyDrop::drop(line) };
-                        return e;
+                        return map(e);
                     }
                 }
             }
@@ -234,7 +255,7 @@ impl LocalRing {
         unsafe { self.cursor.commit(words) };
         let pos = Pos { ring: self.ring, index: self.pushed };
         self.pushed += 1;
-        Ok(Some((pos, id)))
+        map(Ok(Some((pos, id))))
     }
 }
 
@@ -401,15 +422,18 @@ struct Rings {
 /// thread's spare box ([`SPARE`]).
 struct Local {
     /// An `UnsafeCell` rather than a `RefCell`: [`push`] is the only code that touches it, and
-    /// [`ENTERED`] refuses a push nested in another one on the same thread (from a global
-    /// allocator, or a `Drop` run by the push), so a mutable reference obtained here is always
-    /// unique. That lets the line be moved once, straight into the ring, instead of through a
-    /// closure.
+    /// [`Entered`] refuses a push nested in another one on the same thread (from a global
+    /// allocator, or a `Drop` run by the push), so a mutable reference obtained here (or through
+    /// [`FIRST`]) is always unique. That lets the line be moved once, straight into the ring,
+    /// instead of through a closure.
     rings: UnsafeCell<Rings>,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
+        // The rings go with `self`: no push may reach the first one through `FIRST` any more
+        // (a push from a later destructor finds `LOCAL` gone and takes the fallback ring).
+        FIRST.set(ptr::null_mut());
         // No box is kept after this: `give_spare` keeps one only while `LOCAL` is alive.
         if let Some(slot) = take_spare() {
             drop(slot);
@@ -430,9 +454,17 @@ thread_local! {
     /// load and the store of `take` runs to its end first and leaves the cell as it found it.
     static SPARE: Cell<*mut LineBox> = const { Cell::new(std::ptr::null_mut()) };
 
-    /// True while this thread is inside [`push`]. A `Cell<bool>` has no destructor, so this stays
-    /// usable while the thread's other thread-locals are torn down.
-    static ENTERED: Cell<bool> = const { Cell::new(false) };
+    /// This thread's first ring (`Rings::first` of [`LOCAL`]) while no push runs on this thread
+    /// and `LOCAL` is alive; [`IN_PUSH`] while one runs (or anything counted as one: see
+    /// [`Entered`]); null before the thread's first push and once `LOCAL` is gone. A push to
+    /// the first ring, nearly every push, reads this word, sets it to `IN_PUSH`, pushes, and
+    /// sets it back: a load and two stores, where a flag for "inside a push", the check that
+    /// `LOCAL` is alive and the check that it has a first ring took eleven instructions more.
+    /// Any other word sends the push the long way ([`push_slow`]), which refuses it when a
+    /// push runs. No destructor, so that it stays usable while the thread's other
+    /// thread-locals are torn down. A nested call (a signal handler) between the load and the
+    /// store runs to its end first and leaves the word as it found it.
+    static FIRST: Cell<*mut LocalRing> = const { Cell::new(ptr::null_mut()) };
 
     /// True while this thread runs [`signal_safe`]: a push that waits for room then only waits.
     static SIGNAL_SAFE: Cell<bool> = const { Cell::new(false) };
@@ -503,15 +535,27 @@ fn keep_spare(slot: Box<LineBox>) -> Option<Box<LineBox>> {
         .unwrap_or_default()
 }
 
-/// Marks this thread as inside [`push`] until dropped; `None` when it already is.
-pub(crate) struct Entered;
+/// What [`FIRST`] holds while this thread is inside a push (or counted as inside one): an
+/// address no ring has, and no null, so that one comparison (`<= IN_PUSH`) sends a push the
+/// long way both before the first ring and inside a push.
+const IN_PUSH: *mut LocalRing = ptr::dangling_mut();
+
+/// Whether `first` (a value of [`FIRST`]) is the first ring, for a push to use.
+#[inline(always)]
+fn is_ring(first: *mut LocalRing) -> bool {
+    first.addr() > IN_PUSH.addr()
+}
+
+/// Marks this thread as inside [`push`] until dropped; `None` when it already is. Keeps what
+/// [`FIRST`] held, to put back when dropped.
+pub(crate) struct Entered(*mut LocalRing);
 
 impl Entered {
     #[inline(always)]
     pub(crate) fn enter() -> Option<Entered> {
-        match ENTERED.try_with(|e| e.replace(true)) {
-            Ok(false) => Some(Entered),
-            _ => None,
+        match FIRST.replace(IN_PUSH) {
+            IN_PUSH => None,
+            first => Some(Entered(first)),
         }
     }
 }
@@ -519,20 +563,26 @@ impl Entered {
 impl Drop for Entered {
     #[inline(always)]
     fn drop(&mut self) {
-        let _ = ENTERED.try_with(|e| e.set(false));
+        FIRST.set(self.0);
     }
 }
 
-/// This thread's ring for `shared` among `rings`, created on first use.
-#[inline(always)]
-fn local_ring<'a>(
-    rings: &'a mut Rings,
+/// [`push_slow`]'s push to a ring other than the thread's first: of a second trace, or a new
+/// one. Consumes `*line` as [`push`] does.
+#[cold]
+fn push_other<const RECORD: bool, L: Queued>(
+    rings: &mut Rings,
     shared: &Arc<Shared>,
-) -> Result<&'a mut LocalRing, Refused> {
-    if rings.first.as_ref().is_none_or(|r| r.trace_id != shared.id) {
-        return other_ring(rings, shared);
+    line: &mut ManuallyDrop<L>,
+) -> Pushed {
+    match other_ring(rings, shared) {
+        Ok(ring) => ring.push::<RECORD, L, _>(shared, line, |p| p),
+        Err(e) => {
+            // SAFETY: consumed here, per the contract.
+            unsafe { ManuallyDrop::drop(line) };
+            Err(e)
+        }
     }
-    rings.first.as_mut().ok_or(Refused::Closed) // always there: just checked
 }
 
 /// A ring other than the first: of a second trace, or a new one.
@@ -581,24 +631,112 @@ pub(crate) fn push<const RECORD: bool, L: Queued>(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<L>,
 ) -> Pushed {
-    push_local::<RECORD, L>(shared, line).0
+    push_local::<RECORD, L, _>(shared, line, |p| p).0
+}
+
+/// A [`Pushed`] as plain values side by side (the outcome, where the line went, its id), which
+/// the ways a push can go can meet in: as a `Pushed`, whose variants overlap, a record's push
+/// met in memory, its position stored a byte, a word and a half-word at a time and read back
+/// whole (a load the CPU cannot forward from those stores), ten instructions and a stall.
+#[derive(Clone, Copy)]
+pub(crate) struct Placed {
+    /// 0: written; 1: dropped by the policy; 2: refused, closed; 3: refused, re-entered.
+    outcome: u8,
+    pos: Pos,
+    id: u64,
+}
+
+/// [`Pushed`] as [`Placed`].
+#[inline(always)]
+fn placed(p: Pushed) -> Placed {
+    let nowhere = Pos { ring: 0, index: 0 };
+    match p {
+        Ok(Some((pos, id))) => Placed { outcome: 0, pos, id },
+        Ok(None) => Placed { outcome: 1, pos: nowhere, id: 0 },
+        Err(Refused::Closed) => Placed { outcome: 2, pos: nowhere, id: 0 },
+        Err(Refused::Reentrant) => Placed { outcome: 3, pos: nowhere, id: 0 },
+    }
+}
+
+impl Placed {
+    /// Back as a [`Pushed`], once the ways have met.
+    #[inline(always)]
+    pub(crate) fn pushed(self) -> Pushed {
+        match self.outcome {
+            0 => Ok(Some((self.pos, self.id))),
+            1 => Ok(None),
+            2 => Err(Refused::Closed),
+            _ => Err(Refused::Reentrant),
+        }
+    }
+}
+
+/// [`push`] for a record line (`RECORD`), its result met in [`Placed`].
+#[inline(always)]
+pub(crate) fn push_record<L: Queued>(shared: &Arc<Shared>, line: &mut ManuallyDrop<L>) -> Pushed {
+    push_local::<true, L, _>(shared, line, placed).0.pushed()
+}
+
+/// [`placed`], for a builder's record line pushed from its box ([`push_boxed`]).
+#[inline(always)]
+pub(crate) fn placed_record(p: Pushed) -> Placed {
+    placed(p)
+}
+
+/// [`push`] for a line that is no record, whose caller needs neither where it went nor an id:
+/// a line the drop policy drops is counted as `drop_kind`.
+///
+/// Why apart: the ways a push can go (this thread's ring, another, the shared fallback, a
+/// refusal) meet in one result; as a [`Pushed`], four words, that result went through the
+/// stack, stored on every push and loaded back. Each way's result is made what the caller
+/// needs before they meet ([`counting`]), so that they meet in a register.
+#[inline(always)]
+pub(crate) fn push_counted<L: Queued>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<L>,
+    drop_kind: usize,
+) -> Result<(), Refused> {
+    push_local::<false, L, _>(shared, line, counting(shared, drop_kind)).0
+}
+
+/// What a caller of [`push_counted`] (or of [`push_boxed`] with this) does with a push's
+/// outcome, done on each way the push can go, so that each way's result is a constant (where
+/// whether the line was written met, was tested, and made this: five instructions a line).
+#[inline(always)]
+pub(crate) fn counting(
+    shared: &Shared,
+    drop_kind: usize,
+) -> impl Fn(Pushed) -> Result<(), Refused> + '_ {
+    move |p: Pushed| match p {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => {
+            shared.count_drop(drop_kind);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// [`push`] for a builder's line in its box, which then becomes this thread's spare box (or is
 /// handed back to the caller's pool when there is one already).
+///
+/// `map` makes the result what the caller needs (see [`push_counted`]).
 #[inline(always)]
-pub(crate) fn push_boxed<const RECORD: bool>(
+pub(crate) fn push_boxed<const RECORD: bool, R>(
     shared: &Arc<Shared>,
     slot: Box<LineBox>,
-) -> (Pushed, Option<Box<LineBox>>) {
+    map: impl Fn(Pushed) -> R,
+) -> (R, Option<Box<LineBox>>) {
     // A raw pointer owns the box while its line is moved out, so that no `Box` is asserted
     // unique while the reference to the line is in use.
     let raw = Box::into_raw(slot);
     // SAFETY: `raw` is a live box whose line is initialized and ours; `ManuallyDrop<Line>` has
     // the same layout as `Line`, and the push takes ownership through it exactly once.
-    let (result, local) = push_local::<RECORD, Line>(shared, unsafe {
-        &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>()
-    });
+    let (result, local) = push_local::<RECORD, Line, R>(
+        shared,
+        unsafe { &mut *(*raw).line.as_mut_ptr().cast::<ManuallyDrop<Line>>() },
+        map,
+    );
     // SAFETY: the line has been consumed and the reference to it is gone; the box (holding a
     // moved-out line, which `MaybeUninit` never drops) is ours again.
     let slot = unsafe { Box::from_raw(raw) };
@@ -610,20 +748,47 @@ pub(crate) fn push_boxed<const RECORD: bool>(
     }
 }
 
-/// Pushes `line` as [`push`] does; also says whether this thread's [`Local`] was reachable
-/// (alive), so that a box given to [`SPARE`] now is freed with it.
+/// Pushes `line` as [`push`] does, its result made what the caller needs by `map` on each way
+/// the push can go (see [`push_counted`]); also says whether this thread's [`Local`] was
+/// reachable (alive), so that a box given to [`SPARE`] now is freed with it.
 #[inline(always)]
-fn push_local<const RECORD: bool, L: Queued>(
+fn push_local<const RECORD: bool, L: Queued, R>(
     shared: &Arc<Shared>,
     line: &mut ManuallyDrop<L>,
-) -> (Pushed, bool) {
-    let Some(entered) = Entered::enter() else {
+    map: impl Fn(Pushed) -> R,
+) -> (R, bool) {
+    let first = FIRST.get();
+    if is_ring(first) {
+        // SAFETY: a ring in `FIRST` is `LOCAL`'s first, alive (`Local`'s destructor clears the
+        // word), and no push runs on this thread (one would have left `IN_PUSH` there), so no
+        // other reference to it exists; `IN_PUSH` keeps it so until the word is put back.
+        let ring = unsafe { &mut *first };
+        if ring.shared == Arc::as_ptr(shared).addr() {
+            FIRST.set(IN_PUSH);
+            let result = ring.push::<RECORD, L, R>(shared, line, map);
+            FIRST.set(first);
+            return (result, true);
+        }
+    }
+    push_slow::<RECORD, L, R>(shared, line, map)
+}
+
+/// [`push_local`] for a push that is not to the thread's first ring: the thread's first push, a
+/// push to another trace, one nested in a push, or one while the thread is torn down.
+#[cold]
+#[inline(never)]
+fn push_slow<const RECORD: bool, L: Queued, R>(
+    shared: &Arc<Shared>,
+    line: &mut ManuallyDrop<L>,
+    map: impl Fn(Pushed) -> R,
+) -> (R, bool) {
+    let Some(mut entered) = Entered::enter() else {
         // A push from inside a push on this thread (a global allocator or a destructor that
         // emits): refused, since the thread's ring list is in use. The line is dropped while
         // this thread is still marked, so its destructor cannot recurse either.
         // SAFETY: consumed here, per the contract.
         unsafe { ManuallyDrop::drop(line) };
-        return (Err(Refused::Reentrant), false);
+        return (map(Err(Refused::Reentrant)), false);
     };
     // `closed` is read once, in the handshake of `LocalRing::push` (and before a ring is made).
     let pushed = match LOCAL.try_with(|l| l as *const Local) {
@@ -632,18 +797,19 @@ fn push_local<const RECORD: bool, L: Queued>(
             // `Local::rings`: `entered` proves no other reference to the rings exists on this
             // thread while this one lives.
             let rings = unsafe { &mut *(*local).rings.get() };
-            let result = match local_ring(rings, shared) {
-                Ok(ring) => ring.push::<RECORD, L>(shared, line),
-                Err(e) => {
-                    // SAFETY: consumed here, per the contract.
-                    unsafe { ManuallyDrop::drop(line) };
-                    Err(e)
+            let result = match rings.first.as_mut() {
+                Some(ring) if ring.trace_id == shared.id => {
+                    ring.push::<RECORD, L, R>(shared, line, map)
                 }
+                _ => map(push_other::<RECORD, L>(rings, shared, line)),
             };
+            // The first ring as it is now (made, or replaced, by this push), for the pushes
+            // after this one; made from this reference, the latest to the rings.
+            entered.0 = rings.first.as_mut().map_or(ptr::null_mut(), |r| r as *mut LocalRing);
             (result, true)
         }
         // No usable thread-local ring (this thread is being torn down).
-        Err(_) => (push_fallback::<RECORD, L>(shared, line), false),
+        Err(_) => (map(push_fallback::<RECORD, L>(shared, line)), false),
     };
     drop(entered);
     pushed
@@ -668,5 +834,5 @@ fn push_fallback<const RECORD: bool, L: Queued>(
             }
         },
     };
-    fallback.insert(ring).push::<RECORD, L>(shared, line)
+    fallback.insert(ring).push::<RECORD, L, _>(shared, line, |p| p)
 }
