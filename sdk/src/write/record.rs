@@ -602,7 +602,7 @@ impl RecordHandle {
         match flags & STATE {
             PUSHED if n.kids.load(Ordering::Relaxed).is_null() => {
                 // SAFETY: PUSHED was seen (acquire): `pos` is written.
-                write_end(&n.inner, n.raw_id(), unsafe { *n.pos.get() }, clk, status)
+                Ok(write_end(&n.inner, n.raw_id(), unsafe { *n.pos.get() }, clk, status)?)
             }
             // Records were deferred under it: its end may have to be held (CAP-DEFER-2).
             PUSHED => end_with_kids(n, clk, status),
@@ -887,7 +887,8 @@ fn leave(shared: &super::Shared, slot: Box<Slot>, drop_kind: usize) {
     shared.gate.leave(drop_kind);
 }
 
-/// Writes a `record_end` line (with a final status).
+/// Writes a `record_end` line (with a final status). Returns a byte, not an `Error` (which went
+/// through memory), as [`push_plain`] does.
 #[inline(never)]
 fn write_end(
     inner: &Arc<Inner>,
@@ -895,7 +896,7 @@ fn write_end(
     pos: Pos,
     clk: u64,
     status: Option<Status>,
-) -> Result<(), Error> {
+) -> Result<(), ring::Refused> {
     // The line is consumed by the push whatever it returns.
     let shared = &inner.shared;
     match status {
@@ -932,11 +933,11 @@ fn end_with_kids(n: &Node, clk: u64, status: Option<Status>) -> Result<(), Error
     let pos = unsafe { *n.pos.get() };
     // The handle is being consumed: no record can be deferred under it any more.
     let Some(k) = NonNull::new(n.kids.swap(std::ptr::null_mut(), Ordering::Acquire)) else {
-        return write_end(&n.inner, n.raw_id(), pos, clk, status);
+        return Ok(write_end(&n.inner, n.raw_id(), pos, clk, status)?);
     };
     // SAFETY: taken out of the node, given once.
     let Some(parting) = (unsafe { kids::part(k) }) else {
-        return write_end(&n.inner, n.raw_id(), pos, clk, status);
+        return Ok(write_end(&n.inner, n.raw_id(), pos, clk, status)?);
     };
     let id = n.raw_id();
     let mut line = end_line(id, pos, clk, status);
@@ -1044,14 +1045,15 @@ fn pushed_word(inner: &Arc<Inner>, pushed: Option<(Pos, u64)>, cap: u8) -> NonNu
 
 /// [`begin_line`] for a [`PlainRecord`] (consumed whatever happens): writes it, leaves it out,
 /// defers it (into a pooled box as a builder's line, CAP-DEFER-1) or drops it; returns its
-/// handle's word.
+/// handle's word, or why the push refused it: two words in registers, where a
+/// `Result<_, Error>` was returned through memory and tested there.
 #[inline(never)]
 fn begin_plain<F: PlainFields>(
     inner: &Arc<Inner>,
     parent: &RecordHandle,
     line: &mut ManuallyDrop<PlainRecord<F>>,
     sampled: bool,
-) -> Result<NonNull<Node>, Error> {
+) -> Result<NonNull<Node>, ring::Refused> {
     let shared = &inner.shared;
     let (verdict, cap) = shared.gate.record(
         &line.record_type,
