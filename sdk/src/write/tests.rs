@@ -287,9 +287,26 @@ fn producers_nap_longer_the_more_of_them_wait() {
 
 /// Many producers behind a slow sink nap at once (the count the naps scale with sees them), and
 /// every one gives its place back: after the close none is counted, and every event is written.
+/// Whether two were seen napping at once depends on the observer thread getting a core while
+/// they do, which a loaded machine may not give it: the run is repeated (up to five times) until
+/// it does, each run checked in full.
 #[test]
 #[cfg_attr(miri, ignore = "thousands of naps: too slow under Miri")]
 fn producers_waiting_together_are_counted_and_let_go() {
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let most = producers_behind_a_slow_sink();
+        seen.push(most);
+        if most > 1 {
+            return;
+        }
+    }
+    panic!("producers napped one at a time in every run ({seen:?}): the test proves nothing");
+}
+
+/// One run of [`producers_waiting_together_are_counted_and_let_go`]: the most producers seen
+/// napping at once.
+fn producers_behind_a_slow_sink() -> usize {
     const THREADS: u64 = 8;
     let out = Slow::default();
     let trace =
@@ -319,10 +336,10 @@ fn producers_waiting_together_are_counted_and_let_go() {
         }
         done.store(true, Ordering::Relaxed);
     });
-    assert!(most.into_inner() > 1, "producers napped one at a time: the test proves nothing");
     assert_eq!(trace.0.shared.napping.load(Ordering::Relaxed), 0);
     drop(root);
     assert_eq!(trace.close().expect("close").events, THREADS * 200);
+    most.into_inner()
 }
 
 /// A sink slower than the producer: every write waits a while, as a loaded disk does.
