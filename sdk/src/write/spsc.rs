@@ -125,7 +125,8 @@ pub(crate) struct Cursor {
     limit: usize,
     /// How far past the tail, in words, [`Cursor::commit`] asks for the cache line the producer
     /// will write there (`prefetchw`); 0: not at all (a CPU without the instruction, Miri, other
-    /// targets). [`AHEAD`], or a quarter of a smaller ring.
+    /// targets). [`AHEAD`], or a quarter of a smaller ring. Read only where the hint is issued.
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
     ahead: usize,
 }
 
@@ -165,6 +166,7 @@ const AHEAD: usize = 256;
 /// room 0.078 -> 0.040 s; `count` 1.55 -> 1.50 s (four of four). 128 and 1024 words ahead did
 /// alike (five rounds each). On the 6502 emulator's recorder (`mos6502-trace`, four alternated
 /// pairs, 02:20 UTC) 64 words did worse (4.98-5.11 s against 4.52-4.81 s) and 512 alike.
+#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
 const READ_AHEAD: usize = 256;
 
 // SAFETY: the pointers are into a buffer that is `Send + Sync`; the cursor is used by one
@@ -235,7 +237,8 @@ pub(crate) struct Consumer {
     /// Last `tail` read from the producer.
     tail: usize,
     freed: usize,
-    /// Whether and how [`Consumer::uncache`] flushes ([`flush`]).
+    /// Whether and how [`Consumer::uncache`] flushes ([`flush`]): x86_64 only, not under Miri.
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
     flush: Flush,
     /// Words up to which [`Consumer::peek`] has asked for the cache lines ahead.
     #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
