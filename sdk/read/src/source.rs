@@ -1,4 +1,4 @@
-//! Where the bytes come from: a memory-mapped file, or a (possibly decompressed) stream.
+//! Where the bytes come from: a file read as a stream (never mapped), or a (possibly decompressed) stream.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
