@@ -866,6 +866,13 @@ static inline const char *jets_disabled_status_name(int code) { (void)code; retu
 #define jets_flush jets_disabled_trace
 #define jets_close jets_disabled_trace
 #define jets_close_at jets_disabled_trace_u64
+#define jets_capture_on jets_disabled_trace
+#define jets_capture_off jets_disabled_trace
+#define jets_roi_begin jets_disabled_trace
+#define jets_roi_end jets_disabled_trace
+#define jets_dump jets_disabled_trace
+/* Nothing is written, so no size limit is ever reached: 0, as for a trace below its limit. */
+#define jets_limit_reached jets_disabled_trace
 #define jets_intern jets_disabled_intern
 #define jets_host_monitor_start jets_disabled_trace_u32
 #define jets_host_monitor_stop jets_disabled_trace

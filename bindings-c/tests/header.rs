@@ -59,3 +59,36 @@ fn cpp_status_and_severity_match_the_vocabulary() {
     assert_eq!(lists("enum class severity {"), std::slice::from_ref(&severities));
     assert_eq!(lists("names[] = {"), [statuses, severities], "the name() arrays");
 }
+
+/// With `JETS_DISABLE` every function of the header must have an inline stand-in, or a program
+/// that compiles the SDK out fails to link at the one call nobody thought of (it happened to the
+/// capture calls): each declared `jets_*` function is `#define`d in the disabled block, and the
+/// block defines nothing the header does not declare.
+#[test]
+fn every_function_has_a_disabled_stand_in() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/jets.h");
+    let header = std::fs::read_to_string(path).expect("read include/jets.h");
+    let start = header.find("#ifdef JETS_DISABLE").expect("the disabled block");
+    let end = header.find("#endif /* JETS_DISABLE */").expect("the end of the disabled block");
+    // A declaration starts at column 0 with its return type: `int jets_open(...`.
+    let declared: std::collections::BTreeSet<&str> = header[..start]
+        .lines()
+        .filter(|line| {
+            let skip = ["static", "typedef", "#", "/", "*", "}", "extern"];
+            !line.starts_with(char::is_whitespace) && !skip.iter().any(|s| line.starts_with(s))
+        })
+        .filter_map(|line| line.split_once('('))
+        .filter_map(|(head, _)| head.rsplit([' ', '*']).next())
+        .filter(|name| name.starts_with("jets_"))
+        .collect();
+    let stood_in: std::collections::BTreeSet<&str> = header[start..end]
+        .lines()
+        .filter_map(|line| line.strip_prefix("#define "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
+    assert!(declared.len() > 30, "found only {} declarations: {declared:?}", declared.len());
+    let missing: Vec<_> = declared.difference(&stood_in).collect();
+    let extra: Vec<_> = stood_in.difference(&declared).collect();
+    assert!(missing.is_empty(), "no JETS_DISABLE stand-in for {missing:?}");
+    assert!(extra.is_empty(), "JETS_DISABLE defines {extra:?}, which the header does not declare");
+}

@@ -33,6 +33,9 @@ int main(void) {
     bad |= jets_annotation_ex(t, r, &a) != JETS_OK;
     bad |= jets_set_clock(t, clk++) != JETS_OK;
     bad |= jets_record_end(t, r, clk++) != JETS_OK;
+    bad |= jets_capture_off(t) != JETS_OK || jets_capture_on(t) != JETS_OK;
+    bad |= jets_roi_begin(t) != JETS_OK || jets_roi_end(t) != JETS_OK;
+    bad |= jets_dump(t) != JETS_OK || jets_limit_reached(t) != 0;
     bad |= jets_flush(t) != JETS_OK;
     bad |= jets_last_error_code() != JETS_OK || strcmp(jets_last_error(), "") != 0;
     bad |= jets_close(t) != JETS_OK;
