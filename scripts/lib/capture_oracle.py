@@ -11,7 +11,8 @@ property tests' model), and compares them with FILE's as multisets of id-free ke
 its path of (name, record_type, clk) from the root. Exits 1 naming the first differences.
 
 Settings: clk=A..B, every=P, types=, events=, units=, sample=TYPE:N (CAP-WIN-1/2, CAP-SUB-1,
-CAP-ANC-1), or recorder=CYCLES alone, dumped once at close (CAP-REC-1, CAP-REC-9)."""
+CAP-ANC-1), or recorder=CYCLES alone, dumped once at close (CAP-REC-1, CAP-REC-9), or limit=SIZE
+alone (CAP-LIM-1: FULL's lines up to the one that brings the file, header included, to SIZE)."""
 import collections
 import json
 import sys
@@ -20,6 +21,20 @@ import sys
 def load(path):
     with open(path) as f:
         return [json.loads(line) for line in f]
+
+
+def sizes(path):
+    """The size of each line of the file, its newline included."""
+    with open(path, "rb") as f:
+        return [len(line) for line in f]
+
+
+UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+
+
+def size(v):
+    digits = v.rstrip("BbKkMmGgIi")
+    return int(digits) * UNITS[v[len(digits):].lower()]
 
 
 def body(lines):
@@ -49,7 +64,7 @@ def keyed(lines):
 
 def parse(setting):
     c = {"window": None, "every": None, "types": None, "events": None, "units": None,
-         "samples": {}, "recorder": None}
+         "samples": {}, "recorder": None, "limit": None}
     for clause in setting.split(";"):
         k, _, v = clause.partition("=")
         if k == "clk":
@@ -66,6 +81,8 @@ def parse(setting):
             c["samples"][t] = int(n)
         elif k == "recorder":
             c["recorder"] = int(v)
+        elif k == "limit" and setting == clause:
+            c["limit"] = size(v)
         else:
             sys.exit(f"capture_oracle: clause {clause!r} is not one this oracle models")
     return c
@@ -136,6 +153,18 @@ def selected(full, c):
     return out
 
 
+def limited(full, line_sizes, limit):
+    """A size limit alone: the file's lines in FULL's order, up to and with the one that
+    brings it, header included, to `limit` bytes or past them (CAP-LIM-1)."""
+    total, out = line_sizes[0], []
+    for l, n in zip(full, line_sizes[1:]):
+        if total >= limit:
+            break
+        out.append(l)
+        total += n
+    return out
+
+
 def recorded(full, cycles):
     """A recorder dumped at close: the lines after the longest prefix (arrival order) at least
     `cycles` below the largest cycle, the records they need, and those records' ends. An
@@ -162,12 +191,22 @@ def recorded(full, cycles):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    full = body(load(sys.argv[1]))
+    everything = load(sys.argv[1])
+    full = body(everything)
+    # The sizes of the header and of the body's lines, in order.
+    assert everything[0]["type"] == "header" and everything[-1]["type"] == "footer"
+    assert len(full) == len(everything) - 2, "FULL holds lines other than the spec's"
+    full_sizes = sizes(sys.argv[1])[:-1]
     failed = 0
     for arg in sys.argv[2:]:
         setting, _, path = arg.rpartition("=")
         c = parse(setting)
-        want = keyed(recorded(full, c["recorder"]) if c["recorder"] is not None else selected(full, c))
+        if c["limit"] is not None:
+            want = keyed(limited(full, full_sizes, c["limit"]))
+        elif c["recorder"] is not None:
+            want = keyed(recorded(full, c["recorder"]))
+        else:
+            want = keyed(selected(full, c))
         have = keyed(body(load(path)))
         missing, extra = want - have, have - want
         verdict = "ok" if not (missing or extra) else "MISMATCH"

@@ -3,7 +3,7 @@
 # pipeline, deeper trees: units, stalls, refills) and the mos6502 crate running Klaus Dormann's
 # functional test (a simulator we did not write). Each runs once unfiltered and then under fixed
 # and seeded random JETS_CAPTURE settings (windows, repeated windows, type, event and unit
-# filters, samples, flight recorders); scripts/lib/capture_oracle.py computes from the unfiltered
+# filters, samples, flight recorders, size limits); scripts/lib/capture_oracle.py computes from the unfiltered
 # trace, by the spec's rules written again in Python, exactly which lines each setting selects,
 # and compares them with the file. The oracle is first shown a wrong file, which it must refuse.
 # `jets cut` of the unfiltered trace under each setting must then be that same file, byte for
@@ -16,8 +16,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 source scripts/lib/capture-oracle.bash
 
-cargo build --release --locked --quiet -p jets-examples --bin pipeline_modes -p jets-example-mos6502 \
-    -p jets-cli
+# `--bin` picks among every package named: each binary named, or the others are not built.
+cargo build --release --locked --quiet -p jets-examples -p jets-example-mos6502 -p jets-cli \
+    --bin pipeline_modes --bin mos6502-trace --bin jets
 tiny5="$target/release/pipeline_modes"
 sim="$target/release/mos6502-trace"
 jets="$target/release/jets"
@@ -30,7 +31,8 @@ settings() {
 import random, sys
 length, seed, types, events, units = int(sys.argv[1]), int(sys.argv[2]), *[a.split(",") for a in sys.argv[3:6]]
 fixed = [f"clk=0..5", f"clk={length // 2}..{length // 2 + length // 100}", f"clk={length - 50}..{length * 2}",
-         f"clk=100..200;every={length // 10}", "recorder=1", f"recorder={length // 100}", f"recorder={length // 3}"]
+         f"clk=100..200;every={length // 10}", "recorder=1", f"recorder={length // 100}", f"recorder={length // 3}",
+         "limit=300B", "limit=100KiB", "limit=1MiB"]
 r = random.Random(seed)
 def drawn():
     c = []

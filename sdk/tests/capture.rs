@@ -607,8 +607,13 @@ fn stops_at_its_limit(builder: TraceBuilder, setting: &str) {
     let summary = t.close().unwrap();
     assert!(summary.limit_reached);
     let text = buf.text();
-    let bound = LIMIT + jets::WRITE_BATCH_BYTES;
-    assert!((LIMIT..bound).contains(&text.len()), "{setting}: {} bytes", text.len());
+    // The file ends with the line that brought it to the limit, the footer after it.
+    let before_footer = text.trim_end_matches('\n').rfind('\n').unwrap() + 1;
+    let last_line = text[..before_footer - 1].rfind('\n').map_or(0, |at| at + 1);
+    assert!(
+        last_line < LIMIT && LIMIT <= before_footer,
+        "{setting}: the last line spans bytes {last_line}..{before_footer}, not the limit {LIMIT}"
+    );
     let lines = valid(&text);
     let count = |ty: &str| lines.iter().filter(|l| l["type"] == ty).count() as u64;
     let f = footer(&lines);
@@ -627,6 +632,45 @@ fn stops_at_its_limit(builder: TraceBuilder, setting: &str) {
     }
     let said = jets::capture::FooterCapture::read(&jets_footer(&text)).unwrap().describe();
     assert!(said.contains("a PART of the run (stopped at its size limit; left out: "), "{said}");
+}
+
+/// CAP-LIM-1: the file ends at the line that reaches the limit, wherever the batches before it
+/// ended. One thread makes the same lines with its flushes (each ends a batch) at different
+/// places: every file is the same prefix of the whole trace, and `jets cut --capture limit=`
+/// of the whole trace can make it again (CAP-CUT-1).
+#[test]
+fn a_size_limit_ends_the_file_at_the_same_line_however_batches_fall() {
+    fn trace(setting: &str, flush_every: u64) -> String {
+        let buf = Buf::default();
+        let t = TraceBuilder::new()
+            .capture(setting.parse().unwrap())
+            .writer(buf.clone(), Metadata::new())
+            .expect("open");
+        let core = t.root("core", "Core").begin_at(0).unwrap();
+        for i in 0..20_000u64 {
+            let insn = core.child_at(i, "insn", "Instruction").field("pc", 4 * i).begin().unwrap();
+            insn.emit_event_at(i + 1, "EX").unwrap();
+            insn.end_at(i + 2).unwrap();
+            if i % flush_every == flush_every - 1 {
+                t.flush().unwrap();
+            }
+        }
+        core.end_at(20_002).unwrap();
+        t.close().unwrap();
+        buf.text()
+    }
+    let body = |text: &str| text[..text.trim_end().rfind('\n').unwrap() + 1].to_owned();
+    let whole = body(&trace("full", u64::MAX));
+    let limit = 300_000;
+    let parts: Vec<String> =
+        [u64::MAX, 1, 7, 1000].iter().map(|&n| trace("limit=300000B", n)).collect();
+    for part in &parts {
+        let part = body(part);
+        assert!(whole.starts_with(&part), "not a prefix of the whole trace");
+        let last = part[..part.len() - 1].rfind('\n').unwrap() + 1;
+        assert!(last < limit && limit <= part.len(), "the last line spans {last}..{}", part.len());
+    }
+    assert!(parts.iter().all(|p| p == &parts[0]), "the files differ with the flushes");
 }
 
 /// The footer line of `text`, parsed as the SDK's readers parse it.
@@ -1757,6 +1801,12 @@ proptest! {
         let body = text.len() - text.lines().last().unwrap().len() - 1;
         let reached = f["limit_reached"] == true;
         prop_assert_eq!(reached, body as u64 >= limit, "{} bytes and the footer, setting {}", body, c);
+        if reached && window.is_none() {
+            // The file ends with the line that reached the limit, wherever batches ended (with
+            // a window, with the line and the held ancestors written with it).
+            let last = text[..body - 1].rfind('\n').map_or(0, |at| at + 1);
+            prop_assert!((last as u64) < limit, "{} bytes before the last line, setting {}", last, c);
+        }
         for (kind, ty) in [("records", "record"), ("events", "event"), ("annotations", "annotation")] {
             let whole = m.lines.iter().filter(|((k, ..), _)| k == ty).count() as u64;
             let written = f[format!("total_{kind}")].as_u64().unwrap();

@@ -109,7 +109,7 @@ struct Writer {
     /// The signal dumps served (`Shared::signal_dumps` asks for more).
     signal_dumps: u64,
     /// CAP-LIM-1, once the file reached its `limit=` size: what the summary counted then (the
-    /// lines in the file) and the lines of batches encoded by others and not written since.
+    /// lines in the file) and, from close, the lines counted after it.
     past_limit: Option<(Written, LeftOut)>,
 }
 
@@ -203,8 +203,11 @@ pub(crate) fn run(shared: Arc<Shared>, sink: Sink, config: Config) -> Summary {
     // stay taken until it is written, and more lines would be dropped. Capture control decides
     // line by line in order, in this thread: its traces are encoded here too (most of their
     // lines are never encoded at all). Counting encodes nothing: there is nothing to share out.
+    // A size limit is decided line by line too (CAP-LIM-1), so that the file ends at the same
+    // line however the batches fell.
     let others_encode = w.config.encoders > 1 || w.shared.policy == Policy::Block;
-    if others_encode && w.keeper.is_none() && !w.shared.capture.count {
+    let capture = &w.shared.capture;
+    if others_encode && w.keeper.is_none() && !capture.count && capture.limit.is_none() {
         let codec = w.sink.as_ref().and_then(Sink::codec);
         // Threads that cannot be started: this thread encodes, as with one encoder.
         w.pool = Pool::new(w.config.encoders, codec).or_else(|_| Pool::new(1, codec)).ok();
@@ -407,7 +410,8 @@ impl Writer {
             let Writer { keeper, buf, summary, shared, popped, past_limit, .. } = self;
             // Past the size limit, lines are only counted (CAP-LIM-1).
             let counting = shared.capture.count || past_limit.is_some();
-            let mut out = Counted { buf, summary, counting };
+            let full_at = batch_full_at(shared.capture.limit, summary.bytes, past_limit.is_some());
+            let mut out = Counted { buf, summary, counting, full_at };
             let popped: &[u64] = popped;
             let stopped = match keeper.as_mut() {
                 // A trigger's dump stops only at a full batch (`Out::full`), which ends the run
@@ -440,7 +444,9 @@ impl Writer {
                     }
                 }),
             };
-            if batch_full(&self.buf) {
+            let limit = self.shared.capture.limit;
+            if self.buf.len() >= batch_full_at(limit, self.summary.bytes, self.past_limit.is_some())
+            {
                 self.write_buf();
             }
             if self.keeper.as_ref().is_some_and(Keeper::dumping) {
@@ -536,11 +542,6 @@ impl Writer {
     /// Writes an encoded batch (after a failure, discards it like `write_buf`).
     fn write_job(&mut self, job: &Job) {
         let c = &job.counts;
-        if let Some((_, not_written)) = self.past_limit.as_mut() {
-            // CAP-LIM-1: a batch encoded before the writer reached the limit is not written.
-            *not_written += lines_of(c);
-            return;
-        }
         let s = &mut self.summary;
         s.records += c.records;
         s.record_ends += c.record_ends;
@@ -594,7 +595,13 @@ impl Writer {
     fn dump_batch(&mut self) -> bool {
         let Writer { keeper, buf, summary, shared, .. } = self;
         let Some(keeper) = keeper.as_mut() else { return true };
-        keeper.dump(&mut Counted { buf, summary, counting: shared.capture.count })
+        // A recorder has no size limit (CAP-LIM-1): a batch's worth.
+        keeper.dump(&mut Counted {
+            buf,
+            summary,
+            counting: shared.capture.count,
+            full_at: BATCH_BYTES,
+        })
     }
 
     /// Finishes a dump whose first batch is encoded (and not written): each full batch goes to a
@@ -732,6 +739,8 @@ struct Counted<'a> {
     /// CAP-COUNT-1: count the line without encoding it (the totals move to
     /// `Summary::counted` at close).
     counting: bool,
+    /// The batch is full when it holds this many bytes ([`batch_full_at`]).
+    full_at: usize,
 }
 
 impl Counted<'_> {
@@ -792,14 +801,22 @@ impl keep::Out for Counted<'_> {
     /// run of lines the writer takes, and a part of a dump.
     #[inline(always)]
     fn full(&self) -> bool {
-        batch_full(self.buf)
+        self.buf.len() >= self.full_at
     }
 }
 
-/// Whether `buf` holds a batch's worth of encoded lines, to be written.
+/// How many bytes make the batch full: a batch's worth, or fewer when a size limit (`limit`, not
+/// reached yet) is nearer than that past the `written` bytes. CAP-LIM-1: the batch then ends at
+/// the line that brings the file to the limit, and is written at once; the lines after it are
+/// only counted. So the file ends at that one line wherever the batches before it ended (a
+/// flush, a pass that found the rings empty): the same line in every run of a program on one
+/// thread, and in `jets cut` of its whole trace (CAP-CUT-1).
 #[inline(always)]
-fn batch_full(buf: &[u8]) -> bool {
-    buf.len() >= BATCH_BYTES
+fn batch_full_at(limit: Option<u64>, written: u64, reached: bool) -> usize {
+    match limit {
+        Some(limit) if !reached => limit.saturating_sub(written).min(BATCH_BYTES as u64) as usize,
+        _ => BATCH_BYTES,
+    }
 }
 
 /// An empty batch, with room for the line that makes it full (a line is rarely above 64 KiB):
@@ -839,7 +856,7 @@ unsafe fn drop_entry(at: *mut u64) {
 
 /// Encodes one line (with its newline) onto `buf`, counted in `summary`.
 pub(super) fn encode_counted(buf: &mut Vec<u8>, summary: &mut Summary, line: &Entry<'_>) {
-    keep::Out::put(&mut Counted { buf, summary, counting: false }, line);
+    keep::Out::put(&mut Counted { buf, summary, counting: false, full_at: BATCH_BYTES }, line);
 }
 
 /// Encodes one line (with its newline) onto `out`.
@@ -924,10 +941,10 @@ impl Writer {
     }
 
     /// Counts `bytes` handed to the sink. CAP-LIM-1: once the file holds its `limit=` size, the
-    /// file ends there, after a whole batch: every line the writer takes from then on is only
-    /// counted, a batch encoded meanwhile by another thread is not written, and capture stops
-    /// for good (as `capture_off` stops it), so that the emitting calls make no more lines. The
-    /// file is a prefix of the whole trace, hence valid; the footer counts what it lacks
+    /// file ends there, with the line that reached it (the batch ended at that line, [`batch_full_at`]):
+    /// every line the writer takes from then on is only counted, and capture stops for good (as
+    /// `capture_off` stops it), so that the emitting calls make no more lines. The file is a
+    /// prefix of the whole trace, hence valid; the footer counts what it lacks
     /// ([`Writer::close`]).
     fn wrote(&mut self, bytes: u64) {
         self.summary.bytes += bytes;
@@ -979,8 +996,8 @@ impl Writer {
         self.write_buf();
         if let Some((written, not_written)) = self.past_limit.as_mut() {
             // CAP-LIM-1: the lines counted past the limit were not written. With a keeper, they
-            // are among what it saw and the file lacks (`capture_footer`); without, they join
-            // the batches not written.
+            // are among what it saw and the file lacks (`capture_footer`); without, they are
+            // left out here.
             let s = &mut self.summary;
             s.limit_reached = true;
             let w = written.lines;
