@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
-use jets::capture::{Capture, FooterCapture, Trigger};
+use jets::capture::{Capture, FooterCapture, Recorder, Trigger};
 use jets::format::{Line, Status, Str, Value};
 use jets::{Metadata, RecordHandle, Trace, TraceBuilder};
 use serde_json::{Map, Value as Json};
@@ -115,6 +115,14 @@ fn not_in_a_file(c: &Capture) -> Option<&'static str> {
         Some("`roi` follows the simulator's region-of-interest calls, which a trace does not hold")
     } else if c.triggers.iter().any(|t| matches!(t, Trigger::Signal(_))) {
         Some("a signal trigger dumps on a signal to the running simulator, which a cut has not")
+    } else if matches!(c.recorder, Some(Recorder::Bytes(_))) {
+        // The memory a line takes queued depends on how the simulator made it (a name borrowed
+        // or copied, fields typed or as JSON): the replay's lines take other sizes, so its
+        // window would hold other lines than the run's.
+        Some(
+            "`recorder=NMiB` counts the memory the simulator's lines took as it made them, \
+             which a trace does not tell; cut with `recorder=CYCLES`",
+        )
     } else {
         None
     }

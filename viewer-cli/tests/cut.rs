@@ -127,6 +127,7 @@ fn what_cannot_be_cut_is_refused_naming_the_file_and_line() {
     refused("off", &good, &["`off`"]);
     refused("roi", &good, &["`roi`", "region-of-interest"]);
     refused("recorder=10;trigger=SIGUSR1", &good, &["signal trigger"]);
+    refused("recorder=1MiB;trigger=error", &good, &["`recorder=NMiB`", "recorder=CYCLES"]);
     // A part of a run cannot be cut again: its footer could not say what the first cut left out.
     let part = d.join("part.jets");
     tiny5(&part, Some("clk=100..200"));
