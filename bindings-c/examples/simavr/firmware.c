@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #ifndef N
-#define N 96
+#define N 64
 #endif
 #ifndef SEED
 #define SEED 12345u
