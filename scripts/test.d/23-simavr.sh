@@ -12,6 +12,8 @@
 #   the JETS_DISABLE build links no libjets and gives the same result;
 #   the full trace: jets validate --strict; jets stats counts = the harness's counts; every
 #     record's name = avr-objdump's mnemonic at its pc; Interrupt events = the firmware's ticks;
+#     every SRAM load or pop reads what the last traced store or push there wrote, and the last
+#     writes to the firmware's array (found with avr-nm) are the sorted data;
 #   capture settings, each against scripts/lib/capture_oracle.py and `jets cut` of the full
 #     trace (byte for byte); roi, off, count and limit= (which cut refuses or cannot match byte
 #     for byte) against what the full trace says they must hold;
@@ -108,9 +110,11 @@ run full "$fw"
 "$jets" stats "$work/full.jets" | head -n 12
 "$jets" stats --format json "$work/full.jets" >"$work/full.stats.json"
 avr-objdump -d "$fw" >"$work/firmware.dis"
-python3 - "$work/full.jets" "$work/full.stats.json" "$work/full.out" "$work/firmware.dis" "$ticks" <<'PY'
+array=$(avr-nm "$fw" | sed -n 's/^0*800\([0-9a-f]*\) b data$/\1/p')
+[ -n "$array" ] || { echo "FAIL: avr-nm finds no 'data' array in the firmware"; exit 1; }
+python3 - "$work/full.jets" "$work/full.stats.json" "$work/full.out" "$work/firmware.dis" "$ticks" "$array" <<'PY'
 import json, re, sys
-path, stats_path, out_path, dis_path, ticks = sys.argv[1:6]
+path, stats_path, out_path, dis_path, ticks, array = sys.argv[1:7]
 k = {m[0]: int(m[1]) for m in re.findall(r"(\w+)=(\d+)", open(out_path).read().split("counts ")[1].splitlines()[0])}
 s = json.load(open(stats_path))
 insn = s["record_types"]["Instruction"]
@@ -147,13 +151,38 @@ for l in lines:
     last_clk = l["clk"]
     seen.add(pc)
     checked += 1
+# The memory events against each other: a load or pop of SRAM (0x100 and up; below are registers
+# and IO) reads the value the last traced store or push there wrote (SRAM starts zeroed; the
+# return addresses calls and interrupts push are not traced, and a pop never reads one).
+shadow, reads, checked_reads = {}, 0, 0
+for l in lines:
+    if l["type"] != "event" or l["name"] not in ("MemRead", "MemWrite"):
+        continue
+    a, v = l["data"]["addr"], l["data"]["value"]
+    if l["name"] == "MemWrite":
+        shadow[a] = v
+    elif a >= 0x100:
+        reads += 1
+        if a in shadow:
+            checked_reads += 1
+            assert shadow[a] == v, f"MemRead at {l['clk']}: {a:#x} holds {shadow[a]} (last MemWrite), read {v}"
+assert checked_reads > 0.9 * reads, f"only {checked_reads} of {reads} SRAM reads follow a traced write"
+# The array at the end, from the last MemWrite to each of its bytes: the sorted LCG bytes.
+x, want = 12345, []
+for _ in range(64):
+    x = (x * 25173 + 13849) & 0xFFFF
+    want.append(x >> 8)
+base = int(array, 16)
+got = [shadow.get(base + i) for i in range(64)]
+assert got == sorted(want), f"the array's last writes {got} are not the sorted data"
 # An interrupt returns to where the program was: a pc objdump lists.
 irq = [l for l in lines if l["type"] == "event" and l["name"] == "Interrupt"]
 assert all(e["data"]["return_pc"] in objdump and e["data"]["vector"] == 16 for e in irq), \
     "an Interrupt event with a return address or vector that is not the program's"
 print(f"jets stats agrees with the harness ({k['instructions']} instructions, {k['mem_reads']} reads, "
       f"{k['mem_writes']} writes, {k['io_writes']} IO writes, {k['interrupts']} interrupts = the firmware's "
-      f"ticks); {checked} records named as avr-objdump names {len(seen)} distinct pcs")
+      f"ticks); {checked} records named as avr-objdump names {len(seen)} distinct pcs; {checked_reads} SRAM "
+      f"reads read the last write; the array's last writes are the sorted data")
 PY
 
 step "capture settings against the oracle and jets cut"
