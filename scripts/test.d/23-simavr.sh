@@ -91,8 +91,9 @@ counter() { sed -n "s/^counts .*\b$2=\([0-9]*\).*/\1/p" "$work/$1.out"; }
 
 step "untraced, and the JETS_DISABLE build"
 run untraced "$fw" --untraced
-if readelf -d "$work/build/avr_trace_disabled" | grep -q libjets; then
-    echo "FAIL: the JETS_DISABLE build links libjets"; exit 1
+if readelf -d "$work/build/avr_trace_disabled" | grep -q libjets \
+    || nm -u "$work/build/avr_trace_disabled" | grep -q ' jets_'; then
+    echo "FAIL: the JETS_DISABLE build links libjets or refers to a jets_ symbol"; exit 1
 fi
 timeout 60 "$work/build/avr_trace_disabled" "$fw" "$work/disabled.jets" >"$work/disabled.out"
 grep -q "^result $expected " "$work/disabled.out" || { echo "FAIL: the JETS_DISABLE build's result"; exit 1; }

@@ -3,6 +3,9 @@
  *
  *   avr_trace [--untraced] [--abort-on-fault] [--mcu NAME] [--mhz F] FIRMWARE.elf TRACE.jets
  *
+ * --untraced runs without a trace and without the decoder (the memory counters stay 0); --mcu
+ * (default atmega328p) and --mhz (default 16) choose the part simavr models.
+ *
  * The harness steps simavr one instruction at a time (avr_run) and writes, per executed AVR
  * instruction, an `Instruction` record under the core's `Core` record, named by the mnemonic a
  * small decoder of the opcode gives, with data pc and opcode, from the cycle simavr was at
@@ -30,6 +33,7 @@
 #include <jets.h>
 
 #include <sim_avr.h>
+#include <sim_core_config.h>
 #include <sim_elf.h>
 #include <sim_interrupts.h>
 #include <sim_io.h>
@@ -487,11 +491,11 @@ int main(int argc, char **argv) {
     s.avr = avr;
 
     if (s.traced) {
-        char meta[256];
+        char meta[160];
         snprintf(meta, sizeof meta,
-                 "{\"hardware_model\":\"simavr %s\",\"clock_frequency_mhz\":%g,"
-                 "\"firmware\":\"%s\"}",
-                 mcu, mhz, "avr-gcc ELF");
+                 "{\"hardware_model\":\"simavr " CONFIG_SIMAVR_VERSION " %s\","
+                 "\"clock_frequency_mhz\":%g}",
+                 mcu, mhz);
         CHECK(jets_open(path, meta, &s.t));
         CHECK(jets_install_fatal_signal_flush());
         s.n.instruction = intern("Instruction");
