@@ -14,11 +14,15 @@
 #     record's name = avr-objdump's mnemonic at its pc; Interrupt events = the firmware's ticks;
 #     every SRAM load or pop reads what the last traced store or push there wrote, and the last
 #     writes to the firmware's array (found with avr-nm) are the sorted data;
-#   capture settings, each against scripts/lib/capture_oracle.py and `jets cut` of the full
-#     trace (byte for byte); roi, off, count and limit= (which cut refuses or cannot match byte
-#     for byte) against what the full trace says they must hold;
+#   nine capture settings, each against scripts/lib/capture_oracle.py and `jets cut` of the full
+#     trace (byte for byte); three flight recorders triggered by events against `jets cut`; roi,
+#     off, count and limit= (which cut refuses or cannot match byte for byte) against what the
+#     full trace says they must hold;
 #   the faulting firmware with recorder=N;trigger=error (against the full trace and jets cut) and
-#     with --abort-on-fault (SIGABRT): the dump holds the last instructions before the fault.
+#     with --abort-on-fault (SIGABRT, with a recorder and without): each trace holds the last
+#     instructions before the fault;
+#   a bad JETS_CAPTURE clause fails the open, naming the clause.
+# About 30 s once libjets and the jets CLI are built.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -351,4 +355,4 @@ if JETS_CAPTURE="clk=9..3" "$sim" "$fw" "$work/bad.jets" >"$work/bad.out" 2>&1; 
     echo "FAIL: JETS_CAPTURE=clk=9..3 was accepted"; exit 1
 fi
 grep -q 'clk=9..3' "$work/bad.out" || { cat "$work/bad.out"; echo "FAIL: the error does not name the clause"; exit 1; }
-echo "simavr: all checks passed; the runs and checks took $((SECONDS - checks_start)) s, the suite $((SECONDS - suite_start)) s"
+echo "simavr: all checks passed; building the example, the runs and the checks took $((SECONDS - checks_start)) s, the suite $((SECONDS - suite_start)) s"

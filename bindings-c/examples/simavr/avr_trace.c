@@ -485,7 +485,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "avr_trace: simavr knows no MCU %s\n", mcu);
         return 1;
     }
-    avr_init(avr);
+    if (avr_init(avr) != 0) {
+        fprintf(stderr, "avr_trace: simavr could not initialize the %s\n", mcu);
+        return 1;
+    }
     fw.frequency = (uint32_t)(mhz * 1e6);
     avr_load_firmware(avr, &fw);
     s.avr = avr;
@@ -523,8 +526,12 @@ int main(int argc, char **argv) {
     }
     avr_register_io_write(avr, ADDR_GPIOR0, on_io_write, &s);
     avr_register_io_write(avr, ADDR_GPIOR1, on_io_write, &s);
-    avr_irq_register_notify(avr_get_interrupt_irq(avr, AVR_INT_ANY) + AVR_INT_IRQ_RUNNING,
-                            on_interrupt, &s);
+    avr_irq_t *interrupts = avr_get_interrupt_irq(avr, AVR_INT_ANY);
+    if (!interrupts) {
+        fprintf(stderr, "avr_trace: simavr gives no interrupt IRQ\n");
+        return 1;
+    }
+    avr_irq_register_notify(interrupts + AVR_INT_IRQ_RUNNING, on_interrupt, &s);
 
     int state = avr->state;
     uint32_t last_pc = 0;
