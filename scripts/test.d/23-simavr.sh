@@ -101,8 +101,10 @@ counter() { sed -n "s/^counts .*\b$2=\([0-9]*\).*/\1/p" "$work/$1.out"; }
 
 step "untraced, and the JETS_DISABLE build"
 run untraced "$fw" --untraced
-if readelf -d "$work/build/avr_trace_disabled" | grep -q libjets \
-    || nm -u "$work/build/avr_trace_disabled" | grep -q ' jets_'; then
+# (Read whole before grep: with pipefail, grep -q leaving early could hide a match.)
+needed=$(readelf -d "$work/build/avr_trace_disabled")
+undefined=$(nm -u "$work/build/avr_trace_disabled")
+if grep -q libjets <<<"$needed" || grep -q ' jets_' <<<"$undefined"; then
     echo "FAIL: the JETS_DISABLE build links libjets or refers to a jets_ symbol"; exit 1
 fi
 timeout 60 "$work/build/avr_trace_disabled" "$fw" "$work/disabled.jets" >"$work/disabled.out"
