@@ -1,5 +1,5 @@
 # Sourced by the scripts that check capture control on a simulator (25-capture-oracle.sh,
-# 22-verilator.sh). Needs $work (a scratch directory) and $jets (the jets CLI).
+# 22-verilator.sh, 23-simavr.sh). Needs $work (a scratch directory) and $jets (the jets CLI).
 #
 # capture_check NAME FULL RUN...: for each JETS_CAPTURE setting read from standard input, runs
 # `RUN... OUT` under it into $work/NAME-I.jets, and checks that `jets cut` of FULL (the same run,
