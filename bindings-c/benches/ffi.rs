@@ -124,6 +124,31 @@ fn calls(cr: &mut Criterion) {
             })
         })
     });
+    // What a simulator's instruction costs with capture off: a record with two typed fields, an
+    // event with two typed fields on it, its end. Capture is asked before the fields are read.
+    let fields = |v: u64| {
+        [
+            jets_field { key: pc, kind: JETS_FIELD_U64, value: jets_value { u64: v } },
+            jets_field { key: lat, kind: JETS_FIELD_U64, value: jets_value { u64: 3 } },
+        ]
+    };
+    g.bench_function(
+        "record_begin_ex + event_ex + record_end (2 typed fields each), capture off",
+        |b| {
+            b.iter_custom(|n| {
+                timed(t, &mut clk, n, |clk| {
+                    let f = fields(clk);
+                    let (r, e) = (attrs(&f, kind), attrs(&f, 0));
+                    // SAFETY: `t` is open; `r` and `e` are whole `jets_attrs` whose fields live here.
+                    let id = unsafe { jets_record_begin_ex(t, root, clk, &r) };
+                    // SAFETY: as above.
+                    black_box(unsafe { jets_event_ex(t, id, clk, &e) });
+                    // SAFETY: `t` is open.
+                    black_box(unsafe { jets_record_end(t, id, clk) });
+                })
+            })
+        },
+    );
     // SAFETY: `t` is open.
     assert_eq!(unsafe { jets_capture_on(t) }, JETS_OK);
     g.finish();

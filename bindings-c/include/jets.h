@@ -350,6 +350,15 @@ typedef struct jets_attrs {
  */
 #define JETS_ID_OFF UINT64_MAX
 
+/**
+ * The id of every record capture control left out (begun while capture was off, under a record
+ * left out, past a window's end, passed over by a sample): every call on it succeeds, writes
+ * nothing and counts its line as left out in the footer, as a child of it is. One id for all of
+ * them: nothing is kept per record, so these calls cost only the count (rule CA-LEFT-1). Never a
+ * real record; its end is counted each time it is given.
+ */
+#define JETS_ID_LEFT_OUT (UINT64_MAX - 1)
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -382,8 +391,9 @@ int jets_open_ex(const char *path,
  * Begins a record at `clk` (or `JETS_CLK_NOW`) under `parent` (0: a root record) and returns its
  * id, or 0 on failure (see `jets_last_error()`, `jets_last_error_code()`). `description` and
  * `data_json` may be NULL; `data_json` must be a JSON object. A child may not begin before its
- * parent. A record that capture leaves out has its description and JSON neither copied nor
- * parsed (CA-JSON-2): bad JSON there is no error.
+ * parent. A record that capture leaves out gets `JETS_ID_LEFT_OUT`, on which every call succeeds
+ * and is counted as left out (CA-LEFT-1); its description and JSON are neither copied nor parsed
+ * (CA-JSON-2): bad JSON there is no error.
  *
  * # Safety
  * `t` is NULL or an open trace; the strings are NULL or NUL-terminated.
@@ -398,6 +408,8 @@ jets_id jets_record_begin(struct jets_trace *t,
 
 /**
  * `jets_record_begin` with interned names and typed fields (no string copies, no JSON text).
+ * While capture is off it returns `JETS_ID_LEFT_OUT` before reading `parent` or `attrs` beyond
+ * its size and domain: a left-out record costs its count alone (CA-LEFT-1).
  *
  * # Safety
  * `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
@@ -559,7 +571,7 @@ int jets_capture_on(struct jets_trace *t);
 
 /**
  * Turns capture off: until `jets_capture_on`, emitting calls write nothing; records begun while
- * off are left out with everything under them.
+ * off get `JETS_ID_LEFT_OUT` and are left out with everything under them (CA-LEFT-1).
  *
  * # Safety
  * `t` is NULL or an open trace.

@@ -50,6 +50,46 @@ pub(crate) struct Open {
 }
 
 impl Open {
+    /// The record `id` names, for `f`: one of the table, or for `JETS_ID_LEFT_OUT` the trace's
+    /// handle of a record capture left out, on which every call counts its line as left out
+    /// (CA-LEFT-1).
+    #[inline(always)]
+    fn with_record<R>(
+        &self,
+        id: jets_id,
+        what: &'static str,
+        f: impl FnOnce(&RecordHandle) -> Result<R, Failure>,
+    ) -> Result<R, Failure> {
+        if id == JETS_ID_LEFT_OUT {
+            return f(&self.trace.left_out_record());
+        }
+        self.records.with(id, what, f)
+    }
+
+    /// The id of a record just begun: one of the table, or `JETS_ID_LEFT_OUT` for a record capture
+    /// left out, which the table does not keep (CA-LEFT-1).
+    #[inline(always)]
+    fn keep(&self, handle: RecordHandle) -> Result<jets_id, Failure> {
+        if handle.is_left_out() {
+            return Ok(JETS_ID_LEFT_OUT);
+        }
+        self.records.insert(handle)
+    }
+
+    /// CA-LEFT-1: while capture is off, a record begun is left out whatever its parent, name and
+    /// fields: counted as such (as a child of a left-out record is), without a look at any of
+    /// them, and given `JETS_ID_LEFT_OUT`. `None` while capture is on and `parent` is a record
+    /// of the table (or 0): the record is then begun in full.
+    #[inline(always)]
+    fn left_out_begin(&self, parent: jets_id) -> Option<Result<jets_id, Failure>> {
+        if parent != JETS_ID_LEFT_OUT && self.trace.is_capturing() {
+            return None;
+        }
+        let left = self.trace.left_out_record();
+        let child = left.child_at(0, Str::EMPTY, Str::EMPTY).begin();
+        Some(child.map(|_| JETS_ID_LEFT_OUT).map_err(Failure::from))
+    }
+
     /// The first write error, which stops every later call: nothing is queued after it.
     #[inline(always)]
     fn check_healthy(&self) -> Result<(), Failure> {
@@ -78,6 +118,10 @@ impl Open {
         if record == JETS_ID_OFF {
             return Ok(());
         }
+        if record == JETS_ID_LEFT_OUT {
+            // Counted as the end of a record capture left out (CA-LEFT-1).
+            return Ok(self.trace.left_out_record().end_at(0)?);
+        }
         self.check_healthy()?;
         self.records.end(record, "record", status, |h| {
             let at = self.resolve(clk, h.start_clk());
@@ -103,19 +147,19 @@ impl Open {
         text: Text<'_>,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
-        if let Some(id) = self.begin_lean(parent, clk)? {
-            return Ok(id);
+        if let Some(id) = self.left_out_begin(parent) {
+            return id;
         }
         let (name, record_type) = (Str::from(name.to_owned()), Str::from(record_type.to_owned()));
         let handle = if parent == 0 {
             text.apply(self.trace.root(name, record_type))?.begin_at(self.resolve(clk, 0))?
         } else {
-            self.records.with(parent, "parent", |p: &RecordHandle| {
+            self.with_record(parent, "parent", |p: &RecordHandle| {
                 let at = self.resolve(clk, p.start_clk());
                 Ok(text.apply(p.child_at(at, name, record_type))?.begin()?)
             })?
         };
-        self.records.insert(handle)
+        self.keep(handle)
     }
 }
 
@@ -134,27 +178,7 @@ impl Open {
         if self.trace.is_capturing() {
             return Ok(false);
         }
-        self.records.with(record, "record", |h| Ok(lean(h)?))
-    }
-
-    /// [`Open::left_out_lean`] for a record: its id, when capture left it out that way.
-    fn begin_lean(&self, parent: jets_id, clk: u64) -> Result<Option<jets_id>, Failure> {
-        if self.trace.is_capturing() {
-            return Ok(None);
-        }
-        let lean = |b: jets::write::RecordBuilder<'_>, at| match b.is_inert() {
-            true => b.begin_at(at).map(Some),
-            false => Ok(None),
-        };
-        let handle = if parent == 0 {
-            lean(self.trace.root(Str::EMPTY, Str::EMPTY), self.resolve(clk, 0))?
-        } else {
-            self.records.with(parent, "parent", |p: &RecordHandle| {
-                let at = self.resolve(clk, p.start_clk());
-                Ok(lean(p.child_at(at, Str::EMPTY, Str::EMPTY), at)?)
-            })?
-        };
-        handle.map(|h| self.records.insert(h)).transpose()
+        self.with_record(record, "record", |h| Ok(lean(h)?))
     }
 
     /// [`Open::begin`] for checked `jets_attrs`, filling the builder in place.
@@ -167,10 +191,13 @@ impl Open {
         mut c: Checked<'_>,
     ) -> Result<jets_id, Failure> {
         self.check_healthy()?;
+        if let Some(id) = self.left_out_begin(parent) {
+            return id;
+        }
         let handle = if parent == 0 {
             filled!(c, self.trace.root(name, record_type), |b| b.begin_at(self.resolve(clk, 0)))?
         } else {
-            self.records.with(parent, "parent", |p: &RecordHandle| {
+            self.with_record(parent, "parent", |p: &RecordHandle| {
                 let at = self.resolve(clk, p.start_clk());
                 // Typed fields alone (at most 4): given at once, with no builder.
                 let Some(t) = c.typed.as_mut() else {
@@ -180,7 +207,7 @@ impl Open {
                     .map_err(Failure::from)
             })?
         };
-        self.records.insert(handle)
+        self.keep(handle)
     }
 }
 
@@ -356,8 +383,9 @@ unsafe fn builder(options: *const jets_options) -> Result<TraceBuilder, Failure>
 /// Begins a record at `clk` (or `JETS_CLK_NOW`) under `parent` (0: a root record) and returns its
 /// id, or 0 on failure (see `jets_last_error()`, `jets_last_error_code()`). `description` and
 /// `data_json` may be NULL; `data_json` must be a JSON object. A child may not begin before its
-/// parent. A record that capture leaves out has its description and JSON neither copied nor
-/// parsed (CA-JSON-2): bad JSON there is no error.
+/// parent. A record that capture leaves out gets `JETS_ID_LEFT_OUT`, on which every call succeeds
+/// and is counted as left out (CA-LEFT-1); its description and JSON are neither copied nor parsed
+/// (CA-JSON-2): bad JSON there is no error.
 ///
 /// # Safety
 /// `t` is NULL or an open trace; the strings are NULL or NUL-terminated.
@@ -390,6 +418,8 @@ pub unsafe extern "C" fn jets_record_begin(
 }
 
 /// `jets_record_begin` with interned names and typed fields (no string copies, no JSON text).
+/// While capture is off it returns `JETS_ID_LEFT_OUT` before reading `parent` or `attrs` beyond
+/// its size and domain: a left-out record costs its count alone (CA-LEFT-1).
 ///
 /// # Safety
 /// `t` is NULL or an open trace; `attrs` is NULL or initialized with `JETS_ATTRS_INIT`, its
@@ -413,6 +443,10 @@ pub unsafe extern "C" fn jets_record_begin_ex(
         let Some(domain) = t.switches.route(a.domain())? else { return Ok(JETS_ID_OFF) };
         if parent == JETS_ID_OFF {
             return Ok(JETS_ID_OFF);
+        }
+        // Before the names and fields are read: a record left out costs only its count.
+        if let Some(id) = t.left_out_begin(parent) {
+            return id;
         }
         let clk = t.clocks.to_trace(a.clock(), clk)?;
         let (name, record_type) = (a.name()?, a.record_type()?);
@@ -501,7 +535,7 @@ pub unsafe extern "C" fn jets_event(
             return Ok(());
         }
         let name = Str::from(name.to_owned());
-        t.records.with(record, "record", |h| {
+        t.with_record(record, "record", |h| {
             Ok(text.apply(h.event_at(t.resolve(clk, h.start_clk()), name))?.emit()?)
         })
     })
@@ -579,6 +613,14 @@ unsafe fn event_ex_fast(
     if record == JETS_ID_OFF {
         return Some(Ok(()));
     }
+    if open.trace.error().is_some() {
+        return None;
+    }
+    // CA-LEFT-1: on a record capture left out, or while capture is off, the event is left out
+    // whatever it holds: counted, with no look at its record, name or fields.
+    if record == JETS_ID_LEFT_OUT || !open.trace.is_capturing() {
+        return Some(open.trace.left_out_record().emit_event_at(0, Str::EMPTY));
+    }
     let name = crate::intern::get(a.name)?;
     let fields: &[jets_field] = match a.field_count {
         0 => &[],
@@ -592,9 +634,6 @@ unsafe fn event_ex_fast(
     for f in fields {
         // SAFETY: the caller's contract on `fields` (a text value NULL or NUL-terminated).
         typed.push(unsafe { attrs::convert(f) }?);
-    }
-    if open.trace.error().is_some() {
-        return None;
     }
     let counted = open.records.enter(record)?;
     let h = counted.handle();
@@ -637,7 +676,7 @@ unsafe fn event_ex(
     // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
     let mut c = unsafe { a.check(None, &mut typed) }?;
     t.check_healthy()?;
-    t.records.with(record, "record", |h| {
+    t.with_record(record, "record", |h| {
         let at = t.resolve(clk, h.start_clk());
         Ok(filled!(c, h.event_at(at, name), |b| b.emit())?)
     })
@@ -676,7 +715,7 @@ pub unsafe extern "C" fn jets_annotation(
             return Ok(());
         }
         let name = Str::from(name.to_owned());
-        t.records.with(record, "record", |h| Ok(text.apply(h.annotation(name))?.emit()?))
+        t.with_record(record, "record", |h| Ok(text.apply(h.annotation(name))?.emit()?))
     })
 }
 
@@ -709,7 +748,7 @@ pub unsafe extern "C" fn jets_annotation_ex(
         // `data_json` (a C string member) is NULL or NUL-terminated, both alive for the call.
         let mut c = unsafe { a.check(None, &mut typed) }?;
         t.check_healthy()?;
-        t.records.with(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
+        t.with_record(record, "record", |h| Ok(filled!(c, h.annotation(name), |b| b.emit())?))
     })
 }
 
@@ -737,7 +776,7 @@ pub unsafe extern "C" fn jets_counter(
             }
             let name = crate::intern::lookup(name, "name")?;
             t.check_healthy()?;
-            t.records.with(record, "record", |h| {
+            t.with_record(record, "record", |h| {
                 Ok(h.event_at(t.resolve(clk, h.start_clk()), name).field("value", value).emit()?)
             })
         })

@@ -20,7 +20,7 @@ pub unsafe extern "C" fn jets_capture_on(t: *mut jets_trace) -> c_int {
 }
 
 /// Turns capture off: until `jets_capture_on`, emitting calls write nothing; records begun while
-/// off are left out with everything under them.
+/// off get `JETS_ID_LEFT_OUT` and are left out with everything under them (CA-LEFT-1).
 ///
 /// # Safety
 /// `t` is NULL or an open trace.

@@ -45,7 +45,8 @@ const GEN_MASK: u64 = ((1 << 31) - 1) << GEN_SHIFT;
 /// Slots in the first segment; segment `k` holds `FIRST << k`.
 const FIRST_SHIFT: u32 = 6;
 const SEGMENTS: usize = 32 - FIRST_SHIFT as usize;
-/// Most slots (open records at once): index + 1 stays below `u32::MAX`, so no id is `JETS_ID_OFF`.
+/// Most slots (open records at once): index + 1 stays below `u32::MAX - 1`, so no id is
+/// `JETS_ID_OFF` or `JETS_ID_LEFT_OUT`.
 const MAX_SLOTS: u64 = u32::MAX as u64 - 1 - (1 << FIRST_SHIFT);
 
 /// Where an open record's handle lives.

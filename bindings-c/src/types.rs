@@ -20,6 +20,13 @@ pub type jets_clock = u32;
 /// call on it succeeds and writes nothing, its children are off too. Never a real record.
 pub const JETS_ID_OFF: jets_id = u64::MAX;
 
+/// The id of every record capture control left out (begun while capture was off, under a record
+/// left out, past a window's end, passed over by a sample): every call on it succeeds, writes
+/// nothing and counts its line as left out in the footer, as a child of it is. One id for all of
+/// them: nothing is kept per record, so these calls cost only the count (rule CA-LEFT-1). Never a
+/// real record; its end is counted each time it is given.
+pub const JETS_ID_LEFT_OUT: jets_id = u64::MAX - 1;
+
 /// Pass as `clk` to use the trace clock (`jets_set_clock`) instead of an explicit cycle. The
 /// clock is clamped so a line never lands before its record's (or parent's) start.
 pub const JETS_CLK_NOW: u64 = u64::MAX;

@@ -825,6 +825,99 @@ fn text_of_a_line_capture_leaves_out_is_not_parsed() {
     assert_eq!(left_out, [3, 1, 1], "{footer}");
 }
 
+/// `JETS_ATTRS_INIT`: a whole `jets_attrs`, nothing set.
+fn attrs_init() -> jets_attrs {
+    jets_attrs {
+        size: std::mem::size_of::<jets_attrs>() as u32,
+        name: 0,
+        record_type: 0,
+        description: 0,
+        fields: null(),
+        field_count: 0,
+        data_json: null(),
+        domain: 0,
+        clock: 0,
+    }
+}
+
+/// `jets_field_u64(key, value)`.
+fn jets_field_u64_of(key: jets_str, value: u64) -> jets_field {
+    jets_field { key, kind: JETS_FIELD_U64, value: jets_value { u64: value } }
+}
+
+/// CA-LEFT-1: every record capture leaves out gets `JETS_ID_LEFT_OUT` (begun while capture is
+/// off, whatever its parent; under a record left out; past the window's end), every call on it
+/// succeeds and writes nothing, and the footer counts each of its lines as left out, exactly.
+#[test]
+fn records_capture_leaves_out_share_one_id_and_every_line_is_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open_capture(&path, c"clk=0..100").0;
+    // SAFETY: `t` is open until the jets_close at the end of the block; every string is NULL or a
+    // NUL-terminated C-string literal; each `jets_attrs` is whole and its fields live across the
+    // calls that use it.
+    unsafe {
+        let (insn, pc, ev) =
+            (jets_intern(c(c"Instruction")), jets_intern(c(c"pc")), jets_intern(c(c"EX")));
+        let f = [jets_field_u64_of(pc, 4)];
+        let rec = jets_attrs {
+            name: insn,
+            record_type: insn,
+            fields: f.as_ptr(),
+            field_count: 1,
+            ..attrs_init()
+        };
+        let event = jets_attrs { name: ev, fields: f.as_ptr(), field_count: 1, ..attrs_init() };
+        let root = jets_record_begin(t, 0, 0, c(c"core"), c(c"Core"), null(), null());
+        assert!(root != 0 && root != JETS_ID_LEFT_OUT);
+
+        assert_eq!(jets_capture_off(t), JETS_OK);
+        // While off, the parent is not looked up: a record is left out whatever it is under.
+        let off = jets_record_begin_ex(t, root, 10, &rec);
+        assert_eq!(off, JETS_ID_LEFT_OUT, "{}", last_error());
+        assert_eq!(jets_record_begin_ex(t, 12345, 10, &rec), JETS_ID_LEFT_OUT);
+        assert_eq!(
+            jets_record_begin(t, root, 10, c(c"r"), c(c"R"), null(), null()),
+            JETS_ID_LEFT_OUT
+        );
+        assert_eq!(jets_event_ex(t, off, 11, &event), JETS_OK);
+        assert_eq!(jets_event_ex(t, root, 11, &event), JETS_OK);
+        assert_eq!(jets_event(t, off, 11, c(c"e"), null(), null()), JETS_OK);
+        assert_eq!(jets_annotation_ex(t, off, &event), JETS_OK);
+        assert_eq!(jets_counter(t, off, 11, ev, 2.0), JETS_OK);
+        let pushed = jets_push(t, 11, &rec);
+        assert_eq!(pushed, JETS_ID_LEFT_OUT, "{}", last_error());
+        assert_eq!(jets_push(t, 11, &rec), JETS_ID_LEFT_OUT);
+        assert_eq!(jets_pop(t, 12), JETS_OK);
+        assert_eq!(jets_pop(t, 12), JETS_OK);
+
+        assert_eq!(jets_capture_on(t), JETS_OK);
+        // Left out with its parent, and past the window's end.
+        assert_eq!(jets_record_begin_ex(t, off, 20, &rec), JETS_ID_LEFT_OUT);
+        assert_eq!(jets_record_begin_ex(t, root, 100, &rec), JETS_ID_LEFT_OUT);
+        assert_eq!(jets_event_ex(t, off, 20, &event), JETS_OK);
+        assert_eq!(jets_record_end(t, off, 30), JETS_OK);
+        assert_eq!(jets_record_end_status(t, off, 30, c(c"flushed")), JETS_OK);
+        let kept = jets_record_begin_ex(t, root, 50, &rec);
+        assert!(kept != 0 && kept != JETS_ID_LEFT_OUT, "{}", last_error());
+        assert_eq!(jets_event_ex(t, kept, 51, &event), JETS_OK);
+        assert_eq!(jets_record_end(t, kept, 52), JETS_OK);
+        assert_eq!(jets_record_end(t, kept, 52), JETS_ERR_RECORD_ENDED, "a real id ends once");
+        assert_eq!(jets_record_end(t, root, 200), JETS_OK);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    let count = |ty: &str| all.iter().filter(|l| l["type"] == ty).count();
+    assert_eq!((count("record"), count("event"), count("record_end")), (2, 1, 2), "{all:#?}");
+    let footer = all.last().expect("footer");
+    let left_out =
+        ["left_out_records", "left_out_events", "left_out_annotations", "left_out_record_ends"]
+            .map(|k| footer[k].as_u64().unwrap_or_else(|| panic!("no {k} in {footer}")));
+    // Records: 3 begun while off, 2 pushed, 2 left out while on. Events: 3 events and the
+    // counter while off, 1 while on. Ends: the 2 pops and the 2 ends given JETS_ID_LEFT_OUT.
+    assert_eq!(left_out, [7, 5, 1, 4], "{footer}");
+}
+
 /// Found by the `c_api` fuzz target: `jets_domain_set_enabled` indexed its table with `domain - 1`
 /// after a check that let domain 0 through (it means "none" to a line) and let any handle through
 /// while tracing was off, so 0 (subtraction overflow) and 256 or more (out of bounds) panicked

@@ -1030,6 +1030,24 @@ impl Trace {
         self.0.shared.gate.on()
     }
 
+    /// A handle of a record capture left out ([`RecordHandle::is_left_out`]), begun at cycle 0:
+    /// every call on it writes nothing and counts its line as left out in this trace's footer,
+    /// as on any record capture left out. For a binding that gives every such record one id
+    /// instead of a handle of its own (the C API's `JETS_ID_LEFT_OUT`): nothing is kept per
+    /// record, and the calls on it cost what a left-out line costs.
+    ///
+    /// ```
+    /// let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// let left = trace.left_out_record();
+    /// left.emit_event_at(5, "EX").unwrap(); // counted as left out, not written
+    /// left.end_at(6).unwrap();
+    /// let summary = trace.close().unwrap();
+    /// assert_eq!((summary.events, summary.left_out.events), (0, 1));
+    /// ```
+    pub fn left_out_record(&self) -> RecordHandle {
+        RecordHandle::left_out_of(self.0.shared.gate.trace_id())
+    }
+
     /// Whether the file reached its `limit=` size ([`Capture::limit`]) and capture stopped for
     /// good (CAP-LIM-1): from then on [`Trace::capture_on`] does nothing, and a simulator run
     /// for its trace alone may as well end.

@@ -204,6 +204,29 @@ impl RecordHandle {
         self.live()
     }
 
+    /// True when capture control left the record out as it began (capture off, past a window,
+    /// a sample passing over it, a record left out above it): nothing on it is written, and
+    /// everything on it is counted as left out. Such a handle holds nothing but its trace's
+    /// id, so a binding may stand for all of them by one handle ([`Trace::left_out_record`]).
+    ///
+    /// ```
+    /// let trace = jets::Trace::to_writer(std::io::sink(), jets::Metadata::new()).unwrap();
+    /// trace.capture_off();
+    /// let core = trace.root("core", "Core").begin_at(0).unwrap();
+    /// assert!(core.is_left_out() && !core.is_recorded());
+    /// ```
+    ///
+    /// [`Trace::left_out_record`]: super::Trace::left_out_record
+    pub fn is_left_out(&self) -> bool {
+        self.node().is_none()
+    }
+
+    /// A handle of a record capture left out, of the trace `trace_id` names (see
+    /// [`super::Trace::left_out_record`]).
+    pub(super) fn left_out_of(trace_id: u64) -> RecordHandle {
+        left_out(trace_id, 0)
+    }
+
     /// The node's flags, or those of a record left out by capture: not live, and capture's
     /// "left out" bit for everything under it.
     #[inline(always)]
