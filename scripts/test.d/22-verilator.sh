@@ -11,7 +11,7 @@
 #   jets view: the viewer's pipeline mode picks Instruction and draws IF ID EX MEM WB;
 # and the counters against the program's timing model (one load-use stall per word, two squashed
 # fetches per taken branch). Then once more with JETS_CAPTURE="clk=100..200" (read by the SDK at
-# open): a valid trace holding only that window; and under seven settings, each trace against an
+# open): a valid trace holding only that window; and under eight settings, each trace against an
 # oracle of the capture rules and against `jets cut` of the whole run's trace.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -196,6 +196,6 @@ step "capture control through the C++ API: each setting against an oracle and je
 source scripts/lib/capture-oracle.bash
 verilator_run() { timeout 120 "$sim" "$1" 64 1; }
 printf '%s\n' "clk=100..200" "types=Instruction;events=WB,Squash" "sample=Instruction:5" \
-    "units=2" "clk=50..80;every=200" "recorder=50" "recorder=300" \
+    "units=2" "clk=50..80;every=200" "recorder=50" "recorder=300" "limit=20KiB" \
     | capture_check verilator "$work/tiny5.jets" verilator_run
 echo "Verilator example: all checks passed"
