@@ -164,21 +164,19 @@ impl Open {
 }
 
 impl Open {
-    /// While capture is off a line is left out whatever its name and text: the plain-string
-    /// calls ask first with an empty name (`lean` makes the line's builder on the record's handle
-    /// and emits it only if it is inert, which counts it), so that nothing is copied or parsed
-    /// (CA-JSON-2). True when the line was left out that way; false when capture is on, or when
-    /// the builder held a line after all (capture came back on meanwhile): it was then dropped
-    /// unwritten, and the caller makes the line in full.
+    /// While capture is off a line is left out whatever its record, name and text (CA-JSON-2,
+    /// CA-LEFT-1): the plain-string calls ask first, with an empty name, on the trace's handle of
+    /// a left-out record (`lean` makes the line's builder there, inert, and emits it, which
+    /// counts it), so that nothing is copied, parsed or looked up. True when the line was left
+    /// out that way; false while capture is on: the caller then makes the line in full.
     fn left_out_lean(
         &self,
-        record: jets_id,
         lean: impl FnOnce(&RecordHandle) -> Result<bool, jets::Error>,
     ) -> Result<bool, Failure> {
         if self.trace.is_capturing() {
             return Ok(false);
         }
-        self.with_record(record, "record", |h| Ok(lean(h)?))
+        Ok(lean(&self.trace.left_out_record())?)
     }
 
     /// [`Open::begin`] for checked `jets_attrs`, filling the builder in place.
@@ -531,7 +529,7 @@ pub unsafe extern "C" fn jets_event(
             let e = h.event_at(t.resolve(clk, h.start_clk()), Str::EMPTY);
             e.is_inert().then(|| e.emit()).transpose().map(|done| done.is_some())
         };
-        if t.left_out_lean(record, lean)? {
+        if t.left_out_lean(lean)? {
             return Ok(());
         }
         let name = Str::from(name.to_owned());
@@ -711,7 +709,7 @@ pub unsafe extern "C" fn jets_annotation(
             let a = h.annotation(Str::EMPTY);
             a.is_inert().then(|| a.emit()).transpose().map(|done| done.is_some())
         };
-        if t.left_out_lean(record, lean)? {
+        if t.left_out_lean(lean)? {
             return Ok(());
         }
         let name = Str::from(name.to_owned());
