@@ -71,17 +71,7 @@ fn main() {
     unsafe {
         assert_eq!(jets_open(path.as_ptr(), null(), &mut t), JETS_OK);
         let root = jets_record_begin(t, 0, 0, cs(c"core0"), cs(c"Core"), null(), null());
-        let a = jets_attrs {
-            size: std::mem::size_of::<jets_attrs>() as u32,
-            name: jets_intern(cs(c"Retire")),
-            record_type: 0,
-            description: 0,
-            fields: null(),
-            field_count: 0,
-            data_json: null(),
-            domain: 0,
-            clock: 0,
-        };
+        let a = jets_attrs { name: jets_intern(cs(c"Retire")), ..jets_attrs::default() };
         let (pc, lat) = (jets_intern(cs(c"pc")), jets_intern(cs(c"latency")));
         for clk in 1..=n {
             c_event(t, root, clk, pc, lat, a);

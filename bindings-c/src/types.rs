@@ -109,6 +109,24 @@ pub struct jets_attrs {
     pub clock: jets_clock,
 }
 
+/// `JETS_ATTRS_INIT` for Rust code that calls the C API as C does (this crate's tests and
+/// benches): `size` set, every other member empty.
+impl Default for jets_attrs {
+    fn default() -> Self {
+        jets_attrs {
+            size: std::mem::size_of::<jets_attrs>() as u32,
+            name: 0,
+            record_type: 0,
+            description: 0,
+            fields: std::ptr::null(),
+            field_count: 0,
+            data_json: std::ptr::null(),
+            domain: 0,
+            clock: 0,
+        }
+    }
+}
+
 /// Options of `jets_open_ex`. Initialize with `JETS_OPTIONS_INIT` (all defaults), which sets `size`.
 #[repr(C)]
 #[derive(Clone, Copy)]

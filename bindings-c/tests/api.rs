@@ -825,21 +825,6 @@ fn text_of_a_line_capture_leaves_out_is_not_parsed() {
     assert_eq!(left_out, [3, 1, 1], "{footer}");
 }
 
-/// `JETS_ATTRS_INIT`: a whole `jets_attrs`, nothing set.
-fn attrs_init() -> jets_attrs {
-    jets_attrs {
-        size: std::mem::size_of::<jets_attrs>() as u32,
-        name: 0,
-        record_type: 0,
-        description: 0,
-        fields: null(),
-        field_count: 0,
-        data_json: null(),
-        domain: 0,
-        clock: 0,
-    }
-}
-
 /// `jets_field_u64(key, value)`.
 fn jets_field_u64_of(key: jets_str, value: u64) -> jets_field {
     jets_field { key, kind: JETS_FIELD_U64, value: jets_value { u64: value } }
@@ -865,9 +850,10 @@ fn records_capture_leaves_out_share_one_id_and_every_line_is_counted() {
             record_type: insn,
             fields: f.as_ptr(),
             field_count: 1,
-            ..attrs_init()
+            ..jets_attrs::default()
         };
-        let event = jets_attrs { name: ev, fields: f.as_ptr(), field_count: 1, ..attrs_init() };
+        let event =
+            jets_attrs { name: ev, fields: f.as_ptr(), field_count: 1, ..jets_attrs::default() };
         let root = jets_record_begin(t, 0, 0, c(c"core"), c(c"Core"), null(), null());
         assert!(root != 0 && root != JETS_ID_LEFT_OUT);
 
