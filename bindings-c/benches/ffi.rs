@@ -67,15 +67,11 @@ fn calls(cr: &mut Criterion) {
     // SAFETY: as above.
     let lat = unsafe { jets_intern(c(c"latency")) };
     let attrs = |fields: &[jets_field], record_type| jets_attrs {
-        size: std::mem::size_of::<jets_attrs>() as u32,
         name,
         record_type,
-        description: 0,
         fields: fields.as_ptr(),
         field_count: fields.len(),
-        data_json: null(),
-        domain: 0,
-        clock: 0,
+        ..jets_attrs::default()
     };
 
     let mut g = cr.benchmark_group("c_api");

@@ -169,17 +169,8 @@ impl Attrs {
             return Ok(Attrs(unsafe { std::ptr::read_unaligned(p) }));
         }
         // An older, shorter version: the members it lacks stay zero (no domain, the trace clock).
-        let mut a = jets_attrs {
-            size: 0,
-            name: 0,
-            record_type: 0,
-            description: 0,
-            fields: std::ptr::null(),
-            field_count: 0,
-            data_json: std::ptr::null(),
-            domain: 0,
-            clock: 0,
-        };
+        // (The copy below overwrites `size` too: the caller's is at least `FIRST_SIZE`.)
+        let mut a = jets_attrs::default();
         // SAFETY: the caller's struct has `size` valid bytes, fewer than ours; every member is
         // plain data valid for any bits it can get from a C struct of the same layout.
         unsafe {
