@@ -185,6 +185,18 @@ fn clk_before_start_is_refused_and_writes_nothing() {
     assert!(matches!(e, Error::ClkBeforeStart { clk: 9, start: 10, .. }), "{e:?}");
     assert!(r.event("e").emit_at(3).is_err());
     assert!(matches!(r.event("e").data_json("{bad").emit_at(10), Err(Error::InvalidJson(_))));
+    // JSON that `serde_json` reads past as raw text but no reader of the trace accepts
+    // (WR-DATA-2): refused at the call, as the C API refuses it, not written for `jets
+    // validate` to find.
+    let deep = format!("{}{}", "[".repeat(128), "]".repeat(128));
+    for unreadable in [r#"{"x":1e999}"#, r#"{"s":"\ud800"}"#, &deep] {
+        let e = r.event("e").data_json(unreadable).emit_at(10);
+        assert!(matches!(e, Err(Error::InvalidJson(_))), "{unreadable:.20}: {e:?}");
+        let a = r.annotation("a").data_json(unreadable).emit();
+        assert!(matches!(a, Err(Error::InvalidJson(_))), "{unreadable:.20}: {a:?}");
+        let c = r.child("c", "C").data_json(unreadable).begin_at(10);
+        assert!(matches!(c, Err(Error::InvalidJson(_))), "{unreadable:.20}");
+    }
     assert!(
         r.child("c", "C").data_json("[1]").begin_at(10).is_err(),
         "record data must be an object"
