@@ -1018,3 +1018,28 @@ fn a_clock_needs_a_positive_trace_rate() {
         }
     }
 }
+
+#[test]
+fn pretty_printed_data_json_is_written_on_one_line() {
+    // JSON a C program's library pretty-printed (WR-DATA-3): each line break in it split the
+    // trace's line in several before, and the file was no longer JSON Lines.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.jets");
+    let t = open(&path).0;
+    // SAFETY: `t` is open until the jets_close below; every string is a NUL-terminated literal.
+    unsafe {
+        let data = c(c"{\n  \"a\": 1,\r\n  \"b\": [1,\n 2],\n  \"s\": \"x\\ny\"\n}\n");
+        let root = jets_record_begin(t, 0, 0, c(c"core0"), c(c"Core"), null(), data);
+        assert_ne!(root, 0, "{}", last_error());
+        assert_eq!(jets_event(t, root, 1, c(c"E"), null(), data), JETS_OK);
+        assert_eq!(jets_annotation(t, root, c(c"A"), null(), c(c"[\n true\n]")), JETS_OK);
+        assert_eq!(jets_record_end(t, root, 2), JETS_OK);
+        assert_eq!(jets_close(t), JETS_OK);
+    }
+    let all = lines(&path);
+    assert_eq!(all.len(), 6, "header, record, event, annotation, end, footer");
+    let want = serde_json::json!({"a": 1, "b": [1, 2], "s": "x\ny"});
+    assert_eq!(all[1]["data"], want);
+    assert_eq!(all[2]["data"], want);
+    assert_eq!(all[3]["data"], serde_json::json!([true]));
+}

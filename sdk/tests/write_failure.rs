@@ -207,3 +207,27 @@ fn clk_before_start_is_refused_and_writes_nothing() {
     let text = String::from_utf8(out.lock().expect("lock").clone()).expect("utf8");
     assert_eq!(text.lines().count(), 3, "header, root, footer:\n{text}");
 }
+
+#[test]
+fn pretty_printed_data_json_keeps_every_line_one_line() {
+    // As a C program's JSON library or `serde_json::to_string_pretty` makes it (WR-DATA-3):
+    // written as given, each line break in it split the line, and no reader could read the file.
+    let pretty = "{\n  \"pc\": 4096,\r\n  \"ops\": [\n    \"a b\",\n    \"c\\nd\"\n  ]\n}\n";
+    let buf = common::Buf::default();
+    let trace = Trace::to_writer(buf.clone(), Metadata::new()).expect("open");
+    let r = trace.root("r", "R").data_json(pretty).begin_at(0).expect("root");
+    r.event("e").data_json(pretty).emit_at(1).expect("event");
+    r.event("typed").field("lat", 3u64).data_json(pretty).emit_at(1).expect("merged");
+    r.annotation("a").data_json("[\n1,\n2\n]").emit().expect("annotation");
+    r.end_at(2).expect("end");
+    trace.close().expect("close");
+    let text = buf.text();
+    let (diagnostics, report) = jets_read::validate::validate_bytes(text.as_bytes());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}\n{text}");
+    assert_eq!(text.lines().count(), 7, "header, 5 lines, footer:\n{text}");
+    let c = report.counts;
+    assert_eq!((c.records, c.events, c.annotations, c.record_ends), (1, 2, 1, 1));
+    let event: serde_json::Value =
+        serde_json::from_str(text.lines().nth(2).expect("event")).expect("the event line is JSON");
+    assert_eq!(event["data"], serde_json::json!({"pc": 4096, "ops": ["a b", "c\nd"]}));
+}

@@ -10,8 +10,6 @@ use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
 use super::hints::Color;
 use super::json;
 
@@ -337,7 +335,8 @@ impl fmt::Debug for Inline {
 #[derive(Clone, Debug, Default)]
 pub struct DataExtra {
     spill: Vec<(Str, Value)>,
-    json: Option<Box<RawValue>>,
+    /// Checked JSON text on one line ([`one_line`]).
+    json: Option<Box<str>>,
 }
 
 /// A [`Data`] taken apart: its inline fields and its rare parts, borrowed. The writer encodes
@@ -355,7 +354,7 @@ impl DataRef<'_> {
         self.extra.map_or(&[], |e| &e.spill)
     }
 
-    fn json(&self) -> Option<&RawValue> {
+    fn json(&self) -> Option<&str> {
         self.extra.and_then(|e| e.json.as_deref())
     }
 
@@ -366,7 +365,7 @@ impl DataRef<'_> {
 
     /// True when the data would be written as a JSON object (or is empty).
     pub fn is_object(&self) -> bool {
-        self.json().is_none_or(|raw| raw.get().trim_start().starts_with('{'))
+        self.json().is_none_or(|raw| raw.starts_with('{'))
     }
 
     /// True when the data owns no memory: static keys and numbers, booleans, colors or static
@@ -405,7 +404,7 @@ impl DataRef<'_> {
                 _ => None,
             })
         };
-        match self.json().map(|raw| member_of_object(raw.get(), KEY)) {
+        match self.json().map(|raw| member_of_object(raw, KEY)) {
             Some(Some(v)) => v.as_u64(),
             _ => typed(),
         }
@@ -427,7 +426,7 @@ impl DataRef<'_> {
             out.push(b'}');
             return;
         }
-        let raw = self.json().map(|r| r.get().trim());
+        let raw = self.json();
         if self.inline.is_empty() && self.spill().is_empty() {
             if let Some(raw) = raw {
                 out.extend_from_slice(raw.as_bytes());
@@ -549,12 +548,6 @@ impl Data {
         self.extra.get_or_insert_with(Box::default).spill.push((key, value));
     }
 
-    /// Sets raw JSON data, already checked by [`check_json`]. Typed fields are merged into it when
-    /// it is an object.
-    fn set_json(&mut self, raw: Box<RawValue>) {
-        self.extra.get_or_insert_with(Box::default).json = Some(raw);
-    }
-
     /// The data, borrowed in parts.
     #[inline]
     pub fn as_ref(&self) -> DataRef<'_> {
@@ -626,8 +619,7 @@ impl Data {
     /// ```
     pub fn parse_json(&mut self, text: &str) -> Result<(), serde_json::Error> {
         check_json(text)?;
-        let raw: Box<RawValue> = serde_json::from_str(text)?;
-        self.set_json(raw);
+        self.extra.get_or_insert_with(Box::default).json = Some(one_line(text));
         Ok(())
     }
 
@@ -746,6 +738,37 @@ pub fn check_json(text: &str) -> Result<(), serde_json::Error> {
     serde_json::from_str::<Readable>(text).map(drop)
 }
 
+/// `text`, JSON that [`check_json`] accepted, as text for one line of a JSON Lines file
+/// (WR-DATA-3): without the whitespace at its ends and, when it holds a line break (pretty-printed
+/// JSON), without any whitespace between its tokens. A line break can only be between tokens:
+/// JSON strings hold theirs escaped. Written as given, pretty-printed data split its line in
+/// several, and the file was no longer JSON Lines.
+fn one_line(text: &str) -> Box<str> {
+    let blank = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let text = text.trim_matches(blank);
+    if !text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if blank(c) {
+            continue;
+        } else if c == '"' {
+            in_string = true;
+        }
+        out.push(c);
+    }
+    out.into_boxed_str()
+}
+
 /// Any JSON value a reader accepts, decoded and forgotten ([`check_json`]).
 struct Readable;
 
@@ -838,7 +861,55 @@ mod tests {
         }
     }
 
+    /// The data as written, and what a reader makes of it.
+    fn written(text: &str) -> (String, serde_json::Value) {
+        let mut d = Data::new();
+        d.parse_json(text).expect("json");
+        let mut out = Vec::new();
+        d.as_ref().write_json(&mut out);
+        let out = String::from_utf8(out).expect("utf8");
+        let read = serde_json::from_str(&out).expect("written data reads");
+        (out, read)
+    }
+
+    #[test]
+    fn pretty_printed_json_is_written_on_one_line() {
+        let pretty = "\r\n {\n  \"a\": 1,\n\t\"s\": \"two words, \\\"quoted\\\" \\n \\\\\",\r\n  \"b\": [\n    1,\n    2\n  ]\n}\n";
+        let (out, read) = written(pretty);
+        assert_eq!(out, r#"{"a":1,"s":"two words, \"quoted\" \n \\","b":[1,2]}"#);
+        assert_eq!(read, serde_json::from_str::<serde_json::Value>(pretty).expect("json"));
+        // On one line already: left as it was, but for its ends.
+        assert_eq!(written(" { \"a\" : [1, 2] } ").0, r#"{ "a" : [1, 2] }"#);
+        // Merged with typed fields, too.
+        let mut d = Data::new();
+        d.push("pc", 4u64);
+        d.parse_json("{\n \"x\": [\n true\n ]\n}").expect("json");
+        let mut out = Vec::new();
+        d.as_ref().write_json(&mut out);
+        assert_eq!(String::from_utf8(out).expect("utf8"), r#"{"pc":4,"x":[true]}"#);
+    }
+
     proptest::proptest! {
+        /// Any value, pretty-printed: written on one line, and read back as the same value.
+        #[test]
+        fn any_pretty_json_is_one_line_with_the_same_value(
+            keys in proptest::collection::vec("[a-z\" \\\\\n]{0,6}", 0..5),
+            words in proptest::collection::vec("[ -~\n\t\u{e9}]{0,8}", 0..5),
+            n in proptest::num::i64::ANY,
+        ) {
+            let inner: serde_json::Map<_, _> =
+                words.iter().map(|w| (w.clone(), serde_json::json!([w, n, null]))).collect();
+            let value: serde_json::Value = keys
+                .iter()
+                .map(|k| (k.clone(), serde_json::Value::Object(inner.clone())))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+            let pretty = serde_json::to_string_pretty(&value).expect("json");
+            let (out, read) = written(&pretty);
+            proptest::prop_assert!(!out.contains(['\n', '\r']), "{}", out);
+            proptest::prop_assert_eq!(read, value);
+        }
+
         /// Any text, and any text made of JSON's own pieces: `check_json` and a reader agree.
         #[test]
         fn check_json_agrees_with_a_reader(
