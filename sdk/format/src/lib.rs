@@ -24,4 +24,4 @@ pub mod encode {
 pub use lines::{
     Annotation, Event, Footer, Header, Line, LineType, Record, RecordEnd, WriteJson, VERSION,
 };
-pub use value::{check_json, Data, DataExtra, DataRef, Field, Str, Value};
+pub use value::{check_json, Data, DataExtra, DataRef, Field, Readable, Str, Value};

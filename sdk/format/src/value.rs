@@ -770,8 +770,20 @@ fn one_line(text: &str) -> Box<str> {
     out.into_boxed_str()
 }
 
-/// Any JSON value a reader accepts, decoded and forgotten ([`check_json`]).
-struct Readable;
+/// Any JSON value a reader accepts, read and thrown away: deserializing one checks a value as
+/// making a `serde_json::Value` would (strings and keys decoded, so a lone surrogate is an error;
+/// numbers converted, so one beyond a double's range is an error; the parser's depth limit)
+/// without keeping anything. serde's `IgnoredAny` would skip both unchecked. What
+/// [`check_json`] parses, and what the validator reads the members it does not keep as
+/// (spec/rules.md, JV1 and JV3), so that the writer and the validator refuse the same values.
+///
+/// ```
+/// let ok = serde_json::from_str::<jets_format::Readable>(r#"{"a": [1, "x"]}"#);
+/// assert!(ok.is_ok());
+/// assert!(serde_json::from_str::<jets_format::Readable>("[1e999]").is_err());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Readable;
 
 impl<'de> serde::Deserialize<'de> for Readable {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -801,6 +813,9 @@ impl<'de> serde::de::Visitor<'de> for Readable {
         Ok(Readable)
     }
     fn visit_unit<E>(self) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_none<E>(self) -> Result<Readable, E> {
         Ok(Readable)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Readable, A::Error> {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::rules::{source_text, Diagnostic, Rule};
 use crate::RawLine;
 use jets_format::vocab::{event_hint, record_hint, HintType, EVENT_HINTS, RECORD_HINTS};
-use jets_format::{Color, LineType, MarkerStyle, Severity, Status};
+use jets_format::{Color, LineType, MarkerStyle, Readable, Severity, Status};
 
 /// What the ordering pass needs to know about a line.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,58 +119,6 @@ impl fmt::Display for Val<'_> {
     }
 }
 
-/// Any JSON value, read and thrown away, but judged by the rules every kept value follows
-/// (spec/rules.md, JV1 and JV3): strings and keys are decoded, so a lone surrogate is an error,
-/// and numbers are converted, so one beyond the range of a double is an error. serde's
-/// `IgnoredAny` would skip both unchecked, and a value would then be valid or not depending on
-/// where in the line it stands.
-pub(crate) struct Skip;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
-        d.deserialize_any(SkipVisitor)
-    }
-}
-
-struct SkipVisitor;
-
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_none<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_entry::<Skip, Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-}
-
 struct ValVisitor;
 
 impl<'de> Visitor<'de> for ValVisitor {
@@ -207,11 +155,11 @@ impl<'de> Visitor<'de> for ValVisitor {
         Ok(Val::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val<'de>, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
+        while seq.next_element::<Readable>()?.is_some() {}
         Ok(Val::Array)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val<'de>, A::Error> {
-        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        while map.next_entry::<Readable, Readable>()?.is_some() {}
         Ok(Val::Object)
     }
 }
@@ -282,7 +230,7 @@ impl<'de> Visitor<'de> for DataVisitor {
                 let v = map.next_value::<Val<'de>>()?;
                 hints.get_or_insert_with(Box::default).set(&key, v);
             } else {
-                map.next_value::<Skip>()?;
+                map.next_value::<Readable>()?;
             }
         }
         Ok(DataField { val: Val::Object, hints })
@@ -409,7 +357,7 @@ impl<'de: 'a, 'a> Visitor<'de> for FieldsSeed<'_, 'a> {
                 continue;
             }
             let Some((bit, name, slot)) = f.member(&key) else {
-                map.next_value::<Skip>()?;
+                map.next_value::<Readable>()?;
                 continue;
             };
             if seen & (1 << bit) != 0 {
