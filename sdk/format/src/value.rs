@@ -908,6 +908,7 @@ mod tests {
     proptest::proptest! {
         /// Any value, pretty-printed: written on one line, and read back as the same value.
         #[test]
+        #[cfg_attr(miri, ignore = "safe code only; proptest reads the working directory")]
         fn any_pretty_json_is_one_line_with_the_same_value(
             keys in proptest::collection::vec("[a-z\" \\\\\n]{0,6}", 0..5),
             words in proptest::collection::vec("[ -~\n\t\u{e9}]{0,8}", 0..5),
@@ -928,6 +929,7 @@ mod tests {
 
         /// Any text, and any text made of JSON's own pieces: `check_json` and a reader agree.
         #[test]
+        #[cfg_attr(miri, ignore = "safe code only; proptest reads the working directory")]
         fn check_json_agrees_with_a_reader(
             text in proptest::string::string_regex(
                 r#"[\[\]{}:, "a\\u0-9ed.+\-]{0,40}|(\[|\{"k":){0,4}(-?[0-9]{1,3}(\.[0-9])?(e[+-]?[0-9]{1,3})?|"(\\u[dD][89aAbBcCfF][0-9a-f]{2}|[a-z])*"|true|null)[\]}]{0,4}"#
