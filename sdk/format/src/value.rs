@@ -726,9 +726,8 @@ fn member_of_object(raw: &str, key: &str) -> Option<serde_json::Value> {
 ///
 /// The same parser does the work with a visitor that keeps nothing, so the two cannot disagree:
 /// numbers, strings and keys are decoded (and refused) exactly as for a value, and the depth
-/// limit is the parser's own. Making the value instead (maps, strings, keys), then parsing
-/// the text again as a raw value, took a C `jets_event` with two fields of JSON to 1.16 µs
-/// against 464 ns with this check alone (criterion `c_api`, 2026-12-02).
+/// limit is the parser's own. Making the value instead, as the C API did, allocated for every
+/// map, key and string (WR-DATA-2 has what that cost a C event).
 ///
 /// ```
 /// assert!(jets_format::check_json(r#"{"pc": 4096, "ok": [true, null, "é"]}"#).is_ok());
@@ -773,9 +772,9 @@ fn one_line(text: &str) -> Box<str> {
 /// Any JSON value a reader accepts, read and thrown away: deserializing one checks a value as
 /// making a `serde_json::Value` would (strings and keys decoded, so a lone surrogate is an error;
 /// numbers converted, so one beyond a double's range is an error; the parser's depth limit)
-/// without keeping anything. serde's `IgnoredAny` would skip both unchecked. What
-/// [`check_json`] parses, and what the validator reads the members it does not keep as
-/// (spec/rules.md, JV1 and JV3), so that the writer and the validator refuse the same values.
+/// without keeping anything. serde's `IgnoredAny` would skip both unchecked. [`check_json`]
+/// parses with it, and the validator reads with it the members it does not keep (spec/rules.md,
+/// JV1 and JV3), so the writer and the validator refuse the same values.
 ///
 /// ```
 /// let ok = serde_json::from_str::<jets_format::Readable>(r#"{"a": [1, "x"]}"#);
