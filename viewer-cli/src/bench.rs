@@ -1,4 +1,4 @@
-//! `jets bench [--format json] [--quick]`: what tracing costs on this machine.
+//! `jets bench [--format json] [--quick] [--rounds N]`: what tracing costs on this machine.
 //!
 //! * Producer cost per event (the native API: an event with two typed fields), on one and on two
 //!   long-lived threads: each sample is the mean of a batch of calls timed together (one clock
@@ -22,8 +22,9 @@
 //!   written (`count`: every line made and handed to the writer, none kept, encoded or written:
 //!   a floor under the recorder), and everything; slowdown = traced time / the geometric mean of
 //!   the untraced runs just before and just after it (a round runs untraced, a mode, untraced,
-//!   the next mode, ..., untraced), the median over rounds in this process taken in turns (so a
-//!   change of load weighs on every mode alike), each run from opening the trace to closing it;
+//!   the next mode, ..., untraced), the median over rounds (`--rounds`, 3 unless given) in this
+//!   process taken in turns (so a change of load weighs on every mode alike), each run from
+//!   opening the trace to closing it;
 //!   each round's ratios too (`pipeline_rounds`, with every untraced run in
 //!   `untraced_runs_sec`), whose spread shows how steady the machine was.
 //!   Each round's simulator runs pinned to one CPU, the next round's to the next CPU
@@ -75,6 +76,11 @@ pub struct Args {
     /// Directory for the end-to-end file (default: the system's temporary directory).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Rounds of the Tiny5 runs (each round: untraced, then every mode with an untraced run
+    /// after it); each slowdown is the median over the rounds. More rounds give a steadier
+    /// median on a machine whose speed moves (a shared VM), at about 25 s a round.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=99))]
+    pub rounds: u16,
 }
 
 /// Work sizes.
@@ -108,7 +114,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             spans: 1 << 14,
             validate_runs: 2,
             sort_words: 200,
-            pipeline_runs: 3,
+            pipeline_runs: usize::from(args.rounds),
             thread_instructions: 64_000,
         }
     } else {
@@ -118,7 +124,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             spans: 1 << 19,
             validate_runs: 5,
             sort_words: 1300,
-            pipeline_runs: 3,
+            pipeline_runs: usize::from(args.rounds),
             thread_instructions: 1_000_000,
         }
     };

@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::process::Command;
 
-fn quick_bench(dir: &Path) -> serde_json::Value {
+fn quick_bench(dir: &Path, extra: &[&str]) -> serde_json::Value {
     let run = Command::new(env!("CARGO_BIN_EXE_jets"))
         .args(["bench", "--quick", "--format", "json", "--dir"])
         .arg(dir)
+        .args(extra)
         .output()
         .unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -17,7 +18,7 @@ fn quick_bench(dir: &Path) -> serde_json::Value {
 #[test]
 fn bench_json_has_every_figure() {
     let dir = tempfile::tempdir().unwrap();
-    let v = quick_bench(dir.path());
+    let v = quick_bench(dir.path(), &[]);
     for field in [
         "producer_event_ns_p50_1_thread",
         "producer_event_ns_p99_1_thread",
@@ -157,5 +158,45 @@ fn bench_json_has_every_figure() {
         let xs = rounds[key].as_array().unwrap();
         assert_eq!(xs.len(), untraced.len(), "{key} in {rounds}");
         assert!(xs.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0)), "{key} in {rounds}");
+    }
+}
+
+/// `--rounds N` runs the Tiny5 modes N times over: every per-round figure has N entries, the
+/// simulator's CPU still taking turns, and each median lies within its rounds.
+#[test]
+fn rounds_sets_how_many_times_the_modes_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two, not the default three, and few: each round is several runs of the simulator.
+    let v = quick_bench(dir.path(), &["--rounds", "2"]);
+    let rounds = &v["pipeline_rounds"];
+    for key in ["untraced_sec", "untraced_runs_sec", "slowdown_window_1pct", "simulator_cpu"] {
+        assert_eq!(rounds[key].as_array().map(Vec::len), Some(2), "{key} in {rounds}");
+    }
+    for key in ["slowdown_disabled", "slowdown_window_1pct", "slowdown_recorder", "slowdown_full"] {
+        let xs: Vec<f64> =
+            rounds[key].as_array().unwrap().iter().filter_map(|x| x.as_f64()).collect();
+        let median = v[key].as_f64().unwrap();
+        let (lo, hi) = xs.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        assert!(lo <= median && median <= hi, "{key}: {median} outside {xs:?}");
+    }
+    let cpus: Vec<Option<u64>> =
+        rounds["simulator_cpu"].as_array().unwrap().iter().map(|c| c.as_u64()).collect();
+    if v["cpus"].as_u64().unwrap() >= 2 && cfg!(target_os = "linux") {
+        assert_ne!(cpus[0], cpus[1], "in turn: {rounds}");
+    }
+}
+
+/// A round count outside 1..=99 is refused before anything runs, naming the option.
+#[test]
+fn rounds_out_of_range_is_refused() {
+    for bad in ["0", "100", "three"] {
+        let run = Command::new(env!("CARGO_BIN_EXE_jets"))
+            .args(["bench", "--quick", "--rounds", bad])
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(2), "--rounds {bad}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains("--rounds"), "--rounds {bad}: {err}");
+        assert!(run.stdout.is_empty(), "--rounds {bad} ran the bench");
     }
 }
