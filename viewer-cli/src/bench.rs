@@ -89,9 +89,8 @@ struct Sizes {
     end_to_end_lines: u64,
     spans: u64,
     validate_runs: usize,
-    /// Words bubble-sorted by the pipeline runs, and runs per mode.
+    /// Words bubble-sorted by the pipeline runs.
     sort_words: usize,
-    pipeline_runs: usize,
     /// Instructions of the many-threads figures (seven lines each), in all.
     thread_instructions: u64,
 }
@@ -114,7 +113,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             spans: 1 << 14,
             validate_runs: 2,
             sort_words: 200,
-            pipeline_runs: usize::from(args.rounds),
             thread_instructions: 64_000,
         }
     } else {
@@ -124,7 +122,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             spans: 1 << 19,
             validate_runs: 5,
             sort_words: 1300,
-            pipeline_runs: usize::from(args.rounds),
             thread_instructions: 1_000_000,
         }
     };
@@ -154,7 +151,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     step("many threads into one trace");
     let many = many_threads(sizes.thread_instructions)?;
     step("Tiny5 pipeline, untraced and in each capture mode");
-    let sim = simulator(dir.path(), sizes.sort_words, sizes.pipeline_runs)?;
+    let sim = simulator(dir.path(), sizes.sort_words, usize::from(args.rounds))?;
 
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let mut report = json!({

@@ -15,6 +15,11 @@ fn quick_bench(dir: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&run.stdout).unwrap()
 }
 
+/// The least and the greatest of `xs`.
+fn range(xs: &[f64]) -> (f64, f64) {
+    xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)))
+}
+
 #[test]
 fn bench_json_has_every_figure() {
     let dir = tempfile::tempdir().unwrap();
@@ -69,7 +74,7 @@ fn bench_json_has_every_figure() {
         let r: Vec<f64> = r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
         assert_eq!(r.len(), 7, "{rounds}");
         assert!(r.iter().all(|x| x.is_finite() && *x > 0.0), "{rounds}");
-        let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        let (lo, hi) = range(&r);
         let median = median.as_f64().unwrap();
         assert!(lo <= median && median <= hi, "{rounds}");
     }
@@ -89,7 +94,7 @@ fn bench_json_has_every_figure() {
         assert_eq!(xs.len(), untraced.len(), "{field} in {rounds}");
         assert!(xs.iter().all(|x| x.is_finite() && *x > 0.0), "{field} in {rounds}");
         // The figure is the median of its rounds.
-        let (lo, hi) = xs.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        let (lo, hi) = range(&xs);
         let median = v[field].as_f64().unwrap();
         assert!(lo <= median && median <= hi, "{field}: {median} outside its rounds {xs:?}");
     }
