@@ -148,3 +148,38 @@ fn a_process_spinning_beside_the_run_is_seen() {
         .unwrap_or_else(|| panic!("no other work in {stdout}"));
     assert!(others >= 0.3, "a spinning process beside the run: {others} cores ({stdout})");
 }
+
+/// A layout (0 to 7) places the simulator's stack as `jets bench`'s round of that number does;
+/// the run and its trace are the same, and any other layout is an error naming it.
+#[test]
+fn a_layout_places_the_run_and_a_bad_one_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("layout.jets");
+    let path = out.to_str().expect("a UTF-8 path");
+    let cpu = jets_host::load::allowed_cpus().and_then(|c| c.first().copied()).unwrap_or(0);
+    let with = |layout: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pipeline_modes"))
+            .args(["sample", "12", path, &cpu.to_string(), layout])
+            .output()
+            .expect("running pipeline_modes")
+    };
+    let r = with("7");
+    // Off Linux a CPU cannot be pinned: the error says so, and there is nothing more to see.
+    if !r.status.success() && String::from_utf8_lossy(&r.stderr).contains("Linux only") {
+        eprintln!("NOT CHECKED: threads are pinned on Linux only");
+        return;
+    }
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stdout).starts_with("sample: "));
+    let sampled = lines(&out);
+    assert!(sampled.iter().any(|l| l["record_type"] == "Instruction"), "the run is traced");
+    let r = with("0");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(lines(&out).len(), sampled.len(), "the same lines whatever the layout");
+    for bad in ["8", "-1", "first"] {
+        let r = with(bad);
+        assert!(!r.status.success(), "layout {bad} was taken");
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert!(stderr.contains(&format!("layout \"{bad}\": a number from 0 to 7")), "{stderr}");
+    }
+}

@@ -336,11 +336,15 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
     let program = programs::bubble_sort(&programs::random_words(words, 7))
         .map_err(|e| anyhow!("assembling the benchmark program: {e}"))?;
     let path = dir.join("pipeline-bench.jets");
-    // One run; `capture` None is untraced. The error names the trace file itself.
-    let once = |capture: Option<&Capture>, cpu: Option<usize>| {
-        traced::timed_run(&path, &program, capture, cpu).context("running the benchmark")
+    // One run; `capture` None is untraced. The error names the trace file itself. Each round
+    // runs on a stack of its own layout (`jets_host::layout`): the same in every process, and
+    // another in each round, so that no one random placement of the stack sets every round.
+    let once = |capture: Option<&Capture>, cpu: Option<usize>, round: usize| {
+        jets_host::layout::run_at(round, || traced::timed_run(&path, &program, capture, cpu))
+            .context("running the benchmark")
     };
-    let cycles = once(None, None)?.cycles; // warms up, and gives the run's length for the window
+    // Warms up, and gives the run's length for the window.
+    let cycles = once(None, None, 0)?.cycles;
 
     // The CPU each round's simulator runs on, in turn over the CPUs this process may use:
     // untraced and traced runs of a round on the same one, since a virtual machine's CPUs can
@@ -382,7 +386,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         let mut bare = [0.0; MODES.len() + 1];
         let untraced_run = |tally: &mut Tally| -> Result<f64> {
             settle_disk();
-            Ok(tally.during(|| once(None, cpu))?.took.as_secs_f64())
+            Ok(tally.during(|| once(None, cpu, round))?.took.as_secs_f64())
         };
         bare[0] = untraced_run(&mut tally)?;
         for (m, ((times, c), (_, key, _))) in
@@ -392,7 +396,7 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
                 round_trips.push(core_round_trip());
             }
             settle_disk();
-            let run = tally.during(|| once(Some(c), cpu))?;
+            let run = tally.during(|| once(Some(c), cpu, round))?;
             times.push(run.took.as_secs_f64());
             if key == "slowdown_recorder" {
                 recorder.push((run.closing.as_secs_f64(), (run.took - run.closing).as_secs_f64()));

@@ -129,7 +129,8 @@ fn report(r: &Run, whole: bool) {
 
 fn bench(program: &[u8], a: &Args) -> Result<()> {
     let path = a.dir.join("mos6502-bench.jets");
-    let once = |capture: Option<&Capture>| -> Result<Run> {
+    // Each round on a stack of its own layout, as `jets bench` does (`jets_host::layout`).
+    let once = |capture: Option<&Capture>, round: usize| -> Result<Run> {
         // The previous file goes outside the timing (freeing a large file's pages is the last
         // run's cost).
         match std::fs::remove_file(&path) {
@@ -139,9 +140,11 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
             _ => {}
         }
         let trace = capture.map(|_| path.as_path());
-        run(program, trace, builder(capture.cloned()), a.limit).map_err(|e| anyhow!("{e}"))
+        jets_host::layout::run_at(round, || {
+            run(program, trace, builder(capture.cloned()), a.limit).map_err(|e| anyhow!("{e}"))
+        })
     };
-    let first = once(None)?;
+    let first = once(None, 0)?;
     report(&first, a.limit.is_none());
     let cycles = first.cycles;
     let mid = cycles / 2;
@@ -168,12 +171,12 @@ fn bench(program: &[u8], a: &Args) -> Result<()> {
     let mut closing: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut waited: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut bytes = vec![0u64; modes.len()];
-    for _ in 0..a.runs.max(1) {
-        let mut before = once(None)?.took.as_secs_f64();
+    for round in 0..a.runs.max(1) {
+        let mut before = once(None, round)?.took.as_secs_f64();
         untraced.push(before);
         for (i, (_, c)) in modes.iter().enumerate() {
-            let r = once(Some(c))?;
-            let after = once(None)?.took.as_secs_f64();
+            let r = once(Some(c), round)?;
+            let after = once(None, round)?.took.as_secs_f64();
             untraced.push(after);
             ratios[i].push(r.took.as_secs_f64() / (before * after).sqrt());
             before = after;

@@ -2,7 +2,7 @@
 //! each other in alternating processes, and for instruction counts under callgrind.
 //!
 //! ```text
-//! cargo run --release -p jets-examples --bin pipeline_modes -- MODE [WORDS] [OUT.jets] [CPU]
+//! cargo run --release -p jets-examples --bin pipeline_modes -- MODE [WORDS] [OUT.jets] [CPU] [LAYOUT]
 //! cargo run --release -p jets-examples --no-default-features --bin pipeline_modes -- off
 //! ```
 //!
@@ -24,7 +24,10 @@
 //! meanwhile, in cores (`jets_host::load`: compare only runs beside none), and the round trip
 //! between two cores taken just before the run (`jets_host::load::core_round_trip`: compare
 //! runs with the cores as far apart); `window` first runs untraced, outside the timing, to learn
-//! the run's length.
+//! the run's length. LAYOUT (0 to 7, default 0) places the simulator's stack as `jets bench` does
+//! in its round of that number (`jets_host::layout`): the run is on a thread of its own whose
+//! stack lies at the same place in every process, since on the main thread, whose stack Linux
+//! places at random, about one process in ten ran Tiny5 a fifth slower than the others.
 
 use std::path::PathBuf;
 
@@ -44,13 +47,21 @@ fn main() -> anyhow::Result<()> {
         Some(text) => Some(text.parse().with_context(|| format!("CPU {text:?}"))?),
         None => None,
     };
+    let layout: usize = match args.next() {
+        Some(text) => match text.parse() {
+            Ok(n) if n < jets_host::layout::STACK_OFFSETS.len() => n,
+            _ => bail!("layout {text:?}: a number from 0 to 7"),
+        },
+        None => 0,
+    };
     // The same program as `jets bench` (its seed too).
     let program = programs::bubble_sort(&programs::random_words(words, 7))?;
     let capture = match mode.as_str() {
         "untraced" => None,
         "off" => Some(Capture { off: true, ..Capture::default() }),
         "window" => {
-            let cycles = traced::timed_run(&out, &program, None, cpu)?.cycles;
+            let untraced = || traced::timed_run(&out, &program, None, cpu);
+            let cycles = jets_host::layout::run_at(layout, untraced)?.cycles;
             let mid = cycles / 2;
             Some(Capture { window: Some(mid..mid + (cycles / 100).max(1)), ..Capture::default() })
         }
@@ -77,7 +88,8 @@ fn main() -> anyhow::Result<()> {
             .to_owned(),
     };
     let mut tally = jets_host::load::Tally::default();
-    let run = tally.during(|| traced::timed_run(&out, &program, capture.as_ref(), cpu))?;
+    let once = || traced::timed_run(&out, &program, capture.as_ref(), cpu);
+    let run = tally.during(|| jets_host::layout::run_at(layout, once))?;
     // Built with `--no-default-features`, every traced mode writes nothing: said beside the time.
     let built = if jets::COMPILED_IN || capture.is_none() { "" } else { " (tracing compiled out)" };
     // What else the machine ran meanwhile: a run beside another load is no comparison.

@@ -39,6 +39,7 @@ pub mod denet;
 pub mod ebpf;
 #[cfg(target_os = "linux")]
 pub mod env;
+pub mod layout;
 pub mod load;
 #[cfg(target_os = "linux")]
 mod monitor;
