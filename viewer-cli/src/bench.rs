@@ -30,7 +30,8 @@
 //!   Each round's simulator runs pinned to one CPU, the next round's to the next CPU
 //!   (`simulator_cpu`, none with one CPU): a round's untraced and traced runs on the same CPU,
 //!   since a virtual machine's CPUs can differ in speed (`jets_host::load::Pinned`), and the
-//!   report gives the untraced time on each.
+//!   report gives the untraced time on each. And each round's runs have their stack at that
+//!   round's offset (`stack_offset`, bytes, `jets_host::layout`), the same in every process.
 //!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
 //!   trace has, the way a trace file is written but with nothing to encode
 //!   (`slowdown_write_floor`), which no writer thread can beat on this machine. And the time a
@@ -216,6 +217,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "steal_cpu_cores":
             sim.rounds.iter().map(|r| r.other.map(|o| round3(o.steal))).collect::<Vec<_>>(),
         "simulator_cpu": sim.rounds.iter().map(|r| r.cpu).collect::<Vec<_>>(),
+        "stack_offset": (0..sim.rounds.len())
+            .map(|r| jets_host::layout::STACK_OFFSETS[r % jets_host::layout::STACK_OFFSETS.len()])
+            .collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();
@@ -697,7 +701,9 @@ fn cpu_speeds(rounds: &Value) -> String {
             .collect();
         s += &format!(
             "\nThe simulator ran pinned to each CPU in turn, a round on one (`simulator_cpu`): \
-             untraced,\n{} (medians), and each slowdown compares runs on the same CPU.\n",
+             untraced,\n{} (medians), and each slowdown compares runs on the same CPU.\n\
+             Each round's stack lay at an offset of its own (`stack_offset`), the same in every \
+             process.\n",
             each.join(", ")
         );
     }

@@ -117,6 +117,16 @@ fn bench_json_has_every_figure() {
     } else {
         assert!(cpus.iter().all(|c| c.is_null()), "{rounds}");
     }
+    // Each round's stack at its own offset in a page, the first at none (`jets_host::layout`).
+    let offsets: Vec<u64> = rounds["stack_offset"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_u64().expect("bytes"))
+        .collect();
+    assert_eq!(offsets.len(), untraced.len(), "{rounds}");
+    assert_eq!(offsets[0], 0, "{rounds}");
+    assert!(offsets.windows(2).all(|w| w[0] != w[1] && w[1] < 4096), "{rounds}");
     // The floor writes the full trace's bytes: a trace holds at least its header and footer.
     assert!(v["full_trace_bytes"].as_u64().unwrap() > 100, "{v}");
     // The recorder's file holds its window (more than a header and footer), less than the

@@ -50,7 +50,10 @@ fn main() -> anyhow::Result<()> {
     let layout: usize = match args.next() {
         Some(text) => match text.parse() {
             Ok(n) if n < jets_host::layout::STACK_OFFSETS.len() => n,
-            _ => bail!("layout {text:?}: a number from 0 to 7"),
+            _ => bail!(
+                "layout {text:?}: a number from 0 to {}",
+                jets_host::layout::STACK_OFFSETS.len() - 1
+            ),
         },
         None => 0,
     };
