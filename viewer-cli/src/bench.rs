@@ -32,6 +32,8 @@
 //!   since a virtual machine's CPUs can differ in speed (`jets_host::load::Pinned`), and the
 //!   report gives the untraced time on each. And each round's runs have their stack at that
 //!   round's offset (`stack_offset`, bytes, `jets_host::layout`), the same in every process.
+//!   Each mode runs once, untimed, before the first round (a VM's first trace files of a
+//!   process cost it more).
 //!   Beside "everything", a reference from the same rounds: writing as many bytes as the full
 //!   trace has, the way a trace file is written but with nothing to encode
 //!   (`slowdown_write_floor`), which no writer thread can beat on this machine. And the time a
@@ -364,6 +366,15 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         Capture { count: true, ..Capture::default() },
         Capture::full(),
     ];
+    // Each mode once more, untimed: on a virtual machine a process's first trace files fill the
+    // page cache with pages the host has to fault in (the 2-core Intel VM, 2026-12-02: the
+    // writer's 256 KiB writes took 0.30-0.37 ms each in such a run against 0.06 ms, `strace`),
+    // which made the first round's window and sample the slowest of the bench in three runs of
+    // four, and its full trace too. The rounds measure the steady state every round then shares.
+    for c in &settings {
+        settle_disk();
+        once(Some(c), None, 0)?;
+    }
     // Runs take turns (untraced, then each mode, `runs` times over), so that a change of the
     // machine's load during the bench weighs on every mode alike. Each traced run is bracketed:
     // timed between two untraced runs on the same CPU (the round's runs go untraced, a mode,
