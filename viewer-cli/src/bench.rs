@@ -219,9 +219,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "steal_cpu_cores":
             sim.rounds.iter().map(|r| r.other.map(|o| round3(o.steal))).collect::<Vec<_>>(),
         "simulator_cpu": sim.rounds.iter().map(|r| r.cpu).collect::<Vec<_>>(),
-        "stack_offset": (0..sim.rounds.len())
-            .map(|r| jets_host::layout::STACK_OFFSETS[r % jets_host::layout::STACK_OFFSETS.len()])
-            .collect::<Vec<_>>(),
+        "stack_offset": (0..sim.rounds.len()).map(jets_host::layout::offset).collect::<Vec<_>>(),
     });
     for (m, (_, key, _)) in MODES.iter().enumerate() {
         rounds[*key] = sim.rounds.iter().map(|r| round(r.slowdown[m])).collect();

@@ -23,7 +23,17 @@
 /// each a different multiple of 16 modulo 256 too, so that no two share their low eight bits.
 pub const STACK_OFFSETS: [usize; 8] = [0, 528, 1056, 1584, 2112, 2640, 3168, 3696];
 
-/// Runs `f` on a new thread whose stack lies [`STACK_OFFSETS`]`[layout % 8]` bytes deeper than a
+/// The stack offset of `layout`, in bytes: [`STACK_OFFSETS`]`[layout % 8]`, where [`run_at`]
+/// puts the run of that layout.
+///
+/// ```
+/// assert_eq!(jets_host::layout::offset(1), jets_host::layout::offset(9));
+/// ```
+pub fn offset(layout: usize) -> usize {
+    STACK_OFFSETS[layout % STACK_OFFSETS.len()]
+}
+
+/// Runs `f` on a new thread whose stack lies [`offset`]`(layout)` bytes deeper than a
 /// new thread's stack starts, and returns what it returned (a panic in `f` is resumed here).
 ///
 /// The calling thread waits; pin the new thread from inside `f` (threads inherit the CPUs of the
