@@ -364,11 +364,12 @@ fn simulator(dir: &Path, words: usize, runs: usize) -> Result<Sim> {
         Capture { count: true, ..Capture::default() },
         Capture::full(),
     ];
-    // Each mode once more, untimed: on a virtual machine a process's first trace files fill the
-    // page cache with pages the host has to fault in (the 2-core Intel VM, 2026-12-02: the
-    // writer's 256 KiB writes took 0.30-0.37 ms each in such a run against 0.06 ms, `strace`),
-    // which made the first round's window and sample the slowest of the bench in three runs of
-    // four, and its full trace too. The rounds measure the steady state every round then shares.
+    // Each mode once more, untimed: on a virtual machine a process's first trace files can be
+    // written much slower than its later ones (the 2-core Intel VM, 2026-12-02: the writer's
+    // 256 KiB writes took 0.30-0.37 ms each in such a run against 0.06 ms, `strace`; fresh
+    // page-cache memory, most likely), which made the first round's window and sample the
+    // slowest of the bench in three runs of four, and its full trace too. The rounds measure the
+    // steady state every round then shares.
     for c in &settings {
         settle_disk();
         once(Some(c), None, 0)?;
