@@ -1,18 +1,18 @@
 //! Where a timed run's stack lies, chosen rather than left to chance.
 //!
 //! A simulator's speed can depend on where its stack lies relative to its heap, to within a few
-//! bytes: when a hot local and a hot heap word share the low twelve bits of their address, the
-//! CPU takes the load for one as waiting on the store to the other ("4K aliasing"). Linux places
-//! the main thread's stack at a random offset in each process, so the same untraced Tiny5 run
-//! (`pipeline_modes untraced`) took 0.44–0.50 s in most processes and 0.54–0.64 s in about one
-//! in ten, the same in every run of that process (2-core Intel Xeon VM, 2026-12-02; with address
-//! randomization off, moving the stack through a page in steps of 16 bytes made one band of 96
-//! bytes slow, every time). In one `jets bench` process every untraced run, and so every
-//! slowdown it reported, had that luck: three processes in a row measured Tiny5 untraced at
-//! 0.49, 0.62 and 0.55 s while each traced mode took the same time in all three (capture off
-//! 0.549–0.554 s), so capture off read 1.13×, 0.88× and 0.99×. With each round run through
-//! [`run_at`], the next three processes measured it at 0.441, 0.446 and 0.450 s, and capture off
-//! at 1.10–1.13×.
+//! bytes: most likely "4K aliasing", where a hot local and a hot heap word share the low twelve
+//! bits of their address and the CPU takes the load of one as waiting on the store to the other
+//! (the VM below has no counters to confirm it). Linux places the main thread's stack at a random
+//! offset in each process, so the same untraced Tiny5 run (`pipeline_modes untraced`) took
+//! 0.44–0.50 s in most processes and 0.54–0.64 s in about one in ten, the same in every run of that
+//! process (2-core Intel Xeon VM, 2026-12-02; with address randomization off, moving the stack
+//! through a page in steps of 32 bytes, then 16 around it, made one band of 96 bytes slow, every
+//! time). In one `jets bench` process every untraced run, and so every slowdown it reported, had
+//! that luck: three processes in a row measured Tiny5 untraced at 0.49, 0.62 and 0.55 s while each
+//! traced mode took the same time in all three (capture off 0.549–0.554 s), so capture off read
+//! 1.13×, 0.88× and 0.99×. With each round run through [`run_at`], the next three processes
+//! measured it at 0.441, 0.446 and 0.450 s, and capture off at 1.10–1.13×.
 //!
 //! [`run_at`] runs a measurement on a thread of its own, whose stack starts at the same place in
 //! every process, [`STACK_OFFSETS`]`[i]` bytes below its top: the layout is then chosen, the same
