@@ -58,6 +58,9 @@ fn bench_json_has_every_figure() {
         let x = v[field].as_f64().unwrap_or_else(|| panic!("{field} missing in {v}"));
         assert!(x.is_finite() && x > 0.0, "{field} = {x}");
     }
+    // Whether the full trace's bytes went around the page cache: a quick bench's trace is far
+    // below the 512 MiB the page cache keeps, so they did not.
+    assert_eq!(v["write_floor_direct"], false, "{v}");
     assert!(
         v["producer_event_ns_p99_1_thread"].as_f64()
             >= v["producer_event_ns_p50_1_thread"].as_f64()

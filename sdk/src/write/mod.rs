@@ -16,6 +16,8 @@
 //! `end` consumes the handle, so a record ends at most once, and [`Trace::close`] writes the footer
 //! after draining every ring.
 
+#[cfg(target_os = "linux")]
+mod direct;
 mod encoders;
 mod fence;
 pub(crate) mod hooks;

@@ -93,8 +93,13 @@ impl Sink {
             }
             _ => (File::create(path)?, None),
         };
-        let sink =
-            FileSink { file: StreamedFile::new(file), good_len: 0, codec, pending: Vec::new() };
+        // A file of lines may be written around the page cache past its cached share; one of
+        // compressed streams is not (`StreamedFile::for_frames`).
+        let file = match codec {
+            Codec::Plain => StreamedFile::new(file),
+            _ => StreamedFile::for_frames(file),
+        };
+        let sink = FileSink { file, good_len: 0, codec, pending: Vec::new() };
         Ok(Sink { kind: Kind::File(sink), pending })
     }
 
@@ -154,6 +159,14 @@ impl Sink {
             }
         }
         Ok(())
+    }
+
+    /// Starts no thread from now on (after a fatal signal: the thread that took it may hold a
+    /// lock a new thread needs): a file stays with the page cache if it has not left it.
+    pub(crate) fn stay_buffered(&mut self) {
+        if let Kind::File(f) = &mut self.kind {
+            f.file.stay_buffered();
+        }
     }
 
     /// Completes the file and flushes.
@@ -233,7 +246,10 @@ impl FileSink {
             let complete = bytes[..written].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             self.good_len += complete as u64;
         }
-        let _ = self.file.file().set_len(self.good_len);
+        // Never longer than the file is: a failed direct write has cut it back further already
+        // (`StreamedFile`), and growing it again would add zeros.
+        let len = self.file.file().metadata().map_or(self.good_len, |m| m.len());
+        let _ = self.file.file().set_len(self.good_len.min(len));
         e
     }
 }

@@ -22,6 +22,13 @@
 //!   dropped. A process killed before that leaves up to 64 MiB allocated past the end of its
 //!   trace (seen by `du`, not by readers), until the file is truncated or removed.
 //!
+//! And past [`KEEP_CACHED`], a file of lines (not one of compressed streams) leaves the page cache
+//! altogether where the file system allows it: whole aligned blocks written with `O_DIRECT` by a
+//! thread of their own (`direct.rs`, which says why and what was measured), the unfinished block
+//! through the page cache at each flush. A flush still means every byte taken is in the file; a
+//! failed direct write cuts the file back to its last complete line (or its last flush, if that
+//! is further) and is returned by the next call, as a failed `write` is.
+//!
 //! Measured here (2-core VM, 2026-11-25, a loop of 256 KiB writes of 6.8 GB, as large as a full
 //! trace of `jets bench`): 5.7–7.9 s plain, 2.0–2.3 s with the first two hints
 //! (`spec/write-decisions.md`, WR-STREAM-1). The reservation (2026-11-28, six alternated pairs of
@@ -37,6 +44,12 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+
+#[cfg(target_os = "linux")]
+use super::direct::BLOCK;
+/// Off Linux there are no direct writes, and no block size to give them.
+#[cfg(not(target_os = "linux"))]
+const BLOCK: usize = 0;
 
 /// Bytes written between two requests to start writing to disk.
 pub(crate) const STEP: u64 = 8 << 20;
@@ -76,15 +89,36 @@ pub struct StreamedFile {
     /// [`STEP`] and [`KEEP_CACHED`] (smaller in unit tests).
     step: u64,
     keep: u64,
+    /// Past `keep`, the writes that go around the page cache (`direct.rs`), once started.
+    #[cfg(target_os = "linux")]
+    direct: Option<Box<super::direct::Direct>>,
+    /// Whether to start them past `keep`: not for compressed streams ([`StreamedFile::for_frames`]),
+    /// not after [`StreamedFile::stay_buffered`], not once the file could not be opened for them.
+    may_go_direct: bool,
+    /// The size of a direct write ([`super::direct::BLOCK`]; smaller in unit tests).
+    block: usize,
+    /// The offset of a direct block to fail, and how (tests of a failure).
+    #[cfg(all(test, target_os = "linux"))]
+    fail: Option<(u64, fn() -> io::Error)>,
+    /// Bytes in the file at the last flush, which ends at a line end: kept whatever fails later.
+    flushed: u64,
 }
 
 impl StreamedFile {
     /// Writes to `file` from its current offset, which is taken as 0 (a new file).
     pub fn new(file: File) -> StreamedFile {
-        StreamedFile::with_sizes(file, STEP, KEEP_CACHED)
+        StreamedFile::with_sizes(file, STEP, KEEP_CACHED, BLOCK)
     }
 
-    fn with_sizes(file: File, step: u64, keep: u64) -> StreamedFile {
+    /// For a file of compressed streams: the page cache only, since a failed direct write is
+    /// cut back to a line end, which a compressed stream does not have.
+    pub(crate) fn for_frames(file: File) -> StreamedFile {
+        let mut f = StreamedFile::new(file);
+        f.may_go_direct = false;
+        f
+    }
+
+    fn with_sizes(file: File, step: u64, keep: u64, block: usize) -> StreamedFile {
         StreamedFile {
             file,
             written: 0,
@@ -94,7 +128,29 @@ impl StreamedFile {
             may_reserve: true,
             step,
             keep,
+            #[cfg(target_os = "linux")]
+            direct: None,
+            may_go_direct: cfg!(target_os = "linux"),
+            block,
+            flushed: 0,
+            #[cfg(all(test, target_os = "linux"))]
+            fail: None,
         }
+    }
+
+    /// Stays with the page cache from now on if it has not left it: no thread is started for
+    /// direct writes (after a fatal signal, whose thread may hold a lock a new thread needs).
+    pub(crate) fn stay_buffered(&mut self) {
+        self.may_go_direct = false;
+    }
+
+    /// Whether the file is being written around the page cache (past 512 MiB, on a
+    /// file system that takes direct writes).
+    pub fn is_direct(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.direct.is_some();
+        #[cfg(not(target_os = "linux"))]
+        false
     }
 
     /// The file.
@@ -132,6 +188,12 @@ impl StreamedFile {
 
 impl Drop for StreamedFile {
     fn drop(&mut self) {
+        // The unfinished direct block goes in (a failure is cut back, as in any flush).
+        #[cfg(target_os = "linux")]
+        if self.direct.is_some() {
+            let _ = self.flush();
+            self.direct = None;
+        }
         // Space reserved past the end goes back: a truncation to the file's own length frees
         // what lies beyond it (and never extends a file that a failed write cut back).
         if self.reserved > 0 {
@@ -144,13 +206,74 @@ impl Drop for StreamedFile {
 
 impl Write for StreamedFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        #[cfg(target_os = "linux")]
+        if let Some(n) = self.write_direct(buf)? {
+            return Ok(n);
+        }
         let n = self.file.write(buf)?;
         self.wrote(n);
         Ok(n)
     }
 
+    /// Waits until every byte taken is in the file (with direct writes, the blocks out, then
+    /// the unfinished block through the page cache).
     fn flush(&mut self) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some(d) = self.direct.as_mut() {
+            if let Err(failure) = d.flush(&self.file) {
+                return Err(self.cut_back(failure));
+            }
+        }
+        self.flushed = self.written;
         self.file.flush()
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl StreamedFile {
+    /// Past `keep`, takes `buf` for the direct writes, starting them at the first aligned offset
+    /// (the bytes up to it go through the page cache, as a short write). `None`: not for direct
+    /// writes (before `keep`, or a file that cannot have them), write it through the page cache.
+    fn write_direct(&mut self, buf: &[u8]) -> io::Result<Option<usize>> {
+        use super::direct::{Direct, ALIGN};
+        if self.direct.is_none() {
+            if !self.may_go_direct || self.written < self.keep {
+                return Ok(None);
+            }
+            let pad = self.written.next_multiple_of(ALIGN) - self.written;
+            if pad > 0 {
+                let n = self.file.write(&buf[..buf.len().min(pad as usize)])?;
+                self.wrote(n);
+                return Ok(Some(n));
+            }
+            #[cfg(not(test))]
+            let started = Direct::start(&self.file, self.written, self.block);
+            #[cfg(test)]
+            let started = Direct::start_failing(&self.file, self.written, self.block, self.fail);
+            match started {
+                Ok(d) => self.direct = Some(Box::new(d)),
+                Err(_) => {
+                    self.may_go_direct = false;
+                    return Ok(None);
+                }
+            }
+        }
+        let Some(d) = self.direct.as_mut() else { return Ok(None) };
+        match d.write(buf) {
+            Ok(()) => {
+                self.wrote(buf.len());
+                Ok(Some(buf.len()))
+            }
+            Err(failure) => Err(self.cut_back(failure)),
+        }
+    }
+
+    /// After a direct write failed at `at`: the file ends at its last complete line before
+    /// `at`, or at the last flush if that is further (its bytes went through the page cache).
+    fn cut_back(&mut self, (at, e): (u64, io::Error)) -> io::Error {
+        let end = super::direct::last_line_end(&self.file, at).unwrap_or(0).max(self.flushed);
+        let _ = self.file.set_len(end);
+        e
     }
 }
 
@@ -227,7 +350,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.bin");
         let (step, keep) = (4096, 3 * 4096);
-        let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep);
+        let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep, BLOCK);
         let block: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
         let mut steps_seen = Vec::new();
         for _ in 0..100 {
@@ -249,13 +372,87 @@ mod tests {
         assert!(back.chunks(block.len()).all(|c| c == &block[..]));
     }
 
+    /// A file of lines as `jets bench` writes them: every line the same length.
+    #[cfg(target_os = "linux")]
+    fn line(i: usize) -> Vec<u8> {
+        format!("{{\"clk\":{i:08},\"type\":\"event\"}}\n").into_bytes()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn past_keep_the_file_goes_direct_and_every_flush_shows_all_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.bin");
+        let (step, keep, block) = (16 * 1024, 64 * 1024, 32 * 1024);
+        let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep, block);
+        let mut expected = Vec::new();
+        for i in 0..20_000 {
+            let l = line(i);
+            f.write_all(&l).unwrap();
+            expected.extend_from_slice(&l);
+            if i % 1500 == 0 {
+                f.flush().unwrap();
+                assert_eq!(std::fs::read(&path).unwrap(), expected, "after line {i}");
+            }
+        }
+        if !f.is_direct() {
+            eprintln!(
+                "NOT CHECKED: the file system under {} refuses direct writes; traces there go \
+                 through the page cache only",
+                dir.path().display()
+            );
+        }
+        drop(f);
+        assert_eq!(std::fs::read(&path).unwrap(), expected);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failed_direct_write_leaves_whole_lines_and_everything_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        for flush_at in [None, Some(5000)] {
+            let path = dir.path().join("f.bin");
+            let (step, keep, block) = (16 * 1024, 64 * 1024, 32 * 1024);
+            let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep, block);
+            // The third direct block fails, as a full disk would.
+            let fail_at = keep + 2 * block as u64;
+            f.fail = Some((fail_at, || io::Error::from_raw_os_error(libc::ENOSPC)));
+            let mut sent = Vec::new();
+            let mut error = None;
+            for i in 0..20_000 {
+                if let Err(e) = f.write_all(&line(i)) {
+                    error = Some(e);
+                    break;
+                }
+                sent.extend_from_slice(&line(i));
+                if Some(i) == flush_at {
+                    f.flush().unwrap();
+                }
+            }
+            let error = error.or_else(|| f.flush().err());
+            if !f.is_direct() {
+                eprintln!("NOT CHECKED: {} refuses direct writes", dir.path().display());
+                return;
+            }
+            let e = error.expect("the failure is returned");
+            assert_eq!(e.kind(), io::ErrorKind::StorageFull, "{e}");
+            drop(f);
+            let got = std::fs::read(&path).unwrap();
+            // Whole lines, the first of what was sent: up to the failed block (whose offset is
+            // a line end here), or up to the flush if that came later.
+            let flushed = flush_at.map_or(0, |i| (i as u64 + 1) * line(0).len() as u64);
+            assert!(sent.starts_with(&got));
+            assert_eq!(got.len() as u64, fail_at.max(flushed), "flushed at {flush_at:?}");
+        }
+    }
+
     #[test]
     fn space_is_reserved_ahead_past_keep_and_given_back_at_drop() {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.bin");
         let (step, keep) = (64 * 1024, 256 * 1024);
-        let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep);
+        let mut f = StreamedFile::with_sizes(File::create(&path).unwrap(), step, keep, BLOCK);
         let block = vec![7u8; 16 * 1024];
         // Up to `keep`, nothing is reserved.
         while f.written + (block.len() as u64) <= keep {
@@ -274,6 +471,8 @@ mod tests {
             );
         } else {
             assert!(f.reserved >= total + step, "reserved up to {} of {total}", f.reserved);
+            // Past `keep` the last bytes may wait in a direct block: a flush puts them in.
+            f.flush().unwrap();
             let meta = std::fs::metadata(&path).unwrap();
             assert_eq!(meta.len(), total, "the reservation does not change the length");
             assert!(meta.blocks() * 512 >= f.reserved, "{} bytes allocated", meta.blocks() * 512);

@@ -980,6 +980,11 @@ impl Writer {
         // (draining, so one waiting for room can finish), then drain everything.
         // After a fatal signal, the thread that took it may be stuck inside a push: wait briefly.
         let patience = self.shared.fatal.load(Ordering::Acquire).then_some(FATAL_PATIENCE);
+        if patience.is_some() {
+            if let Some(sink) = self.sink.as_mut() {
+                sink.stay_buffered();
+            }
+        }
         let shared = Arc::clone(&self.shared);
         let all_idle = shared.quiesce(
             || {
