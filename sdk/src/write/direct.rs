@@ -1,4 +1,4 @@
-//! The far part of a large file written around the page cache: whole aligned blocks through a
+//! The far part of a large file written around the page cache (WR-STREAM-2): whole aligned blocks through a
 //! second descriptor opened with `O_DIRECT`, by a thread of their own, while the writer fills
 //! the next block ([`crate::write::StreamedFile`] switches to it past its cached share).
 //!
