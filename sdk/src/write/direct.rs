@@ -1,6 +1,7 @@
-//! The far part of a large file written around the page cache (WR-STREAM-2): whole aligned blocks through a
-//! second descriptor opened with `O_DIRECT`, by a thread of their own, while the writer fills
-//! the next block ([`crate::write::StreamedFile`] switches to it past its cached share).
+//! The far part of a large file written around the page cache (WR-STREAM-2): whole aligned
+//! blocks through a second descriptor opened with `O_DIRECT`, by a thread of their own, while the
+//! writer fills the next block ([`crate::write::StreamedFile`] switches to it past its cached
+//! share).
 //!
 //! A full trace is gigabytes that nobody reads while they are written. Through the page cache,
 //! each byte is copied by the writer thread into a fresh page, which the kernel then tracks,
@@ -8,10 +9,11 @@
 //! bench`'s full trace of Tiny5 (6.82 GB) spent 3.0 s of system time on it, beside 5.7 s of
 //! encoding and making lines, in a run of 5.2 s. A direct write lets the disk copy the block out
 //! of the process's own memory, and the thread that waits for it waits on the disk, not on a
-//! core. Measured on the 2-core AMD VM of 2026-12-02 (`pipeline_modes full 1300`, four
-//! alternated pairs): 4.17–4.74 s with 0.8–1.0 s of system time, against 5.23–6.61 s with
-//! 2.8–3.7 s (docs/performance-history.md, "Session 53"). A direct write that *waits* for the disk
-//! on the writer thread was slower than the page cache (session 40): hence the thread.
+//! core. Measured on the 2-core AMD VM of 2026-12-02 (`pipeline_modes full 1300`, seven
+//! alternated pairs, four of them with a prototype): 4.17–6.22 s with 0.8–1.3 s of system time,
+//! against 5.23–6.61 s with 2.8–4.2 s (docs/performance-history.md, "Session 53"). A direct write
+//! that *waits* for the disk on the writer thread was slower than the page cache (session 40):
+//! hence the thread.
 //!
 //! The file stays what a reader may see of it at any time, as through the page cache:
 //! * one thread writes the blocks one after the other, at their offsets, so the file grows in
