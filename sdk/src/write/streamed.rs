@@ -92,8 +92,9 @@ pub struct StreamedFile {
     /// Past `keep`, the writes that go around the page cache (`direct.rs`), once started.
     #[cfg(target_os = "linux")]
     direct: Option<Box<super::direct::Direct>>,
-    /// Whether to start them past `keep`: not for compressed streams ([`StreamedFile::for_frames`]),
-    /// not after [`StreamedFile::stay_buffered`], not once the file could not be opened for them.
+    /// Whether to start them past `keep`: not for compressed streams
+    /// ([`StreamedFile::for_frames`]), not after [`StreamedFile::stay_buffered`], not once the
+    /// file could not be opened for them.
     may_go_direct: bool,
     /// The size of a direct write ([`super::direct::BLOCK`]; smaller in unit tests).
     block: usize,
