@@ -17,7 +17,8 @@
 //!
 //! The file stays what a reader may see of it at any time, as through the page cache:
 //! * one thread writes the blocks one after the other, at their offsets, so the file grows in
-//!   order and never has a hole, even if the process is killed;
+//!   order and never has a hole, even if the process is killed (it then ends where a block
+//!   ended, most often inside a line, which `jets repair` drops as it drops any torn last line);
 //! * the unfinished block is written through the ordinary descriptor at every flush (a
 //!   [`crate::Trace::flush`], the writer's idle flushes, the close), after the blocks before it;
 //!   the block, once full, is written again over it, with the same bytes and more;

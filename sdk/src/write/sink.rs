@@ -94,11 +94,12 @@ impl Sink {
             _ => (File::create(path)?, None),
         };
         // A file of lines may be written around the page cache past its cached share; one of
-        // compressed streams is not (`StreamedFile::for_frames`).
-        let file = match codec {
-            Codec::Plain => StreamedFile::new(file),
-            _ => StreamedFile::for_frames(file),
-        };
+        // compressed streams stays with the cache, since a failed direct write is cut back to a
+        // line end, which a compressed stream does not have (WR-STREAM-2).
+        let mut file = StreamedFile::new(file);
+        if codec != Codec::Plain {
+            file.stay_buffered();
+        }
         let sink = FileSink { file, good_len: 0, codec, pending: Vec::new() };
         Ok(Sink { kind: Kind::File(sink), pending })
     }

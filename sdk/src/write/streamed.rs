@@ -92,9 +92,8 @@ pub struct StreamedFile {
     /// Past `keep`, the writes that go around the page cache (`direct.rs`), once started.
     #[cfg(target_os = "linux")]
     direct: Option<Box<super::direct::Direct>>,
-    /// Whether to start them past `keep`: not for compressed streams
-    /// ([`StreamedFile::for_frames`]), not after [`StreamedFile::stay_buffered`], not once the
-    /// file could not be opened for them.
+    /// Whether to start them past `keep`: not after [`StreamedFile::stay_buffered`] (a file of
+    /// compressed streams, a fatal signal), not once the file could not be opened for them.
     may_go_direct: bool,
     /// The size of a direct write ([`super::direct::BLOCK`]; smaller in unit tests).
     block: usize,
@@ -109,14 +108,6 @@ impl StreamedFile {
     /// Writes to `file` from its current offset, which is taken as 0 (a new file).
     pub fn new(file: File) -> StreamedFile {
         StreamedFile::with_sizes(file, STEP, KEEP_CACHED, BLOCK)
-    }
-
-    /// For a file of compressed streams: the page cache only, since a failed direct write is
-    /// cut back to a line end, which a compressed stream does not have.
-    pub(crate) fn for_frames(file: File) -> StreamedFile {
-        let mut f = StreamedFile::new(file);
-        f.may_go_direct = false;
-        f
     }
 
     fn with_sizes(file: File, step: u64, keep: u64, block: usize) -> StreamedFile {
@@ -139,8 +130,10 @@ impl StreamedFile {
         }
     }
 
-    /// Stays with the page cache from now on if it has not left it: no thread is started for
-    /// direct writes (after a fatal signal, whose thread may hold a lock a new thread needs).
+    /// Stays with the page cache from now on if it has not left it: for a file that is not one
+    /// of lines (a failed direct write is cut back to a line end), and after a fatal signal (no
+    /// thread is started for direct writes: the signal's thread may hold a lock that starting
+    /// one needs).
     pub(crate) fn stay_buffered(&mut self) {
         self.may_go_direct = false;
     }
