@@ -686,9 +686,10 @@ fn to_text(r: &Value) -> String {
     }
     let (lo, hi) = range(&rounds["slowdown_write_floor"]);
     let label = format!("only writing its {:.2} GB", f("full_trace_bytes") / 1e9);
-    let path = match r["write_floor_direct"] == true {
-        true => "past 512 MiB around the page cache: the disk's pace",
-        false => "through the page cache",
+    let path = if r["write_floor_direct"] == true {
+        "past 512 MiB around the page cache: the disk's pace"
+    } else {
+        "through the page cache"
     };
     s += &format!(
         "  {label:<32} {:>6.2}x   rounds {lo:.2}-{hi:.2}x   (no encoding, {path})\n",
