@@ -219,6 +219,12 @@ impl Direct {
         }
     }
 
+    /// Keeps the first failure, which every later call returns ([`Direct::check`]): nothing is
+    /// written after it, so the file has no hole.
+    fn keep_failure(&mut self, at: u64, e: &io::Error) {
+        self.failed.get_or_insert_with(|| (at, e.kind(), e.to_string()));
+    }
+
     /// Takes back the blocks the thread has written (all of them with `wait`).
     fn collect(&mut self, wait: bool) -> Result<(), (u64, io::Error)> {
         while self.out > 0 {
@@ -241,7 +247,7 @@ impl Direct {
                 self.out -= 1;
                 self.spare.push(block);
                 if let Err((at, e)) = &result {
-                    self.failed.get_or_insert_with(|| (*at, e.kind(), e.to_string()));
+                    self.keep_failure(*at, e);
                 }
                 self.check().map(|()| true)
             }
@@ -257,7 +263,10 @@ impl Direct {
     pub(crate) fn flush(&mut self, file: &File) -> Result<(), (u64, io::Error)> {
         self.check()?;
         self.collect(true)?;
-        file.write_all_at(self.block.bytes(self.len), self.at).map_err(|e| (self.at, e))
+        if let Err(e) = file.write_all_at(self.block.bytes(self.len), self.at) {
+            self.keep_failure(self.at, &e);
+        }
+        self.check()
     }
 }
 
