@@ -366,12 +366,28 @@ mod tests {
         (file, head)
     }
 
-    fn not_checked(dir: &std::path::Path, e: &io::Error) {
-        eprintln!(
-            "NOT CHECKED: {} refuses direct writes ({e}); traces there go through the page \
-             cache only",
-            dir.display()
-        );
+    /// Direct writes of `file` from `ALIGN` in blocks of `size`, failing as `fail` says; `None`,
+    /// said on stderr, where the file system under `dir` refuses them.
+    fn started(
+        dir: &std::path::Path,
+        file: &File,
+        size: usize,
+        fail: Option<(u64, fn() -> io::Error)>,
+    ) -> Option<Direct> {
+        // Without a failure, through the entry point the trace's file uses.
+        let direct = match fail {
+            None => Direct::start(file, ALIGN, size),
+            Some(_) => Direct::start_failing(file, ALIGN, size, fail),
+        };
+        direct
+            .map_err(|e| {
+                eprintln!(
+                    "NOT CHECKED: {} refuses direct writes ({e}); traces there go through the \
+                     page cache only",
+                    dir.display()
+                )
+            })
+            .ok()
     }
 
     #[test]
@@ -380,10 +396,7 @@ mod tests {
         let path = dir.path().join("d.jets");
         let (file, mut expected) = start_file(&path);
         let size = 4 * ALIGN as usize;
-        let mut d = match Direct::start(&file, ALIGN, size) {
-            Ok(d) => d,
-            Err(e) => return not_checked(dir.path(), &e),
-        };
+        let Some(mut d) = started(dir.path(), &file, size, None) else { return };
         let body = lines(20_000);
         for (i, piece) in body.chunks(777).enumerate() {
             d.write(piece).unwrap();
@@ -407,9 +420,8 @@ mod tests {
         let size = 4 * ALIGN as usize;
         let fail_at = ALIGN + 3 * size as u64;
         let disk_full = || io::Error::from_raw_os_error(libc::ENOSPC);
-        let mut d = match Direct::start_failing(&file, ALIGN, size, Some((fail_at, disk_full))) {
-            Ok(d) => d,
-            Err(e) => return not_checked(dir.path(), &e),
+        let Some(mut d) = started(dir.path(), &file, size, Some((fail_at, disk_full))) else {
+            return;
         };
         let body = lines(50_000);
         let mut failure = None;
@@ -440,10 +452,7 @@ mod tests {
         let size = 2 * ALIGN as usize;
         // The first block is refused as direct, as on a file system without `O_DIRECT`.
         let refuse = || io::Error::from_raw_os_error(libc::EINVAL);
-        let mut d = match Direct::start_failing(&file, ALIGN, size, Some((ALIGN, refuse))) {
-            Ok(d) => d,
-            Err(e) => return not_checked(dir.path(), &e),
-        };
+        let Some(mut d) = started(dir.path(), &file, size, Some((ALIGN, refuse))) else { return };
         let body = lines(5_000);
         d.write(&body).unwrap();
         d.flush(&file).unwrap();
