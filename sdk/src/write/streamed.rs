@@ -159,7 +159,9 @@ impl StreamedFile {
             return;
         }
         // Up to `keep` bytes a file is left to the OS, as any file is: a trace that fits in the
-        // page cache is not paced by the disk.
+        // page cache is not paced by the disk. Past it with direct writes, the page cache holds
+        // only flushed tails of unfinished blocks: the hints below still start and drop those,
+        // and the reservation serves the direct blocks as it served the cached writes.
         if self.written > self.keep {
             start_writeback(&self.file, self.started, self.written - self.started);
             if self.may_reserve && self.reserved < self.written + self.step {
